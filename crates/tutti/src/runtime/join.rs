@@ -1,0 +1,89 @@
+//! `join`: run two closures, potentially in parallel (recursive work).
+//!
+//! The calling worker pushes `b` onto its own deque, runs `a`, then takes `b`
+//! back and runs it inline unless a thief stole it meanwhile, in which case it
+//! executes other work until `b`'s latch is set. No heap allocation: `b` lives
+//! in this stack frame, which cannot return before `b` has run.
+
+use super::job::StackJob;
+use super::latch::SpinLatch;
+use super::registry::with_current_registry;
+use super::unwind::{halt_unwinding, resume_unwinding, Payload};
+use super::worker::WorkerThread;
+
+/// Runs `a` and `b`, potentially in parallel, and returns both results.
+///
+/// Called on a worker, `b` is offered to thieves while the caller runs `a`;
+/// called from any other thread, the whole `join` runs on the current runtime
+/// (the global one unless inside [`Runtime::block_on`](crate::Runtime::block_on))
+/// and the caller blocks until it is done.
+///
+/// If either closure panics, the panic is re-raised here after both have
+/// finished (a panic of `a` wins over one of `b`).
+///
+/// ```
+/// let v = vec![1, 2, 3, 4, 5, 6];
+/// let (l, r) = v.split_at(3);
+/// let (x, y) = tutti::join(|| l.iter().sum::<i32>(), || r.iter().sum::<i32>());
+/// assert_eq!(x + y, 21);
+/// ```
+#[inline]
+pub fn join<A, B, RA, RB>(a: A, b: B) -> (RA, RB)
+where
+    A: FnOnce() -> RA + Send,
+    B: FnOnce() -> RB + Send,
+    RA: Send,
+    RB: Send,
+{
+    match WorkerThread::current() {
+        Some(w) => join_on(w, a, b),
+        None => with_current_registry(|r| r.in_worker(|w, _| join_on(w, a, b))),
+    }
+}
+
+/// `join` on a known worker.
+#[inline]
+pub(crate) fn join_on<A, B, RA, RB>(worker: &WorkerThread, a: A, b: B) -> (RA, RB)
+where
+    A: FnOnce() -> RA + Send,
+    B: FnOnce() -> RB + Send,
+    RA: Send,
+    RB: Send,
+{
+    let job_b = StackJob::new(b, SpinLatch::new(worker.registry(), worker.index()));
+    // SAFETY: `job_b` stays in this frame until it has run: below we either
+    // take it back and run it inline or wait for its latch, and a panic of `a`
+    // is caught so the frame cannot unwind before that.
+    let job_b_ref = unsafe { job_b.as_job_ref() };
+    worker.push(job_b_ref);
+
+    let result_a = match halt_unwinding(a) {
+        Ok(r) => r,
+        Err(p) => join_recover_from_panic(worker, &job_b.latch, p),
+    };
+
+    while !job_b.latch.probe() {
+        match worker.take_local_job() {
+            Some(job) if job == job_b_ref => {
+                // Not stolen: run it right here, no latch involved.
+                let result_b = job_b.run_inline();
+                return (result_a, result_b);
+            }
+            // Something pushed before `b` (b was stolen): run it meanwhile.
+            Some(job) => worker.execute(job),
+            None => {
+                worker.wait_until(&job_b.latch.core);
+                break;
+            }
+        }
+    }
+    (result_a, job_b.into_result())
+}
+
+/// `a` panicked: `b` may still be running on another worker and borrow this
+/// frame, so wait for it before re-raising.
+#[cold]
+fn join_recover_from_panic(worker: &WorkerThread, latch: &SpinLatch<'_>, p: Payload) -> ! {
+    worker.wait_until(&latch.core);
+    resume_unwinding(p)
+}

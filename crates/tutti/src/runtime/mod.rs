@@ -1,0 +1,254 @@
+//! Layer 0: the work-stealing scheduler every other layer runs on.
+//!
+//! Two scheduling regimes, chosen by the programmer (Blip):
+//!
+//! * **recursive work** — [`join`], [`scope`], [`par_for`],
+//!   [`par_chunks_mut`]: depth-first on the own deque, thieves take the
+//!   oldest and largest pieces, no heap allocation per `join`, and a worker
+//!   waiting for a stolen half executes other work meanwhile;
+//! * **independent tasks** — [`spawn`]: futures served FIFO so that a deep
+//!   recursion or a busy task cannot starve another task; a task that returns
+//!   `Pending` gives its worker back and its waker resubmits it (Blip's
+//!   delay/resubmit); the most recently woken task runs next on the waking
+//!   worker, bounded so two tasks cannot monopolise it.
+//!
+//! Idle workers spin briefly, then park (see `sleep.rs` for the protocol and
+//! its proof sketch); [`IdleStrategy`] selects the policy. Timers
+//! ([`sleep`], [`timeout`]) run on one lazily started timer thread.
+//!
+//! Every free function has a [`Runtime`] method twin. Free functions use the
+//! *current* runtime: the one whose worker is calling, else the one entered by
+//! [`Runtime::block_on`] or [`Runtime::enter`] on this thread, else a global
+//! runtime created on first use (configured by `TUTTI_WORKERS` and
+//! `TUTTI_IDLE`, see [`Builder::from_env`]).
+
+mod block_on;
+mod builder;
+mod job;
+mod join;
+mod latch;
+mod par_for;
+mod registry;
+mod scope;
+mod sequential;
+pub(crate) mod sleep;
+mod task;
+mod timer;
+mod unwind;
+mod worker;
+
+use std::cell::RefCell;
+use std::future::Future;
+use std::ops::Range;
+
+pub use block_on::block_on;
+pub use builder::{BuildError, Builder, IdleStrategy};
+pub use join::join;
+pub use par_for::{par_chunks_mut, par_for};
+pub use scope::{scope, Scope};
+pub use sequential::SequentialGroup;
+pub use task::{spawn, yield_now, JoinError, JoinHandle, Outcome, TaskResult, YieldNow};
+pub(crate) use timer::Deadline;
+pub use timer::{sleep, sleep_until, timeout, timeout_at, Elapsed, Sleep, Timeout};
+
+use crate::loom::Arc;
+use registry::Registry;
+use worker::WorkerThread;
+
+std::thread_local! {
+    /// The runtime entered on this (non-worker) thread, if any.
+    static ENTERED: RefCell<Vec<Arc<Registry>>> = const { RefCell::new(Vec::new()) };
+}
+
+/// The runtime entered on this thread by `block_on`/`enter`, if any.
+pub(crate) fn entered_registry() -> Option<Arc<Registry>> {
+    ENTERED.with(|e| e.borrow().last().cloned())
+}
+
+/// A pool of worker threads running tasks, `join`s, scopes and loops.
+///
+/// Dropping a `Runtime` shuts it down: each worker finishes the job it is
+/// running and any recursive work left in its deque, queued and pending async
+/// tasks are cancelled (their handles report [`JoinError::Cancelled`]), and
+/// the worker threads are joined.
+///
+/// ```
+/// let rt = tutti::Runtime::builder().workers(2).build().unwrap();
+/// let (a, b) = rt.join(|| 1 + 1, || 2 + 2);
+/// assert_eq!((a, b), (2, 4));
+/// assert_eq!(rt.block_on(rt.spawn(async { 5 })), 5);
+/// ```
+pub struct Runtime {
+    registry: Arc<Registry>,
+}
+
+impl std::fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runtime")
+            .field("workers", &self.workers())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for Runtime {
+    fn default() -> Self {
+        Runtime::new()
+    }
+}
+
+impl Runtime {
+    /// A runtime with the default configuration (one worker per core).
+    ///
+    /// # Panics
+    /// If the operating system refuses to start the worker threads; use
+    /// [`Runtime::builder`] to handle that as an error.
+    pub fn new() -> Runtime {
+        Builder::new()
+            .build()
+            .unwrap_or_else(|e| panic!("tutti: cannot start a runtime: {e}"))
+    }
+
+    /// A builder to configure a runtime.
+    pub fn builder() -> Builder {
+        Builder::new()
+    }
+
+    pub(crate) fn start(b: &Builder) -> std::io::Result<Runtime> {
+        Ok(Runtime {
+            registry: Registry::start(b)?,
+        })
+    }
+
+    /// Number of worker threads.
+    pub fn workers(&self) -> usize {
+        self.registry.num_workers()
+    }
+
+    /// Runs `f` on one of this runtime's workers and returns its result;
+    /// inside `f` the free functions use this runtime. The caller blocks (or,
+    /// on a worker of another runtime, keeps executing that runtime's work).
+    ///
+    /// ```
+    /// let rt = tutti::Runtime::builder().workers(2).build().unwrap();
+    /// let sum: u64 = rt.install(|| {
+    ///     let (a, b) = tutti::join(|| (0..50u64).sum::<u64>(), || (50..100u64).sum::<u64>());
+    ///     a + b
+    /// });
+    /// assert_eq!(sum, 4950);
+    /// ```
+    pub fn install<F, R>(&self, f: F) -> R
+    where
+        F: FnOnce() -> R + Send,
+        R: Send,
+    {
+        self.registry.in_worker(|_, _| f())
+    }
+
+    /// [`join`] on this runtime.
+    pub fn join<A, B, RA, RB>(&self, a: A, b: B) -> (RA, RB)
+    where
+        A: FnOnce() -> RA + Send,
+        B: FnOnce() -> RB + Send,
+        RA: Send,
+        RB: Send,
+    {
+        self.registry.in_worker(|w, _| join::join_on(w, a, b))
+    }
+
+    /// [`scope`] on this runtime.
+    pub fn scope<'scope, OP, R>(&self, op: OP) -> R
+    where
+        OP: FnOnce(&Scope<'scope>) -> R + Send,
+        R: Send,
+    {
+        self.registry.in_worker(|w, _| scope::scope_on(w, op))
+    }
+
+    /// [`spawn`] on this runtime.
+    pub fn spawn<F>(&self, future: F) -> JoinHandle<F::Output>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        task::spawn_on(&self.registry, future)
+    }
+
+    /// [`block_on`] with this runtime entered: free functions called by the
+    /// future (e.g. [`spawn`]) use this runtime. On a worker of another
+    /// runtime, that worker's runtime stays current.
+    pub fn block_on<F: Future>(&self, future: F) -> F::Output {
+        let _guard = self.enter();
+        block_on(future)
+    }
+
+    /// Makes this runtime current on the calling thread until the guard is
+    /// dropped, so that free functions ([`spawn`], [`join`], …) use it.
+    ///
+    /// ```
+    /// let rt = tutti::Runtime::builder().workers(1).build().unwrap();
+    /// let _g = rt.enter();
+    /// assert_eq!(tutti::spawn(async { 3 }).join(), 3);
+    /// ```
+    pub fn enter(&self) -> EnterGuard<'_> {
+        ENTERED.with(|e| e.borrow_mut().push(Arc::clone(&self.registry)));
+        EnterGuard { _rt: self }
+    }
+
+    /// [`par_for`] on this runtime.
+    pub fn par_for<F>(&self, range: Range<usize>, grain: usize, f: F)
+    where
+        F: Fn(usize) + Sync + Send,
+    {
+        self.install(|| par_for(range, grain, f))
+    }
+
+    /// [`par_chunks_mut`] on this runtime.
+    pub fn par_chunks_mut<T, F>(&self, slice: &mut [T], grain: usize, f: F)
+    where
+        T: Send,
+        F: Fn(usize, &mut [T]) + Sync + Send,
+    {
+        self.install(|| par_chunks_mut(slice, grain, f))
+    }
+
+    /// Shuts the runtime down now; the same as dropping it.
+    pub fn shutdown(self) {}
+}
+
+impl Drop for Runtime {
+    fn drop(&mut self) {
+        self.registry.terminate();
+        self.registry.join_workers();
+    }
+}
+
+/// Keeps a runtime entered on this thread; see [`Runtime::enter`].
+#[must_use = "the runtime is only entered while the guard lives"]
+#[derive(Debug)]
+pub struct EnterGuard<'a> {
+    _rt: &'a Runtime,
+}
+
+impl Drop for EnterGuard<'_> {
+    fn drop(&mut self) {
+        ENTERED.with(|e| e.borrow_mut().pop());
+    }
+}
+
+/// Number of workers of the current runtime.
+///
+/// ```
+/// assert!(tutti::runtime::current_workers() >= 1);
+/// ```
+pub fn current_workers() -> usize {
+    registry::with_current_registry(|r| r.num_workers())
+}
+
+/// Index of the calling worker within its runtime, or `None` off the workers.
+///
+/// ```
+/// assert_eq!(tutti::runtime::worker_index(), None);
+/// ```
+pub fn worker_index() -> Option<usize> {
+    WorkerThread::current().map(|w| w.index())
+}

@@ -1,0 +1,270 @@
+//! The shared state of one runtime: the workers' stealers, the global
+//! injector, sleep/wake, and the entry points that move work from outside
+//! threads onto the workers.
+
+use std::sync::OnceLock;
+use std::thread::JoinHandle as ThreadHandle;
+
+use crossbeam_deque::{Injector, Steal, Stealer, Worker};
+
+use super::builder::{Builder, IdleStrategy};
+use super::job::{JobRef, StackJob};
+use super::latch::{CoreLatch, LockLatch, SpinLatch};
+use super::sleep::Sleep;
+use super::worker::WorkerThread;
+use crate::loom::{fence, lock, Arc, AtomicBool, Mutex, Ordering};
+
+/// What every other thread may see of one worker.
+pub(crate) struct ThreadInfo {
+    /// Steals the oldest recursive job (`join`/`scope` halves).
+    pub(crate) deque: Stealer<JobRef>,
+    /// Steals independent tasks from the worker's FIFO.
+    pub(crate) fifo: Stealer<JobRef>,
+    /// Set when the runtime shuts down; the worker's main loop waits on it.
+    pub(crate) terminate: CoreLatch,
+}
+
+/// One runtime's shared state.
+pub(crate) struct Registry {
+    pub(crate) thread_infos: Box<[ThreadInfo]>,
+    pub(crate) injector: Injector<JobRef>,
+    pub(crate) sleep: Sleep,
+    pub(crate) idle: IdleStrategy,
+    terminated: AtomicBool,
+    handles: Mutex<Vec<ThreadHandle<()>>>,
+}
+
+impl Registry {
+    /// Creates the registry and starts its worker threads.
+    pub(crate) fn start(builder: &Builder) -> std::io::Result<Arc<Registry>> {
+        let n = builder.resolved_workers();
+        let mut locals = Vec::with_capacity(n);
+        let mut infos = Vec::with_capacity(n);
+        for _ in 0..n {
+            let deque = Worker::new_lifo();
+            let fifo = Worker::new_fifo();
+            infos.push(ThreadInfo {
+                deque: deque.stealer(),
+                fifo: fifo.stealer(),
+                terminate: CoreLatch::new(),
+            });
+            locals.push((deque, fifo));
+        }
+        let registry = Arc::new(Registry {
+            thread_infos: infos.into_boxed_slice(),
+            injector: Injector::new(),
+            sleep: Sleep::new(n),
+            idle: builder.idle_strategy_value(),
+            terminated: AtomicBool::new(false),
+            handles: Mutex::new(Vec::with_capacity(n)),
+        });
+        for (index, (deque, fifo)) in locals.into_iter().enumerate() {
+            let mut thread = std::thread::Builder::new().name(builder.name_of(index));
+            if let Some(size) = builder.stack_size_bytes() {
+                thread = thread.stack_size(size);
+            }
+            let pin = builder.pinned_core(index);
+            let reg = Arc::clone(&registry);
+            let spawned = thread.spawn(move || {
+                if let Some(core) = pin {
+                    super::builder::pin_current_thread(core);
+                }
+                WorkerThread::run(reg, index, deque, fifo);
+            });
+            match spawned {
+                Ok(h) => lock(&registry.handles).push(h),
+                Err(e) => {
+                    registry.terminate();
+                    registry.join_workers();
+                    return Err(e);
+                }
+            }
+        }
+        Ok(registry)
+    }
+
+    /// Number of worker threads.
+    #[inline]
+    pub(crate) fn num_workers(&self) -> usize {
+        self.thread_infos.len()
+    }
+
+    /// Pushes a job from a thread that will not run it itself.
+    pub(crate) fn inject(&self, job: JobRef) {
+        self.injector.push(job);
+        self.sleep.new_injected_jobs();
+        // `new_injected_jobs` issued a SeqCst fence after the push; paired
+        // with the one in `shutdown`, either we see `terminated` here or the
+        // shutdown drain sees our job.
+        if self.terminated.load(Ordering::Relaxed) {
+            self.discard_injected();
+        }
+    }
+
+    /// True when the runtime has been shut down.
+    pub(crate) fn is_terminated(&self) -> bool {
+        self.terminated.load(Ordering::Acquire)
+    }
+
+    /// Any queue of any worker, or the injector, holds work. Used for the
+    /// final scan before parking.
+    pub(crate) fn has_visible_work(&self) -> bool {
+        !self.injector.is_empty()
+            || self
+                .thread_infos
+                .iter()
+                .any(|t| !t.deque.is_empty() || !t.fifo.is_empty())
+    }
+
+    /// Moves a batch from the injector into `dest`, returning one job.
+    #[inline]
+    pub(crate) fn steal_injected(&self, dest: &Worker<JobRef>) -> Option<JobRef> {
+        loop {
+            match self.injector.steal_batch_and_pop(dest) {
+                Steal::Success(job) => return Some(job),
+                Steal::Empty => return None,
+                Steal::Retry => {}
+            }
+        }
+    }
+
+    /// Runs `op` on a worker of this registry and returns its result. The
+    /// flag tells `op` whether it was moved from another thread.
+    #[inline]
+    pub(crate) fn in_worker<OP, R>(self: &Arc<Self>, op: OP) -> R
+    where
+        OP: FnOnce(&WorkerThread, bool) -> R + Send,
+        R: Send,
+    {
+        match WorkerThread::current() {
+            Some(w) if Arc::ptr_eq(w.registry(), self) => op(w, false),
+            Some(w) => self.in_worker_cross(w, op),
+            None => self.in_worker_cold(op),
+        }
+    }
+
+    /// From a thread outside any runtime: inject and block on a condvar.
+    #[cold]
+    fn in_worker_cold<OP, R>(self: &Arc<Self>, op: OP) -> R
+    where
+        OP: FnOnce(&WorkerThread, bool) -> R + Send,
+        R: Send,
+    {
+        std::thread_local! {
+            static LOCK_LATCH: LockLatch = LockLatch::new();
+        }
+        LOCK_LATCH.with(|latch| {
+            let job = StackJob::new(
+                || {
+                    let w = WorkerThread::current()
+                        .expect("tutti: injected job executed off a worker thread");
+                    op(w, true)
+                },
+                latch,
+            );
+            // SAFETY: `job` stays on this frame until its latch is set: we
+            // block right below and nothing between can unwind.
+            self.inject(unsafe { job.as_job_ref() });
+            latch.wait_and_reset();
+            job.into_result()
+        })
+    }
+
+    /// From a worker of another runtime: inject here and keep that worker
+    /// busy with its own runtime's work until the job is done.
+    #[cold]
+    fn in_worker_cross<OP, R>(self: &Arc<Self>, current: &WorkerThread, op: OP) -> R
+    where
+        OP: FnOnce(&WorkerThread, bool) -> R + Send,
+        R: Send,
+    {
+        let latch = SpinLatch::cross(current.registry(), current.index());
+        let job = StackJob::new(
+            || {
+                let w = WorkerThread::current()
+                    .expect("tutti: injected job executed off a worker thread");
+                op(w, true)
+            },
+            latch,
+        );
+        // SAFETY: as in `in_worker_cold`; `wait_until` returns only once the
+        // latch is set.
+        self.inject(unsafe { job.as_job_ref() });
+        current.wait_until(&job.latch.core);
+        job.into_result()
+    }
+
+    /// Marks the runtime terminated and tells every worker to leave its main
+    /// loop once it runs out of work at hand.
+    pub(crate) fn terminate(&self) {
+        self.terminated.store(true, Ordering::SeqCst);
+        for (i, info) in self.thread_infos.iter().enumerate() {
+            // SAFETY: the latch lives in the registry, which outlives this call.
+            if unsafe { CoreLatch::set(&info.terminate) } {
+                self.sleep.wake_specific_thread(i);
+            }
+        }
+        self.sleep.wake_all();
+    }
+
+    /// Joins the worker threads (not from one of them), then discards jobs
+    /// that were injected after the workers left.
+    pub(crate) fn join_workers(&self) {
+        let handles: Vec<_> = std::mem::take(&mut *lock(&self.handles));
+        let me = std::thread::current().id();
+        for h in handles {
+            if h.thread().id() == me {
+                // Dropped from one of its own workers: that worker exits by
+                // itself once this job returns.
+                continue;
+            }
+            if h.join().is_err() {
+                eprintln!("tutti: a worker thread panicked outside any job");
+            }
+        }
+        // Pairs with the fence in `inject` (see there).
+        fence(Ordering::SeqCst);
+        self.discard_injected();
+    }
+
+    fn discard_injected(&self) {
+        loop {
+            match self.injector.steal() {
+                // SAFETY: the job was stolen exclusively from the injector,
+                // so it is discarded exactly once.
+                Steal::Success(job) => unsafe { job.discard() },
+                Steal::Empty => break,
+                Steal::Retry => {}
+            }
+        }
+    }
+}
+
+/// The lazily created global runtime used by the free functions when called
+/// from a thread outside every runtime.
+pub(crate) fn global_registry() -> &'static Arc<Registry> {
+    static GLOBAL: OnceLock<Arc<Registry>> = OnceLock::new();
+    GLOBAL.get_or_init(|| {
+        let builder = Builder::from_env().unwrap_or_else(|e| panic!("tutti: global runtime: {e}"));
+        Registry::start(&builder)
+            .unwrap_or_else(|e| panic!("tutti: cannot start the global runtime's workers: {e}"))
+    })
+}
+
+/// Runs `f` with the current registry: the calling worker's, else the one
+/// entered on this thread, else the global one.
+#[inline]
+pub(crate) fn with_current_registry<R>(f: impl FnOnce(&Arc<Registry>) -> R) -> R {
+    match WorkerThread::current() {
+        Some(w) => f(w.registry()),
+        None => with_current_registry_cold(f),
+    }
+}
+
+#[cold]
+fn with_current_registry_cold<R>(f: impl FnOnce(&Arc<Registry>) -> R) -> R {
+    match super::entered_registry() {
+        Some(r) => f(&r),
+        None => f(global_registry()),
+    }
+}

@@ -1,0 +1,398 @@
+//! Sleep and wake: how idle workers park and how new work wakes them
+//! (Blip's starvation manager; thesis 000's `immediate`/`wait`/`notify`
+//! message strategies map onto [`IdleStrategy`](super::IdleStrategy)).
+//!
+//! # State
+//!
+//! One atomic word, [`Counters`], packs two 16-bit counts:
+//!
+//! | bits   | field      | meaning                                                  |
+//! |--------|------------|----------------------------------------------------------|
+//! | 0..16  | `sleeping` | workers registered as parked (or about to park)         |
+//! | 16..32 | `idle`     | workers in their idle loop, sleeping ones included       |
+//!
+//! `idle - sleeping` is the number of *searching* workers: awake, out of work,
+//! and scanning every queue. Each worker also has a `blocked` flag behind its
+//! own mutex and a condvar to park on.
+//!
+//! # Protocol
+//!
+//! A worker that finds no work increments `idle`, then searches for a bounded
+//! number of rounds (spinning, then yielding). To park it:
+//!
+//! 1. locks its mutex and moves its latch `UNSET → SLEEPING` (if the latch it
+//!    waits for was set meanwhile it stops here);
+//! 2. increments `sleeping` (SeqCst RMW), then issues a SeqCst fence;
+//! 3. scans every queue once more; if any holds work it undoes 1–2 and goes
+//!    back to searching;
+//! 4. sets `blocked` and waits on the condvar until `blocked` is cleared.
+//!
+//! A waker that wants worker `i` awake locks `i`'s mutex; if `blocked` is set
+//! it clears it, decrements `sleeping` and notifies. The waker does the
+//! decrement, so `sleeping` never counts a thread that has been told to wake.
+//!
+//! Publishing work:
+//!
+//! * **Injected** work (pushed by a thread that will not run it itself: the
+//!   global injector, a timer, another runtime) is pushed, then a SeqCst
+//!   fence, then `Counters` is read. If some worker is sleeping and none is
+//!   searching, one sleeper is woken.
+//! * **Internal** work (a worker's own deque, run-next slot or FIFO) does the
+//!   same without the fence.
+//!
+//! # Why no wake-up is lost
+//!
+//! For injected work, call the push `P`, the publisher's fence `F1` and its
+//! read of the counters `L`; for a parking worker, its increment `R`, its fence
+//! `F2` and its final scan `H`. Both fences are in the single SeqCst order.
+//! If `F1` precedes `F2`, then `H` (after `F2`) observes `P` (before `F1`): the
+//! worker does not park. Otherwise `F2` precedes `F1`, so `L` observes `R`: the
+//! publisher sees a sleeper. It then wakes one unless it saw a searching worker
+//! `S`; but `S`'s own increment of `sleeping` was not yet visible to `L`, so
+//! `L` precedes it in the SeqCst order, and by the first case `S`'s final scan
+//! sees `P`. Either way somebody runs the work.
+//!
+//! For internal work the fence is skipped on purpose (it would cost a full
+//! barrier per `join`): the publisher may miss a worker that is just parking.
+//! That costs parallelism, never progress, because the publisher itself will
+//! pop its own queues before it parks or returns — every blocking wait in the
+//! runtime keeps executing its own worker's work. Rayon makes the same trade.
+//!
+//! Latch wake-ups (a stolen `join` half finishing, a `block_on` waker) go to a
+//! specific worker and are described in `latch.rs`.
+//!
+//! These protocols are model-checked with loom in `tests` below.
+
+use std::time::Duration;
+
+use super::latch::CoreLatch;
+use crate::loom::{fence, lock, AtomicU64, Condvar, Mutex, Ordering};
+
+/// Most workers one runtime may have (16-bit fields in [`Counters`]).
+pub(crate) const MAX_WORKERS: usize = 0x7fff;
+
+const SLEEPING_ONE: u64 = 1;
+const IDLE_ONE: u64 = 1 << 16;
+const FIELD_MASK: u64 = 0xffff;
+
+/// A snapshot of the packed counter word.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Counters(u64);
+
+impl Counters {
+    #[inline]
+    pub(crate) fn sleeping(self) -> u64 {
+        self.0 & FIELD_MASK
+    }
+
+    #[inline]
+    pub(crate) fn idle(self) -> u64 {
+        (self.0 >> 16) & FIELD_MASK
+    }
+
+    /// Awake idle workers that are scanning queues.
+    #[inline]
+    pub(crate) fn searching(self) -> u64 {
+        self.idle() - self.sleeping()
+    }
+
+    /// Work just published might sit unseen: someone sleeps, nobody searches.
+    #[inline]
+    fn needs_wake(self) -> bool {
+        self.sleeping() > 0 && self.searching() == 0
+    }
+}
+
+/// The shared counter word with named transitions.
+struct CounterWord(AtomicU64);
+
+impl CounterWord {
+    #[inline]
+    fn load(&self) -> Counters {
+        Counters(self.0.load(Ordering::SeqCst))
+    }
+    #[inline]
+    fn add_idle(&self) {
+        self.0.fetch_add(IDLE_ONE, Ordering::SeqCst);
+    }
+    #[inline]
+    fn sub_idle(&self) {
+        self.0.fetch_sub(IDLE_ONE, Ordering::SeqCst);
+    }
+    #[inline]
+    fn add_sleeping(&self) {
+        self.0.fetch_add(SLEEPING_ONE, Ordering::SeqCst);
+    }
+    #[inline]
+    fn sub_sleeping(&self) {
+        self.0.fetch_sub(SLEEPING_ONE, Ordering::SeqCst);
+    }
+}
+
+struct WorkerSleep {
+    blocked: Mutex<bool>,
+    cond: Condvar,
+}
+
+/// Sleep/wake state of one runtime.
+pub(crate) struct Sleep {
+    counters: CounterWord,
+    workers: Box<[WorkerSleep]>,
+}
+
+impl Sleep {
+    pub(crate) fn new(n: usize) -> Sleep {
+        assert!(n <= MAX_WORKERS, "tutti: at most {MAX_WORKERS} workers");
+        Sleep {
+            counters: CounterWord(AtomicU64::new(0)),
+            workers: (0..n)
+                .map(|_| WorkerSleep {
+                    blocked: Mutex::new(false),
+                    cond: Condvar::new(),
+                })
+                .collect(),
+        }
+    }
+
+    /// A snapshot of the counters (tests and statistics).
+    pub(crate) fn counters(&self) -> Counters {
+        self.counters.load()
+    }
+
+    /// The calling worker ran out of work and starts searching.
+    #[inline]
+    pub(crate) fn start_looking(&self) {
+        self.counters.add_idle();
+    }
+
+    /// The calling worker found work (or its latch) and leaves the idle loop.
+    #[inline]
+    pub(crate) fn stop_looking(&self) {
+        self.counters.sub_idle();
+    }
+
+    /// Work was pushed to a queue that its publisher will drain itself.
+    #[inline]
+    pub(crate) fn new_internal_jobs(&self) {
+        let c = self.counters.load();
+        if c.needs_wake() {
+            self.wake_any_cold();
+        }
+    }
+
+    /// Work was pushed by a thread that will not run it (see module doc).
+    #[inline]
+    pub(crate) fn new_injected_jobs(&self) {
+        // Pairs with the fence in `sleep`: see "Why no wake-up is lost".
+        fence(Ordering::SeqCst);
+        let c = self.counters.load();
+        if c.needs_wake() {
+            self.wake_any_cold();
+        }
+    }
+
+    #[cold]
+    fn wake_any_cold(&self) {
+        for i in 0..self.workers.len() {
+            if self.wake_specific_thread(i) {
+                return;
+            }
+        }
+    }
+
+    /// Wakes every parked worker (shutdown).
+    pub(crate) fn wake_all(&self) {
+        for i in 0..self.workers.len() {
+            self.wake_specific_thread(i);
+        }
+    }
+
+    /// Wakes worker `index` if it is parked; true if it was.
+    pub(crate) fn wake_specific_thread(&self, index: usize) -> bool {
+        let w = &self.workers[index];
+        let mut blocked = lock(&w.blocked);
+        if *blocked {
+            *blocked = false;
+            // The waker decrements, so a woken thread is never counted as
+            // sleeping (see module doc).
+            self.counters.sub_sleeping();
+            w.cond.notify_one();
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Parks worker `index` unless `latch` is set or `has_work` finds work.
+    /// With `max` set the park ends after that long even without a wake-up
+    /// (used by the bounded idle strategies, never by the default one).
+    #[cold]
+    pub(crate) fn sleep(
+        &self,
+        index: usize,
+        latch: &CoreLatch,
+        max: Option<Duration>,
+        has_work: impl Fn() -> bool,
+    ) {
+        let w = &self.workers[index];
+        let mut blocked = lock(&w.blocked);
+        if !latch.fall_asleep() {
+            return;
+        }
+        self.counters.add_sleeping();
+        // Pairs with the fence in `new_injected_jobs`.
+        fence(Ordering::SeqCst);
+        if has_work() {
+            self.counters.sub_sleeping();
+            latch.wake_up();
+            return;
+        }
+        *blocked = true;
+        match max {
+            None => {
+                while *blocked {
+                    blocked = match w.cond.wait(blocked) {
+                        Ok(g) => g,
+                        Err(p) => p.into_inner(),
+                    };
+                }
+            }
+            Some(d) => {
+                #[cfg(not(loom))]
+                {
+                    blocked = match w.cond.wait_timeout(blocked, d) {
+                        Ok((g, _)) => g,
+                        Err(p) => p.into_inner().0,
+                    };
+                }
+                #[cfg(loom)]
+                {
+                    let _ = d;
+                    blocked = match w.cond.wait(blocked) {
+                        Ok(g) => g,
+                        Err(p) => p.into_inner(),
+                    };
+                }
+                if *blocked {
+                    // Timed out: withdraw ourselves exactly as a waker would.
+                    *blocked = false;
+                    self.counters.sub_sleeping();
+                }
+            }
+        }
+        drop(blocked);
+        latch.wake_up();
+    }
+}
+
+#[cfg(all(test, loom))]
+mod tests {
+    use super::*;
+    use crate::loom::{thread, Arc, AtomicBool};
+
+    /// An injector racing a worker that is about to park: the job is either
+    /// seen by the worker's final scan or the worker is woken.
+    #[test]
+    fn injected_work_is_never_lost() {
+        loom::model(|| {
+            let sleep = Arc::new(Sleep::new(1));
+            let job = Arc::new(AtomicBool::new(false));
+            let latch = Arc::new(CoreLatch::new());
+
+            let worker = {
+                let (sleep, job, latch) = (sleep.clone(), job.clone(), latch.clone());
+                thread::spawn(move || {
+                    sleep.start_looking();
+                    loop {
+                        if job.swap(false, Ordering::Acquire) {
+                            break;
+                        }
+                        sleep.sleep(0, &latch, None, || job.load(Ordering::Acquire));
+                    }
+                    sleep.stop_looking();
+                })
+            };
+            job.store(true, Ordering::Release);
+            sleep.new_injected_jobs();
+            worker.join().unwrap();
+            assert_eq!(sleep.counters().idle(), 0);
+            assert_eq!(sleep.counters().sleeping(), 0);
+        });
+    }
+
+    /// A latch set from another thread wakes its parked owner.
+    #[test]
+    fn latch_set_wakes_owner() {
+        loom::model(|| {
+            let sleep = Arc::new(Sleep::new(1));
+            let latch = Arc::new(CoreLatch::new());
+            let owner = {
+                let (sleep, latch) = (sleep.clone(), latch.clone());
+                thread::spawn(move || {
+                    sleep.start_looking();
+                    while !latch.probe() {
+                        sleep.sleep(0, &latch, None, || false);
+                    }
+                    sleep.stop_looking();
+                })
+            };
+            // SAFETY: the latch is kept alive by the Arc for the whole test.
+            if unsafe { CoreLatch::set(&*latch) } {
+                sleep.wake_specific_thread(0);
+            }
+            owner.join().unwrap();
+            assert_eq!(sleep.counters().sleeping(), 0);
+        });
+    }
+
+    /// Two workers, one job: the job runs exactly once and both workers end
+    /// up parked or done; a second injection later wakes a sleeper.
+    #[test]
+    fn one_of_two_sleepers_is_woken() {
+        loom::model(|| {
+            let sleep = Arc::new(Sleep::new(2));
+            let jobs = Arc::new(crate::loom::AtomicUsize::new(0));
+            let done = Arc::new(crate::loom::AtomicUsize::new(0));
+            let stop = Arc::new([CoreLatch::new(), CoreLatch::new()]);
+            let mut handles = Vec::new();
+            for i in 0..2 {
+                let (sleep, jobs, done, stop) =
+                    (sleep.clone(), jobs.clone(), done.clone(), stop.clone());
+                handles.push(thread::spawn(move || {
+                    sleep.start_looking();
+                    loop {
+                        if stop[i].probe() {
+                            break;
+                        }
+                        let n = jobs.load(Ordering::Acquire);
+                        if n > 0
+                            && jobs
+                                .compare_exchange(n, n - 1, Ordering::AcqRel, Ordering::Relaxed)
+                                .is_ok()
+                        {
+                            done.fetch_add(1, Ordering::AcqRel);
+                            continue;
+                        }
+                        sleep.sleep(i, &stop[i], None, || jobs.load(Ordering::Acquire) > 0);
+                    }
+                    sleep.stop_looking();
+                }));
+            }
+            jobs.fetch_add(1, Ordering::Release);
+            sleep.new_injected_jobs();
+            while done.load(Ordering::Acquire) == 0 {
+                thread::yield_now();
+            }
+            for (i, l) in stop.iter().enumerate() {
+                // SAFETY: the latches live in the Arc for the whole test.
+                if unsafe { CoreLatch::set(l) } {
+                    sleep.wake_specific_thread(i);
+                }
+            }
+            for h in handles {
+                h.join().unwrap();
+            }
+            assert_eq!(done.load(Ordering::Relaxed), 1);
+        });
+    }
+}

@@ -1,0 +1,534 @@
+//! Independent async tasks: `spawn`, `JoinHandle`, completion callbacks.
+//!
+//! Tasks are allocated by `async-task`; a `Runnable` travels through the
+//! queues as a [`JobRef`]. Scheduling policy (Blip's fairness between
+//! independent tasks, and delay/resubmit):
+//!
+//! * a new task goes to the back of the spawning worker's FIFO (or the global
+//!   injector from outside the runtime);
+//! * a task that returns `Pending` gives its worker back; whoever wakes it
+//!   resubmits it: a worker of the same runtime puts it in its `run_next` slot
+//!   (the ping-pong fast path, bounded: see `worker.rs`), a task that woke
+//!   itself (`yield_now`) goes to the back of the FIFO, any other thread
+//!   injects it.
+//!
+//! The future is wrapped so that a panic is caught and delivered to the
+//! joiner, and so that completion callbacks run exactly once with the task's
+//! [`Outcome`].
+//!
+//! # Completion callback protocol
+//!
+//! `TaskMeta::state` is one byte: `RUNNING` (no callbacks), `HAS_CALLBACKS`,
+//! or `DONE + outcome`. The finishing task swaps in `DONE + outcome`; if it
+//! replaced `HAS_CALLBACKS` it takes the callback list under the mutex and
+//! runs it. A registrar holds the mutex while it moves `RUNNING →
+//! HAS_CALLBACKS` and pushes; if it finds `DONE` it runs its callback itself.
+//! Because the finisher takes the mutex after its swap, it either sees every
+//! callback pushed before the swap or the registrar sees `DONE`: each callback
+//! runs exactly once.
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::ptr::NonNull;
+use std::task::{Context, Poll};
+
+use async_task::{FallibleTask, Runnable, ScheduleInfo, WithInfo};
+
+use super::job::{JobRef, JobVTable};
+use super::registry::{with_current_registry, Registry};
+use super::unwind::{halt_unwinding, payload_text, resume_unwinding, Payload};
+use super::worker::WorkerThread;
+use crate::loom::{lock, Arc, AtomicU8, Mutex, Ordering};
+
+/// How a task ended, as told to [`JoinHandle::on_finish`] callbacks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// The future returned a value.
+    Completed,
+    /// The future panicked; the panic is re-raised at the joiner.
+    Panicked,
+    /// The task was dropped before completing: aborted, or its runtime shut
+    /// down.
+    Cancelled,
+}
+
+/// Why awaiting a task produced no value.
+pub enum JoinError {
+    /// The task panicked; the payload can be re-raised with
+    /// [`std::panic::resume_unwind`].
+    Panicked(Box<dyn std::any::Any + Send + 'static>),
+    /// The task was aborted or its runtime shut down before it completed.
+    Cancelled,
+}
+
+impl fmt::Debug for JoinError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            JoinError::Panicked(p) => write!(f, "Panicked({:?})", payload_text(p)),
+            JoinError::Cancelled => f.write_str("Cancelled"),
+        }
+    }
+}
+
+impl fmt::Display for JoinError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            JoinError::Panicked(p) => write!(f, "task panicked: {}", payload_text(p)),
+            JoinError::Cancelled => {
+                f.write_str("task was cancelled (aborted, or its runtime shut down)")
+            }
+        }
+    }
+}
+
+impl std::error::Error for JoinError {}
+
+type Callback = Box<dyn FnOnce(Outcome) + Send + 'static>;
+
+const RUNNING: u8 = 0;
+const HAS_CALLBACKS: u8 = 1;
+const DONE: u8 = 2;
+
+/// Per-task data kept in the task's header by async-task.
+pub(crate) struct TaskMeta {
+    state: AtomicU8,
+    callbacks: Mutex<Vec<Callback>>,
+}
+
+fn encode(o: Outcome) -> u8 {
+    DONE + o as u8
+}
+
+fn decode(s: u8) -> Outcome {
+    match s - DONE {
+        0 => Outcome::Completed,
+        1 => Outcome::Panicked,
+        _ => Outcome::Cancelled,
+    }
+}
+
+impl TaskMeta {
+    fn new() -> Self {
+        TaskMeta {
+            state: AtomicU8::new(RUNNING),
+            callbacks: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Records the outcome and runs the registered callbacks (once).
+    fn finish(&self, outcome: Outcome) {
+        // AcqRel: acquire the registrar's push (made before its CAS under the
+        // mutex), release nothing in particular but keep it one RMW.
+        let prev = self.state.swap(encode(outcome), Ordering::AcqRel);
+        if prev == HAS_CALLBACKS {
+            self.finish_cold(outcome);
+        }
+    }
+
+    #[cold]
+    fn finish_cold(&self, outcome: Outcome) {
+        let callbacks = std::mem::take(&mut *lock(&self.callbacks));
+        run_callbacks(callbacks, outcome);
+    }
+
+    fn on_finish(&self, cb: Callback) {
+        let mut list = lock(&self.callbacks);
+        loop {
+            let s = self.state.load(Ordering::Acquire);
+            if s >= DONE {
+                drop(list);
+                run_callbacks(vec![cb], decode(s));
+                return;
+            }
+            if s == HAS_CALLBACKS
+                || self
+                    .state
+                    .compare_exchange(RUNNING, HAS_CALLBACKS, Ordering::AcqRel, Ordering::Acquire)
+                    .is_ok()
+            {
+                list.push(cb);
+                return;
+            }
+        }
+    }
+
+    fn outcome(&self) -> Option<Outcome> {
+        let s = self.state.load(Ordering::Acquire);
+        (s >= DONE).then(|| decode(s))
+    }
+}
+
+fn run_callbacks(callbacks: Vec<Callback>, outcome: Outcome) {
+    for cb in callbacks {
+        if let Err(p) = halt_unwinding(|| cb(outcome)) {
+            eprintln!(
+                "tutti: a task completion callback panicked: {}",
+                payload_text(&p)
+            );
+        }
+    }
+}
+
+/// The user's future, with panic capture and completion reporting.
+struct TaskFuture<'m, F> {
+    fut: F,
+    meta: &'m TaskMeta,
+    finished: bool,
+}
+
+impl<F: Future> Future for TaskFuture<'_, F> {
+    type Output = Result<F::Output, Payload>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        // SAFETY: `fut` is structurally pinned: it is never moved out of
+        // `self`, and `Drop` below does not move it.
+        let this = unsafe { self.get_unchecked_mut() };
+        // SAFETY: as above.
+        let fut = unsafe { Pin::new_unchecked(&mut this.fut) };
+        let result = match halt_unwinding(|| fut.poll(cx)) {
+            Ok(Poll::Pending) => return Poll::Pending,
+            Ok(Poll::Ready(v)) => Ok(v),
+            Err(p) => Err(p),
+        };
+        this.finished = true;
+        this.meta.finish(if result.is_ok() {
+            Outcome::Completed
+        } else {
+            Outcome::Panicked
+        });
+        Poll::Ready(result)
+    }
+}
+
+impl<F> Drop for TaskFuture<'_, F> {
+    fn drop(&mut self) {
+        if !self.finished {
+            self.meta.finish(Outcome::Cancelled);
+        }
+    }
+}
+
+static TASK_VTABLE: JobVTable = JobVTable {
+    execute: run_task,
+    discard: discard_task,
+};
+
+fn task_job(runnable: Runnable<TaskMeta>) -> JobRef {
+    // SAFETY: the pointer comes from `into_raw` and is turned back into a
+    // Runnable exactly once, by `run_task` or `discard_task`.
+    unsafe { JobRef::new(runnable.into_raw(), &TASK_VTABLE) }
+}
+
+unsafe fn run_task(ptr: NonNull<()>) {
+    // SAFETY: `ptr` came from `Runnable::into_raw` in `task_job`.
+    let runnable = unsafe { Runnable::<TaskMeta>::from_raw(ptr) };
+    let worker = WorkerThread::current();
+    if let Some(w) = worker {
+        w.enter_task();
+    }
+    // The future's own panics are caught inside `TaskFuture`; this catches a
+    // panic from a destructor run when the task completes.
+    if let Err(p) = halt_unwinding(|| runnable.run()) {
+        eprintln!(
+            "tutti: a task's destructor panicked: {}",
+            payload_text(&p)
+        );
+    }
+    if let Some(w) = worker {
+        w.leave_task();
+    }
+}
+
+unsafe fn discard_task(ptr: NonNull<()>) {
+    // SAFETY: `ptr` came from `Runnable::into_raw` in `task_job`.
+    drop(unsafe { Runnable::<TaskMeta>::from_raw(ptr) });
+}
+
+/// Where a woken task goes (see module doc).
+fn schedule(registry: &Arc<Registry>, runnable: Runnable<TaskMeta>, info: ScheduleInfo) {
+    let job = task_job(runnable);
+    match WorkerThread::current() {
+        Some(w) if Arc::ptr_eq(w.registry(), registry) => {
+            if info.woken_while_running {
+                w.push_fifo(job);
+            } else {
+                w.push_run_next(job);
+            }
+        }
+        _ => registry.inject(job),
+    }
+}
+
+/// Spawns an independent task on the current runtime: the runtime of the
+/// calling worker, the one entered with [`Runtime::block_on`](crate::Runtime::block_on),
+/// or else the global runtime.
+///
+/// Await the returned handle for the task's value (a panic in the task is
+/// re-raised there), or drop it to let the task run detached.
+///
+/// ```
+/// let h = tutti::spawn(async { 6 * 7 });
+/// assert_eq!(h.join(), 42);
+/// ```
+pub fn spawn<F>(future: F) -> JoinHandle<F::Output>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    with_current_registry(|r| spawn_on(r, future))
+}
+
+pub(crate) fn spawn_on<F>(registry: &Arc<Registry>, future: F) -> JoinHandle<F::Output>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    let reg = Arc::clone(registry);
+    let sched = WithInfo(move |r: Runnable<TaskMeta>, info: ScheduleInfo| schedule(&reg, r, info));
+    // SAFETY: the future and its output are `Send + 'static`; the only
+    // borrow is of the task's own metadata, which async-task keeps alive for
+    // as long as the future exists; the schedule closure is `Send + Sync +
+    // 'static`. These are exactly the conditions of `spawn_unchecked`.
+    let (runnable, task) = unsafe {
+        async_task::Builder::new()
+            .metadata(TaskMeta::new())
+            .spawn_unchecked(
+                move |meta| TaskFuture {
+                    fut: future,
+                    meta,
+                    finished: false,
+                },
+                sched,
+            )
+    };
+    let meta = NonNull::from(task.metadata());
+    let job = task_job(runnable);
+    match WorkerThread::current() {
+        Some(w) if Arc::ptr_eq(w.registry(), registry) => w.push_fifo(job),
+        _ => registry.inject(job),
+    }
+    JoinHandle {
+        task: Some(task.fallible()),
+        meta,
+        taken: false,
+    }
+}
+
+/// An owned permission to await a spawned task.
+///
+/// Awaiting it yields the task's value and re-raises its panic. Dropping it
+/// detaches the task, which keeps running. [`JoinHandle::join`] is the
+/// blocking form for plain threads.
+#[must_use = "dropping a JoinHandle detaches the task; await it or call .join()"]
+pub struct JoinHandle<T> {
+    /// `None` only inside `abort`/`drop`; kept after completion so that
+    /// `meta` stays valid.
+    task: Option<FallibleTask<Result<T, Payload>, TaskMeta>>,
+    /// Points into the task's header, which `task` keeps allocated.
+    meta: NonNull<TaskMeta>,
+    /// The task's output has been taken.
+    taken: bool,
+}
+
+// SAFETY: the handle owns a `FallibleTask` (Send when `T: Send`) and points
+// at `TaskMeta`, which is `Sync`.
+unsafe impl<T: Send> Send for JoinHandle<T> {}
+// SAFETY: `&JoinHandle` only reads the metadata, which is `Sync`.
+unsafe impl<T: Send> Sync for JoinHandle<T> {}
+
+impl<T> JoinHandle<T> {
+    fn meta(&self) -> &TaskMeta {
+        // SAFETY: `task` keeps the task allocation, and with it the metadata,
+        // alive; it is only taken by `abort` and `drop`, which consume the
+        // handle.
+        unsafe { self.meta.as_ref() }
+    }
+
+    /// True once the task has completed, panicked or been cancelled.
+    ///
+    /// ```
+    /// let h = tutti::spawn(async {});
+    /// while !h.is_finished() { std::thread::yield_now(); }
+    /// ```
+    pub fn is_finished(&self) -> bool {
+        self.meta().outcome().is_some()
+    }
+
+    /// Runs `f` when the task ends (Blip's `appendOnFinish`), on the thread
+    /// that finishes it, or right away if it already has. Callbacks run in
+    /// registration order; a panicking callback is reported on stderr.
+    ///
+    /// ```
+    /// use std::sync::mpsc;
+    /// let (tx, rx) = mpsc::channel();
+    /// let h = tutti::spawn(async { 1 });
+    /// h.on_finish(move |outcome| tx.send(outcome).unwrap());
+    /// assert_eq!(rx.recv().unwrap(), tutti::Outcome::Completed);
+    /// ```
+    pub fn on_finish(&self, f: impl FnOnce(Outcome) + Send + 'static) {
+        self.meta().on_finish(Box::new(f));
+    }
+
+    /// Cancels the task: its future is dropped without completing (at once
+    /// if it is not running, else when its current poll returns).
+    ///
+    /// ```
+    /// let h = tutti::spawn(std::future::pending::<()>());
+    /// let (tx, rx) = std::sync::mpsc::channel();
+    /// h.on_finish(move |o| tx.send(o).unwrap());
+    /// h.abort();
+    /// assert_eq!(rx.recv().unwrap(), tutti::Outcome::Cancelled);
+    /// ```
+    pub fn abort(mut self) {
+        // Dropping the task (instead of detaching it) cancels it.
+        drop(self.task.take());
+    }
+
+    /// Polls for the task's result without re-raising a panic.
+    pub fn poll_result(&mut self, cx: &mut Context<'_>) -> Poll<Result<T, JoinError>> {
+        assert!(!self.taken, "tutti: JoinHandle polled after it completed");
+        let task = self.task.as_mut().expect("tutti: JoinHandle without a task");
+        match Pin::new(task).poll(cx) {
+            Poll::Pending => Poll::Pending,
+            Poll::Ready(out) => {
+                self.taken = true;
+                Poll::Ready(match out {
+                    Some(Ok(v)) => Ok(v),
+                    Some(Err(p)) => Err(JoinError::Panicked(p)),
+                    None => Err(JoinError::Cancelled),
+                })
+            }
+        }
+    }
+
+    /// A future for the task's result that reports a panic or cancellation
+    /// as a [`JoinError`] instead of re-raising it.
+    ///
+    /// ```
+    /// let h = tutti::spawn(async { panic!("boom") });
+    /// let err = tutti::block_on(h.result()).unwrap_err();
+    /// assert!(err.to_string().contains("boom"));
+    /// ```
+    pub fn result(self) -> TaskResult<T> {
+        TaskResult { handle: self }
+    }
+
+    /// Blocks until the task ends and returns its value, re-raising its
+    /// panic. On a worker thread it keeps executing other work meanwhile.
+    ///
+    /// # Panics
+    /// If the task panicked (with its payload), if it was cancelled, or if
+    /// called from inside an async task (use `.await` there).
+    ///
+    /// ```
+    /// assert_eq!(tutti::spawn(async { "done" }).join(), "done");
+    /// ```
+    pub fn join(self) -> T {
+        super::block_on::block_on(self)
+    }
+}
+
+impl<T> Future for JoinHandle<T> {
+    type Output = T;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<T> {
+        match self.poll_result(cx) {
+            Poll::Pending => Poll::Pending,
+            Poll::Ready(Ok(v)) => Poll::Ready(v),
+            Poll::Ready(Err(JoinError::Panicked(p))) => resume_unwinding(p),
+            Poll::Ready(Err(JoinError::Cancelled)) => {
+                panic!("tutti: awaited a task that was cancelled (aborted, or its runtime shut down)")
+            }
+        }
+    }
+}
+
+impl<T> Drop for JoinHandle<T> {
+    fn drop(&mut self) {
+        if let Some(task) = self.task.take() {
+            if !self.taken {
+                task.detach();
+            }
+        }
+    }
+}
+
+impl<T> fmt::Debug for JoinHandle<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("JoinHandle")
+            .field("finished", &self.is_finished())
+            .finish()
+    }
+}
+
+/// The future returned by [`JoinHandle::result`].
+#[must_use = "futures do nothing unless awaited"]
+#[derive(Debug)]
+pub struct TaskResult<T> {
+    handle: JoinHandle<T>,
+}
+
+impl<T> Future for TaskResult<T> {
+    type Output = Result<T, JoinError>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        self.handle.poll_result(cx)
+    }
+}
+
+/// Gives the worker back to the scheduler once: the current task goes to the
+/// back of its worker's FIFO, so other queued tasks run first.
+///
+/// ```
+/// tutti::block_on(async { tutti::runtime::yield_now().await });
+/// ```
+pub fn yield_now() -> YieldNow {
+    YieldNow { yielded: false }
+}
+
+/// The future returned by [`yield_now`].
+#[must_use = "futures do nothing unless awaited"]
+#[derive(Debug)]
+pub struct YieldNow {
+    yielded: bool,
+}
+
+impl Future for YieldNow {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        if self.yielded {
+            return Poll::Ready(());
+        }
+        self.yielded = true;
+        cx.waker().wake_by_ref();
+        Poll::Pending
+    }
+}
+
+#[cfg(all(test, loom))]
+mod loom_tests {
+    use super::*;
+    use crate::loom::{thread, AtomicUsize};
+
+    /// A callback registered concurrently with completion runs exactly once.
+    #[test]
+    fn callback_runs_exactly_once() {
+        loom::model(|| {
+            let meta = Arc::new(TaskMeta::new());
+            let ran = Arc::new(AtomicUsize::new(0));
+            let t = {
+                let meta = meta.clone();
+                thread::spawn(move || meta.finish(Outcome::Completed))
+            };
+            let r = ran.clone();
+            meta.on_finish(Box::new(move |o| {
+                assert_eq!(o, Outcome::Completed);
+                r.fetch_add(1, Ordering::Relaxed);
+            }));
+            t.join().unwrap();
+            assert_eq!(ran.load(Ordering::Relaxed), 1);
+        });
+    }
+}

@@ -1,0 +1,346 @@
+//! One worker thread: its queues, its main loop, and the "wait while doing
+//! other work" loop every blocking operation on a worker uses.
+//!
+//! # Queues and the order they are served
+//!
+//! Each worker owns three places for work:
+//!
+//! * `deque` — a Chase–Lev deque for **recursive** work (`join`, `scope`).
+//!   The owner pushes and pops at the back (depth-first); thieves steal from
+//!   the front, i.e. the oldest and largest pieces.
+//! * `fifo` — a FIFO queue for **independent** tasks (`spawn`). New tasks
+//!   join its back; thieves steal batches from its front.
+//! * `run_next` — one slot for the task most recently woken *by this worker*.
+//!   It runs next, on this core, which keeps a message ping-pong between two
+//!   tasks on one worker with warm caches. At most [`RUN_NEXT_BOUND`] tasks in
+//!   a row come from this slot; then the slot's task goes to the back of the
+//!   FIFO so queued tasks get their turn (two tasks ping-ponging cannot
+//!   monopolise a worker).
+//!
+//! `find_work` serves: `run_next`, then the own deque, then the own FIFO, then
+//! the global injector, then other workers (deque first, then FIFO). Every
+//! [`INJECTOR_INTERVAL`] calls the injector is looked at before the own FIFO,
+//! so tasks injected from outside the runtime cannot be starved by a worker
+//! that keeps feeding its own FIFO.
+
+use std::cell::Cell;
+use std::ptr;
+
+use crossbeam_deque::{Steal, Worker};
+
+use super::builder::IdleStrategy;
+use super::job::JobRef;
+use super::latch::CoreLatch;
+use super::registry::Registry;
+use crate::loom::Arc;
+
+/// Consecutive `run_next` turns before the slot yields to the FIFO.
+pub(crate) const RUN_NEXT_BOUND: u32 = 32;
+/// Every this many `find_work` calls the injector is checked first.
+const INJECTOR_INTERVAL: u32 = 61;
+
+std::thread_local! {
+    static CURRENT: Cell<*const WorkerThread> = const { Cell::new(ptr::null()) };
+}
+
+/// The per-thread half of a worker. Lives on the worker thread's stack for
+/// the thread's whole life; `CURRENT` points at it meanwhile.
+pub(crate) struct WorkerThread {
+    deque: Worker<JobRef>,
+    fifo: Worker<JobRef>,
+    run_next: Cell<Option<JobRef>>,
+    run_next_streak: Cell<u32>,
+    tick: Cell<u32>,
+    /// How many async-task polls are on this thread's stack right now.
+    task_depth: Cell<u32>,
+    rng: Cell<u64>,
+    index: usize,
+    registry: Arc<Registry>,
+}
+
+impl WorkerThread {
+    /// The worker running on this thread, if any.
+    ///
+    /// The reference is valid for as long as code runs on this thread inside
+    /// [`WorkerThread::run`], which covers every job; `WorkerThread` is not
+    /// `Sync`, so the reference cannot travel to another thread.
+    #[inline]
+    pub(crate) fn current() -> Option<&'static WorkerThread> {
+        let p = CURRENT.with(Cell::get);
+        // SAFETY: non-null only between the set and the reset in `run`, while
+        // the pointee is alive on this thread's stack (see above).
+        unsafe { p.as_ref() }
+    }
+
+    /// The worker thread's body.
+    pub(crate) fn run(
+        registry: Arc<Registry>,
+        index: usize,
+        deque: Worker<JobRef>,
+        fifo: Worker<JobRef>,
+    ) {
+        let worker = WorkerThread {
+            deque,
+            fifo,
+            run_next: Cell::new(None),
+            run_next_streak: Cell::new(0),
+            tick: Cell::new(0),
+            task_depth: Cell::new(0),
+            rng: Cell::new(0x9E37_79B9_7F4A_7C15 ^ ((index as u64 + 1) << 17)),
+            index,
+            registry,
+        };
+        CURRENT.with(|c| c.set(&worker));
+        // Clear the pointer even if something below unwinds.
+        struct Reset;
+        impl Drop for Reset {
+            fn drop(&mut self) {
+                CURRENT.with(|c| c.set(ptr::null()));
+            }
+        }
+        let _reset = Reset;
+        let terminate = &worker.registry.thread_infos[index].terminate;
+        worker.wait_until(terminate);
+        // Recursive work left in the own deque belongs to a scope that some
+        // other frame is waiting for: finish it. Only independent tasks are
+        // cancelled by a shutdown.
+        while let Some(job) = worker.deque.pop() {
+            worker.execute(job);
+        }
+        worker.discard_local();
+    }
+
+    #[inline]
+    pub(crate) fn index(&self) -> usize {
+        self.index
+    }
+
+    #[inline]
+    pub(crate) fn registry(&self) -> &Arc<Registry> {
+        &self.registry
+    }
+
+    /// True while an async task is being polled on this thread.
+    #[inline]
+    pub(crate) fn in_task(&self) -> bool {
+        self.task_depth.get() > 0
+    }
+
+    #[inline]
+    pub(crate) fn enter_task(&self) {
+        self.task_depth.set(self.task_depth.get() + 1);
+    }
+
+    #[inline]
+    pub(crate) fn leave_task(&self) {
+        self.task_depth.set(self.task_depth.get() - 1);
+    }
+
+    /// Pushes recursive work onto the own deque.
+    #[inline]
+    pub(crate) fn push(&self, job: JobRef) {
+        self.deque.push(job);
+        self.registry.sleep.new_internal_jobs();
+    }
+
+    /// Pushes an independent task onto the back of the own FIFO.
+    #[inline]
+    pub(crate) fn push_fifo(&self, job: JobRef) {
+        self.fifo.push(job);
+        self.registry.sleep.new_internal_jobs();
+    }
+
+    /// Makes `job` the next thing this worker runs; a task already in the
+    /// slot moves to the back of the FIFO.
+    #[inline]
+    pub(crate) fn push_run_next(&self, job: JobRef) {
+        if let Some(old) = self.run_next.replace(Some(job)) {
+            self.push_fifo(old);
+        }
+    }
+
+    /// Pops the newest job of the own deque (`join` taking its half back).
+    #[inline]
+    pub(crate) fn take_local_job(&self) -> Option<JobRef> {
+        self.deque.pop()
+    }
+
+    /// Runs a job on this worker.
+    #[inline]
+    pub(crate) fn execute(&self, job: JobRef) {
+        // SAFETY: every JobRef in our queues was popped or stolen exclusively,
+        // so this is its one execution.
+        unsafe { job.execute() }
+    }
+
+    #[inline]
+    fn take_run_next(&self) -> Option<JobRef> {
+        let job = self.run_next.take()?;
+        let streak = self.run_next_streak.get() + 1;
+        if streak <= RUN_NEXT_BOUND {
+            self.run_next_streak.set(streak);
+            return Some(job);
+        }
+        self.run_next_streak.set(0);
+        self.push_fifo(job);
+        None
+    }
+
+    /// The next job for this worker, or `None` if no queue anywhere has one.
+    #[inline]
+    pub(crate) fn find_work(&self) -> Option<JobRef> {
+        if let Some(job) = self.take_run_next() {
+            return Some(job);
+        }
+        self.run_next_streak.set(0);
+        if let Some(job) = self.deque.pop() {
+            return Some(job);
+        }
+        self.find_work_cold()
+    }
+
+    #[cold]
+    fn find_work_cold(&self) -> Option<JobRef> {
+        let tick = self.tick.get().wrapping_add(1);
+        self.tick.set(tick);
+        if tick % INJECTOR_INTERVAL == 0 {
+            if let Some(job) = self.registry.steal_injected(&self.fifo) {
+                return Some(job);
+            }
+        }
+        if let Some(job) = self.fifo.pop() {
+            return Some(job);
+        }
+        if let Some(job) = self.registry.steal_injected(&self.fifo) {
+            return Some(job);
+        }
+        self.steal()
+    }
+
+    fn next_random(&self) -> u64 {
+        // xorshift64*: cheap, and good enough to pick victims.
+        let mut x = self.rng.get();
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.rng.set(x);
+        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    /// Steals from other workers, starting at a random victim: first the
+    /// oldest recursive job, then a batch of independent tasks.
+    fn steal(&self) -> Option<JobRef> {
+        let infos = &self.registry.thread_infos;
+        let n = infos.len();
+        if n <= 1 {
+            return None;
+        }
+        let start = (self.next_random() % n as u64) as usize;
+        loop {
+            let mut retry = false;
+            for i in (start..n).chain(0..start) {
+                if i == self.index {
+                    continue;
+                }
+                match infos[i].deque.steal() {
+                    Steal::Success(job) => return Some(job),
+                    Steal::Retry => retry = true,
+                    Steal::Empty => {}
+                }
+                match infos[i].fifo.steal_batch_and_pop(&self.fifo) {
+                    Steal::Success(job) => return Some(job),
+                    Steal::Retry => retry = true,
+                    Steal::Empty => {}
+                }
+            }
+            if !retry {
+                return None;
+            }
+        }
+    }
+
+    /// Executes other work until `latch` is set. This is how every blocking
+    /// operation waits on a worker: the thread is never idle while anything
+    /// runnable exists.
+    #[inline]
+    pub(crate) fn wait_until(&self, latch: &CoreLatch) {
+        if !latch.probe() {
+            self.wait_until_cold(latch);
+        }
+    }
+
+    #[cold]
+    fn wait_until_cold(&self, latch: &CoreLatch) {
+        let sleep = &self.registry.sleep;
+        let mut idle = false;
+        let mut rounds = 0u32;
+        while !latch.probe() {
+            if let Some(job) = self.find_work() {
+                if idle {
+                    sleep.stop_looking();
+                    idle = false;
+                }
+                rounds = 0;
+                self.execute(job);
+                continue;
+            }
+            if !idle {
+                sleep.start_looking();
+                idle = true;
+            }
+            rounds = self.idle_round(rounds, latch);
+        }
+        if idle {
+            sleep.stop_looking();
+        }
+    }
+
+    /// One round of waiting without work, per the idle strategy. Returns the
+    /// next round number.
+    fn idle_round(&self, rounds: u32, latch: &CoreLatch) -> u32 {
+        let (spins, yields, park) = match self.registry.idle {
+            IdleStrategy::Spin => (u32::MAX, 0, false),
+            IdleStrategy::Yield { spins } => (spins, u32::MAX, false),
+            IdleStrategy::Park { spins, yields } => (spins, yields, true),
+        };
+        if rounds < spins {
+            // Back off exponentially (up to 64 hints) between scans so that
+            // spinning workers do not hammer the other workers' queues.
+            for _ in 0..(1u32 << rounds.min(6)) {
+                crate::loom::spin_hint();
+            }
+            return rounds.saturating_add(1);
+        }
+        if rounds - spins < yields {
+            std::thread::yield_now();
+            return rounds.saturating_add(1);
+        }
+        if park {
+            let registry = &self.registry;
+            registry
+                .sleep
+                .sleep(self.index, latch, None, || registry.has_visible_work());
+        }
+        0
+    }
+
+    /// Drops whatever is left in this worker's queues at shutdown.
+    /// Dropping a task's future may wake other tasks onto this worker, so
+    /// repeat until the queues stay empty.
+    fn discard_local(&self) {
+        loop {
+            let mut left = Vec::new();
+            left.extend(self.run_next.take());
+            while let Some(job) = self.fifo.pop() {
+                left.push(job);
+            }
+            if left.is_empty() {
+                return;
+            }
+            for job in left {
+                // SAFETY: popped exclusively from our own queues: discarded once.
+                unsafe { job.discard() };
+            }
+        }
+    }
+}
