@@ -13,7 +13,10 @@ fn main() {
     let mut args = std::env::args().skip(1);
     let n: u64 = args.next().and_then(|s| s.parse().ok()).unwrap_or(32);
     let workers: usize = args.next().and_then(|s| s.parse().ok()).unwrap_or(2);
-    let rt = tutti::Runtime::builder().workers(workers).build().expect("runtime");
+    let rt = tutti::Runtime::builder()
+        .workers(workers)
+        .build()
+        .expect("runtime");
     for _ in 0..5 {
         let t = Instant::now();
         let v = rt.install(|| fib(n));

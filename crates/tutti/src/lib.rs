@@ -26,8 +26,8 @@ pub mod runtime;
 pub mod sync;
 
 pub use runtime::{
-    block_on, join, par_chunks_mut, par_for, scope, sleep, sleep_until, spawn, timeout, Builder,
-    BuildError, Elapsed, IdleStrategy, JoinError, JoinHandle, Outcome, Runtime, Scope,
+    block_on, join, par_chunks_mut, par_for, scope, sleep, sleep_until, spawn, timeout, BuildError,
+    Builder, Elapsed, IdleStrategy, JoinError, JoinHandle, Outcome, Runtime, Scope,
     SequentialGroup,
 };
 pub use sync::{DataflowError, DataflowVar};

@@ -21,7 +21,7 @@ pub(crate) use loom::{
 pub(crate) use std::{
     sync::{
         atomic::{fence, AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering},
-        Arc, Condvar, Mutex, MutexGuard,
+        Condvar, Mutex, MutexGuard,
     },
     thread,
 };

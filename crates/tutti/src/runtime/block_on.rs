@@ -20,14 +20,14 @@
 
 use std::future::Future;
 use std::pin::pin;
-use std::sync::Arc as StdArc;
+use std::sync::{Arc, Arc as StdArc};
 use std::task::{Context, Poll, Wake, Waker};
 use std::thread::{self, Thread};
 
 use super::latch::CoreLatch;
 use super::registry::Registry;
 use super::worker::WorkerThread;
-use crate::loom::{Arc, AtomicBool, Ordering};
+use crate::loom::{AtomicBool, Ordering};
 
 /// Runs `future` to completion on the calling thread and returns its output.
 ///

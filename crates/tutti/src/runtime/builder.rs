@@ -91,7 +91,10 @@ impl fmt::Display for BuildError {
         match self {
             BuildError::ZeroWorkers => f.write_str("a runtime needs at least one worker"),
             BuildError::TooManyWorkers { requested, max } => {
-                write!(f, "{requested} workers requested, at most {max} are supported")
+                write!(
+                    f,
+                    "{requested} workers requested, at most {max} are supported"
+                )
             }
             BuildError::BadEnv {
                 var,

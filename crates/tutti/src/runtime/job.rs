@@ -159,7 +159,8 @@ impl<L: Latch, F: FnOnce() -> R + Send, R: Send> StackJob<L, F, R> {
             JobResult::Ok(r) => r,
             JobResult::Panic(p) => resume_unwinding(p),
             JobResult::None => {
-                let _abort = super::unwind::AbortIfPanic("a stack job's latch was set without a result");
+                let _abort =
+                    super::unwind::AbortIfPanic("a stack job's latch was set without a result");
                 panic!("stack job finished without result");
             }
         }

@@ -33,6 +33,7 @@ mod scope;
 mod sequential;
 pub(crate) mod sleep;
 mod task;
+mod task_set;
 mod timer;
 mod unwind;
 mod worker;
@@ -51,8 +52,8 @@ pub use task::{spawn, yield_now, JoinError, JoinHandle, Outcome, TaskResult, Yie
 pub(crate) use timer::Deadline;
 pub use timer::{sleep, sleep_until, timeout, timeout_at, Elapsed, Sleep, Timeout};
 
-use crate::loom::Arc;
 use registry::Registry;
+use std::sync::Arc;
 use worker::WorkerThread;
 
 std::thread_local! {

@@ -11,8 +11,11 @@ use super::builder::{Builder, IdleStrategy};
 use super::job::{JobRef, StackJob};
 use super::latch::{CoreLatch, LockLatch, SpinLatch};
 use super::sleep::Sleep;
+use super::task_set::TaskSet;
 use super::worker::WorkerThread;
-use crate::loom::{fence, lock, Arc, AtomicBool, Mutex, Ordering};
+use std::sync::Arc;
+
+use crate::loom::{fence, lock, AtomicBool, Mutex, Ordering};
 
 /// What every other thread may see of one worker.
 pub(crate) struct ThreadInfo {
@@ -30,6 +33,8 @@ pub(crate) struct Registry {
     pub(crate) injector: Injector<JobRef>,
     pub(crate) sleep: Sleep,
     pub(crate) idle: IdleStrategy,
+    /// Live async tasks, cancelled at shutdown.
+    pub(crate) tasks: TaskSet,
     terminated: AtomicBool,
     handles: Mutex<Vec<ThreadHandle<()>>>,
 }
@@ -55,6 +60,7 @@ impl Registry {
             injector: Injector::new(),
             sleep: Sleep::new(n),
             idle: builder.idle_strategy_value(),
+            tasks: TaskSet::new(n + 1),
             terminated: AtomicBool::new(false),
             handles: Mutex::new(Vec::with_capacity(n)),
         });
@@ -99,11 +105,6 @@ impl Registry {
         if self.terminated.load(Ordering::Relaxed) {
             self.discard_injected();
         }
-    }
-
-    /// True when the runtime has been shut down.
-    pub(crate) fn is_terminated(&self) -> bool {
-        self.terminated.load(Ordering::Acquire)
     }
 
     /// Any queue of any worker, or the injector, holds work. Used for the
@@ -221,6 +222,13 @@ impl Registry {
             if h.join().is_err() {
                 eprintln!("tutti: a worker thread panicked outside any job");
             }
+        }
+        // Tasks parked in no queue: wake them so that, the runtime being
+        // terminated, their wake-up discards them (their futures are dropped
+        // and their handles report `Cancelled`). A task dropped here may wake
+        // others; those are injected and discarded the same way.
+        for waker in self.tasks.drain() {
+            waker.wake();
         }
         // Pairs with the fence in `inject` (see there).
         fence(Ordering::SeqCst);

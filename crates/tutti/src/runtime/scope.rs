@@ -14,7 +14,9 @@ use super::latch::CountLatch;
 use super::registry::{with_current_registry, Registry};
 use super::unwind::{halt_unwinding, resume_unwinding, Payload};
 use super::worker::WorkerThread;
-use crate::loom::{Arc, Mutex};
+use std::sync::Arc;
+
+use crate::loom::Mutex;
 
 /// A scope in which closures borrowing from the enclosing frame can be
 /// spawned; see [`scope`].

@@ -11,7 +11,9 @@ use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
 
 use super::task::{spawn, JoinHandle};
-use crate::loom::{lock, Arc, Mutex};
+use std::sync::Arc;
+
+use crate::loom::{lock, Mutex};
 
 /// A group whose tasks run one at a time, in the order they were submitted.
 ///
@@ -55,8 +57,11 @@ impl SequentialGroup {
     {
         let mine = Arc::new(Gate::default());
         let prev = lock(&self.last).replace(Arc::clone(&mine));
+        // Built outside the future so the gate opens even if the task is
+        // cancelled before its first poll.
+        let open = OpenOnDrop(mine);
         spawn(async move {
-            let _open = OpenOnDrop(mine);
+            let _open = open;
             if let Some(prev) = prev {
                 GateWait { gate: &prev }.await;
             }

@@ -154,7 +154,8 @@ impl Sleep {
         }
     }
 
-    /// A snapshot of the counters (tests and statistics).
+    /// A snapshot of the counters (loom tests).
+    #[cfg(loom)]
     pub(crate) fn counters(&self) -> Counters {
         self.counters.load()
     }
@@ -286,7 +287,7 @@ impl Sleep {
 }
 
 #[cfg(all(test, loom))]
-mod tests {
+mod loom_tests {
     use super::*;
     use crate::loom::{thread, Arc, AtomicBool};
 
@@ -304,7 +305,7 @@ mod tests {
                 thread::spawn(move || {
                     sleep.start_looking();
                     loop {
-                        if job.swap(false, Ordering::Acquire) {
+                        if job.load(Ordering::Acquire) {
                             break;
                         }
                         sleep.sleep(0, &latch, None, || job.load(Ordering::Acquire));
@@ -349,7 +350,10 @@ mod tests {
     /// up parked or done; a second injection later wakes a sleeper.
     #[test]
     fn one_of_two_sleepers_is_woken() {
-        loom::model(|| {
+        // Three threads: bound preemptions to keep the state space tractable.
+        let mut model = loom::model::Builder::new();
+        model.preemption_bound = Some(3);
+        model.check(|| {
             let sleep = Arc::new(Sleep::new(2));
             let jobs = Arc::new(crate::loom::AtomicUsize::new(0));
             let done = Arc::new(crate::loom::AtomicUsize::new(0));

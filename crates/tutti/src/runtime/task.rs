@@ -39,7 +39,10 @@ use super::job::{JobRef, JobVTable};
 use super::registry::{with_current_registry, Registry};
 use super::unwind::{halt_unwinding, payload_text, resume_unwinding, Payload};
 use super::worker::WorkerThread;
-use crate::loom::{lock, Arc, AtomicU8, Mutex, Ordering};
+use std::sync::Arc;
+
+use super::task_set::TaskKey;
+use crate::loom::{lock, AtomicU64, AtomicU8, Mutex, Ordering};
 
 /// How a task ended, as told to [`JoinHandle::on_finish`] callbacks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -94,6 +97,11 @@ const DONE: u8 = 2;
 pub(crate) struct TaskMeta {
     state: AtomicU8,
     callbacks: Mutex<Vec<Callback>>,
+    /// The runtime whose live-task set holds this task (none in loom tests).
+    registry: Option<Arc<Registry>>,
+    /// This task's key in that set; written before the task is first
+    /// scheduled, so every poll sees it (the queue push/pop synchronises).
+    key: AtomicU64,
 }
 
 fn encode(o: Outcome) -> u8 {
@@ -109,15 +117,22 @@ fn decode(s: u8) -> Outcome {
 }
 
 impl TaskMeta {
-    fn new() -> Self {
+    fn new(registry: Option<Arc<Registry>>) -> Self {
         TaskMeta {
             state: AtomicU8::new(RUNNING),
             callbacks: Mutex::new(Vec::new()),
+            registry,
+            key: AtomicU64::new(u64::MAX),
         }
     }
 
-    /// Records the outcome and runs the registered callbacks (once).
+    /// Records the outcome, leaves the live-task set and runs the
+    /// registered callbacks (once).
     fn finish(&self, outcome: Outcome) {
+        if let Some(r) = &self.registry {
+            r.tasks
+                .remove(TaskKey::from_raw(self.key.load(Ordering::Relaxed)));
+        }
         // AcqRel: acquire the registrar's push (made before its CAS under the
         // mutex), release nothing in particular but keep it one RMW.
         let prev = self.state.swap(encode(outcome), Ordering::AcqRel);
@@ -230,10 +245,7 @@ unsafe fn run_task(ptr: NonNull<()>) {
     // The future's own panics are caught inside `TaskFuture`; this catches a
     // panic from a destructor run when the task completes.
     if let Err(p) = halt_unwinding(|| runnable.run()) {
-        eprintln!(
-            "tutti: a task's destructor panicked: {}",
-            payload_text(&p)
-        );
+        eprintln!("tutti: a task's destructor panicked: {}", payload_text(&p));
     }
     if let Some(w) = worker {
         w.leave_task();
@@ -292,7 +304,7 @@ where
     // 'static`. These are exactly the conditions of `spawn_unchecked`.
     let (runnable, task) = unsafe {
         async_task::Builder::new()
-            .metadata(TaskMeta::new())
+            .metadata(TaskMeta::new(Some(Arc::clone(registry))))
             .spawn_unchecked(
                 move |meta| TaskFuture {
                     fut: future,
@@ -303,10 +315,14 @@ where
             )
     };
     let meta = NonNull::from(task.metadata());
+    let worker = WorkerThread::current().filter(|w| Arc::ptr_eq(w.registry(), registry));
+    let shard = worker.map_or(0, |w| w.index() + 1);
+    let key = registry.tasks.insert(shard, runnable.waker());
+    task.metadata().key.store(key.into_raw(), Ordering::Relaxed);
     let job = task_job(runnable);
-    match WorkerThread::current() {
-        Some(w) if Arc::ptr_eq(w.registry(), registry) => w.push_fifo(job),
-        _ => registry.inject(job),
+    match worker {
+        Some(w) => w.push_fifo(job),
+        None => registry.inject(job),
     }
     JoinHandle {
         task: Some(task.fallible()),
@@ -388,7 +404,10 @@ impl<T> JoinHandle<T> {
     /// Polls for the task's result without re-raising a panic.
     pub fn poll_result(&mut self, cx: &mut Context<'_>) -> Poll<Result<T, JoinError>> {
         assert!(!self.taken, "tutti: JoinHandle polled after it completed");
-        let task = self.task.as_mut().expect("tutti: JoinHandle without a task");
+        let task = self
+            .task
+            .as_mut()
+            .expect("tutti: JoinHandle without a task");
         match Pin::new(task).poll(cx) {
             Poll::Pending => Poll::Pending,
             Poll::Ready(out) => {
@@ -438,7 +457,9 @@ impl<T> Future for JoinHandle<T> {
             Poll::Ready(Ok(v)) => Poll::Ready(v),
             Poll::Ready(Err(JoinError::Panicked(p))) => resume_unwinding(p),
             Poll::Ready(Err(JoinError::Cancelled)) => {
-                panic!("tutti: awaited a task that was cancelled (aborted, or its runtime shut down)")
+                panic!(
+                    "tutti: awaited a task that was cancelled (aborted, or its runtime shut down)"
+                )
             }
         }
     }
@@ -516,8 +537,8 @@ mod loom_tests {
     #[test]
     fn callback_runs_exactly_once() {
         loom::model(|| {
-            let meta = Arc::new(TaskMeta::new());
-            let ran = Arc::new(AtomicUsize::new(0));
+            let meta = crate::loom::Arc::new(TaskMeta::new(None));
+            let ran = crate::loom::Arc::new(AtomicUsize::new(0));
             let t = {
                 let meta = meta.clone();
                 thread::spawn(move || meta.finish(Outcome::Completed))

@@ -32,7 +32,7 @@ use super::builder::IdleStrategy;
 use super::job::JobRef;
 use super::latch::CoreLatch;
 use super::registry::Registry;
-use crate::loom::Arc;
+use std::sync::Arc;
 
 /// Consecutive `run_next` turns before the slot yields to the FIFO.
 pub(crate) const RUN_NEXT_BOUND: u32 = 32;

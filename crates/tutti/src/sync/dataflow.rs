@@ -70,6 +70,17 @@ use crate::loom::{lock, AtomicBool, Mutex, Ordering, UnsafeCell};
 ///     assert_eq!(*answer.get(), 42); // waits for the binding
 /// });
 /// ```
+///
+/// A variable holding a value that is not thread-safe cannot be shared between threads:
+///
+/// ```compile_fail
+/// use std::rc::Rc;
+///
+/// let v = tutti::DataflowVar::<Rc<u8>>::new();
+/// std::thread::scope(|s| {
+///     s.spawn(|| v.set(Rc::new(1)));
+/// });
+/// ```
 pub struct DataflowVar<T> {
     /// Whether `value` is initialised; see the module docs.
     bound: AtomicBool,
