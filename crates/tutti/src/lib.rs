@@ -31,3 +31,8 @@ pub use runtime::{
     SequentialGroup,
 };
 pub use sync::{DataflowError, DataflowVar};
+
+/// The README's code runs as a doctest so that the tour stays true.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+pub struct ReadmeDoctests;
