@@ -27,6 +27,14 @@ use super::worker::WorkerThread;
 /// let (x, y) = tutti::join(|| l.iter().sum::<i32>(), || r.iter().sum::<i32>());
 /// assert_eq!(x + y, 21);
 /// ```
+///
+/// Both closures may run on other threads, so what they capture must be
+/// `Send`:
+///
+/// ```compile_fail
+/// let rc = std::rc::Rc::new(5);
+/// let (a, b) = tutti::join(|| *rc, || 1);
+/// ```
 #[inline]
 pub fn join<A, B, RA, RB>(a: A, b: B) -> (RA, RB)
 where

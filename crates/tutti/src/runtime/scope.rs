@@ -45,6 +45,17 @@ pub struct Scope<'scope> {
 /// assert_eq!(left, [1, 2, 3]);
 /// assert_eq!(right, [7, 8, 9]);
 /// ```
+///
+/// Spawned closures run concurrently with the scope body, so the borrow
+/// checker refuses two of them mutating the same data:
+///
+/// ```compile_fail
+/// let mut v = vec![1];
+/// tutti::scope(|s| {
+///     s.spawn(|_| v.push(2));
+///     s.spawn(|_| v.push(3));
+/// });
+/// ```
 pub fn scope<'scope, OP, R>(op: OP) -> R
 where
     OP: FnOnce(&Scope<'scope>) -> R + Send,

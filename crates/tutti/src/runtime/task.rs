@@ -283,6 +283,14 @@ fn schedule(registry: &Arc<Registry>, runnable: Runnable<TaskMeta>, info: Schedu
 /// let h = tutti::spawn(async { 6 * 7 });
 /// assert_eq!(h.join(), 42);
 /// ```
+///
+/// A task may move to another worker whenever it is woken, so its future must
+/// be `Send`; holding an `Rc` does not compile:
+///
+/// ```compile_fail
+/// let rc = std::rc::Rc::new(1);
+/// let h = tutti::spawn(async move { *rc + 1 });
+/// ```
 pub fn spawn<F>(future: F) -> JoinHandle<F::Output>
 where
     F: Future + Send + 'static,
