@@ -49,6 +49,7 @@ pub use par_for::{par_chunks_mut, par_for};
 pub use scope::{scope, Scope};
 pub use sequential::SequentialGroup;
 pub use task::{spawn, yield_now, JoinError, JoinHandle, Outcome, TaskResult, YieldNow};
+#[allow(unused_imports)] // the deadline facility for `csp::Alt` timeouts
 pub(crate) use timer::Deadline;
 pub use timer::{sleep, sleep_until, timeout, timeout_at, Elapsed, Sleep, Timeout};
 
