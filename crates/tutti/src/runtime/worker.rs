@@ -7,7 +7,9 @@
 //!
 //! * `deque` — a Chase–Lev deque for **recursive** work (`join`, `scope`).
 //!   The owner pushes and pops at the back (depth-first); thieves steal from
-//!   the front, i.e. the oldest and largest pieces.
+//!   the front, i.e. the oldest and largest pieces. A runtime with a single
+//!   worker has no thieves, so it keeps recursive work in a plain local stack
+//!   instead and its `join` costs no atomic operations.
 //! * `fifo` — a FIFO queue for **independent** tasks (`spawn`). New tasks
 //!   join its back; thieves steal batches from its front.
 //! * `run_next` — one slot for the task most recently woken *by this worker*.
@@ -23,7 +25,7 @@
 //! so tasks injected from outside the runtime cannot be starved by a worker
 //! that keeps feeding its own FIFO.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::ptr;
 
 use crossbeam_deque::{Steal, Worker};
@@ -47,6 +49,9 @@ std::thread_local! {
 /// the thread's whole life; `CURRENT` points at it meanwhile.
 pub(crate) struct WorkerThread {
     deque: Worker<JobRef>,
+    /// With a single worker nobody can steal, so recursive work goes to this
+    /// unsynchronised stack instead of `deque` and `join` pays no fences.
+    solo: Option<RefCell<Vec<JobRef>>>,
     fifo: Worker<JobRef>,
     run_next: Cell<Option<JobRef>>,
     run_next_streak: Cell<u32>,
@@ -79,8 +84,10 @@ impl WorkerThread {
         deque: Worker<JobRef>,
         fifo: Worker<JobRef>,
     ) {
+        let solo = (registry.num_workers() == 1).then(|| RefCell::new(Vec::with_capacity(64)));
         let worker = WorkerThread {
             deque,
+            solo,
             fifo,
             run_next: Cell::new(None),
             run_next_streak: Cell::new(0),
@@ -104,7 +111,7 @@ impl WorkerThread {
         // Recursive work left in the own deque belongs to a scope that some
         // other frame is waiting for: finish it. Only independent tasks are
         // cancelled by a shutdown.
-        while let Some(job) = worker.deque.pop() {
+        while let Some(job) = worker.take_local_job() {
             worker.execute(job);
         }
         worker.discard_local();
@@ -139,8 +146,13 @@ impl WorkerThread {
     /// Pushes recursive work onto the own deque.
     #[inline]
     pub(crate) fn push(&self, job: JobRef) {
-        self.deque.push(job);
-        self.registry.sleep.new_internal_jobs();
+        match &self.solo {
+            Some(stack) => stack.borrow_mut().push(job),
+            None => {
+                self.deque.push(job);
+                self.registry.sleep.new_internal_jobs();
+            }
+        }
     }
 
     /// Pushes an independent task onto the back of the own FIFO.
@@ -162,7 +174,10 @@ impl WorkerThread {
     /// Pops the newest job of the own deque (`join` taking its half back).
     #[inline]
     pub(crate) fn take_local_job(&self) -> Option<JobRef> {
-        self.deque.pop()
+        match &self.solo {
+            Some(stack) => stack.borrow_mut().pop(),
+            None => self.deque.pop(),
+        }
     }
 
     /// Runs a job on this worker.
@@ -193,7 +208,7 @@ impl WorkerThread {
             return Some(job);
         }
         self.run_next_streak.set(0);
-        if let Some(job) = self.deque.pop() {
+        if let Some(job) = self.take_local_job() {
             return Some(job);
         }
         self.find_work_cold()
