@@ -21,6 +21,7 @@
 #![deny(missing_docs)]
 #![warn(clippy::undocumented_unsafe_blocks)]
 
+pub mod csp;
 pub(crate) mod loom;
 pub mod runtime;
 pub mod sync;

@@ -15,9 +15,10 @@
 //! * `run_next` — one slot for the task most recently woken *by this worker*.
 //!   It runs next, on this core, which keeps a message ping-pong between two
 //!   tasks on one worker with warm caches. At most [`RUN_NEXT_BOUND`] tasks in
-//!   a row come from this slot; then the slot's task goes to the back of the
-//!   FIFO so queued tasks get their turn (two tasks ping-ponging cannot
-//!   monopolise a worker).
+//!   a row come from this slot while other tasks are queued on this worker or
+//!   in the injector; then the slot's task goes to the back of the FIFO so
+//!   queued tasks get their turn (two tasks ping-ponging cannot monopolise a
+//!   worker).
 //!
 //! `find_work` serves: `run_next`, then the own deque, then the own FIFO, then
 //! the global injector, then other workers (deque first, then FIFO). Every
@@ -197,6 +198,12 @@ impl WorkerThread {
             return Some(job);
         }
         self.run_next_streak.set(0);
+        if self.fifo.is_empty() && self.registry.injector.is_empty() {
+            // Nothing queued here is waiting for a turn: demoting the task
+            // would only hand a ping-pong pair to a thief and split it across
+            // cores.
+            return Some(job);
+        }
         self.push_fifo(job);
         None
     }

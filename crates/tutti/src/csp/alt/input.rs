@@ -1,0 +1,70 @@
+//! The channel input guard of an [`Alt`](super::Alt): `alt.recv(&rx)`.
+
+use crate::csp::chan::{wake, Chan};
+use crate::csp::waiter::{Selector, Waiter};
+
+use super::guard::{Enable, Guard};
+
+/// Waits for a value (or the end) of one channel, on behalf of an `Alt`.
+pub(crate) struct InputGuard<'a, T> {
+    chan: &'a Chan<T>,
+    /// This guard's place in the channel's receiver queue; the fired value lands in its
+    /// slot. It lives in an `Aliased` allocation, so its address is stable.
+    waiter: Waiter<T>,
+}
+
+impl<'a, T> InputGuard<'a, T> {
+    pub(crate) fn new(chan: &'a Chan<T>) -> Self {
+        InputGuard {
+            chan,
+            waiter: Waiter::new(None),
+        }
+    }
+}
+
+impl<T: Send> Guard for InputGuard<'_, T> {
+    unsafe fn enable(&self, selector: &Selector, index: usize, register: bool) -> Enable {
+        if !register && !self.chan.may_recv() {
+            // A look-only pass may trust the hint; waiting never does (see `chan.rs`).
+            return Enable::NotReady;
+        }
+        let (enable, waker) = {
+            let mut st = self.chan.lock();
+            // SAFETY: the waiter is ours and not queued (the `Alt` enables each guard once
+            // per round, after disabling them all); it sits in an `Aliased` allocation
+            // that the `Alt` frees only after disabling; `selector` per our contract.
+            unsafe { st.enable_recv(&self.waiter, selector, index, register) }
+        };
+        wake(waker);
+        enable
+    }
+
+    fn disable(&self) {
+        self.chan.lock().cancel_recv(&self.waiter);
+    }
+
+    fn give_back(&self) {
+        let mut st = self.chan.lock();
+        st.cancel_recv(&self.waiter);
+        // SAFETY: not queued (just removed, or popped by a counterpart that decided under
+        // this lock before we took it): the slot is ours.
+        let Some(value) = (unsafe { self.waiter.take_slot() }) else {
+            return;
+        };
+        let r = st.give_back(value);
+        drop(st);
+        match r {
+            Ok(waker) => wake(waker),
+            Err(value) => drop(value),
+        }
+    }
+
+    fn id(&self) -> *const () {
+        self.chan.id()
+    }
+
+    unsafe fn take_value(&self, out: *mut ()) {
+        // SAFETY: `out` is an `Option<T>` and the waiter is unqueued (caller's contract).
+        unsafe { *out.cast::<Option<T>>() = self.waiter.take_slot() };
+    }
+}

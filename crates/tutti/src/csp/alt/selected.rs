@@ -1,0 +1,196 @@
+//! A selection in progress ([`SelectFuture`]) and its outcome ([`Selected`]).
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use super::{Alt, Mode};
+use crate::csp::blocking::Settle;
+use crate::csp::error::{RecvError, TryRecvError};
+use crate::csp::rx::Rx;
+use crate::csp::waiter::Status;
+
+/// Future returned by [`Alt::pri_select`], [`Alt::fair_select`] and [`Alt::select`]:
+/// completes with the [`Selected`] guard.
+///
+/// Dropping it before it completes withdraws the selection; a value that a sender had
+/// already committed to it goes back to the front of its channel.
+///
+/// ```
+/// use tutti::csp::{Alt, SelectFuture};
+///
+/// let mut alt = Alt::new().skip();
+/// let fut: SelectFuture<'_, '_> = alt.pri_select();
+/// assert_eq!(tutti::block_on(fut).index(), 0);
+/// ```
+#[must_use = "futures do nothing unless you `.await` or poll them"]
+pub struct SelectFuture<'s, 'a> {
+    /// The `Alt`, until the future completes and hands it to the `Selected`.
+    alt: Option<&'s mut Alt<'a>>,
+    mode: Mode,
+}
+
+impl<'s, 'a> SelectFuture<'s, 'a> {
+    pub(super) fn new(alt: &'s mut Alt<'a>, mode: Mode) -> Self {
+        // A previous selection whose future was leaked may still be under way.
+        alt.abandon();
+        SelectFuture {
+            alt: Some(alt),
+            mode,
+        }
+    }
+}
+
+impl<'s, 'a> Future for SelectFuture<'s, 'a> {
+    type Output = Selected<'s, 'a>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Selected<'s, 'a>> {
+        let this = self.get_mut();
+        let alt = this
+            .alt
+            .as_deref_mut()
+            .expect("tutti: SelectFuture polled after completion");
+        match alt.poll_round(this.mode, cx) {
+            Poll::Pending => Poll::Pending,
+            Poll::Ready(index) => Poll::Ready(Selected::new(
+                this.alt.take().expect("tutti: SelectFuture lost its Alt"),
+                index,
+            )),
+        }
+    }
+}
+
+impl Settle for SelectFuture<'_, '_> {
+    fn is_settled(&self) -> bool {
+        self.alt
+            .as_deref()
+            .map_or(true, |alt| alt.selector.get().status() != Status::Waiting)
+    }
+}
+
+impl Drop for SelectFuture<'_, '_> {
+    fn drop(&mut self) {
+        if let Some(alt) = self.alt.take() {
+            alt.abandon();
+        }
+    }
+}
+
+impl fmt::Debug for SelectFuture<'_, '_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SelectFuture")
+            .field("mode", &self.mode)
+            .field("done", &self.alt.is_none())
+            .finish()
+    }
+}
+
+/// The guard that fired in a selection, by index; for an input guard, the value it
+/// received is taken with [`recv`](Self::recv).
+///
+/// A `Selected` borrows its [`Alt`], so the next selection can only start once it is
+/// gone. If it is dropped without taking the value of a fired input guard, the value goes
+/// back to the front of its channel — nothing is lost.
+///
+/// ```
+/// use tutti::csp::{buffered, Alt};
+///
+/// let (tx, rx) = buffered::<u8>(1);
+/// let (_tx2, rx2) = buffered::<u8>(1);
+/// tx.try_send(5).unwrap();
+/// let mut alt = Alt::new().recv(&rx2).recv(&rx);
+/// let sel = alt.pri_select_blocking();
+/// match sel.index() {
+///     0 => unreachable!(),
+///     _ => assert_eq!(sel.recv(&rx), Ok(5)),
+/// }
+/// ```
+#[must_use = "a fired input guard's value is given back unless taken with `recv`"]
+pub struct Selected<'s, 'a> {
+    alt: &'s mut Alt<'a>,
+    index: usize,
+    /// The value (if any) has been taken.
+    claimed: bool,
+}
+
+impl<'s, 'a> Selected<'s, 'a> {
+    pub(super) fn new(alt: &'s mut Alt<'a>, index: usize) -> Self {
+        Selected {
+            alt,
+            index,
+            claimed: false,
+        }
+    }
+}
+
+impl Selected<'_, '_> {
+    /// The index of the guard that fired (guards are numbered in the order they were
+    /// added to the `Alt`).
+    ///
+    /// ```
+    /// let mut alt = tutti::csp::Alt::new().skip().when(false).skip();
+    /// assert_eq!(alt.pri_select_blocking().index(), 1);
+    /// ```
+    pub fn index(&self) -> usize {
+        self.index
+    }
+
+    /// Takes the value received by the fired input guard on `rx`. Fails with
+    /// [`RecvError::Closed`] or [`RecvError::Poisoned`] if the guard fired because its
+    /// channel ended.
+    ///
+    /// # Panics
+    /// If the fired guard is not an input guard on `rx`'s channel (a program error: match
+    /// on [`index`](Self::index) first).
+    ///
+    /// ```
+    /// use tutti::csp::{channel, Alt, RecvError};
+    ///
+    /// let (tx, rx) = channel::<u8>();
+    /// drop(tx);
+    /// let mut alt = Alt::new().recv(&rx);
+    /// assert_eq!(alt.pri_select_blocking().recv(&rx), Err(RecvError::Closed));
+    /// ```
+    pub fn recv<T>(mut self, rx: &Rx<T>) -> Result<T, RecvError> {
+        let index = self.index;
+        let guard = self.alt.event(index).unwrap_or_else(|| {
+            panic!("tutti: Selected::recv: guard {index} is not an input guard")
+        });
+        assert!(
+            guard.id() == rx.chan().id(),
+            "tutti: Selected::recv: guard {index} receives from another channel"
+        );
+        let mut value: Option<T> = None;
+        // SAFETY: the guard reads `rx`'s channel, whose values are `T`s: a `Chan<T>` is
+        // invariant in `T`, so a second `Rx` to the same allocation has the same `T`. The
+        // selection is finished, so the guard's waiter is unqueued.
+        unsafe { guard.take_value((&mut value as *mut Option<T>).cast()) };
+        self.claimed = true;
+        match value {
+            Some(v) => Ok(v),
+            // Fired by the channel's end (a value given back since would be taken here).
+            None => match rx.try_recv() {
+                Ok(v) => Ok(v),
+                Err(TryRecvError::Poisoned) => Err(RecvError::Poisoned),
+                Err(TryRecvError::Closed | TryRecvError::Empty) => Err(RecvError::Closed),
+            },
+        }
+    }
+}
+
+impl Drop for Selected<'_, '_> {
+    fn drop(&mut self) {
+        if !self.claimed {
+            self.alt.give_back(self.index);
+        }
+    }
+}
+
+impl fmt::Debug for Selected<'_, '_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Selected")
+            .field("index", &self.index)
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,48 @@
+//! Making channels: [`channel`] (rendezvous) and [`buffered`].
+
+use super::chan::Chan;
+use super::rx::Rx;
+use super::tx::Tx;
+use super::Arc;
+
+/// A synchronous (rendezvous) channel, occam's `CHAN`: a send completes only when a
+/// receiver has taken the value, so the sender *knows* the reader has read.
+///
+/// Both ends can be cloned and used from async tasks and plain threads alike; see
+/// [`Tx`] and [`Rx`] for who gets each value.
+///
+/// ```
+/// use tutti::csp::channel;
+///
+/// let (tx, rx) = channel::<u32>();
+/// let producer = tutti::spawn(async move {
+///     for i in 0..3 {
+///         tx.send(i).await.unwrap(); // resumes only once the consumer has `i`
+///     }
+/// });
+/// let got: Vec<u32> = (0..3).map(|_| rx.recv_blocking().unwrap()).collect();
+/// assert_eq!(got, [0, 1, 2]);
+/// producer.join();
+/// ```
+pub fn channel<T>() -> (Tx<T>, Rx<T>) {
+    buffered(0)
+}
+
+/// A buffered channel holding up to `capacity` values: a send completes at once while
+/// there is room (or a receiver waiting), and waits otherwise.
+///
+/// `buffered(0)` is the same as [`channel`] (a rendezvous), as in Go.
+///
+/// ```
+/// use tutti::csp::{buffered, TrySendError};
+///
+/// let (tx, rx) = buffered::<u8>(2);
+/// tx.try_send(1).unwrap();
+/// tx.try_send(2).unwrap();
+/// assert_eq!(tx.try_send(3), Err(TrySendError::Full(3)));
+/// assert_eq!(rx.recv_blocking(), Ok(1));
+/// ```
+pub fn buffered<T>(capacity: usize) -> (Tx<T>, Rx<T>) {
+    let chan = Arc::new(Chan::new(capacity));
+    (Tx::new(Arc::clone(&chan)), Rx::new(chan))
+}

@@ -1,0 +1,314 @@
+//! Loom models of the channel protocol (`chan.rs`) and the ALT commit protocol
+//! (`alt/mod.rs`): every interleaving of a few parties, with the smallest capacities that
+//! reach the hand-off, refill and give-back paths.
+
+use std::future::Future;
+use std::pin::pin;
+use std::sync::Arc as StdArc;
+use std::task::{Context, Poll, Wake, Waker};
+
+use super::*;
+use crate::loom::{lock, thread, Condvar, Mutex};
+
+struct NoWake;
+
+impl Wake for NoWake {
+    fn wake(self: StdArc<Self>) {}
+}
+
+fn noop() -> Waker {
+    Waker::from(StdArc::new(NoWake))
+}
+
+/// Set when woken, under a loom mutex; the model's `block_on` waits on the condvar.
+struct Flag {
+    woken: Mutex<bool>,
+    cond: Condvar,
+}
+
+impl Wake for Flag {
+    fn wake(self: StdArc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &StdArc<Self>) {
+        *lock(&self.woken) = true;
+        self.cond.notify_one();
+    }
+}
+
+/// Drives `f` to completion on a loom thread. A lost wake-up leaves it waiting forever,
+/// which loom reports as a deadlock.
+fn block_on<F: Future>(f: F) -> F::Output {
+    let flag = StdArc::new(Flag {
+        woken: Mutex::new(false),
+        cond: Condvar::new(),
+    });
+    let waker = Waker::from(flag.clone());
+    let mut cx = Context::from_waker(&waker);
+    let mut f = pin!(f);
+    loop {
+        if let Poll::Ready(v) = f.as_mut().poll(&mut cx) {
+            return v;
+        }
+        let mut woken = lock(&flag.woken);
+        while !*woken {
+            woken = flag.cond.wait(woken).unwrap();
+        }
+        *woken = false;
+    }
+}
+
+fn poll_once<F: Future>(f: std::pin::Pin<&mut F>) -> Poll<F::Output> {
+    f.poll(&mut Context::from_waker(&noop()))
+}
+
+/// Three-party models are bounded to keep the state space tractable.
+fn bounded(f: impl Fn() + Sync + Send + 'static) {
+    let mut model = loom::model::Builder::new();
+    model.preemption_bound = Some(3);
+    model.check(f);
+}
+
+/// A completed rendezvous send means a receiver holds the value: poisoning the channel
+/// right after cannot take it away (a buffered value would be dropped by the poison).
+#[test]
+fn rendezvous_send_completes_only_into_a_receiver() {
+    loom::model(|| {
+        let (tx, rx) = channel::<u32>();
+        let sender = thread::spawn(move || {
+            block_on(tx.send(1)).unwrap();
+            tx.poison();
+        });
+        assert_eq!(block_on(rx.recv()), Ok(1));
+        sender.join().unwrap();
+    });
+}
+
+/// A send withdrawn while a receiver takes: the value ends up in exactly one place.
+/// `pause` as in [`receive_drop_races_send`].
+fn send_cancel_races_receive(pause: bool) {
+    loom::model(move || {
+        let (tx, rx) = channel::<u32>();
+        let sender = thread::spawn(move || {
+            let mut f = pin!(tx.send(7));
+            match poll_once(f.as_mut()) {
+                Poll::Ready(r) => {
+                    r.unwrap();
+                    None
+                }
+                Poll::Pending => {
+                    if pause {
+                        thread::yield_now();
+                    }
+                    f.as_mut().cancel()
+                }
+            }
+        });
+        let received = rx.try_recv().ok();
+        let returned = sender.join().unwrap();
+        assert!(
+            received.is_some() != returned.is_some(),
+            "received {received:?}, returned {returned:?}"
+        );
+    });
+}
+
+#[test]
+fn send_cancel_races_receive_at_once() {
+    send_cancel_races_receive(false);
+}
+
+#[test]
+fn send_cancel_races_receive_after_a_pause() {
+    send_cancel_races_receive(true);
+}
+
+/// A receive dropped while a sender hands it a value: the value is given back, so it is
+/// received exactly once. With `pause`, the receiver yields between its poll and its drop,
+/// steering loom into the drop that finds the commit already made (loom's exploration
+/// does not reorder a whole critical section before a lone atomic load on its own).
+fn receive_drop_races_send(pause: bool) {
+    loom::model(move || {
+        let (tx, rx) = channel::<u32>();
+        let rx2 = rx.clone();
+        let receiver = thread::spawn(move || {
+            let mut f = pin!(rx2.recv());
+            let ready = poll_once(f.as_mut()).is_ready();
+            if pause {
+                thread::yield_now();
+            }
+            ready
+        });
+        let sent = tx.try_send(7).is_ok();
+        let got_in_poll = receiver.join().unwrap();
+        let given_back = rx.try_recv().is_ok();
+        assert!(!(got_in_poll && given_back), "received twice");
+        assert_eq!(sent, got_in_poll || given_back, "lost or invented");
+    });
+}
+
+#[test]
+fn receive_drop_races_send_at_once() {
+    receive_drop_races_send(false);
+}
+
+#[test]
+fn receive_drop_races_send_after_a_pause() {
+    receive_drop_races_send(true);
+}
+
+/// The last sender leaving while a receiver starts to wait: the receiver sees `Closed`
+/// and never sleeps forever (loom reports a deadlock otherwise).
+#[test]
+fn close_races_receive() {
+    loom::model(|| {
+        let (tx, rx) = channel::<u32>();
+        let closer = thread::spawn(move || drop(tx));
+        let r = block_on(rx.recv());
+        assert_eq!(r, Err(RecvError::Closed));
+        closer.join().unwrap();
+    });
+}
+
+/// Poison racing a rendezvous: the send succeeds exactly when the receive does.
+#[test]
+fn poison_races_rendezvous() {
+    bounded(|| {
+        let (tx, rx) = channel::<u32>();
+        let tx2 = tx.clone();
+        let sender = thread::spawn(move || block_on(tx.send(1)));
+        let poisoner = thread::spawn(move || tx2.poison());
+        let received = block_on(rx.recv());
+        let sent = sender.join().unwrap();
+        poisoner.join().unwrap();
+        assert_eq!(sent.is_ok(), received.is_ok(), "{sent:?} / {received:?}");
+        if let Ok(v) = received {
+            assert_eq!(v, 1);
+        } else {
+            assert_eq!(sent, Err(SendError::Poisoned(1)));
+            assert_eq!(received, Err(RecvError::Poisoned));
+        }
+    });
+}
+
+/// A capacity-1 buffer: the second send waits until a receive moves it in; order holds.
+#[test]
+fn buffered_refill_keeps_order() {
+    loom::model(|| {
+        let (tx, rx) = buffered::<u32>(1);
+        let sender = thread::spawn(move || {
+            block_on(tx.send(1)).unwrap();
+            block_on(tx.send(2)).unwrap();
+        });
+        assert_eq!(block_on(rx.recv()), Ok(1));
+        assert_eq!(block_on(rx.recv()), Ok(2));
+        sender.join().unwrap();
+    });
+}
+
+/// The ALT commit: one `Alt` over two rendezvous channels, two senders racing to commit
+/// it. Exactly one guard fires with its own sender's value; the other value is then
+/// received normally, so each value arrives exactly once and both senders complete.
+#[test]
+fn alt_commit_two_senders() {
+    bounded(|| {
+        let (ta, a) = channel::<u32>();
+        let (tb, b) = channel::<u32>();
+        let sa = thread::spawn(move || block_on(ta.send(1)).unwrap());
+        let sb = thread::spawn(move || block_on(tb.send(2)).unwrap());
+        let mut alt = Alt::new().recv(&a).recv(&b);
+        let sel = block_on(alt.pri_select());
+        let (first, other) = match sel.index() {
+            0 => (sel.recv(&a), &b),
+            _ => (sel.recv(&b), &a),
+        };
+        let second = block_on(other.recv());
+        let mut got = [first.unwrap(), second.unwrap()];
+        got.sort_unstable();
+        assert_eq!(got, [1, 2]);
+        sa.join().unwrap();
+        sb.join().unwrap();
+    });
+}
+
+/// A selection abandoned while a sender commits to it: a committed value goes back to
+/// its channel, an uncommitted one stays with the sender. `pause` as in
+/// [`receive_drop_races_send`].
+fn alt_abandon_races_commit(pause: bool) {
+    loom::model(move || {
+        let (ta, a) = channel::<u32>();
+        let (_tb, b) = channel::<u32>();
+        // The sender keeps its end until joined, so the guard cannot fire on `Closed`.
+        let sender = thread::spawn(move || (ta.try_send(1).is_ok(), ta));
+        let mut alt = Alt::new().recv(&a).recv(&b);
+        let fired = {
+            let mut sel = pin!(alt.pri_select());
+            match poll_once(sel.as_mut()) {
+                Poll::Ready(s) => Some(s.recv(&a).unwrap()),
+                Poll::Pending => {
+                    if pause {
+                        thread::yield_now();
+                    }
+                    None
+                }
+            }
+        };
+        let (sent, _ta) = sender.join().unwrap();
+        let given_back = a.try_recv().ok();
+        assert!(!(fired.is_some() && given_back.is_some()), "received twice");
+        assert_eq!(
+            sent,
+            fired.is_some() || given_back.is_some(),
+            "lost or invented"
+        );
+    });
+}
+
+#[test]
+fn alt_abandon_races_commit_at_once() {
+    alt_abandon_races_commit(false);
+}
+
+#[test]
+fn alt_abandon_races_commit_after_a_pause() {
+    alt_abandon_races_commit(true);
+}
+
+/// Two senders hit an `Alt` that a third party abandons: every value that a `try_send`
+/// reports as delivered is received exactly once.
+#[test]
+fn alt_abandon_with_two_committers() {
+    bounded(|| {
+        let (ta, a) = channel::<u32>();
+        let (tb, b) = channel::<u32>();
+        let sa = thread::spawn(move || (ta.try_send(1).is_ok(), ta));
+        let sb = thread::spawn(move || (tb.try_send(2).is_ok(), tb));
+        let mut alt = Alt::new().recv(&a).recv(&b);
+        let mut got = Vec::new();
+        {
+            let mut sel = pin!(alt.fair_select());
+            match poll_once(sel.as_mut()) {
+                Poll::Ready(s) => {
+                    let i = s.index();
+                    got.push(s.recv([&a, &b][i]).unwrap());
+                }
+                Poll::Pending => thread::yield_now(),
+            }
+        }
+        let (sent_a, _ta) = sa.join().unwrap();
+        let (sent_b, _tb) = sb.join().unwrap();
+        got.extend(a.try_recv().ok());
+        got.extend(b.try_recv().ok());
+        got.sort_unstable();
+        let mut expected = Vec::new();
+        if sent_a {
+            expected.push(1);
+        }
+        if sent_b {
+            expected.push(2);
+        }
+        assert_eq!(got, expected);
+        assert!(got.len() <= 1, "an Alt fires one guard; nobody else waited");
+    });
+}

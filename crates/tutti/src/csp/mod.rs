@@ -1,0 +1,82 @@
+//! Layer 1: Communicating Sequential Processes (occam-π, JCSP) on tutti's scheduler.
+//!
+//! A *process* is an async task ([`spawn`](crate::spawn)) or a plain thread; processes
+//! talk over **channels** and wait for the first of several events with an **[`Alt`]**.
+//!
+//! * [`channel`] — synchronous (rendezvous): a send completes only when a receiver has
+//!   taken the value. [`buffered`] — up to `n` values in flight.
+//! * [`Tx`] / [`Rx`] — typed ends. Both clone (occam `SHARED`): any-to-one, one-to-any
+//!   and any-to-any channels. Each value goes to exactly one receiver; waiting senders and
+//!   waiting receivers are each served first come, first served.
+//! * Every operation comes as a future (`send`, `recv`), a blocking call for plain
+//!   threads (`send_blocking`, `recv_blocking`), a non-blocking attempt (`try_send`,
+//!   `try_recv`) and a timed call (`send_timeout`, `recv_timeout`), each with its own
+//!   error type; all forms work together on the same channel.
+//! * Ending a network: when every `Tx` is dropped receivers drain what is buffered, then
+//!   see `Closed`; when every `Rx` is dropped senders get `Closed(value)` back.
+//!   [`Tx::poison`] / [`Rx::poison`] make every current and later operation on the channel
+//!   fail with `Poisoned` (JCSP-style shutdown: each process that sees poison poisons its
+//!   other channels and ends).
+//! * Cancellation safety: dropping a send or receive future, or an `Alt` selection,
+//!   never loses or duplicates a value (proof in `chan.rs`; the ALT commit protocol in
+//!   the [`alt`](Alt) module docs).
+//!
+//! Waiting costs no thread: a task that waits gives its worker back, and the runtime runs
+//! the task it wakes next on the same core, so a ping-pong between two processes stays on
+//! one core. Operations allocate nothing in the steady state: a waiting party's place in
+//! a channel queue lives inside its (pinned) future.
+//!
+//! ```
+//! use tutti::csp::{channel, RecvError};
+//!
+//! // occam: PAR (numbers(c!), double(c?, d!), collect(d?)) — then shut the network down.
+//! let (c_tx, c_rx) = channel::<u64>();
+//! let (d_tx, d_rx) = channel::<u64>();
+//! let numbers = tutti::spawn(async move {
+//!     for i in 1..=5 {
+//!         c_tx.send(i).await.unwrap();
+//!     }
+//! }); // dropping c_tx closes c
+//! let double = tutti::spawn(async move {
+//!     while let Ok(x) = c_rx.recv().await {
+//!         d_tx.send(2 * x).await.unwrap();
+//!     }
+//! });
+//! let mut total = 0;
+//! while let Ok(y) = d_rx.recv_blocking() {
+//!     total += y;
+//! }
+//! assert_eq!(total, 30);
+//! assert_eq!(d_rx.recv_blocking(), Err(RecvError::Closed));
+//! numbers.join();
+//! double.join();
+//! ```
+
+mod alt;
+mod blocking;
+mod chan;
+mod channel;
+mod error;
+mod flavors;
+mod lock;
+mod rx;
+mod tx;
+mod waiter;
+
+#[cfg(all(test, loom))]
+mod loom_tests;
+#[cfg(all(test, not(loom)))]
+mod tests;
+
+#[cfg(loom)]
+use loom::sync::Arc;
+#[cfg(not(loom))]
+use std::sync::Arc;
+
+pub use alt::{Alt, SelectFuture, Selected};
+pub use channel::{buffered, channel};
+pub use error::{
+    RecvError, RecvTimeoutError, SendError, SendTimeoutError, TryRecvError, TrySendError,
+};
+pub use rx::{RecvFuture, Rx};
+pub use tx::{SendFuture, Tx};

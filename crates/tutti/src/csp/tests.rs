@@ -1,0 +1,659 @@
+//! Unit tests of channels and `Alt`, driving futures by hand so that every interleaving
+//! they check is deterministic.
+
+use std::future::Future;
+use std::pin::{pin, Pin};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll, Wake, Waker};
+use std::time::{Duration, Instant};
+
+use super::*;
+
+/// A waker that counts its wake-ups.
+struct Count(AtomicUsize);
+
+impl Wake for Count {
+    fn wake(self: Arc<Self>) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+fn counter() -> (Arc<Count>, Waker) {
+    let c = Arc::new(Count(AtomicUsize::new(0)));
+    (c.clone(), Waker::from(c))
+}
+
+fn woken(c: &Count) -> usize {
+    c.0.load(Ordering::SeqCst)
+}
+
+fn poll<F: Future>(f: Pin<&mut F>, w: &Waker) -> Poll<F::Output> {
+    f.poll(&mut Context::from_waker(w))
+}
+
+fn waiting<T>(tx: &Tx<T>) -> (usize, usize) {
+    tx.chan().lock().waiting()
+}
+
+/// Counts live values, to check that dropped values are dropped exactly once.
+struct Tracked(Arc<AtomicUsize>);
+
+impl Tracked {
+    fn new(live: &Arc<AtomicUsize>) -> Self {
+        live.fetch_add(1, Ordering::SeqCst);
+        Tracked(live.clone())
+    }
+}
+
+impl Drop for Tracked {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+fn assert_send_sync<T: Send + Sync>() {}
+fn assert_send<T: Send>() {}
+
+#[test]
+fn auto_traits() {
+    assert_send_sync::<Tx<String>>();
+    assert_send_sync::<Rx<String>>();
+    assert_send::<SendFuture<'static, String>>();
+    assert_send::<RecvFuture<'static, String>>();
+    assert_send::<Alt<'static>>();
+    assert_send::<SelectFuture<'static, 'static>>();
+    assert_send_sync::<SendError<String>>();
+    assert_send_sync::<RecvTimeoutError>();
+}
+
+#[test]
+fn rendezvous_writer_resumes_only_after_the_reader_has_the_value() {
+    let (tx, rx) = channel::<u32>();
+    let (c, w) = counter();
+    let mut send = pin!(tx.send(1));
+    assert!(poll(send.as_mut(), &w).is_pending());
+    assert!(poll(send.as_mut(), &w).is_pending(), "no reader yet");
+    assert_eq!(rx.len(), 0, "a rendezvous buffers nothing");
+    assert_eq!(waiting(&tx), (1, 0));
+    assert_eq!(woken(&c), 0);
+    assert_eq!(rx.try_recv(), Ok(1));
+    assert_eq!(woken(&c), 1, "taking the value wakes the writer");
+    assert_eq!(poll(send.as_mut(), &w), Poll::Ready(Ok(())));
+    assert_eq!(waiting(&tx), (0, 0));
+}
+
+#[test]
+fn rendezvous_reader_first_gets_the_value_handed_over() {
+    let (tx, rx) = channel::<u32>();
+    let (c, w) = counter();
+    let mut recv = pin!(rx.recv());
+    assert!(poll(recv.as_mut(), &w).is_pending());
+    assert_eq!(waiting(&tx), (0, 1));
+    // The writer completes at once: the waiting reader now has the value.
+    assert_eq!(tx.try_send(9), Ok(()));
+    assert_eq!(woken(&c), 1);
+    assert_eq!(poll(recv.as_mut(), &w), Poll::Ready(Ok(9)));
+    // Nobody waits: a rendezvous try_send fails and keeps the value.
+    assert_eq!(tx.try_send(10), Err(TrySendError::Full(10)));
+}
+
+#[test]
+fn waiting_receivers_are_served_fifo() {
+    let (tx, rx) = channel::<u32>();
+    let rx2 = rx.clone();
+    let (_c, w) = counter();
+    let mut a = pin!(rx.recv());
+    let mut b = pin!(rx2.recv());
+    let mut c = pin!(rx.recv());
+    for f in [a.as_mut(), b.as_mut(), c.as_mut()] {
+        assert!(poll(f, &w).is_pending());
+    }
+    for v in 0..3 {
+        tx.try_send(v).unwrap();
+    }
+    assert_eq!(poll(a, &w), Poll::Ready(Ok(0)));
+    assert_eq!(poll(b, &w), Poll::Ready(Ok(1)));
+    assert_eq!(poll(c, &w), Poll::Ready(Ok(2)));
+}
+
+#[test]
+fn waiting_senders_are_served_fifo_and_refill_a_buffer() {
+    let (tx, rx) = buffered::<u32>(1);
+    let tx2 = tx.clone();
+    let (c, w) = counter();
+    tx.try_send(0).unwrap();
+    let mut a = pin!(tx.send(1));
+    let mut b = pin!(tx2.send(2));
+    assert!(poll(a.as_mut(), &w).is_pending());
+    assert!(poll(b.as_mut(), &w).is_pending());
+    assert_eq!(rx.try_recv(), Ok(0));
+    // Taking from the full buffer moved the oldest waiting sender's value in.
+    assert_eq!(woken(&c), 1);
+    assert_eq!(poll(a.as_mut(), &w), Poll::Ready(Ok(())));
+    assert!(poll(b.as_mut(), &w).is_pending());
+    assert_eq!(rx.len(), 1);
+    assert_eq!(rx.try_recv(), Ok(1));
+    assert_eq!(poll(b, &w), Poll::Ready(Ok(())));
+    assert_eq!(rx.try_recv(), Ok(2));
+    assert_eq!(rx.try_recv(), Err(TryRecvError::Empty));
+}
+
+#[test]
+fn a_dropped_send_keeps_its_value_out_of_the_channel() {
+    let live = Arc::new(AtomicUsize::new(0));
+    let (tx, rx) = channel::<Tracked>();
+    let (_c, w) = counter();
+    {
+        let mut send = pin!(tx.send(Tracked::new(&live)));
+        assert!(poll(send.as_mut(), &w).is_pending());
+        assert_eq!(waiting(&tx), (1, 0));
+    }
+    assert_eq!(waiting(&tx), (0, 0), "the waiter was removed");
+    assert_eq!(
+        live.load(Ordering::SeqCst),
+        0,
+        "the value was dropped with the future"
+    );
+    assert_eq!(rx.try_recv().err(), Some(TryRecvError::Empty));
+}
+
+#[test]
+fn cancel_returns_the_unsent_value_or_none_once_taken() {
+    let (tx, rx) = channel::<String>();
+    let (_c, w) = counter();
+    let mut send = pin!(tx.send("a".into()));
+    assert_eq!(send.as_mut().cancel().as_deref(), Some("a"), "never polled");
+    let mut send = pin!(tx.send("b".into()));
+    assert!(poll(send.as_mut(), &w).is_pending());
+    assert_eq!(send.as_mut().cancel().as_deref(), Some("b"), "waiting");
+    let mut send = pin!(tx.send("c".into()));
+    assert!(poll(send.as_mut(), &w).is_pending());
+    assert_eq!(rx.try_recv().as_deref(), Ok("c"));
+    assert_eq!(send.as_mut().cancel(), None, "taken: the send happened");
+}
+
+#[test]
+fn a_receive_dropped_after_a_commit_gives_the_value_back() {
+    let (tx, rx) = channel::<u32>();
+    let (_c, w) = counter();
+    {
+        let mut recv = pin!(rx.recv());
+        assert!(poll(recv.as_mut(), &w).is_pending());
+        tx.try_send(5).unwrap(); // committed into the future's slot
+    }
+    assert_eq!(rx.len(), 1, "given back to the channel");
+    assert_eq!(rx.try_recv(), Ok(5));
+    // Given back straight to the next waiting receiver, if any.
+    let mut second = Box::pin(rx.recv());
+    {
+        let mut first = pin!(rx.recv());
+        assert!(poll(first.as_mut(), &w).is_pending());
+        assert!(poll(second.as_mut(), &w).is_pending());
+        tx.try_send(6).unwrap();
+    } // `first` is dropped holding 6
+    assert_eq!(poll(second.as_mut(), &w), Poll::Ready(Ok(6)));
+    // `cancel` returns it instead.
+    let mut recv = pin!(rx.recv());
+    assert!(poll(recv.as_mut(), &w).is_pending());
+    tx.try_send(7).unwrap();
+    assert_eq!(recv.as_mut().cancel(), Some(7));
+    assert_eq!(rx.try_recv(), Err(TryRecvError::Empty));
+}
+
+#[test]
+fn given_back_values_are_received_before_waiting_senders() {
+    let (tx, rx) = buffered::<u32>(1);
+    let (_c, w) = counter();
+    {
+        let mut recv = pin!(rx.recv());
+        assert!(poll(recv.as_mut(), &w).is_pending());
+        tx.try_send(1).unwrap();
+    }
+    tx.try_send(2).unwrap_err(); // the given-back value fills the buffer
+    let mut send = pin!(tx.send(2));
+    assert!(poll(send.as_mut(), &w).is_pending());
+    assert_eq!(rx.try_recv(), Ok(1));
+    assert_eq!(rx.try_recv(), Ok(2));
+    assert_eq!(poll(send, &w), Poll::Ready(Ok(())));
+}
+
+#[test]
+fn closing_the_sending_side_wakes_receivers_after_draining() {
+    let (tx, rx) = buffered::<u32>(2);
+    let tx2 = tx.clone();
+    tx.try_send(1).unwrap();
+    drop(tx);
+    tx2.try_send(2).unwrap();
+    drop(tx2);
+    assert_eq!(rx.try_recv(), Ok(1));
+    assert_eq!(rx.recv_blocking(), Ok(2));
+    assert_eq!(rx.try_recv(), Err(TryRecvError::Closed));
+    assert_eq!(rx.recv_blocking(), Err(RecvError::Closed));
+
+    let (tx, rx) = channel::<u32>();
+    let (c, w) = counter();
+    let mut recv = pin!(rx.recv());
+    assert!(poll(recv.as_mut(), &w).is_pending());
+    drop(tx);
+    assert_eq!(woken(&c), 1);
+    assert_eq!(poll(recv, &w), Poll::Ready(Err(RecvError::Closed)));
+}
+
+#[test]
+fn closing_the_receiving_side_returns_values_to_senders_and_drops_the_buffer() {
+    let live = Arc::new(AtomicUsize::new(0));
+    let (tx, rx) = buffered::<Tracked>(1);
+    let (c, w) = counter();
+    tx.try_send(Tracked::new(&live)).unwrap();
+    let mut send = pin!(tx.send(Tracked::new(&live)));
+    assert!(poll(send.as_mut(), &w).is_pending());
+    assert_eq!(live.load(Ordering::SeqCst), 2);
+    drop(rx);
+    assert_eq!(
+        live.load(Ordering::SeqCst),
+        1,
+        "the buffered value is dropped"
+    );
+    assert_eq!(woken(&c), 1);
+    match poll(send.as_mut(), &w) {
+        Poll::Ready(Err(SendError::Closed(v))) => drop(v),
+        other => panic!("unexpected {:?}", other.map(|r| r.is_ok())),
+    }
+    assert_eq!(live.load(Ordering::SeqCst), 0);
+    assert!(tx.is_closed());
+    assert!(matches!(
+        tx.try_send(Tracked::new(&live)),
+        Err(TrySendError::Closed(_))
+    ));
+    assert_eq!(live.load(Ordering::SeqCst), 0);
+}
+
+#[test]
+fn poison_fails_everyone_and_drops_buffered_values() {
+    let live = Arc::new(AtomicUsize::new(0));
+    let (tx, rx) = buffered::<Tracked>(1);
+    let (c, w) = counter();
+    tx.try_send(Tracked::new(&live)).unwrap();
+    let mut send = pin!(tx.send(Tracked::new(&live)));
+    assert!(poll(send.as_mut(), &w).is_pending());
+    rx.poison();
+    assert_eq!(woken(&c), 1);
+    assert_eq!(
+        live.load(Ordering::SeqCst),
+        1,
+        "the buffered value is dropped"
+    );
+    match poll(send.as_mut(), &w) {
+        Poll::Ready(Err(SendError::Poisoned(v))) => drop(v),
+        _ => panic!("expected Poisoned"),
+    }
+    assert_eq!(live.load(Ordering::SeqCst), 0);
+    assert!(tx.is_poisoned() && rx.is_poisoned());
+    assert_eq!(rx.try_recv().err(), Some(TryRecvError::Poisoned));
+    assert!(matches!(
+        tx.try_send(Tracked::new(&live)),
+        Err(TrySendError::Poisoned(_))
+    ));
+    tx.poison(); // idempotent
+
+    let (tx, rx) = channel::<u8>();
+    let mut recv = pin!(rx.recv());
+    let (c, w) = counter();
+    assert!(poll(recv.as_mut(), &w).is_pending());
+    tx.poison();
+    assert_eq!(woken(&c), 1);
+    assert_eq!(poll(recv, &w), Poll::Ready(Err(RecvError::Poisoned)));
+    assert_eq!(
+        tx.send_timeout(1, Duration::from_secs(1)),
+        Err(SendTimeoutError::Poisoned(1))
+    );
+    assert_eq!(
+        rx.recv_timeout(Duration::from_secs(1)),
+        Err(RecvTimeoutError::Poisoned)
+    );
+}
+
+#[test]
+fn a_repoll_with_another_waker_moves_the_registration() {
+    let (tx, rx) = channel::<u8>();
+    let (c1, w1) = counter();
+    let (c2, w2) = counter();
+    let mut recv = pin!(rx.recv());
+    assert!(poll(recv.as_mut(), &w1).is_pending());
+    assert!(poll(recv.as_mut(), &w2).is_pending());
+    tx.try_send(3).unwrap();
+    assert_eq!((woken(&c1), woken(&c2)), (0, 1));
+    assert_eq!(poll(recv, &w2), Poll::Ready(Ok(3)));
+
+    let mut send = pin!(tx.send(4));
+    assert!(poll(send.as_mut(), &w1).is_pending());
+    assert!(poll(send.as_mut(), &w2).is_pending());
+    assert_eq!(rx.try_recv(), Ok(4));
+    assert_eq!((woken(&c1), woken(&c2)), (0, 2));
+}
+
+#[test]
+fn timed_operations() {
+    let (tx, rx) = channel::<u8>();
+    assert_eq!(
+        tx.send_timeout(1, Duration::from_millis(2)),
+        Err(SendTimeoutError::Timeout(1))
+    );
+    assert_eq!(waiting(&tx), (0, 0), "the timed-out send withdrew");
+    assert_eq!(
+        rx.recv_timeout(Duration::from_millis(2)),
+        Err(RecvTimeoutError::Timeout)
+    );
+    assert_eq!(waiting(&tx), (0, 0), "the timed-out receive withdrew");
+    let t = std::thread::spawn(move || tx.send_timeout(2, Duration::MAX));
+    assert_eq!(rx.recv_timeout(Duration::from_secs(60)), Ok(2));
+    assert_eq!(t.join().unwrap(), Ok(()));
+}
+
+#[test]
+fn errors_display_and_convert() {
+    assert_eq!(
+        SendError::Closed(1).to_string(),
+        "sending on a channel whose receivers are all gone"
+    );
+    assert_eq!(
+        format!("{:?}", SendError::Poisoned(vec![1])),
+        "Poisoned(..)"
+    );
+    assert_eq!(format!("{:?}", TrySendError::Full(())), "Full(..)");
+    assert_eq!(TrySendError::Closed(2).into_inner(), 2);
+    assert_eq!(RecvError::Poisoned.to_string(), "channel is poisoned");
+    assert_eq!(
+        TryRecvError::Empty.to_string(),
+        "channel is empty (and no sender is waiting)"
+    );
+    assert_eq!(
+        RecvTimeoutError::Timeout.to_string(),
+        "timed out waiting for a value"
+    );
+    let e: Box<dyn std::error::Error + Send + Sync> = Box::new(SendTimeoutError::Timeout(1));
+    assert_eq!(e.to_string(), "timed out waiting for a receiver");
+}
+
+// ---- Alt ---------------------------------------------------------------------------------
+
+fn ready<T: Send>(v: T) -> (Tx<T>, Rx<T>) {
+    let (tx, rx) = buffered(4);
+    tx.try_send(v).unwrap();
+    (tx, rx)
+}
+
+#[test]
+fn pri_select_picks_the_first_ready_guard_every_time() {
+    let (_ta, a) = ready(1);
+    let (tb, b) = ready(2);
+    let (_tc, c) = ready(3);
+    tb.try_send(22).unwrap();
+    let mut alt = Alt::new().recv(&a).recv(&b).recv(&c);
+    let sel = alt.pri_select_blocking();
+    assert_eq!(sel.index(), 0);
+    assert_eq!(sel.recv(&a), Ok(1));
+    for expect in [2, 22] {
+        let sel = alt.pri_select_blocking();
+        assert_eq!(sel.index(), 1);
+        assert_eq!(sel.recv(&b), Ok(expect));
+    }
+    let sel = alt.pri_select_blocking();
+    assert_eq!(sel.index(), 2);
+    assert_eq!(sel.recv(&c), Ok(3));
+}
+
+#[test]
+fn fair_select_rotates_among_ready_guards() {
+    let (ta, a) = buffered::<u32>(16);
+    let (tb, b) = buffered::<u32>(16);
+    let (tc, c) = buffered::<u32>(16);
+    for i in 0..9 {
+        ta.try_send(i).unwrap();
+        tb.try_send(i).unwrap();
+        tc.try_send(i).unwrap();
+    }
+    let mut alt = Alt::new().recv(&a).recv(&b).recv(&c);
+    let mut order = Vec::new();
+    for _ in 0..9 {
+        let sel = alt.fair_select_blocking();
+        order.push(sel.index());
+        let rx = [&a, &b, &c][sel.index()];
+        sel.recv(rx).unwrap();
+    }
+    assert_eq!(order, [0, 1, 2, 0, 1, 2, 0, 1, 2]);
+    // A guard that is not ready is skipped, and the rotation continues after the winner.
+    while b.try_recv().is_ok() {}
+    let order: Vec<usize> = (0..4)
+        .map(|_| {
+            let sel = alt.select_blocking();
+            let i = sel.index();
+            sel.recv([&a, &b, &c][i]).unwrap();
+            i
+        })
+        .collect();
+    assert_eq!(order, [0, 2, 0, 2]);
+}
+
+#[test]
+fn preconditions_skip_guards_and_can_change_between_selections() {
+    let (_ta, a) = ready(1);
+    let (_tb, b) = ready(2);
+    let mut alt = Alt::new().recv_if(false, &a).recv(&b).skip().when(true);
+    let sel = alt.pri_select_blocking();
+    assert_eq!(sel.index(), 1);
+    assert_eq!(sel.recv(&b), Ok(2));
+    assert_eq!(alt.pri_select_blocking().index(), 2, "b is empty now: skip");
+    alt.set_when(0, true);
+    let sel = alt.pri_select_blocking();
+    assert_eq!(sel.index(), 0);
+    assert_eq!(sel.recv(&a), Ok(1));
+}
+
+#[test]
+fn a_sender_commits_a_waiting_alt() {
+    let (ta, a) = channel::<u32>();
+    let (tb, b) = channel::<u32>();
+    let mut alt = Alt::new().recv(&a).recv(&b);
+    let (c, w) = counter();
+    {
+        let mut sel = pin!(alt.pri_select());
+        assert!(poll(sel.as_mut(), &w).is_pending());
+        assert_eq!(waiting(&ta), (0, 1));
+        assert_eq!(waiting(&tb), (0, 1));
+        assert_eq!(tb.try_send(7), Ok(()), "the waiting alt takes it");
+        assert_eq!(woken(&c), 1);
+        // Only one guard fires: the alt no longer takes values from `a`.
+        assert_eq!(ta.try_send(8), Err(TrySendError::Full(8)));
+        let Poll::Ready(s) = poll(sel.as_mut(), &w) else {
+            panic!("not ready")
+        };
+        assert_eq!(s.index(), 1);
+        assert_eq!(s.recv(&b), Ok(7));
+    }
+    assert_eq!(waiting(&ta), (0, 0), "the losing guard was disabled");
+    assert_eq!(waiting(&tb), (0, 0));
+}
+
+#[test]
+fn an_alt_takes_a_waiting_senders_value_and_completes_it() {
+    let (tx, rx) = channel::<u32>();
+    let (c, w) = counter();
+    let mut send = pin!(tx.send(4));
+    assert!(poll(send.as_mut(), &w).is_pending());
+    let mut alt = Alt::new().recv(&rx);
+    let sel = alt.pri_select_blocking();
+    assert_eq!(woken(&c), 1);
+    assert_eq!(poll(send, &w), Poll::Ready(Ok(())));
+    assert_eq!(sel.recv(&rx), Ok(4));
+}
+
+#[test]
+fn an_abandoned_selection_gives_a_committed_value_back() {
+    let (ta, a) = channel::<u32>();
+    let (_tb, b) = channel::<u32>();
+    let mut alt = Alt::new().recv(&a).recv(&b);
+    let (_c, w) = counter();
+    {
+        let mut sel = pin!(alt.pri_select());
+        assert!(poll(sel.as_mut(), &w).is_pending());
+        ta.try_send(1).unwrap();
+    } // dropped before seeing the commit
+    assert_eq!(waiting(&ta), (0, 0));
+    assert_eq!(a.try_recv(), Ok(1), "the value went back to its channel");
+    // Abandoning an undecided selection takes nothing.
+    {
+        let mut sel = pin!(alt.pri_select());
+        assert!(poll(sel.as_mut(), &w).is_pending());
+    }
+    assert_eq!(waiting(&ta), (0, 0));
+    assert_eq!(ta.try_send(2), Err(TrySendError::Full(2)));
+}
+
+#[test]
+fn an_unclaimed_selected_value_goes_back() {
+    let (_t, rx) = ready(5u32);
+    let mut alt = Alt::new().recv(&rx);
+    let sel = alt.pri_select_blocking();
+    assert_eq!(sel.index(), 0);
+    drop(sel);
+    assert_eq!(rx.try_recv(), Ok(5));
+}
+
+#[test]
+fn a_leaked_selection_is_cleaned_up_by_the_next_one() {
+    let (ta, a) = channel::<u32>();
+    let mut alt = Alt::new().recv(&a).skip().when(false);
+    let (_c, w) = counter();
+    let mut fut = Box::pin(alt.pri_select());
+    assert!(poll(fut.as_mut(), &w).is_pending());
+    std::mem::forget(fut); // leaks the future (and keeps its memory valid)
+    ta.try_send(3).unwrap(); // committed to the leaked round
+    alt.set_when(1, true);
+    let sel = alt.pri_select_blocking();
+    assert_eq!(sel.index(), 0, "the value given back is ready");
+    assert_eq!(sel.recv(&a), Ok(3));
+    let sel = alt.pri_select_blocking();
+    assert_eq!(sel.index(), 1, "and was taken exactly once");
+    drop(sel);
+    drop(alt);
+    assert_eq!(waiting(&ta), (0, 0));
+}
+
+#[test]
+fn dropping_an_alt_with_a_leaked_round_dequeues_it() {
+    let (ta, a) = channel::<u32>();
+    let mut alt = Alt::new().recv(&a);
+    let (_c, w) = counter();
+    let mut fut = Box::pin(alt.pri_select());
+    assert!(poll(fut.as_mut(), &w).is_pending());
+    std::mem::forget(fut);
+    assert_eq!(waiting(&ta), (0, 1));
+    drop(alt);
+    assert_eq!(waiting(&ta), (0, 0));
+}
+
+#[test]
+fn closed_and_poisoned_inputs_fire_and_report_it() {
+    let (ta, a) = channel::<u32>();
+    let (tb, b) = channel::<u32>();
+    let mut alt = Alt::new().recv(&a).recv(&b);
+    let (c, w) = counter();
+    {
+        let mut sel = pin!(alt.pri_select());
+        assert!(poll(sel.as_mut(), &w).is_pending());
+        drop(tb);
+        assert_eq!(woken(&c), 1);
+        let Poll::Ready(s) = poll(sel.as_mut(), &w) else {
+            panic!("not ready")
+        };
+        assert_eq!(s.index(), 1);
+        assert_eq!(s.recv(&b), Err(RecvError::Closed));
+    }
+    ta.poison();
+    let s = alt.pri_select_blocking();
+    assert_eq!(s.index(), 0);
+    assert_eq!(s.recv(&a), Err(RecvError::Poisoned));
+}
+
+#[test]
+fn timeout_guards() {
+    let (_tx, rx) = channel::<u8>();
+    let mut alt = Alt::new().recv(&rx).timeout(Duration::from_millis(2));
+    let start = Instant::now();
+    for _ in 0..2 {
+        assert_eq!(alt.pri_select_blocking().index(), 1);
+    }
+    assert!(
+        start.elapsed() >= Duration::from_millis(4),
+        "the clock restarts each time"
+    );
+    // A timeout that is already due fires in priority order, without waiting.
+    let mut alt = Alt::new().deadline(Instant::now()).skip();
+    assert_eq!(alt.pri_select_blocking().index(), 0);
+    let mut alt = Alt::new().skip().deadline(Instant::now());
+    assert_eq!(alt.pri_select_blocking().index(), 0);
+    // A far deadline moved into the past.
+    let mut alt = Alt::new()
+        .recv(&rx)
+        .deadline(Instant::now() + Duration::from_secs(3600));
+    alt.set_deadline(1, Instant::now());
+    assert_eq!(alt.pri_select_blocking().index(), 1);
+    // A value arriving before the timeout wins, and the timer is disarmed.
+    let (tx, rx) = channel::<u8>();
+    let mut alt = Alt::new().recv(&rx).timeout(Duration::from_secs(3600));
+    let t = std::thread::spawn(move || tx.send_blocking(1));
+    let sel = alt.pri_select_blocking();
+    assert_eq!(sel.index(), 0);
+    assert_eq!(sel.recv(&rx), Ok(1));
+    t.join().unwrap().unwrap();
+}
+
+#[test]
+fn a_selection_with_no_enabled_guard_waits_forever() {
+    let (_tx, rx) = channel::<u8>();
+    let mut alt = Alt::new().recv_if(false, &rx).skip().when(false);
+    let (c, w) = counter();
+    let mut sel = pin!(alt.pri_select());
+    for _ in 0..3 {
+        assert!(poll(sel.as_mut(), &w).is_pending());
+    }
+    assert_eq!(woken(&c), 0);
+}
+
+#[test]
+#[should_panic(expected = "Alt without guards")]
+fn selecting_on_an_empty_alt_panics() {
+    let mut alt = Alt::new();
+    let _ = alt.pri_select_blocking();
+}
+
+#[test]
+#[should_panic(expected = "receives from another channel")]
+fn taking_from_the_wrong_channel_panics() {
+    let (_ta, a) = ready(1u8);
+    let (_tb, b) = ready(2u8);
+    let mut alt = Alt::new().recv(&a);
+    let _ = alt.pri_select_blocking().recv(&b);
+}
+
+#[test]
+fn a_waker_change_reregisters_the_alt() {
+    let (ta, a) = channel::<u32>();
+    let (tb, b) = channel::<u32>();
+    let mut alt = Alt::new().recv(&a).recv(&b);
+    let (c1, w1) = counter();
+    let (c2, w2) = counter();
+    let mut sel = pin!(alt.pri_select());
+    assert!(poll(sel.as_mut(), &w1).is_pending());
+    assert!(poll(sel.as_mut(), &w2).is_pending());
+    assert_eq!(waiting(&ta), (0, 1), "registered once, not twice");
+    ta.try_send(1).unwrap();
+    assert_eq!((woken(&c1), woken(&c2)), (0, 1));
+    let Poll::Ready(s) = poll(sel.as_mut(), &w2) else {
+        panic!("not ready")
+    };
+    assert_eq!(s.recv(&a), Ok(1));
+    assert_eq!(waiting(&tb), (0, 0));
+}

@@ -1,0 +1,457 @@
+//! The sending end, [`Tx`], and its future, [`SendFuture`].
+
+use std::cell::Cell;
+use std::fmt;
+use std::future::Future;
+use std::pin::{pin, Pin};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use super::blocking::{self, Settle};
+use super::chan::{wake, Chan, Offer};
+use super::error::{SendError, SendTimeoutError, TrySendError};
+use super::waiter::{Registration, Status};
+use super::Arc;
+
+/// The sending end of a channel. Cloning it shares the end (occam `SHARED !`): any number
+/// of processes may send on one channel; each send is served whole, waiting senders in
+/// FIFO order.
+///
+/// When every `Tx` of a channel is dropped, its receivers get what is still buffered and
+/// then [`RecvError::Closed`](super::RecvError::Closed).
+///
+/// `Tx<T>` is `Send + Sync` when `T: Send`, so it moves freely between async tasks and
+/// plain threads; every operation works from both, on the same channel.
+///
+/// ```
+/// use tutti::csp::channel;
+///
+/// let (tx, rx) = channel::<u32>();
+/// let tx2 = tx.clone();
+/// let a = std::thread::spawn(move || tx.send_blocking(1).unwrap());
+/// let b = std::thread::spawn(move || tx2.send_blocking(2).unwrap());
+/// let mut got = [rx.recv_blocking().unwrap(), rx.recv_blocking().unwrap()];
+/// got.sort();
+/// assert_eq!(got, [1, 2]);
+/// a.join().unwrap();
+/// b.join().unwrap();
+/// ```
+///
+/// A value that is not `Send` cannot be sent to another thread:
+///
+/// ```compile_fail
+/// use std::rc::Rc;
+/// let (tx, rx) = tutti::csp::channel::<Rc<u8>>();
+/// std::thread::spawn(move || tx.send_blocking(Rc::new(1)));
+/// ```
+pub struct Tx<T> {
+    chan: Arc<Chan<T>>,
+}
+
+impl<T> Tx<T> {
+    pub(crate) fn new(chan: Arc<Chan<T>>) -> Self {
+        Tx { chan }
+    }
+
+    /// The channel.
+    #[cfg(all(test, not(loom)))]
+    pub(crate) fn chan(&self) -> &Chan<T> {
+        &self.chan
+    }
+
+    /// Sends `value`; the future completes once a receiver has taken it (rendezvous), or
+    /// once it is in the buffer (buffered channel).
+    ///
+    /// The awaiting task gives its worker back while it waits. If the future is dropped
+    /// before completing, the value is dropped with it unless a receiver already took it
+    /// — it is never both received and dropped; [`SendFuture::cancel`] gets it back.
+    ///
+    /// ```
+    /// use tutti::csp::channel;
+    ///
+    /// let (tx, rx) = channel::<&str>();
+    /// let h = tutti::spawn(async move { tx.send("ping").await });
+    /// assert_eq!(rx.recv_blocking(), Ok("ping"));
+    /// assert_eq!(h.join(), Ok(()));
+    /// ```
+    #[inline]
+    pub fn send(&self, value: T) -> SendFuture<'_, T> {
+        SendFuture {
+            chan: &self.chan,
+            value: Cell::new(Some(value)),
+            reg: Registration::new(),
+            phase: Cell::new(Phase::Start),
+        }
+    }
+
+    /// Sends `value`, blocking the calling thread until a receiver has taken it (or it is
+    /// buffered). On a tutti worker, outside an async task, the worker keeps executing
+    /// other work meanwhile.
+    ///
+    /// # Panics
+    /// When called inside an async task: use [`send`](Self::send)`.await` there.
+    ///
+    /// ```
+    /// use tutti::csp::buffered;
+    ///
+    /// let (tx, rx) = buffered::<u8>(1);
+    /// tx.send_blocking(9).unwrap();
+    /// assert_eq!(rx.try_recv(), Ok(9));
+    /// ```
+    pub fn send_blocking(&self, value: T) -> Result<(), SendError<T>> {
+        let value = if self.chan.capacity() == 0 {
+            value // a rendezvous: the future's first poll is the attempt
+        } else {
+            match self.try_send_spinning(value) {
+                Ok(()) => return Ok(()),
+                Err(TrySendError::Full(v)) => v,
+                Err(TrySendError::Closed(v)) => return Err(SendError::Closed(v)),
+                Err(TrySendError::Poisoned(v)) => return Err(SendError::Poisoned(v)),
+            }
+        };
+        blocking::wait(pin!(self.send(value)))
+    }
+
+    /// A buffered send's first attempts: retried with back-off on a plain thread while the
+    /// buffer is full (see `blocking.rs`).
+    #[inline]
+    fn try_send_spinning(&self, value: T) -> Result<(), TrySendError<T>> {
+        let value = match self.chan.try_send(value) {
+            Err(TrySendError::Full(v)) => v,
+            r => return r,
+        };
+        blocking::retry(value, |v| match self.chan.try_send(v) {
+            Err(TrySendError::Full(v)) => Err(v),
+            r => Ok(r),
+        })
+        .unwrap_or_else(|v| Err(TrySendError::Full(v)))
+    }
+
+    /// Sends `value` only if that completes at once: a receiver is waiting, or there is
+    /// room in the buffer. Otherwise the value comes back in the error.
+    ///
+    /// ```
+    /// use tutti::csp::{channel, TrySendError};
+    ///
+    /// let (tx, _rx) = channel::<u8>();
+    /// // A rendezvous channel with no waiting receiver.
+    /// assert_eq!(tx.try_send(1), Err(TrySendError::Full(1)));
+    /// ```
+    pub fn try_send(&self, value: T) -> Result<(), TrySendError<T>> {
+        self.chan.try_send(value)
+    }
+
+    /// Sends `value`, waiting at most `timeout` for a receiver (or for room). On timeout
+    /// the value comes back in [`SendTimeoutError::Timeout`].
+    ///
+    /// # Panics
+    /// When called inside an async task.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use tutti::csp::channel;
+    ///
+    /// let (tx, rx) = channel::<u8>();
+    /// let t = std::thread::spawn(move || rx.recv_blocking());
+    /// tx.send_timeout(3, Duration::from_secs(10)).unwrap();
+    /// assert_eq!(t.join().unwrap(), Ok(3));
+    /// ```
+    pub fn send_timeout(&self, value: T, timeout: Duration) -> Result<(), SendTimeoutError<T>> {
+        let Some(deadline) = Instant::now().checked_add(timeout) else {
+            return self.send_blocking(value).map_err(Into::into);
+        };
+        let mut future = pin!(self.send(value));
+        match blocking::wait_until(future.as_mut(), deadline) {
+            Some(r) => r.map_err(Into::into),
+            None => match future.as_mut().cancel() {
+                None => Ok(()), // taken just before we withdrew
+                Some(v) => Err(self.timeout_error(v)),
+            },
+        }
+    }
+
+    /// Why a timed-out send failed: an end state reached meanwhile wins over `Timeout`.
+    #[cold]
+    fn timeout_error(&self, value: T) -> SendTimeoutError<T> {
+        let st = self.chan.lock();
+        if st.is_poisoned() {
+            SendTimeoutError::Poisoned(value)
+        } else if st.is_rx_gone() {
+            SendTimeoutError::Closed(value)
+        } else {
+            SendTimeoutError::Timeout(value)
+        }
+    }
+
+    /// Poisons the channel: every pending and later operation on it, at either end,
+    /// fails with `Poisoned`; buffered values are dropped. Use it to shut down a whole
+    /// process network (each process that sees `Poisoned` poisons its other channels).
+    ///
+    /// ```
+    /// use tutti::csp::{channel, RecvError};
+    ///
+    /// let (tx, rx) = channel::<u8>();
+    /// tx.poison();
+    /// assert_eq!(rx.recv_blocking(), Err(RecvError::Poisoned));
+    /// assert!(tx.send_blocking(1).unwrap_err().is_poisoned());
+    /// ```
+    pub fn poison(&self) {
+        self.chan.poison();
+    }
+
+    /// Whether the channel has been poisoned.
+    ///
+    /// ```
+    /// let (tx, rx) = tutti::csp::channel::<u8>();
+    /// rx.poison();
+    /// assert!(tx.is_poisoned());
+    /// ```
+    pub fn is_poisoned(&self) -> bool {
+        self.chan.is_poisoned()
+    }
+
+    /// Whether every receiver is gone (a send would fail with `Closed`).
+    ///
+    /// ```
+    /// let (tx, rx) = tutti::csp::channel::<u8>();
+    /// assert!(!tx.is_closed());
+    /// drop(rx);
+    /// assert!(tx.is_closed());
+    /// ```
+    pub fn is_closed(&self) -> bool {
+        self.chan.lock().is_rx_gone()
+    }
+
+    /// The channel's capacity: 0 for a rendezvous channel.
+    ///
+    /// ```
+    /// assert_eq!(tutti::csp::channel::<u8>().0.capacity(), 0);
+    /// assert_eq!(tutti::csp::buffered::<u8>(8).0.capacity(), 8);
+    /// ```
+    pub fn capacity(&self) -> usize {
+        self.chan.capacity()
+    }
+}
+
+impl<T> Clone for Tx<T> {
+    /// Another sending end of the same channel.
+    ///
+    /// ```
+    /// let (tx, rx) = tutti::csp::buffered::<u8>(2);
+    /// tx.clone().try_send(1).unwrap();
+    /// assert_eq!(rx.try_recv(), Ok(1));
+    /// ```
+    fn clone(&self) -> Self {
+        self.chan.add_sender();
+        Tx {
+            chan: Arc::clone(&self.chan),
+        }
+    }
+}
+
+impl<T> Drop for Tx<T> {
+    fn drop(&mut self) {
+        self.chan.remove_sender();
+    }
+}
+
+impl<T> fmt::Debug for Tx<T> {
+    /// ```
+    /// let (tx, _rx) = tutti::csp::channel::<u8>();
+    /// assert!(format!("{tx:?}").starts_with("Tx"));
+    /// ```
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("Tx").field(&*self.chan).finish()
+    }
+}
+
+/// Where a [`SendFuture`] stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    /// Not offered yet (or to be offered again after a close/poison wake-up); the value
+    /// is in `SendFuture::value`.
+    Start,
+    /// The waiter is queued in the channel, or was popped and decided by a counterpart.
+    Waiting,
+    /// Completed; the value is gone.
+    Done,
+}
+
+/// Future returned by [`Tx::send`]: completes with `Ok(())` once the value was taken by a
+/// receiver (rendezvous) or buffered.
+///
+/// It holds its value, and its place in the channel's queue, inline: sending allocates
+/// nothing. Dropping it before completion withdraws the offer (see [`Tx::send`]).
+///
+/// ```
+/// use tutti::csp::{channel, SendFuture};
+///
+/// let (tx, rx) = channel::<u8>();
+/// let t = std::thread::spawn(move || rx.recv_blocking());
+/// let fut: SendFuture<'_, u8> = tx.send(4);
+/// tutti::block_on(fut).unwrap();
+/// assert_eq!(t.join().unwrap(), Ok(4));
+/// ```
+#[must_use = "futures do nothing unless you `.await` or poll them"]
+pub struct SendFuture<'a, T> {
+    chan: &'a Chan<T>,
+    /// The value while it is not offered (phase `Start`).
+    value: Cell<Option<T>>,
+    /// Created when the future first waits: its one-shot decision (decided by the
+    /// receiver that takes the value) and its place in the channel's sender queue (the
+    /// value waits in the waiter's slot).
+    reg: Registration<T>,
+    phase: Cell<Phase>,
+}
+
+impl<T> SendFuture<'_, T> {
+    /// Withdraws the offer: returns the value if no receiver has taken it, `None` if one
+    /// has (the send happened) or the future already completed. The future is finished
+    /// afterwards. Use it to recover the value when giving up on a send, e.g. in a
+    /// `select` of your own.
+    ///
+    /// ```
+    /// use std::pin::pin;
+    /// use std::task::{Context, Poll};
+    ///
+    /// let (tx, _rx) = tutti::csp::channel::<String>();
+    /// let mut fut = pin!(tx.send("kept".to_string()));
+    /// let waker = std::sync::Arc::new(NoWake).into();
+    /// assert!(fut.as_mut().poll(&mut Context::from_waker(&waker)).is_pending());
+    /// assert_eq!(fut.as_mut().cancel().as_deref(), Some("kept"));
+    ///
+    /// struct NoWake;
+    /// impl std::task::Wake for NoWake { fn wake(self: std::sync::Arc<Self>) {} }
+    /// # use std::future::Future;
+    /// ```
+    pub fn cancel(self: Pin<&mut Self>) -> Option<T> {
+        let this = self.into_ref().get_ref();
+        match this.phase.replace(Phase::Done) {
+            Phase::Start => this.value.take(),
+            Phase::Waiting => {
+                let waiter = this.withdraw();
+                // SAFETY: not queued any more, and any decision was made under the lock
+                // `withdraw` took (or observed with Acquire): the slot is ours.
+                unsafe { waiter.take_slot() }
+            }
+            Phase::Done => None,
+        }
+    }
+
+    /// Removes the waiter from the queue if it is still there (phase `Waiting`); returns it.
+    fn withdraw(&self) -> &super::waiter::Waiter<T> {
+        let (selector, waiter) = self.reg.get_or_init();
+        if selector.status() == Status::Waiting {
+            self.chan.lock().cancel_send(waiter);
+        }
+        waiter
+    }
+
+    fn start(&self, cx: &mut Context<'_>) -> Poll<Result<(), SendError<T>>> {
+        let value = self
+            .value
+            .take()
+            .expect("tutti: SendFuture lost its value before sending");
+        let mut st = self.chan.lock();
+        let result = match st.offer(value) {
+            Offer::Done(waker) => {
+                drop(st);
+                wake(waker);
+                Ok(())
+            }
+            Offer::Wait(value) => {
+                let (selector, waiter) = self.reg.get_or_init();
+                // SAFETY: not queued yet; the selector is ours and unreachable, so its
+                // waker may be written; the future is pinned and its `Drop` removes the
+                // waiter before the memory goes away (queue invariant).
+                unsafe {
+                    waiter.put_slot(value);
+                    selector.reset();
+                    selector.set_waker(cx.waker());
+                    st.wait_send(waiter, selector);
+                }
+                self.phase.set(Phase::Waiting);
+                return Poll::Pending;
+            }
+            Offer::Closed(v) => Err(SendError::Closed(v)),
+            Offer::Poisoned(v) => Err(SendError::Poisoned(v)),
+        };
+        self.phase.set(Phase::Done);
+        Poll::Ready(result)
+    }
+
+    /// A re-poll while undecided: keep the registered waker current. Returns false if the
+    /// waiter was decided meanwhile (poll again).
+    #[cold]
+    fn refresh_waker(&self, cx: &mut Context<'_>) -> bool {
+        let (selector, waiter) = self.reg.get_or_init();
+        let st = self.chan.lock();
+        if st.is_sending(waiter) {
+            // SAFETY: single-channel selector, and we hold that channel's lock.
+            unsafe { selector.set_waker(cx.waker()) };
+            true
+        } else {
+            false
+        }
+    }
+}
+
+impl<T> Future for SendFuture<'_, T> {
+    type Output = Result<(), SendError<T>>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.into_ref().get_ref();
+        loop {
+            match this.phase.get() {
+                Phase::Start => return this.start(cx),
+                Phase::Waiting => match this.reg.get_or_init().0.status() {
+                    Status::Selected(_) => {
+                        // SAFETY: decided (seen with Acquire) and popped: the slot is ours.
+                        if let Some(v) = unsafe { this.reg.get_or_init().1.take_slot() } {
+                            // Woken by a close or poison with the value still here.
+                            this.value.set(Some(v));
+                            this.phase.set(Phase::Start);
+                            continue;
+                        }
+                        this.phase.set(Phase::Done);
+                        return Poll::Ready(Ok(()));
+                    }
+                    Status::Waiting => {
+                        if this.refresh_waker(cx) {
+                            return Poll::Pending;
+                        }
+                    }
+                    Status::Aborted => unreachable!("tutti: a send was aborted"),
+                },
+                Phase::Done => panic!("tutti: SendFuture polled after completion"),
+            }
+        }
+    }
+}
+
+impl<T> Settle for SendFuture<'_, T> {
+    fn is_settled(&self) -> bool {
+        self.phase.get() != Phase::Waiting
+            || self
+                .reg
+                .get()
+                .is_some_and(|(sel, _)| sel.status() != Status::Waiting)
+    }
+}
+
+impl<T> Drop for SendFuture<'_, T> {
+    fn drop(&mut self) {
+        if self.phase.get() == Phase::Waiting {
+            // The value (if no receiver took it) is dropped with the waiter, after this.
+            self.withdraw();
+        }
+    }
+}
+
+impl<T> fmt::Debug for SendFuture<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SendFuture")
+            .field("phase", &self.phase.get())
+            .finish_non_exhaustive()
+    }
+}
