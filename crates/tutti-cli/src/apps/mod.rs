@@ -1,0 +1,4 @@
+//! The seed applications: real computations that verify their own results.
+
+pub mod gauss;
+pub mod sort;

@@ -1,0 +1,191 @@
+//! `tutti sort`: sort 64-bit keys with tutti's parallel sample sort, rayon's
+//! `par_sort_unstable` and std's `sort_unstable`, side by side on the same
+//! input.
+//!
+//! The input is generated once (untimed); every run sorts a fresh copy of
+//! it and checks that the output is sorted and a permutation of the input.
+//!
+//! The sample sort is out of place: it needs a scratch copy of the keys and
+//! a bucket id per key. `tutti` keeps that workspace in a [`SampleSorter`]
+//! across runs (it is allocated during the warm-up), as a program sorting
+//! repeatedly would; `tutti_fresh` allocates it in every call, so its time
+//! includes faulting in about 9 bytes of fresh memory per key.
+//! tutti runs on a `tutti::Runtime` and rayon on a `rayon::ThreadPool`, both
+//! with `--workers` threads; each is built before and dropped after its own
+//! measurements so an idle pool never competes with the one being measured.
+
+pub mod data;
+pub mod sample_sort;
+
+use clap::{Args, ValueEnum};
+use rayon::slice::ParallelSliceMut;
+
+use crate::measure::{check_memory, repeat, timed, Measurement, Progress, Run, RunOpts};
+use crate::report::{Report, Stats};
+use data::{Dist, Fingerprint};
+use sample_sort::{sample_sort, Config, SampleSorter};
+
+/// Arguments of `tutti sort`.
+#[derive(Args, Debug)]
+pub struct SortArgs {
+    /// Number of keys to sort.
+    #[arg(long, default_value_t = 10_000_000, value_parser = clap::value_parser!(u64).range(1..=4_000_000_000))]
+    n: u64,
+    /// Which implementation(s) to run.
+    #[arg(long = "impl", value_enum, default_value_t = Impl::All)]
+    implementation: Impl,
+    /// Key distribution.
+    #[arg(long, value_enum, default_value_t = Dist::Uniform)]
+    dist: Dist,
+    /// Worker threads for tutti and rayon.
+    #[arg(long, default_value_t = crate::default_workers(), value_parser = crate::parse_workers)]
+    workers: usize,
+    /// Seed of the input data.
+    #[arg(long, default_value_t = 42)]
+    seed: u64,
+    /// Key ranges of the sample sort, 2..=128 (rounded up to a power of two).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(2..=128))]
+    buckets: Option<u64>,
+    #[command(flatten)]
+    run: RunOpts,
+    /// Print one JSON object instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// The sort implementations.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum Impl {
+    /// tutti's parallel sample sort, reusing its workspace across runs.
+    Tasks,
+    /// tutti's parallel sample sort, allocating its workspace per call.
+    TasksFresh,
+    /// rayon's `par_sort_unstable`.
+    Rayon,
+    /// std's sequential `sort_unstable`.
+    Std,
+    /// All of them, side by side.
+    All,
+}
+
+/// Runs `tutti sort`.
+pub fn run(args: &SortArgs) -> Result<Report, String> {
+    let n = usize::try_from(args.n).map_err(|_| format!("--n {} is too large", args.n))?;
+    let w = args.workers;
+    let plan = args.run.plan(5);
+    let chosen = |i: Impl| args.implementation == Impl::All || args.implementation == i;
+    let impls = [Impl::Tasks, Impl::TasksFresh, Impl::Rayon, Impl::Std]
+        .into_iter()
+        .filter(|&i| chosen(i))
+        .count();
+
+    let mut report = Report::new("sort");
+    report
+        .param("n", n)
+        .param("dist", args.dist.name())
+        .param("workers", w)
+        .param("seed", args.seed)
+        .param("runs", plan.runs)
+        .param("warmup", plan.warmup);
+
+    // Input and working copy, plus the sample sort's scratch keys and ids.
+    let workspace = if chosen(Impl::Tasks) || chosen(Impl::TasksFresh) {
+        9
+    } else {
+        0
+    };
+    check_memory(n as u128 * (16 + workspace), &format!("sorting {n} keys"))?;
+
+    let progress = Progress::new(impls * plan.total(), args.json);
+    progress.stage("generating input");
+    let input = data::generate(args.dist, n, args.seed);
+    let fingerprint = Fingerprint::of(&input);
+    let mut work = vec![0u64; n];
+
+    // One run: copy the input (untimed), sort it (timed), check it.
+    let mut measure = |sort: &mut dyn FnMut(&mut [u64])| -> Measurement {
+        repeat(plan, &progress, || {
+            work.copy_from_slice(&input);
+            let ((), elapsed) = timed(|| sort(&mut work));
+            Run {
+                elapsed,
+                ok: data::verify(&work, &fingerprint),
+            }
+        })
+    };
+
+    let mut tutti_m = None;
+    let mut fresh_m = None;
+    if chosen(Impl::Tasks) || chosen(Impl::TasksFresh) {
+        let rt = tutti::Runtime::builder()
+            .workers(w)
+            .build()
+            .map_err(|e| format!("cannot build a tutti runtime with {w} workers: {e}"))?;
+        let mut cfg = Config::for_workers(w);
+        if let Some(b) = args.buckets {
+            cfg.buckets = b as usize;
+        }
+        report.param("buckets", cfg.buckets);
+        if chosen(Impl::Tasks) {
+            report.param("tutti_workspace", "reused across runs");
+        }
+        if chosen(Impl::Tasks) {
+            progress.stage("tutti sample sort");
+            let mut sorter = SampleSorter::new(cfg.clone());
+            tutti_m = Some(measure(&mut |v| rt.install(|| sorter.sort(v))));
+        }
+        if chosen(Impl::TasksFresh) {
+            progress.stage("tutti sample sort, fresh workspace");
+            fresh_m = Some(measure(&mut |v| rt.install(|| sample_sort(v, &cfg))));
+        }
+    }
+    let mut rayon_m = None;
+    if chosen(Impl::Rayon) {
+        progress.stage("rayon par_sort_unstable");
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(w)
+            .build()
+            .map_err(|e| format!("cannot build a rayon pool with {w} threads: {e}"))?;
+        rayon_m = Some(measure(&mut |v| pool.install(|| v.par_sort_unstable())));
+    }
+    let mut std_m = None;
+    if chosen(Impl::Std) {
+        progress.stage("std sort_unstable");
+        std_m = Some(measure(&mut |v| v.sort_unstable()));
+    }
+    progress.finish();
+
+    let all = [
+        ("tutti", &tutti_m),
+        ("tutti_fresh", &fresh_m),
+        ("rayon", &rayon_m),
+        ("std", &std_m),
+    ];
+    for (name, m) in all {
+        let Some(m) = m else { continue };
+        report.verify(m.ok);
+        if let Some(t) = Stats::of(&m.map(|s| s * 1e3)) {
+            report.result(name, "time", t, "ms");
+        }
+        if let Some(t) = Stats::of(&m.map(|s| n as f64 / s)) {
+            report.result(name, "throughput", t, "elements/s");
+        }
+    }
+    if let Some(t) = &tutti_m {
+        if let Some(r) = &rayon_m {
+            let ratio = t.median_secs() / r.median_secs();
+            report.ratio("time_tutti_over_rayon", ratio);
+            report.ratio("throughput_tutti_over_rayon", 1.0 / ratio);
+        }
+        if let Some(s) = &std_m {
+            report.ratio("time_tutti_over_std", t.median_secs() / s.median_secs());
+        }
+    }
+    if let (Some(f), Some(r)) = (&fresh_m, &rayon_m) {
+        report.ratio(
+            "time_tutti_fresh_over_rayon",
+            f.median_secs() / r.median_secs(),
+        );
+    }
+    Ok(report)
+}

@@ -1,0 +1,5 @@
+//! Micro-benchmarks of one runtime mechanism each, tutti beside its peers.
+
+pub mod fib;
+pub mod idle;
+pub mod spawn;

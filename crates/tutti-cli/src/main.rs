@@ -1,0 +1,182 @@
+//! The `tutti` command: the seed applications and side-by-side benchmarks of
+//! the tutti runtime against its peers (rayon, tokio, std).
+//!
+//! Every command prints a readable table, or with `--json` exactly one JSON
+//! object (see [`report`]); it exits with status 1 when its own verification
+//! fails and 2 on bad arguments.
+
+mod apps;
+mod bench;
+mod measure;
+mod report;
+mod rng;
+
+use clap::{Parser, Subcommand};
+
+/// tutti: one runtime for parallel and distributed programs.
+#[derive(Parser, Debug)]
+#[command(name = "tutti", version, about, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Sort 64-bit keys: tutti's parallel sample sort vs rayon vs std.
+    Sort(apps::sort::SortArgs),
+    /// Blip's Gaussian benchmark: a parallel loop over 10^7 Gaussians.
+    Gauss(apps::gauss::GaussArgs),
+    /// Micro-benchmarks of the runtime against its peers.
+    #[command(subcommand)]
+    Bench(BenchCommand),
+}
+
+#[derive(Subcommand, Debug)]
+enum BenchCommand {
+    /// Fork-join overhead: fib with tutti::join vs rayon::join vs recursion.
+    Fib(bench::fib::FibArgs),
+    /// Async tasks: spawn+await and ping-pong, tutti vs tokio.
+    Spawn(bench::spawn::SpawnArgs),
+    /// CPU use of an idle runtime: tutti vs tokio vs rayon.
+    Idle(bench::idle::IdleArgs),
+}
+
+/// One worker per available core.
+pub fn default_workers() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// Parses a worker count: a positive integer of sane size.
+pub fn parse_workers(s: &str) -> Result<usize, String> {
+    let w: usize = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{s}` is not a worker count"))?;
+    if !(1..=1024).contains(&w) {
+        return Err(format!("worker count must be in 1..=1024, got {w}"));
+    }
+    Ok(w)
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let (json, outcome) = match &cli.command {
+        Command::Sort(a) => (a.json, apps::sort::run(a)),
+        Command::Gauss(a) => (a.json, apps::gauss::run(a)),
+        Command::Bench(BenchCommand::Fib(a)) => (a.json, bench::fib::run(a)),
+        Command::Bench(BenchCommand::Spawn(a)) => (a.json, bench::spawn::run(a)),
+        Command::Bench(BenchCommand::Idle(a)) => (a.json, bench::idle::run(a)),
+    };
+    match outcome {
+        Ok(report) => {
+            report.print(json);
+            if !report.verified() {
+                eprintln!("tutti: verification FAILED");
+                std::process::exit(1);
+            }
+        }
+        Err(e) => {
+            eprintln!("tutti: error: {e}");
+            std::process::exit(1);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_is_well_formed() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn bad_arguments_are_errors_not_panics() {
+        for args in [
+            &["tutti", "sort", "--n", "0"][..],
+            &["tutti", "sort", "--n", "-3"],
+            &["tutti", "sort", "--dist", "bogus"],
+            &["tutti", "sort", "--impl", "quick"],
+            &["tutti", "sort", "--workers", "0"],
+            &["tutti", "sort", "--runs", "0"],
+            &["tutti", "gauss", "--blocks", "0"],
+            &["tutti", "gauss", "--blocks", "16000,x"],
+            &["tutti", "gauss", "--points", "0"],
+            &["tutti", "gauss", "--max-workers", "0"],
+            &["tutti", "bench", "fib", "--n", "100"],
+            &["tutti", "bench", "fib", "--workers-list", "1,0"],
+            &["tutti", "bench", "spawn", "--tasks", "0"],
+            &["tutti", "bench", "idle", "--seconds", "0"],
+            &["tutti", "bench", "idle", "--seconds", "nan"],
+        ] {
+            assert!(Cli::try_parse_from(args).is_err(), "{args:?} was accepted");
+        }
+    }
+
+    #[test]
+    fn good_arguments_parse() {
+        for args in [
+            &[
+                "tutti",
+                "sort",
+                "--n",
+                "1000",
+                "--dist",
+                "few-unique",
+                "--json",
+            ][..],
+            &[
+                "tutti",
+                "sort",
+                "--impl",
+                "tasks",
+                "--workers",
+                "2",
+                "--seed",
+                "7",
+            ],
+            &[
+                "tutti",
+                "gauss",
+                "--blocks",
+                "16000,4000",
+                "--max-workers",
+                "2",
+            ],
+            &[
+                "tutti",
+                "bench",
+                "fib",
+                "--n",
+                "20",
+                "--workers-list",
+                "1,2",
+            ],
+            &[
+                "tutti",
+                "bench",
+                "spawn",
+                "--tasks",
+                "10",
+                "--messages",
+                "10",
+            ],
+            &[
+                "tutti",
+                "bench",
+                "idle",
+                "--seconds",
+                "0.5",
+                "--workers",
+                "2",
+            ],
+        ] {
+            if let Err(e) = Cli::try_parse_from(args) {
+                panic!("{args:?}: {e}");
+            }
+        }
+    }
+}
