@@ -25,6 +25,8 @@ pub mod csp;
 pub(crate) mod loom;
 pub mod runtime;
 pub mod sync;
+#[cfg(test)]
+pub(crate) mod test_util;
 
 pub use runtime::{
     block_on, join, par_chunks_mut, par_for, scope, sleep, sleep_until, spawn, timeout, BuildError,

@@ -155,14 +155,7 @@ impl Registry {
             static LOCK_LATCH: LockLatch = LockLatch::new();
         }
         LOCK_LATCH.with(|latch| {
-            let job = StackJob::new(
-                || {
-                    let w = WorkerThread::current()
-                        .expect("tutti: injected job executed off a worker thread");
-                    op(w, true)
-                },
-                latch,
-            );
+            let job = StackJob::new(run_injected(op), latch);
             // SAFETY: `job` stays on this frame until its latch is set: we
             // block right below and nothing between can unwind.
             self.inject(unsafe { job.as_job_ref() });
@@ -180,14 +173,7 @@ impl Registry {
         R: Send,
     {
         let latch = SpinLatch::cross(current.registry(), current.index());
-        let job = StackJob::new(
-            || {
-                let w = WorkerThread::current()
-                    .expect("tutti: injected job executed off a worker thread");
-                op(w, true)
-            },
-            latch,
-        );
+        let job = StackJob::new(run_injected(op), latch);
         // SAFETY: as in `in_worker_cold`; `wait_until` returns only once the
         // latch is set.
         self.inject(unsafe { job.as_job_ref() });
@@ -245,6 +231,19 @@ impl Registry {
                 Steal::Retry => {}
             }
         }
+    }
+}
+
+/// Wraps `op` as a job injected from another thread: it runs on whichever
+/// worker picks it up, told that it was moved.
+fn run_injected<OP, R>(op: OP) -> impl FnOnce() -> R + Send
+where
+    OP: FnOnce(&WorkerThread, bool) -> R + Send,
+    R: Send,
+{
+    move || {
+        let w = WorkerThread::current().expect("tutti: injected job executed off a worker thread");
+        op(w, true)
     }
 }
 

@@ -639,26 +639,9 @@ mod tests {
     use super::*;
     use std::sync::{Arc, Mutex as StdMutex};
     use std::task::Wake;
-    use std::thread::{self, Thread};
+    use std::thread;
 
-    /// Minimal `block_on` for these tests: park the thread until the waker unparks it.
-    fn block_on<F: Future>(future: F) -> F::Output {
-        struct Unpark(Thread);
-        impl Wake for Unpark {
-            fn wake(self: Arc<Self>) {
-                self.0.unpark();
-            }
-        }
-        let waker = Waker::from(Arc::new(Unpark(thread::current())));
-        let mut cx = Context::from_waker(&waker);
-        let mut future = std::pin::pin!(future);
-        loop {
-            if let Poll::Ready(output) = future.as_mut().poll(&mut cx) {
-                return output;
-            }
-            thread::park();
-        }
-    }
+    use crate::test_util::park_on as block_on;
 
     /// A waker that appends its id to a shared log when woken.
     struct Recorder {

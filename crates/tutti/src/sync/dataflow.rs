@@ -520,27 +520,10 @@ mod tests {
     use std::sync::atomic::AtomicUsize as StdAtomicUsize;
     use std::sync::Arc;
     use std::task::Wake;
-    use std::thread::{self, Thread};
+    use std::thread;
     use std::time::Instant;
 
-    /// Minimal `block_on` for these tests: park the thread until the waker unparks it.
-    fn park_on<F: Future>(future: F) -> F::Output {
-        struct Unpark(Thread);
-        impl Wake for Unpark {
-            fn wake(self: Arc<Self>) {
-                self.0.unpark();
-            }
-        }
-        let waker = Waker::from(Arc::new(Unpark(thread::current())));
-        let mut cx = Context::from_waker(&waker);
-        let mut future = std::pin::pin!(future);
-        loop {
-            if let Poll::Ready(output) = future.as_mut().poll(&mut cx) {
-                return output;
-            }
-            thread::park();
-        }
-    }
+    use crate::test_util::park_on;
 
     /// A waker that counts its wake-ups.
     struct Counter(StdAtomicUsize);
