@@ -17,6 +17,11 @@
 //!   [`Tx::poison`] / [`Rx::poison`] make every current and later operation on the channel
 //!   fail with `Poisoned` (JCSP-style shutdown: each process that sees poison poisons its
 //!   other channels and ends).
+//! * [`Barrier`] — occam-π barriers: [`Barrier::enroll`] gives an [`Enrollment`], the only
+//!   way to [`sync`](Enrollment::sync); dropping it resigns. [`Enrollment::arrive`] is the
+//!   non-blocking barrier (`MPI_Ibarrier`).
+//! * [`par`], [`par_for_each`] (`PAR i = 0 FOR n`), [`par_named`] and [`Par`] — run
+//!   processes as tasks in parallel and wait for all; a panic names the process.
 //! * Cancellation safety: dropping a send or receive future, or an `Alt` selection,
 //!   never loses or duplicates a value (proof in `chan.rs`; the ALT commit protocol in
 //!   the [`alt`](Alt) module docs).
@@ -53,12 +58,14 @@
 //! ```
 
 mod alt;
+mod barrier;
 mod blocking;
 mod chan;
 mod channel;
 mod error;
 mod flavors;
 mod lock;
+mod par;
 mod rx;
 mod tx;
 mod waiter;
@@ -74,9 +81,11 @@ use loom::sync::Arc;
 use std::sync::Arc;
 
 pub use alt::{Alt, SelectFuture, Selected};
+pub use barrier::{Arrival, Barrier, Enrollment, SyncFuture};
 pub use channel::{buffered, channel};
 pub use error::{
     RecvError, RecvTimeoutError, SendError, SendTimeoutError, TryRecvError, TrySendError,
 };
+pub use par::{par, par_for_each, par_named, Par, ParFuture};
 pub use rx::{RecvFuture, Rx};
 pub use tx::{SendFuture, Tx};

@@ -1,0 +1,3 @@
+module tuttibench
+
+go 1.22

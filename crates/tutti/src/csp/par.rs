@@ -1,0 +1,413 @@
+//! `par`: run processes in parallel and wait for all of them (occam `PAR`).
+//!
+//! * [`par`] — `PAR` over any number of processes (futures of one type).
+//! * [`par_for_each`] — the replicated `PAR i = 0 FOR n`: process `i` is `process(i)`.
+//! * [`par_named`] and the [`Par`] builder — processes with names (the builder also takes
+//!   processes of different types), so that a failure says which process it was.
+//!
+//! Each returns a [`ParFuture`]: await it from an async process, or call
+//! [`wait_blocking`](ParFuture::wait_blocking) from a plain thread. When first polled it
+//! spawns every process as a task on the current runtime (so they run in parallel on its
+//! workers, not on the awaiting task) and completes when all have ended.
+//!
+//! **Panics.** A panic in a process does not stop the others: once every process has
+//! ended, the `par` panics with a message naming the process that panicked (the first to
+//! do so, with its message) and how many others did. A process cancelled by its runtime
+//! shutting down is reported the same way.
+//!
+//! **Cost.** A process is one task holding the user's future plus 16 bytes (a reference
+//! to the `par`'s shared count and the process's index); the replicated and iterator
+//! forms allocate nothing else per process. Dropping a `ParFuture` after it started
+//! detaches the processes: they keep running.
+//!
+//! The count-down protocol that completes a `par` is described in `par/process.rs`.
+//!
+//! ```
+//! use tutti::csp::{channel, par_for_each};
+//!
+//! // PAR i = 0 FOR 4: each process sends its id to a collector.
+//! let (tx, rx) = channel::<usize>();
+//! let collector = std::thread::spawn(move || (0..4).map(|_| rx.recv_blocking().unwrap()).sum::<usize>());
+//! par_for_each(0..4, |i| {
+//!     let tx = tx.clone();
+//!     async move { tx.send(i).await.unwrap() }
+//! })
+//! .wait_blocking();
+//! assert_eq!(collector.join().unwrap(), 6);
+//! ```
+
+mod process;
+
+#[cfg(all(test, not(loom)))]
+mod tests;
+
+use std::borrow::Cow;
+use std::fmt;
+use std::future::Future;
+use std::ops::Range;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use super::Arc;
+use process::{Failure, Process, Shared};
+
+/// Runs `processes` in parallel; the returned future completes when every one of them
+/// has ended (occam `PAR`).
+///
+/// Processes are numbered from 0 in iteration order; a panic names the process by number.
+///
+/// ```
+/// use std::sync::atomic::{AtomicUsize, Ordering};
+/// use std::sync::Arc;
+///
+/// let count = Arc::new(AtomicUsize::new(0));
+/// let processes: Vec<_> = (0..3)
+///     .map(|_| {
+///         let count = count.clone();
+///         async move {
+///             count.fetch_add(1, Ordering::Relaxed);
+///         }
+///     })
+///     .collect();
+/// tutti::block_on(tutti::csp::par(processes));
+/// assert_eq!(count.load(Ordering::Relaxed), 3);
+/// ```
+pub fn par<'a, I>(processes: I) -> ParFuture<'a>
+where
+    I: IntoIterator,
+    I::IntoIter: Send + 'a,
+    I::Item: Future<Output = ()> + Send + 'static,
+{
+    let processes = processes.into_iter();
+    ParFuture::new(Box::new(move |shared: &Arc<Shared>| {
+        for (i, p) in processes.enumerate() {
+            spawn(shared, i, p);
+        }
+        Names::Numbered
+    }))
+}
+
+/// The replicated `PAR i = 0 FOR n`: runs `process(i)` for every `i` in `range`, in
+/// parallel. The processes are created one by one as they are spawned; nothing per
+/// process is allocated besides its task.
+///
+/// ```
+/// use tutti::csp::{par_for_each, Barrier};
+///
+/// // BARRIER b: PAR i = 0 FOR 8 ENROLL b — each process syncs twice. All enroll before
+/// // any starts, as with occam's ENROLL (processes start while later ones are created).
+/// let b = Barrier::new();
+/// let mut parties: Vec<_> = (0..8).map(|_| b.enroll()).collect();
+/// par_for_each(0..8, |_i| {
+///     let mut me = parties.pop().unwrap();
+///     async move {
+///         me.sync().await;
+///         me.sync().await;
+///     }
+/// })
+/// .wait_blocking();
+/// ```
+pub fn par_for_each<'a, F, P>(range: Range<usize>, mut process: F) -> ParFuture<'a>
+where
+    F: FnMut(usize) -> P + Send + 'a,
+    P: Future<Output = ()> + Send + 'static,
+{
+    ParFuture::new(Box::new(move |shared: &Arc<Shared>| {
+        for i in range {
+            spawn(shared, i, process(i));
+        }
+        Names::Replicated
+    }))
+}
+
+/// Runs named processes in parallel; a panic report names the process.
+///
+/// ```
+/// use std::future::Future;
+/// use std::pin::Pin;
+/// use tutti::csp::{channel, par_named};
+///
+/// let (tx, rx) = channel::<u32>();
+/// let sender = async move { tx.send(5).await.unwrap() };
+/// let receiver = async move { assert_eq!(rx.recv().await, Ok(5)) };
+/// // One future type per `par_named`: box them (or use the `Par` builder).
+/// let processes: Vec<(&str, Pin<Box<dyn Future<Output = ()> + Send>>)> =
+///     vec![("sender", Box::pin(sender)), ("receiver", Box::pin(receiver))];
+/// par_named(processes).wait_blocking();
+/// ```
+pub fn par_named<'a, I, N, P>(processes: I) -> ParFuture<'a>
+where
+    I: IntoIterator<Item = (N, P)>,
+    I::IntoIter: Send + 'a,
+    N: Into<Cow<'static, str>>,
+    P: Future<Output = ()> + Send + 'static,
+{
+    let processes = processes.into_iter();
+    ParFuture::new(Box::new(move |shared: &Arc<Shared>| {
+        let mut names = Vec::new();
+        for (i, (name, p)) in processes.enumerate() {
+            names.push(name.into());
+            spawn(shared, i, p);
+        }
+        Names::Given(names)
+    }))
+}
+
+/// Spawns a `par`'s processes (counting each in the shared state) and says how they are
+/// named. One allocation per `par`, none per process.
+type Start<'a> = Box<dyn FnOnce(&Arc<Shared>) -> Names + Send + 'a>;
+
+/// Spawns one process of a [`Par`] builder.
+type Starter = Box<dyn FnOnce(&Arc<Shared>, usize) + Send>;
+
+/// How a `par` names its processes in a report.
+enum Names {
+    /// `process #i`.
+    Numbered,
+    /// `process i = …` of a replicated `PAR`.
+    Replicated,
+    /// Given names, by index.
+    Given(Vec<Cow<'static, str>>),
+}
+
+impl Names {
+    fn name(&self, index: usize) -> String {
+        match self {
+            Names::Numbered => format!("#{index}"),
+            Names::Replicated => format!("i = {index}"),
+            Names::Given(names) => format!("`{}`", names[index]),
+        }
+    }
+}
+
+fn spawn<P>(shared: &Arc<Shared>, index: usize, process: P)
+where
+    P: Future<Output = ()> + Send + 'static,
+{
+    shared.add();
+    // Detached: the process counts itself down when it ends.
+    drop(crate::spawn(Process::new(
+        process,
+        Arc::clone(shared),
+        index,
+    )));
+}
+
+/// A `PAR` of named processes of any types, built one process at a time.
+///
+/// ```
+/// use tutti::csp::{channel, Par};
+///
+/// let (tx, rx) = channel::<&str>();
+/// Par::new()
+///     .process("sender", async move { tx.send("hello").await.unwrap() })
+///     .process("receiver", async move {
+///         assert_eq!(rx.recv().await, Ok("hello"));
+///     })
+///     .run()
+///     .wait_blocking();
+/// ```
+#[derive(Default)]
+#[must_use = "a Par does nothing until it is run"]
+pub struct Par {
+    processes: Vec<(Cow<'static, str>, Starter)>,
+}
+
+impl Par {
+    /// A `PAR` without processes.
+    ///
+    /// ```
+    /// tutti::csp::Par::new().run().wait_blocking(); // an empty PAR ends at once
+    /// ```
+    pub fn new() -> Par {
+        Par::default()
+    }
+
+    /// Adds a process called `name`.
+    ///
+    /// ```
+    /// let par = tutti::csp::Par::new().process("idle", async {});
+    /// assert_eq!(par.len(), 1);
+    /// ```
+    pub fn process<P>(mut self, name: impl Into<Cow<'static, str>>, process: P) -> Par
+    where
+        P: Future<Output = ()> + Send + 'static,
+    {
+        let start: Starter =
+            Box::new(move |shared: &Arc<Shared>, index| spawn(shared, index, process));
+        self.processes.push((name.into(), start));
+        self
+    }
+
+    /// The number of processes added.
+    ///
+    /// ```
+    /// assert_eq!(tutti::csp::Par::new().len(), 0);
+    /// ```
+    pub fn len(&self) -> usize {
+        self.processes.len()
+    }
+
+    /// Whether no process was added.
+    ///
+    /// ```
+    /// assert!(tutti::csp::Par::new().is_empty());
+    /// ```
+    pub fn is_empty(&self) -> bool {
+        self.processes.is_empty()
+    }
+
+    /// Runs the processes in parallel: the returned future starts them when first polled
+    /// and completes when all have ended.
+    ///
+    /// ```
+    /// let par = tutti::csp::Par::new().process("a", async {}).process("b", async {});
+    /// tutti::block_on(par.run());
+    /// ```
+    pub fn run(self) -> ParFuture<'static> {
+        let processes = self.processes;
+        ParFuture::new(Box::new(move |shared: &Arc<Shared>| {
+            let mut names = Vec::with_capacity(processes.len());
+            for (i, (name, start)) in processes.into_iter().enumerate() {
+                names.push(name);
+                start(shared, i);
+            }
+            Names::Given(names)
+        }))
+    }
+}
+
+impl fmt::Debug for Par {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list()
+            .entries(self.processes.iter().map(|(n, _)| n))
+            .finish()
+    }
+}
+
+/// The future of a `par`: starts the processes when first polled, completes when all
+/// have ended, and re-raises a process's panic (naming the process) after that.
+///
+/// ```
+/// let par = tutti::csp::par_for_each(0..2, |_| async {});
+/// tutti::block_on(par);
+/// ```
+///
+/// A panic names the process:
+///
+/// ```
+/// let r = std::panic::catch_unwind(|| {
+///     tutti::csp::Par::new()
+///         .process("calm", async {})
+///         .process("grumpy", async { panic!("no") })
+///         .run()
+///         .wait_blocking()
+/// });
+/// let msg = r.unwrap_err().downcast::<String>().unwrap();
+/// assert!(msg.contains("`grumpy`") && msg.contains("no"));
+/// ```
+#[must_use = "futures do nothing unless awaited: the processes have not started"]
+pub struct ParFuture<'a> {
+    /// Starts the processes; taken by the first poll.
+    start: Option<Start<'a>>,
+    shared: Arc<Shared>,
+    names: Names,
+    /// The processes have all ended and the result was reported.
+    done: bool,
+}
+
+impl<'a> ParFuture<'a> {
+    fn new(start: Start<'a>) -> Self {
+        ParFuture {
+            start: Some(start),
+            shared: Arc::new(Shared::new()),
+            names: Names::Numbered,
+            done: false,
+        }
+    }
+
+    /// Runs the `par` on the calling thread: blocks until every process has ended. On a
+    /// worker thread (outside an async task) it keeps executing other work, such as the
+    /// processes, meanwhile.
+    ///
+    /// # Panics
+    /// If a process panicked (after all have ended), or when called inside an async task
+    /// (use `.await`).
+    ///
+    /// ```
+    /// tutti::csp::par_for_each(0..10, |i| async move { assert!(i < 10) }).wait_blocking();
+    /// ```
+    pub fn wait_blocking(self) {
+        crate::block_on(self)
+    }
+
+    #[cold]
+    fn report(&self, failures: Vec<(usize, Failure)>) -> ! {
+        let mut failures = failures;
+        failures.sort_by_key(|(i, _)| *i);
+        let (index, failure) = &failures[0];
+        let what = match failure {
+            Failure::Panicked(p) => format!("panicked: {}", payload_text(p)),
+            Failure::Cancelled => "was cancelled (its runtime shut down)".to_string(),
+        };
+        let mut msg = format!(
+            "tutti::csp::par: process {} {what}",
+            self.names.name(*index)
+        );
+        if failures.len() > 1 {
+            let others: Vec<String> = failures[1..]
+                .iter()
+                .take(8)
+                .map(|(i, _)| self.names.name(*i))
+                .collect();
+            msg += &format!(
+                " (and {} more failed: {}{})",
+                failures.len() - 1,
+                others.join(", "),
+                if failures.len() > 9 { ", …" } else { "" }
+            );
+        }
+        panic!("{msg}")
+    }
+}
+
+fn payload_text(p: &process::Payload) -> &str {
+    if let Some(s) = p.downcast_ref::<&'static str>() {
+        s
+    } else if let Some(s) = p.downcast_ref::<String>() {
+        s
+    } else {
+        "<non-string panic payload>"
+    }
+}
+
+impl Future for ParFuture<'_> {
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let this = self.get_mut();
+        assert!(!this.done, "tutti: ParFuture polled after completion");
+        if let Some(start) = this.start.take() {
+            this.names = start(&this.shared);
+            this.shared.done(); // drop the hold
+        }
+        if !this.shared.poll_done(cx.waker()) {
+            return Poll::Pending;
+        }
+        this.done = true;
+        let failures = this.shared.take_failures();
+        if !failures.is_empty() {
+            this.report(failures);
+        }
+        Poll::Ready(())
+    }
+}
+
+impl fmt::Debug for ParFuture<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ParFuture")
+            .field("started", &self.start.is_none())
+            .field("done", &self.done)
+            .finish_non_exhaustive()
+    }
+}

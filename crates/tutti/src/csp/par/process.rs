@@ -1,0 +1,224 @@
+//! One process of a `par`: the user's future, wrapped so that its end — completion, panic
+//! or cancellation — counts down the `par`'s [`Shared`] state.
+//!
+//! # The count-down protocol
+//!
+//! `Shared::remaining` (one `AtomicUsize`) counts processes not yet ended, plus one *hold*
+//! kept by the `par` while it is still spawning (so that early finishers cannot complete
+//! it before the last process exists). The `par` adds one per process before spawning it,
+//! and drops the hold when done spawning. Each process subtracts one when it ends; whoever
+//! takes the count to zero — the last process, or the `par` dropping its hold — *finishes*
+//! it: it takes the `par`'s waker under `Shared::waker`'s lock and wakes it.
+//!
+//! The `par`'s poll reads `remaining` (`Acquire`); if it is not zero it stores its waker
+//! under the lock and reads `remaining` again before returning `Pending`.
+//!
+//! **Invariant C1.** `remaining` reaches zero exactly once, after every process ended
+//! (each subtracts exactly once: at its end, or in its `Drop` if cancelled).
+//!
+//! **No lost wake-up.** The finisher's decrement precedes its lock. If the poll's critical
+//! section comes first, the finisher finds the waker; otherwise the poll acquires the lock
+//! after the finisher released it, so its second read sees zero. **Visibility:** every
+//! decrement is `AcqRel` in one release sequence, so the `par` reading zero with `Acquire`
+//! sees everything every process did, including the panics recorded before decrementing.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll, Waker};
+
+use crate::csp::Arc;
+use crate::loom::{lock, AtomicUsize, Mutex, Ordering};
+
+/// A caught panic payload.
+pub(crate) type Payload = Box<dyn std::any::Any + Send + 'static>;
+
+/// How a process ended badly.
+pub(crate) enum Failure {
+    /// It panicked with this payload.
+    Panicked(Payload),
+    /// It was dropped before completing (its runtime shut down).
+    Cancelled,
+}
+
+/// What a `par` and its processes share.
+pub(crate) struct Shared {
+    /// See the module docs.
+    remaining: AtomicUsize,
+    /// The waker of the `par` awaiting the processes.
+    waker: Mutex<Option<Waker>>,
+    /// Processes that failed: (index, failure).
+    failures: Mutex<Vec<(usize, Failure)>>,
+}
+
+impl Shared {
+    /// Counts the `par`'s own hold.
+    pub(crate) fn new() -> Shared {
+        Shared {
+            remaining: AtomicUsize::new(1),
+            waker: Mutex::new(None),
+            failures: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Counts one more process (before it is spawned).
+    #[inline]
+    pub(crate) fn add(&self) {
+        // Relaxed: the hold keeps the count above zero, and the spawn publishes the rest.
+        self.remaining.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// One process ended, or the `par` dropped its hold.
+    #[inline]
+    pub(crate) fn done(&self) {
+        if self.remaining.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.finish();
+        }
+    }
+
+    #[cold]
+    fn finish(&self) {
+        let waker = lock(&self.waker).take();
+        if let Some(w) = waker {
+            w.wake();
+        }
+    }
+
+    /// Whether every process has ended; otherwise registers `waker` to be woken when they
+    /// have.
+    pub(crate) fn poll_done(&self, waker: &Waker) -> bool {
+        if self.remaining.load(Ordering::Acquire) == 0 {
+            return true;
+        }
+        {
+            let mut slot = lock(&self.waker);
+            match &mut *slot {
+                Some(w) if w.will_wake(waker) => {}
+                slot => *slot = Some(waker.clone()),
+            }
+        }
+        self.remaining.load(Ordering::Acquire) == 0
+    }
+
+    fn fail(&self, index: usize, failure: Failure) {
+        lock(&self.failures).push((index, failure));
+    }
+
+    /// The failures, once every process has ended.
+    pub(crate) fn take_failures(&self) -> Vec<(usize, Failure)> {
+        std::mem::take(&mut *lock(&self.failures))
+    }
+}
+
+/// A process of a `par`: the user's future and its place in the `par`.
+pub(crate) struct Process<F> {
+    future: F,
+    /// `None` once the process has ended and counted down.
+    shared: Option<Arc<Shared>>,
+    index: usize,
+}
+
+impl<F> Process<F> {
+    pub(crate) fn new(future: F, shared: Arc<Shared>, index: usize) -> Self {
+        Process {
+            future,
+            shared: Some(shared),
+            index,
+        }
+    }
+
+    fn end(&mut self, failure: Option<Failure>) {
+        if let Some(shared) = self.shared.take() {
+            if let Some(f) = failure {
+                shared.fail(self.index, f);
+            }
+            shared.done();
+        }
+    }
+}
+
+impl<F: Future<Output = ()>> Future for Process<F> {
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        // SAFETY: `future` is structurally pinned — never moved out of `self` (`Drop` and
+        // `end` touch only `shared`) — and `Process` is not `Unpin` unless `F` is.
+        let this = unsafe { self.get_unchecked_mut() };
+        // SAFETY: as above.
+        let future = unsafe { Pin::new_unchecked(&mut this.future) };
+        // A process's panic is caught here and re-raised by the `par` once all have ended.
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| future.poll(cx))) {
+            Ok(Poll::Pending) => Poll::Pending,
+            Ok(Poll::Ready(())) => {
+                this.end(None);
+                Poll::Ready(())
+            }
+            Err(payload) => {
+                this.end(Some(Failure::Panicked(payload)));
+                Poll::Ready(())
+            }
+        }
+    }
+}
+
+impl<F> Drop for Process<F> {
+    fn drop(&mut self) {
+        // Dropped before it ended: the runtime cancelled the task.
+        self.end(Some(Failure::Cancelled));
+    }
+}
+
+#[cfg(all(test, loom))]
+mod loom_tests {
+    use super::*;
+    use crate::loom::{thread, Condvar};
+    use std::sync::Arc as StdArc;
+    use std::task::Wake;
+
+    struct Flag {
+        woken: Mutex<bool>,
+        cond: Condvar,
+    }
+
+    impl Wake for Flag {
+        fn wake(self: StdArc<Self>) {
+            *lock(&self.woken) = true;
+            self.cond.notify_one();
+        }
+    }
+
+    /// Two processes end while the `par` drops its hold and waits: it is woken exactly
+    /// when both have ended (a lost wake-up would be a loom deadlock).
+    #[test]
+    fn count_down_wakes_the_par() {
+        loom::model(|| {
+            let shared = Arc::new(Shared::new());
+            let ended = Arc::new(AtomicUsize::new(0));
+            let mut threads = Vec::new();
+            for _ in 0..2 {
+                shared.add();
+                let (shared, ended) = (shared.clone(), ended.clone());
+                threads.push(thread::spawn(move || {
+                    ended.fetch_add(1, Ordering::Relaxed);
+                    shared.done();
+                }));
+            }
+            shared.done(); // the hold
+            let flag = StdArc::new(Flag {
+                woken: Mutex::new(false),
+                cond: Condvar::new(),
+            });
+            let waker = Waker::from(flag.clone());
+            while !shared.poll_done(&waker) {
+                let mut woken = lock(&flag.woken);
+                while !*woken {
+                    woken = flag.cond.wait(woken).unwrap();
+                }
+                *woken = false;
+            }
+            assert_eq!(ended.load(Ordering::Relaxed), 2);
+            for t in threads {
+                t.join().unwrap();
+            }
+        });
+    }
+}

@@ -1,0 +1,146 @@
+//! `par` tests: all processes run and end before the `par` does, the replicated form,
+//! named panics re-raised after every process ended, nesting.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use super::*;
+use crate::csp::{channel, Barrier};
+
+fn message(r: std::thread::Result<()>) -> String {
+    *r.unwrap_err().downcast::<String>().unwrap()
+}
+
+/// Processes of a `par` communicate with each other (so they run in parallel, not in
+/// sequence) and have all ended when it completes.
+#[test]
+fn par_runs_processes_in_parallel() {
+    let (tx, rx) = channel::<u32>();
+    let ended = Arc::new(AtomicUsize::new(0));
+    let (e1, e2) = (ended.clone(), ended.clone());
+    let receiver = async move {
+        let mut sum = 0;
+        while let Ok(x) = rx.recv().await {
+            sum += x;
+        }
+        assert_eq!(sum, 55);
+        e1.fetch_add(1, Ordering::Relaxed);
+    };
+    let sender = async move {
+        for i in 1..=10 {
+            tx.send(i).await.unwrap();
+        }
+        e2.fetch_add(1, Ordering::Relaxed);
+    };
+    Par::new()
+        .process("receiver", receiver)
+        .process("sender", sender)
+        .run()
+        .wait_blocking();
+    assert_eq!(ended.load(Ordering::Relaxed), 2);
+}
+
+/// `PAR i = 0 FOR n` with a barrier, awaited from inside a task (nested `par`).
+#[test]
+fn replicated_par_with_barrier_inside_a_task() {
+    let b = Barrier::new();
+    let count = Arc::new(AtomicUsize::new(0));
+    let outer = {
+        let count = count.clone();
+        let mut parties: Vec<_> = (0..200).map(|_| b.enroll()).collect();
+        crate::spawn(async move {
+            par_for_each(0..200, |_| {
+                let mut me = parties.pop().unwrap();
+                let count = count.clone();
+                async move {
+                    for _ in 0..3 {
+                        count.fetch_add(1, Ordering::Relaxed);
+                        me.sync().await;
+                    }
+                }
+            })
+            .await;
+        })
+    };
+    outer.join();
+    assert_eq!(count.load(Ordering::Relaxed), 600);
+}
+
+/// `par` over an iterator, and an empty `par`.
+#[test]
+fn par_over_iterator_and_empty() {
+    let count = Arc::new(AtomicUsize::new(0));
+    let ps: Vec<_> = (0..50)
+        .map(|_| {
+            let count = count.clone();
+            async move {
+                count.fetch_add(1, Ordering::Relaxed);
+            }
+        })
+        .collect();
+    crate::block_on(par(ps));
+    assert_eq!(count.load(Ordering::Relaxed), 50);
+    par(Vec::<std::future::Ready<()>>::new()).wait_blocking();
+}
+
+/// A panic is re-raised only after every other process ended, naming the process.
+#[test]
+fn panic_names_the_process_after_all_ended() {
+    let (tx, rx) = channel::<()>();
+    let finished = Arc::new(AtomicUsize::new(0));
+    let f = finished.clone();
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || {
+        Par::new()
+            .process("sender", async move {
+                // Waits for the panicking process to be gone before ending.
+                tx.send(()).await.unwrap();
+                f.fetch_add(1, Ordering::Relaxed);
+            })
+            .process("receiver", async move {
+                rx.recv().await.unwrap();
+                panic!("bad value");
+            })
+            .run()
+            .wait_blocking()
+    }));
+    let msg = message(r);
+    assert!(
+        msg.contains("process `receiver` panicked: bad value"),
+        "{msg}"
+    );
+    assert_eq!(finished.load(Ordering::Relaxed), 1);
+}
+
+/// Several panics in a replicated `par`: the lowest index is reported, the rest counted.
+#[test]
+fn replicated_panics_report_index_and_count() {
+    let r = std::panic::catch_unwind(|| {
+        par_for_each(0..10, |i| async move {
+            if i % 3 == 1 {
+                panic!("odd one {i}");
+            }
+        })
+        .wait_blocking()
+    });
+    let msg = message(r);
+    assert!(msg.contains("process i = 1 panicked: odd one 1"), "{msg}");
+    assert!(msg.contains("and 2 more failed: i = 4, i = 7"), "{msg}");
+}
+
+/// `par_named` with boxed processes; a numbered report for plain `par`.
+#[test]
+fn named_and_numbered_reports() {
+    type P = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>;
+    let ps: Vec<(String, P)> = vec![
+        ("fine".to_string(), Box::pin(async {})),
+        ("broken".to_string(), Box::pin(async { panic!("x") })),
+    ];
+    let msg = message(std::panic::catch_unwind(std::panic::AssertUnwindSafe(
+        || par_named(ps).wait_blocking(),
+    )));
+    assert!(msg.contains("process `broken` panicked: x"), "{msg}");
+    let msg = message(std::panic::catch_unwind(|| {
+        par((0..2).map(|i| async move { assert!(i != 1, "y") })).wait_blocking()
+    }));
+    assert!(msg.contains("process #1 panicked: y"), "{msg}");
+}
