@@ -96,7 +96,8 @@ const DONE: u8 = 2;
 /// Per-task data kept in the task's header by async-task.
 pub(crate) struct TaskMeta {
     state: AtomicU8,
-    callbacks: Mutex<Vec<Callback>>,
+    /// Boxed: callbacks are rare, and every task carries this field.
+    callbacks: Mutex<Option<Box<Vec<Callback>>>>,
     /// The runtime whose live-task set holds this task (none in loom tests).
     registry: Option<Arc<Registry>>,
     /// This task's key in that set; written before the task is first
@@ -120,7 +121,7 @@ impl TaskMeta {
     fn new(registry: Option<Arc<Registry>>) -> Self {
         TaskMeta {
             state: AtomicU8::new(RUNNING),
-            callbacks: Mutex::new(Vec::new()),
+            callbacks: Mutex::new(None),
             registry,
             key: AtomicU64::new(u64::MAX),
         }
@@ -143,8 +144,8 @@ impl TaskMeta {
 
     #[cold]
     fn finish_cold(&self, outcome: Outcome) {
-        let callbacks = std::mem::take(&mut *lock(&self.callbacks));
-        run_callbacks(callbacks, outcome);
+        let callbacks = lock(&self.callbacks).take();
+        run_callbacks(callbacks.map_or_else(Vec::new, |b| *b), outcome);
     }
 
     fn on_finish(&self, cb: Callback) {
@@ -162,7 +163,7 @@ impl TaskMeta {
                     .compare_exchange(RUNNING, HAS_CALLBACKS, Ordering::AcqRel, Ordering::Acquire)
                     .is_ok()
             {
-                list.push(cb);
+                list.get_or_insert_with(Box::default).push(cb);
                 return;
             }
         }
@@ -559,5 +560,20 @@ mod loom_tests {
             t.join().unwrap();
             assert_eq!(ran.load(Ordering::Relaxed), 1);
         });
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::TaskMeta;
+
+    /// Every task carries a `TaskMeta`; keep it to five words.
+    #[test]
+    fn task_meta_stays_small() {
+        assert!(
+            std::mem::size_of::<TaskMeta>() <= 40,
+            "{}",
+            std::mem::size_of::<TaskMeta>()
+        );
     }
 }
