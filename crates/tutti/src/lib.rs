@@ -21,8 +21,10 @@
 #![deny(missing_docs)]
 #![warn(clippy::undocumented_unsafe_blocks)]
 
+pub mod actor;
 pub mod csp;
 pub(crate) mod loom;
+pub mod msg;
 pub mod runtime;
 pub mod sync;
 #[cfg(test)]

@@ -97,6 +97,7 @@ const DONE: u8 = 2;
 pub(crate) struct TaskMeta {
     state: AtomicU8,
     /// Boxed: callbacks are rare, and every task carries this field.
+    #[allow(clippy::box_collection)]
     callbacks: Mutex<Option<Box<Vec<Callback>>>>,
     /// The runtime whose live-task set holds this task (none in loom tests).
     registry: Option<Arc<Registry>>,

@@ -1,0 +1,362 @@
+//! The actor loop: the one async task that runs an actor.
+//!
+//! # Lifecycle state machine
+//!
+//! ```text
+//!            first poll                     stop request / ctx.stop / last address
+//!  New ──────────────────▶ Live ───────────────────────────────────────────────▶ Done
+//!   │   (publish waker,     │  ▲  turn: system events, then up to BATCH         ▲
+//!   │    run `started`)     │  │  messages (priority lane first), then          │
+//!   │                       ▼  │  idle (Pending) or yield (re-queued)           │
+//!   │                   Handling ── handler returns Pending: AWAITING, Pending  │
+//!   │                       │      (messages queue; a stop request cancels it)  │
+//!   │                       └── handler panics ──▶ Done (Panicked)              │
+//!   └── task dropped before its first poll (runtime shutdown) ──▶ Done (no hooks)
+//! ```
+//!
+//! *Done* runs the stop sequence once, from `finish`: close the mailbox and drop what
+//! is queued (askers get `Stopped`); mark the actor finished and take its priority
+//! lane, watchers, links, names and stop waiters; run `stopped` and drop the state (if
+//! `started` ran); remove its names; send `Down` to watchers and exit signals to links
+//! (if abnormal); leave the system; wake whoever waits for the stop. If the runtime
+//! drops the task before it finished (runtime shutdown), `Drop` runs the same sequence
+//! with [`StopReason::Shutdown`].
+//!
+//! # One message at a time
+//!
+//! The loop starts a handler by placing its future in a reusable block and polls it in
+//! place. While a handler is suspended, the loop touches neither the actor's state nor
+//! its context — only the state word, the aux lock (for an interrupting stop request)
+//! and the handler's future — so the handler's `&mut` borrows stay exclusive. New
+//! messages queue behind it; priority-lane messages and system events wait too, except
+//! a stop request, which drops the suspended handler (its asker gets `Stopped`) and
+//! stops the actor.
+//!
+//! # Fairness
+//!
+//! A turn handles at most [`BATCH`] messages, then re-queues the task at the back of
+//! its worker's FIFO (like `yield_now`), so a flooded actor cannot starve other tasks.
+
+use std::future::Future;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context as TaskContext, Poll};
+
+use super::cell::{Cell, Next};
+use super::lifecycle::panic_text;
+use super::monitor::Down;
+use super::{registry, system, Actor, StopReason};
+use crate::loom::lock;
+use crate::msg::{NoReply, Running};
+
+/// Messages handled per turn before the actor yields its worker.
+pub(crate) const BATCH: u32 = 64;
+/// Spins on a half-done push before yielding instead.
+const BUSY_SPINS: u32 = 32;
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Phase {
+    New,
+    Live,
+    Done,
+}
+
+/// The actor's task.
+pub(crate) struct ActorRun<A: Actor> {
+    cell: Arc<Cell<A>>,
+    /// The handler being run, if any.
+    current: Option<Running>,
+    phase: Phase,
+    /// `started` ran (so `stopped` must).
+    started: bool,
+    /// `AWAITING` is set in the state word.
+    awaiting: bool,
+}
+
+impl<A: Actor> ActorRun<A> {
+    pub(crate) fn new(cell: Arc<Cell<A>>) -> Self {
+        ActorRun {
+            cell,
+            current: None,
+            phase: Phase::New,
+            started: false,
+            awaiting: false,
+        }
+    }
+
+    /// First poll: publish the waker, run `started` (even if a stop is already
+    /// pending: the hooks always come in pairs; the stop is seen right after).
+    fn begin(&mut self, cx: &mut TaskContext<'_>) -> Option<Poll<()>> {
+        self.cell.publish_waker(cx.waker());
+        self.phase = Phase::Live;
+        let ctx = self.cell.ctx_ptr();
+        self.started = true;
+        let actor = self.cell.actor_ptr();
+        // SAFETY: consumer, no handler exists; the state is present until `finish`.
+        let r = catch_unwind(AssertUnwindSafe(|| unsafe { (*actor).started(&mut *ctx) }));
+        if let Err(p) = r {
+            return Some(self.finish(StopReason::Panicked(panic_text(&*p))));
+        }
+        None
+    }
+
+    /// One turn; see the module documentation.
+    fn turn(&mut self, cx: &mut TaskContext<'_>) -> Poll<()> {
+        let cell = Arc::clone(&self.cell);
+        let ctx = cell.ctx_ptr();
+        let actor = cell.actor_ptr();
+        let mut budget = BATCH;
+        loop {
+            if let Some(run) = self.current.as_mut() {
+                // Handling: only the state word, the aux lock and the future.
+                if cell.mailbox.state.has_system() {
+                    if let Some(reason) = take_stop_request(&cell) {
+                        return self.finish(reason);
+                    }
+                }
+                match catch_unwind(AssertUnwindSafe(|| run.poll(cx))) {
+                    Ok(Poll::Pending) => {
+                        if !self.awaiting {
+                            self.awaiting = true;
+                            // Retire what was taken, so that the count shows only what
+                            // waits behind the handler (`mailbox_len`, `has_messages`).
+                            // At worst a sender now sees zero and wakes us needlessly.
+                            let _ = cell.retire();
+                            if cell.mailbox.state.set_awaiting() {
+                                // An event came before `AWAITING`: look at it now.
+                                cx.waker().wake_by_ref();
+                            }
+                        }
+                        return Poll::Pending;
+                    }
+                    Ok(Poll::Ready(())) => {
+                        self.current = None;
+                        if self.awaiting {
+                            self.awaiting = false;
+                            cell.mailbox.state.clear_awaiting();
+                        }
+                    }
+                    Err(p) => {
+                        let reason = StopReason::Panicked(panic_text(&*p));
+                        return self.finish(reason);
+                    }
+                }
+            }
+            // No handler exists: the context and the state are ours.
+            // SAFETY: consumer; no borrow of the context is alive.
+            let c = unsafe { &mut *ctx };
+            if cell.mailbox.state.has_system() {
+                c.sync_system();
+            }
+            if c.stopping() {
+                if let Some(reason) = c.take_stop() {
+                    return self.finish(reason);
+                }
+            }
+            if c.dropped > 0 {
+                let n = u64::from(std::mem::take(&mut c.dropped));
+                // SAFETY: consumer; no borrow of the state or context is alive.
+                let r = catch_unwind(AssertUnwindSafe(|| unsafe {
+                    (*actor).messages_dropped(n, &mut *ctx)
+                }));
+                if let Err(p) = r {
+                    return self.finish(StopReason::Panicked(panic_text(&*p)));
+                }
+                continue;
+            }
+            if budget == 0 {
+                return match cell.retire() {
+                    super::mailbox::state::Retired::Idle => self.idle(),
+                    super::mailbox::state::Retired::More => {
+                        cx.waker().wake_by_ref();
+                        Poll::Pending
+                    }
+                };
+            }
+            let next = if c.lane() {
+                match c.pop_lane() {
+                    Some(e) => Next::Env(e),
+                    None => c.pop_mailbox(),
+                }
+            } else {
+                c.pop_mailbox()
+            };
+            let next = match next {
+                Next::Busy => self.spin_pop(c),
+                other => other,
+            };
+            match next {
+                Next::Env(env) => {
+                    budget -= 1;
+                    // SAFETY: consumer; `actor` and `ctx` stay valid and unborrowed by
+                    // the loop until the placed future completes or is dropped (see
+                    // the module documentation); the state is present until `finish`.
+                    let r = catch_unwind(AssertUnwindSafe(|| unsafe { env.start(actor, ctx) }));
+                    match r {
+                        Ok(run) => self.current = Some(run),
+                        Err(p) => return self.finish(StopReason::Panicked(panic_text(&*p))),
+                    }
+                }
+                Next::Empty => match cell.retire() {
+                    super::mailbox::state::Retired::Idle => return self.idle(),
+                    super::mailbox::state::Retired::More => {}
+                },
+                Next::Busy => {
+                    // A producer is mid-push; come back after others ran.
+                    cx.waker().wake_by_ref();
+                    return Poll::Pending;
+                }
+            }
+        }
+    }
+
+    #[cold]
+    fn spin_pop(&mut self, c: &mut super::Context<A>) -> Next<A> {
+        for _ in 0..BUSY_SPINS {
+            crate::loom::spin_hint();
+            match c.pop_mailbox() {
+                Next::Busy => {}
+                other => return other,
+            }
+        }
+        Next::Busy
+    }
+
+    /// The mailbox is empty and the actor idle: stop if no address remains.
+    fn idle(&mut self) -> Poll<()> {
+        if self.cell.addrs() == 0 {
+            return self.finish(StopReason::NoAddrs);
+        }
+        Poll::Pending
+    }
+
+    /// The stop sequence; see the module documentation.
+    #[cold]
+    fn finish(&mut self, reason: StopReason) -> Poll<()> {
+        self.phase = Phase::Done;
+        if let Some(run) = self.current.take() {
+            quietly("a cancelled handler's destructor", || drop(run));
+        }
+        let cell = Arc::clone(&self.cell);
+        if self.awaiting {
+            self.awaiting = false;
+            cell.mailbox.state.clear_awaiting();
+        }
+        // SAFETY: consumer; the handler (if any) was dropped, so nothing borrows these.
+        let ctx = unsafe { &mut *cell.ctx_ptr() };
+
+        // 1. Close the mailbox; drop what is queued (askers learn `Stopped`).
+        for e in cell.close_mailbox() {
+            quietly("a dropped message's destructor", || {
+                e.discard(NoReply::Dropped)
+            });
+        }
+
+        // 2. Finished, as seen by monitors, links and stop waiters from now on.
+        let (lane, watchers, links, names, waiters) = {
+            let mut g = lock(&cell.aux().inner);
+            g.finished = Some(reason.clone());
+            g.stop = None;
+            g.stop_interrupts = false;
+            g.trap = None;
+            (
+                std::mem::take(&mut g.lane),
+                std::mem::take(&mut g.watchers),
+                std::mem::take(&mut g.links),
+                std::mem::take(&mut g.names),
+                std::mem::take(&mut g.stop_waiters),
+            )
+        };
+        for e in lane {
+            quietly("a dropped message's destructor", || {
+                e.discard(NoReply::Dropped)
+            });
+        }
+
+        // 3. The stop hook and the state.
+        if ctx.take_live() {
+            // SAFETY: `LIVE` was set: the state is initialised; we move it out once.
+            let mut a = unsafe { cell.actor_ptr().read() };
+            if self.started {
+                quietly("an actor's `stopped` hook", || a.stopped(&reason));
+            }
+            quietly("an actor's destructor", || drop(a));
+        }
+
+        // 4. Names vanish with the actor.
+        for n in &names {
+            registry::remove_if(n, cell.id);
+        }
+
+        // 5. Tell monitors and links.
+        for (_, sink) in watchers {
+            sink.down(Down {
+                id: cell.id,
+                reason: reason.clone(),
+                link: false,
+            });
+        }
+        for l in links {
+            if reason.is_abnormal() {
+                l.exit_signal(cell.id, &reason);
+            } else {
+                l.unlink(cell.id);
+            }
+        }
+
+        // 6. Leave the system; 7. wake those waiting for the stop.
+        cell.system.leave(cell.id, ctx.slot);
+        for w in waiters {
+            w.wake();
+        }
+        Poll::Ready(())
+    }
+}
+
+/// Takes a pending stop request while a handler is suspended (touching only the aux
+/// lock). The `SYSTEM` bit stays set for the other events.
+fn take_stop_request<A: Actor>(cell: &Cell<A>) -> Option<StopReason> {
+    let aux = cell.aux_if_any()?;
+    let mut g = lock(&aux.inner);
+    if !g.stop_interrupts {
+        return None; // the actor's own stop waits for its handler
+    }
+    g.stop_interrupts = false;
+    g.stop.take()
+}
+
+/// Runs user code whose panic must not disturb the stop sequence.
+fn quietly(what: &str, f: impl FnOnce()) {
+    if let Err(p) = catch_unwind(AssertUnwindSafe(f)) {
+        eprintln!("tutti: {what} panicked: {}", panic_text(&*p));
+    }
+}
+
+impl<A: Actor> Future for ActorRun<A> {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<()> {
+        let this = &mut *self;
+        if this.phase == Phase::Done {
+            return Poll::Ready(());
+        }
+        let _current = system::enter(&this.cell.system);
+        if this.phase == Phase::New {
+            if let Some(p) = this.begin(cx) {
+                return p;
+            }
+        }
+        this.turn(cx)
+    }
+}
+
+impl<A: Actor> Drop for ActorRun<A> {
+    fn drop(&mut self) {
+        if self.phase != Phase::Done {
+            // The runtime dropped the task (shutdown) before the actor finished.
+            let _current = system::enter(&self.cell.system);
+            let _ = self.finish(StopReason::Shutdown);
+        }
+    }
+}

@@ -1,0 +1,24 @@
+//! Unit tests that need crate internals (sizes); behaviour is tested in `tests/actor_*.rs`.
+
+use std::mem::size_of;
+
+use super::cell::Cell;
+use super::run::ActorRun;
+use super::{Actor, Context};
+
+struct Idle;
+impl Actor for Idle {}
+
+/// The per-actor allocations of an idle actor with no state of its own, for the memory
+/// report (run with `--nocapture` to see them).
+#[test]
+fn per_actor_bytes() {
+    let cell = size_of::<Cell<Idle>>();
+    let future = size_of::<ActorRun<Idle>>();
+    println!(
+        "cell {cell} B (+16 Arc counts), task future {future} B, context {} B",
+        size_of::<Context<Idle>>()
+    );
+    assert!(future <= 24, "the task future grew: {future} B");
+    assert!(cell <= 160, "the cell grew: {cell} B");
+}

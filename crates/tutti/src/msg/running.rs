@@ -1,0 +1,366 @@
+//! A handler's future, placed in a reusable block instead of a fresh box.
+//!
+//! Every message is handled by a future (`Handler::handle` is an `async fn`), whose type
+//! is only known inside the envelope's monomorphised code. The actor loop must be able
+//! to keep it across polls when it awaits, so it has to live somewhere with a stable
+//! address — but boxing it would cost an allocation per message, and most handlers
+//! finish on their first poll.
+//!
+//! So each thread keeps a small cache of heap **blocks**. [`Running::place`] takes a
+//! block that fits (allocating only when the cache has none), writes a header with the
+//! future's poll and drop functions, moves the future in behind it, and returns a
+//! one-pointer handle. The future is polled in place; when it completes (or is
+//! cancelled) it is dropped in place and the block goes back to the cache of whichever
+//! thread finished it. A handler that awaits simply keeps its block until it completes.
+//! In steady state a message costs no allocation for its handler.
+//!
+//! Blocks are at least [`MIN_BLOCK`] bytes, aligned to [`BLOCK_ALIGN`]; a future that
+//! needs a stricter alignment gets a dedicated block that is freed, not cached. Each
+//! thread caches at most [`CACHED_BLOCKS`] blocks (two, so that a handler that handles a
+//! nested message with [`Envelope::handle`](super::Envelope::handle) also reuses one).
+
+use std::alloc::{self, Layout};
+use std::cell::Cell;
+use std::future::Future;
+use std::marker::PhantomData;
+use std::pin::Pin;
+use std::ptr::{self, NonNull};
+use std::task::{Context, Poll};
+
+/// Smallest block size, header included.
+pub(crate) const MIN_BLOCK: usize = 256;
+/// Alignment of every cached block.
+pub(crate) const BLOCK_ALIGN: usize = 16;
+/// Blocks each thread keeps for reuse.
+const CACHED_BLOCKS: usize = 2;
+
+/// The start of every block.
+#[repr(C)]
+struct BlockHeader {
+    /// The block's allocation layout.
+    size: usize,
+    align: usize,
+    /// Offset of the future from the block start.
+    offset: usize,
+    /// Set once the future has completed and been dropped in place.
+    done: bool,
+    poll: unsafe fn(*mut u8, &mut Context<'_>) -> Poll<()>,
+    drop: unsafe fn(*mut u8),
+}
+
+unsafe fn poll_in_place<F: Future<Output = ()>>(p: *mut u8, cx: &mut Context<'_>) -> Poll<()> {
+    // SAFETY: `p` points at a live `F` that never moves (it stays in its block until it
+    // is dropped in place).
+    unsafe { Pin::new_unchecked(&mut *p.cast::<F>()) }.poll(cx)
+}
+
+unsafe fn drop_in_place<F>(p: *mut u8) {
+    // SAFETY: `p` points at a live `F`, dropped exactly once.
+    unsafe { ptr::drop_in_place(p.cast::<F>()) }
+}
+
+/// This thread's cached blocks (size of each; null = empty).
+struct BlockCache {
+    blocks: [Cell<(*mut u8, usize)>; CACHED_BLOCKS],
+}
+
+impl Drop for BlockCache {
+    fn drop(&mut self) {
+        for b in &self.blocks {
+            let (p, size) = b.replace((ptr::null_mut(), 0));
+            if !p.is_null() {
+                // SAFETY: cached blocks were allocated with this layout and are owned by
+                // the cache.
+                unsafe { alloc::dealloc(p, Layout::from_size_align_unchecked(size, BLOCK_ALIGN)) };
+            }
+        }
+    }
+}
+
+std::thread_local! {
+    static CACHE: BlockCache = const {
+        BlockCache { blocks: [const { Cell::new((ptr::null_mut(), 0)) }; CACHED_BLOCKS] }
+    };
+}
+
+/// A block of at least `size` bytes aligned to `BLOCK_ALIGN`: a cached one, or new.
+fn take_block(size: usize) -> (*mut u8, usize) {
+    let cached = CACHE
+        .try_with(|c| {
+            for b in &c.blocks {
+                let (p, s) = b.get();
+                if !p.is_null() && s >= size {
+                    b.set((ptr::null_mut(), 0));
+                    return Some((p, s));
+                }
+            }
+            None
+        })
+        .ok()
+        .flatten();
+    cached.unwrap_or_else(|| new_block(size))
+}
+
+#[cold]
+fn new_block(size: usize) -> (*mut u8, usize) {
+    let size = size.max(MIN_BLOCK).next_power_of_two();
+    let layout =
+        Layout::from_size_align(size, BLOCK_ALIGN).expect("tutti: handler future too large");
+    // SAFETY: the layout has a non-zero size.
+    let p = unsafe { alloc::alloc(layout) };
+    if p.is_null() {
+        alloc::handle_alloc_error(layout);
+    }
+    (p, size)
+}
+
+/// Gives a block back to this thread's cache, or frees it.
+///
+/// # Safety
+/// `p` is a block of `size` bytes aligned to `align`, owned by the caller, not used after.
+unsafe fn put_block(p: *mut u8, size: usize, align: usize) {
+    if align == BLOCK_ALIGN {
+        let kept = CACHE.try_with(|c| {
+            // Keep the larger blocks: an empty slot, else replace a smaller block.
+            let mut smallest = 0;
+            for (i, b) in c.blocks.iter().enumerate() {
+                let (q, s) = b.get();
+                if q.is_null() {
+                    b.set((p, size));
+                    return None;
+                }
+                if s < c.blocks[smallest].get().1 {
+                    smallest = i;
+                }
+            }
+            let (q, s) = c.blocks[smallest].get();
+            if s < size {
+                c.blocks[smallest].set((p, size));
+                Some((q, s))
+            } else {
+                Some((p, size))
+            }
+        });
+        match kept {
+            Ok(None) => {}
+            Ok(Some((q, s))) => {
+                // SAFETY: `q` is a block of `s` bytes we own and no longer cache.
+                unsafe { alloc::dealloc(q, Layout::from_size_align_unchecked(s, BLOCK_ALIGN)) }
+            }
+            // SAFETY: as above (thread teardown: no cache any more).
+            Err(_) => unsafe { alloc::dealloc(p, Layout::from_size_align_unchecked(size, align)) },
+        }
+    } else {
+        // SAFETY: the caller owns the block, allocated with this layout.
+        unsafe { alloc::dealloc(p, Layout::from_size_align_unchecked(size, align)) }
+    }
+}
+
+/// A type-erased future, placed in a block, polled in place.
+///
+/// `Running` is one pointer. It owns the block and the future in it.
+pub(crate) struct Running {
+    block: NonNull<BlockHeader>,
+}
+
+// SAFETY: `place` only accepts `Send` futures, and the block is owned exclusively.
+unsafe impl Send for Running {}
+
+impl Running {
+    /// Moves `future` into a block.
+    ///
+    /// # Safety
+    /// Whatever `future` borrows must stay valid, and not be used by anyone else, until
+    /// the returned `Running` has completed or been dropped (the lifetime is erased).
+    pub(crate) unsafe fn place<F: Future<Output = ()> + Send>(future: F) -> Running {
+        let header = Layout::new::<BlockHeader>();
+        let (with_fut, offset) = header
+            .extend(Layout::new::<F>())
+            .expect("tutti: handler future too large");
+        let (p, size, align) = if Layout::new::<F>().align() <= BLOCK_ALIGN {
+            let (p, size) = take_block(with_fut.size());
+            (p, size, BLOCK_ALIGN)
+        } else {
+            let layout = with_fut.pad_to_align();
+            // SAFETY: the layout has a non-zero size (it contains the header).
+            let p = unsafe { alloc::alloc(layout) };
+            if p.is_null() {
+                alloc::handle_alloc_error(layout);
+            }
+            (p, layout.size(), layout.align())
+        };
+        let block = p.cast::<BlockHeader>();
+        // SAFETY: the block is fresh, large enough for the header and for `F` at
+        // `offset`, and aligned for both.
+        unsafe {
+            block.write(BlockHeader {
+                size,
+                align,
+                offset,
+                done: false,
+                poll: poll_in_place::<F>,
+                drop: drop_in_place::<F>,
+            });
+            p.add(offset).cast::<F>().write(future);
+            Running {
+                block: NonNull::new_unchecked(block),
+            }
+        }
+    }
+
+    /// Polls the future; once it is ready it is dropped in place (releasing its
+    /// borrows) and later polls return `Ready` at once.
+    pub(crate) fn poll(&mut self, cx: &mut Context<'_>) -> Poll<()> {
+        let h = self.block.as_ptr();
+        // SAFETY: we own the block; its header is initialised.
+        unsafe {
+            if (*h).done {
+                return Poll::Ready(());
+            }
+            let fut = h.cast::<u8>().add((*h).offset);
+            match ((*h).poll)(fut, cx) {
+                Poll::Pending => Poll::Pending,
+                Poll::Ready(()) => {
+                    // Mark first: if the drop panics, the future must not be dropped
+                    // again by `Drop`.
+                    (*h).done = true;
+                    ((*h).drop)(fut);
+                    Poll::Ready(())
+                }
+            }
+        }
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let h = self.block.as_ptr();
+        /// Frees the block even if the future's destructor panics.
+        struct Free(*mut BlockHeader);
+        impl Drop for Free {
+            fn drop(&mut self) {
+                // SAFETY: the header is initialised; the block is ours and unused after.
+                unsafe {
+                    let (size, align) = ((*self.0).size, (*self.0).align);
+                    put_block(self.0.cast(), size, align);
+                }
+            }
+        }
+        let _free = Free(h);
+        // SAFETY: we own the block; the future is live unless `done`.
+        unsafe {
+            if !(*h).done {
+                (*h).done = true;
+                ((*h).drop)(h.cast::<u8>().add((*h).offset));
+            }
+        }
+    }
+}
+
+/// The future returned by [`Envelope::handle`](super::Envelope::handle): the handler of
+/// one message, applied to a borrowed object and context, run in place.
+#[must_use = "a handler does nothing unless awaited"]
+pub struct Handle<'a> {
+    running: Running,
+    _borrows: PhantomData<&'a mut ()>,
+}
+
+impl<'a> Handle<'a> {
+    /// # Safety
+    /// `running` borrows nothing that outlives `'a`.
+    pub(crate) unsafe fn new(running: Running) -> Self {
+        Handle {
+            running,
+            _borrows: PhantomData,
+        }
+    }
+}
+
+impl Future for Handle<'_> {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        self.running.poll(cx)
+    }
+}
+
+impl std::fmt::Debug for Handle<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Handle").finish_non_exhaustive()
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+
+    struct CountDrop(Arc<AtomicUsize>);
+    impl Drop for CountDrop {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    #[test]
+    fn ready_future_is_dropped_in_place_and_block_reused() {
+        let drops = Arc::new(AtomicUsize::new(0));
+        let d = CountDrop(drops.clone());
+        // SAFETY: the future borrows nothing.
+        let mut r = unsafe {
+            Running::place(async move {
+                let _d = d;
+            })
+        };
+        let first = r.block.as_ptr() as usize;
+        assert_eq!(crate::block_on(std::future::poll_fn(|cx| r.poll(cx))), ());
+        assert_eq!(drops.load(Ordering::SeqCst), 1, "dropped on completion");
+        drop(r);
+        assert_eq!(drops.load(Ordering::SeqCst), 1, "not dropped twice");
+        // SAFETY: as above.
+        let r2 = unsafe { Running::place(async {}) };
+        assert_eq!(
+            r2.block.as_ptr() as usize,
+            first,
+            "block came from the cache"
+        );
+    }
+
+    #[test]
+    fn pending_future_dropped_unfinished_and_big_or_aligned_futures() {
+        let drops = Arc::new(AtomicUsize::new(0));
+        let d = CountDrop(drops.clone());
+        // SAFETY: the future borrows nothing.
+        let r = unsafe {
+            Running::place(async move {
+                let _d = d;
+                std::future::pending::<()>().await;
+            })
+        };
+        drop(r);
+        assert_eq!(drops.load(Ordering::SeqCst), 1);
+
+        let big = [7u8; 4000];
+        // SAFETY: as above.
+        let mut r = unsafe {
+            Running::place(async move {
+                assert_eq!(big.iter().map(|&b| b as usize).sum::<usize>(), 28000);
+            })
+        };
+        crate::block_on(std::future::poll_fn(|cx| r.poll(cx)));
+
+        #[repr(align(64))]
+        struct Wide(u8);
+        let w = Wide(3);
+        // SAFETY: as above.
+        let mut r = unsafe {
+            Running::place(async move {
+                let w = w;
+                assert_eq!(&w as *const Wide as usize % 64, 0);
+                assert_eq!(w.0, 3);
+            })
+        };
+        crate::block_on(std::future::poll_fn(|cx| r.poll(cx)));
+    }
+}
