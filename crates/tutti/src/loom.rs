@@ -8,6 +8,7 @@
 //! [loom]: https://docs.rs/loom
 
 #[cfg(loom)]
+#[allow(unused_imports)] // `Arc` is for the loom models' own shared state
 pub(crate) use loom::{
     cell::UnsafeCell,
     sync::{

@@ -8,7 +8,7 @@ use std::sync::Arc as StdArc;
 use std::task::{Context, Poll, Wake, Waker};
 
 use super::*;
-use crate::loom::{lock, thread, Condvar, Mutex};
+use crate::loom::thread;
 
 struct NoWake;
 
@@ -20,44 +20,7 @@ fn noop() -> Waker {
     Waker::from(StdArc::new(NoWake))
 }
 
-/// Set when woken, under a loom mutex; the model's `block_on` waits on the condvar.
-struct Flag {
-    woken: Mutex<bool>,
-    cond: Condvar,
-}
-
-impl Wake for Flag {
-    fn wake(self: StdArc<Self>) {
-        self.wake_by_ref();
-    }
-
-    fn wake_by_ref(self: &StdArc<Self>) {
-        *lock(&self.woken) = true;
-        self.cond.notify_one();
-    }
-}
-
-/// Drives `f` to completion on a loom thread. A lost wake-up leaves it waiting forever,
-/// which loom reports as a deadlock.
-fn block_on<F: Future>(f: F) -> F::Output {
-    let flag = StdArc::new(Flag {
-        woken: Mutex::new(false),
-        cond: Condvar::new(),
-    });
-    let waker = Waker::from(flag.clone());
-    let mut cx = Context::from_waker(&waker);
-    let mut f = pin!(f);
-    loop {
-        if let Poll::Ready(v) = f.as_mut().poll(&mut cx) {
-            return v;
-        }
-        let mut woken = lock(&flag.woken);
-        while !*woken {
-            woken = flag.cond.wait(woken).unwrap();
-        }
-        *woken = false;
-    }
-}
+use crate::test_util::loom::block_on;
 
 fn poll_once<F: Future>(f: std::pin::Pin<&mut F>) -> Poll<F::Output> {
     f.poll(&mut Context::from_waker(&noop()))

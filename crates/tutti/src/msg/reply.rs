@@ -461,21 +461,10 @@ mod tests {
 #[cfg(all(test, loom))]
 mod loom_tests {
     use super::*;
-    use crate::loom::{thread, AtomicBool};
+    use crate::loom::thread;
     use std::sync::Arc as StdArc;
-    use std::task::Wake;
 
-    struct Flag(AtomicBool);
-    impl Wake for Flag {
-        fn wake(self: StdArc<Self>) {
-            self.0.store(true, Ordering::Release);
-        }
-    }
-
-    fn flag() -> (StdArc<Flag>, Waker) {
-        let f = StdArc::new(Flag(AtomicBool::new(false)));
-        (f.clone(), Waker::from(f))
-    }
+    use crate::test_util::loom::flag;
 
     /// A reply racing the receiver's first poll and a re-poll with another waker: the
     /// receiver either gets the value or is woken through its latest waker, then gets it.

@@ -155,7 +155,7 @@ impl Sleep {
     }
 
     /// A snapshot of the counters (loom tests).
-    #[cfg(loom)]
+    #[cfg(all(test, loom))]
     pub(crate) fn counters(&self) -> Counters {
         self.counters.load()
     }

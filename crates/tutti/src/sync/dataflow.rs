@@ -757,22 +757,9 @@ mod tests {
 mod loom_tests {
     use super::*;
     use crate::loom::{thread, Arc};
-    use std::sync::Arc as StdArc;
-    use std::task::Wake;
 
     /// A waker that records that it was woken, in a loom-visible atomic.
-    struct Flag(AtomicBool);
-
-    impl Wake for Flag {
-        fn wake(self: StdArc<Self>) {
-            self.0.store(true, Ordering::Release);
-        }
-    }
-
-    fn flag() -> (StdArc<Flag>, Waker) {
-        let f = StdArc::new(Flag(AtomicBool::new(false)));
-        (f.clone(), Waker::from(f))
-    }
+    use crate::test_util::loom::flag;
 
     /// No lost wake-up: a reader that registers while another thread binds is either
     /// handed the value or woken, and after waking it finds the value.

@@ -2,47 +2,10 @@
 //! racing each other, a resignation completing a phase, an enrollment during a phase, and
 //! phases wrapping the (2-bit, under loom) phase number.
 
-use std::future::Future;
-use std::pin::pin;
-use std::sync::Arc as StdArc;
-use std::task::{Context, Poll, Wake, Waker};
-
 use super::*;
-use crate::loom::{lock, thread, AtomicUsize, Condvar, Mutex, Ordering};
+use crate::loom::{thread, AtomicUsize, Ordering};
 
-/// Set when woken; the model's `block_on` waits on the condvar.
-struct Flag {
-    woken: Mutex<bool>,
-    cond: Condvar,
-}
-
-impl Wake for Flag {
-    fn wake(self: StdArc<Self>) {
-        *lock(&self.woken) = true;
-        self.cond.notify_one();
-    }
-}
-
-/// Drives `f` to completion on a loom thread; a lost wake-up is a loom deadlock.
-fn block_on<F: Future>(f: F) -> F::Output {
-    let flag = StdArc::new(Flag {
-        woken: Mutex::new(false),
-        cond: Condvar::new(),
-    });
-    let waker = Waker::from(flag.clone());
-    let mut cx = Context::from_waker(&waker);
-    let mut f = pin!(f);
-    loop {
-        if let Poll::Ready(v) = f.as_mut().poll(&mut cx) {
-            return v;
-        }
-        let mut woken = lock(&flag.woken);
-        while !*woken {
-            woken = flag.cond.wait(woken).unwrap();
-        }
-        *woken = false;
-    }
-}
+use crate::test_util::loom::block_on;
 
 /// Two parties sync once: both complete, and each sees the other's pre-barrier write.
 #[test]
