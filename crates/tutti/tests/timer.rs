@@ -48,7 +48,7 @@ fn many_tasks_sleep_concurrently() {
         })
         .collect();
     let sum: u64 = handles.into_iter().map(|h| rt.block_on(h)).sum();
-    assert_eq!(sum, (0..64).sum());
+    assert_eq!(sum, (0..64u64).sum::<u64>());
 }
 
 #[test]
