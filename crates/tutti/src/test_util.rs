@@ -1,7 +1,7 @@
 //! Helpers shared by the crate's unit tests.
 
 #[cfg(not(loom))]
-pub(crate) use parked::park_on;
+pub(crate) use parked::{counting_waker, park_on, WakeCount};
 
 #[cfg(not(loom))]
 mod parked {
@@ -29,6 +29,21 @@ mod parked {
             }
             thread::park();
         }
+    }
+
+    /// A waker that counts its wake-ups.
+    pub(crate) struct WakeCount(pub(crate) std::sync::atomic::AtomicUsize);
+
+    impl Wake for WakeCount {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+    }
+
+    /// A fresh [`WakeCount`] and a waker that increments it.
+    pub(crate) fn counting_waker() -> (Arc<WakeCount>, Waker) {
+        let c = Arc::new(WakeCount(std::sync::atomic::AtomicUsize::new(0)));
+        (c.clone(), Waker::from(c))
     }
 }
 

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use super::blocking::{self, Settle};
 use super::chan::{wake, Chan, Take};
 use super::error::{RecvError, RecvTimeoutError, TryRecvError};
-use super::waiter::{Registration, Status};
+use super::waiter::{Phase, Registration, Status};
 use super::Arc;
 
 /// The receiving end of a channel. Cloning it shares the end (occam `SHARED ?`): any
@@ -255,17 +255,6 @@ impl<T> fmt::Debug for Rx<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_tuple("Rx").field(&*self.chan).finish()
     }
-}
-
-/// Where a [`RecvFuture`] stands.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Phase {
-    /// Not waiting (first poll, or looking again after a close/poison wake-up).
-    Start,
-    /// The waiter is queued in the channel, or was popped and decided by a counterpart.
-    Waiting,
-    /// Completed.
-    Done,
 }
 
 /// Future returned by [`Rx::recv`].

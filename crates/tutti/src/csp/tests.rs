@@ -5,24 +5,12 @@ use std::future::Future;
 use std::pin::{pin, Pin};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::task::{Context, Poll, Wake, Waker};
+use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
 use super::*;
 
-/// A waker that counts its wake-ups.
-struct Count(AtomicUsize);
-
-impl Wake for Count {
-    fn wake(self: Arc<Self>) {
-        self.0.fetch_add(1, Ordering::SeqCst);
-    }
-}
-
-fn counter() -> (Arc<Count>, Waker) {
-    let c = Arc::new(Count(AtomicUsize::new(0)));
-    (c.clone(), Waker::from(c))
-}
+use crate::test_util::{counting_waker as counter, WakeCount as Count};
 
 fn woken(c: &Count) -> usize {
     c.0.load(Ordering::SeqCst)

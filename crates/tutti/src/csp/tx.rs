@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use super::blocking::{self, Settle};
 use super::chan::{wake, Chan, Offer};
 use super::error::{SendError, SendTimeoutError, TrySendError};
-use super::waiter::{Registration, Status};
+use super::waiter::{Phase, Registration, Status};
 use super::Arc;
 
 /// The sending end of a channel. Cloning it shares the end (occam `SHARED !`): any number
@@ -263,18 +263,6 @@ impl<T> fmt::Debug for Tx<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_tuple("Tx").field(&*self.chan).finish()
     }
-}
-
-/// Where a [`SendFuture`] stands.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Phase {
-    /// Not offered yet (or to be offered again after a close/poison wake-up); the value
-    /// is in `SendFuture::value`.
-    Start,
-    /// The waiter is queued in the channel, or was popped and decided by a counterpart.
-    Waiting,
-    /// Completed; the value is gone.
-    Done,
 }
 
 /// Future returned by [`Tx::send`]: completes with `Ok(())` once the value was taken by a

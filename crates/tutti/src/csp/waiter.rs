@@ -59,6 +59,19 @@ const WAITING: usize = 0;
 /// `Selector::state`: withdrawn by the owner.
 const ABORTED: usize = usize::MAX;
 
+/// Where a send or receive future stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Phase {
+    /// Not offered yet, or to be offered again after a close/poison wake-up
+    /// (a send future still holds its value).
+    Start,
+    /// The waiter is queued in the channel, or was popped and decided by a
+    /// counterpart.
+    Waiting,
+    /// Completed (a send future's value is gone).
+    Done,
+}
+
 /// A decoded [`Selector`] state.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Status {

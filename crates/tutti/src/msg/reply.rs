@@ -413,14 +413,8 @@ pub(crate) fn pair<R>() -> (Responder<R>, Reply<R>) {
 mod tests {
     use super::*;
     use std::sync::Arc;
-    use std::task::Wake;
 
-    struct Count(std::sync::atomic::AtomicUsize);
-    impl Wake for Count {
-        fn wake(self: Arc<Self>) {
-            self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        }
-    }
+    use crate::test_util::WakeCount as Count;
 
     #[test]
     fn reply_before_and_after_poll() {

@@ -517,27 +517,13 @@ impl std::error::Error for DataflowError {}
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
-    use std::sync::atomic::AtomicUsize as StdAtomicUsize;
     use std::sync::Arc;
-    use std::task::Wake;
     use std::thread;
     use std::time::Instant;
 
     use crate::test_util::park_on;
 
-    /// A waker that counts its wake-ups.
-    struct Counter(StdAtomicUsize);
-
-    impl Wake for Counter {
-        fn wake(self: Arc<Self>) {
-            self.0.fetch_add(1, Ordering::SeqCst);
-        }
-    }
-
-    fn counter() -> (Arc<Counter>, Waker) {
-        let c = Arc::new(Counter(StdAtomicUsize::new(0)));
-        (c.clone(), Waker::from(c))
-    }
+    use crate::test_util::counting_waker as counter;
 
     fn poll_read<'a, T>(read: &mut Read<'a, T>, waker: &Waker) -> Poll<&'a T> {
         Pin::new(read).poll(&mut Context::from_waker(waker))

@@ -5,22 +5,11 @@ use std::future::Future;
 use std::pin::pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::task::{Context, Poll, Wake, Waker};
+use std::task::{Context, Poll, Waker};
 
 use super::*;
 
-struct Count(AtomicUsize);
-
-impl Wake for Count {
-    fn wake(self: Arc<Self>) {
-        self.0.fetch_add(1, Ordering::SeqCst);
-    }
-}
-
-fn counter() -> (Arc<Count>, Waker) {
-    let c = Arc::new(Count(AtomicUsize::new(0)));
-    (c.clone(), Waker::from(c))
-}
+use crate::test_util::counting_waker as counter;
 
 fn poll<F: Future>(f: std::pin::Pin<&mut F>, w: &Waker) -> Poll<F::Output> {
     f.poll(&mut Context::from_waker(w))
