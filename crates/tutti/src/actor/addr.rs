@@ -780,8 +780,10 @@ impl<A: Actor> Future for WaitStop<'_, A> {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<StopReason> {
         let mut g = lock(&self.cell.aux().inner);
-        if let Some(r) = &g.finished {
-            return Poll::Ready(r.clone());
+        if g.stop_complete {
+            if let Some(r) = &g.finished {
+                return Poll::Ready(r.clone());
+            }
         }
         if !g.stop_waiters.iter().any(|w| w.will_wake(cx.waker())) {
             g.stop_waiters.push(cx.waker().clone());

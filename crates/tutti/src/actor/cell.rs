@@ -65,9 +65,13 @@ pub(crate) struct AuxInner<A: Actor> {
     pub(crate) names: Vec<Name>,
     /// Set by `trap_exits`: turns an exit signal into a `Down` message.
     pub(crate) trap: Option<fn(Down) -> Envelope<A>>,
-    /// Why the actor stopped, once it has.
+    /// Why the actor stopped, once it has begun stopping (set at the start of
+    /// the stop sequence: from then on it refuses names, monitors and links).
     pub(crate) finished: Option<StopReason>,
-    /// Futures waiting for the actor to stop.
+    /// The whole stop sequence is over: hook ran, names removed, monitors and
+    /// links told. `wait` resolves on this, not on `finished`.
+    pub(crate) stop_complete: bool,
+    /// Futures waiting for the stop sequence to complete.
     pub(crate) stop_waiters: Vec<Waker>,
 }
 
@@ -137,6 +141,7 @@ impl<A: Actor> Aux<A> {
                 names: Vec::new(),
                 trap: None,
                 finished: None,
+                stop_complete: false,
                 stop_waiters: Vec::new(),
             }),
         }

@@ -254,7 +254,7 @@ impl<A: Actor> ActorRun<A> {
         }
 
         // 2. Finished, as seen by monitors, links and stop waiters from now on.
-        let (lane, watchers, links, names, waiters) = {
+        let (lane, watchers, links, names) = {
             let mut g = lock(&cell.aux().inner);
             g.finished = Some(reason.clone());
             g.stop = None;
@@ -265,7 +265,6 @@ impl<A: Actor> ActorRun<A> {
                 std::mem::take(&mut g.watchers),
                 std::mem::take(&mut g.links),
                 std::mem::take(&mut g.names),
-                std::mem::take(&mut g.stop_waiters),
             )
         };
         for e in lane {
@@ -305,8 +304,15 @@ impl<A: Actor> ActorRun<A> {
             }
         }
 
-        // 6. Leave the system; 7. wake those waiting for the stop.
+        // 6. Leave the system; 7. mark the stop complete and wake those waiting
+        // for it. Waiters registered at any point before this see the flag or
+        // are in the list taken under the same lock.
         cell.system.leave(cell.id, ctx.slot);
+        let waiters = {
+            let mut g = lock(&cell.aux().inner);
+            g.stop_complete = true;
+            std::mem::take(&mut g.stop_waiters)
+        };
         for w in waiters {
             w.wake();
         }
