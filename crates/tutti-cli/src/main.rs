@@ -8,6 +8,8 @@
 mod apps;
 mod bench;
 mod measure;
+mod mem;
+mod network;
 mod report;
 mod rng;
 
@@ -27,6 +29,8 @@ enum Command {
     Sort(apps::sort::SortArgs),
     /// Blip's Gaussian benchmark: a parallel loop over 10^7 Gaussians.
     Gauss(apps::gauss::GaussArgs),
+    /// "Say hello to everyone" (seed 003): m·n² messages between n CSP nodes.
+    Hello(apps::hello::HelloArgs),
     /// Micro-benchmarks of the runtime against its peers.
     #[command(subcommand)]
     Bench(BenchCommand),
@@ -40,6 +44,8 @@ enum BenchCommand {
     Spawn(bench::spawn::SpawnArgs),
     /// CPU use of an idle runtime: tutti vs tokio vs rayon.
     Idle(bench::idle::IdleArgs),
+    /// CSP channels, barriers and Alt: tutti vs Go and crossbeam-channel.
+    Csp(bench::csp::CspArgs),
 }
 
 /// One worker per available core.
@@ -64,9 +70,11 @@ fn main() {
     let (json, outcome) = match &cli.command {
         Command::Sort(a) => (a.json, apps::sort::run(a)),
         Command::Gauss(a) => (a.json, apps::gauss::run(a)),
+        Command::Hello(a) => (a.json, apps::hello::run(a)),
         Command::Bench(BenchCommand::Fib(a)) => (a.json, bench::fib::run(a)),
         Command::Bench(BenchCommand::Spawn(a)) => (a.json, bench::spawn::run(a)),
         Command::Bench(BenchCommand::Idle(a)) => (a.json, bench::idle::run(a)),
+        Command::Bench(BenchCommand::Csp(a)) => (a.json, bench::csp::run(a)),
     };
     match outcome {
         Ok(report) => {

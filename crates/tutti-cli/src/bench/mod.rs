@@ -1,5 +1,6 @@
 //! Micro-benchmarks of one runtime mechanism each, tutti beside its peers.
 
+pub mod csp;
 pub mod fib;
 pub mod idle;
 pub mod spawn;

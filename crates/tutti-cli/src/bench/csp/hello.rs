@@ -1,0 +1,178 @@
+//! "Say hello to everyone" (`tutti hello`) beside the Go program of
+//! `bench/go`:
+//!
+//! * **v2**, `n` = `--hello-n`, `m` = `--hello-m`: ns per message on 1 and
+//!   `--workers` workers (Go: `GOMAXPROCS` 1 and the same), the speedup of
+//!   each, and the time ratio at each worker count.
+//! * **v1**, `m` = 1, `n` = `--v1-n` (2237: about 10^7 live processes): ns per
+//!   message, peak resident memory and bytes per process (channels included),
+//!   on `--workers` workers. Go runs with `n` = `--go-v1-n`, since a goroutine
+//!   needs several times the memory; bytes per process compare across sizes.
+
+use super::{go_stats, Ctx};
+use crate::apps::hello::{check_v1_memory, run_once, Version};
+use crate::measure::{check_memory, repeat, Measurement, Progress, Run};
+use crate::report::{Report, Stats};
+
+/// Bytes per goroutine of Go's v1 allowed for in its memory check (measured
+/// ≈ 820 at n = 1000).
+const GO_V1_BYTES_PER_PROCESS_BOUND: u128 = 1200;
+
+pub(super) fn run(ctx: &Ctx<'_>, report: &mut Report) -> Result<(), String> {
+    v2(ctx, report)?;
+    if ctx.args.v1_n > 0 {
+        v1(ctx, report)?;
+    }
+    Ok(())
+}
+
+fn v2(ctx: &Ctx<'_>, report: &mut Report) -> Result<(), String> {
+    let n = usize::try_from(ctx.args.hello_n).map_err(|_| "--hello-n is too large")?;
+    let m = ctx.args.hello_m;
+    let messages = u64::from(m) * (n as u64) * (n as u64);
+    report.param("hello_n", n).param("hello_m", m);
+    let mut counts = vec![1];
+    if ctx.args.workers > 1 {
+        counts.push(ctx.args.workers);
+    }
+    let progress = Progress::new(counts.len() * ctx.plan.total(), ctx.args.json);
+    let per = |s: f64| s * 1e9 / messages as f64;
+    let mut ours_by_w = Vec::new();
+    let mut go_by_w = Vec::new();
+    for &w in &counts {
+        progress.stage(&format!("hello v2: tutti on {w} workers"));
+        let rt = tutti::Runtime::builder()
+            .workers(w)
+            .build()
+            .map_err(|e| format!("cannot build a tutti runtime with {w} workers: {e}"))?;
+        let ours: Measurement = repeat(ctx.plan, &progress, || {
+            let o = run_once(&rt, Version::V2, n, m);
+            Run {
+                elapsed: o.elapsed,
+                ok: o.errors == 0,
+            }
+        });
+        drop(rt);
+        report.verify(ours.ok);
+        if let Some(t) = Stats::of(&ours.map(per)) {
+            report.result(&format!("tutti_w{w}"), "hello_v2", t, "ns/message");
+        }
+        ours_by_w.push(per(ours.median_secs()));
+        let args = [
+            "hello".to_string(),
+            "-version".to_string(),
+            "2".to_string(),
+            "-n".to_string(),
+            n.to_string(),
+            "-m".to_string(),
+            m.to_string(),
+        ];
+        let go = ctx
+            .go_runs(report, w, &args)
+            .and_then(|runs| go_stats(&runs, "time_per_message"));
+        if let Some(go) = go {
+            report.result(&format!("go_w{w}"), "hello_v2", go, "ns/message");
+            report.ratio(
+                &format!("time_tutti_over_go_hello_v2_w{w}"),
+                per(ours.median_secs()) / go.median,
+            );
+        }
+        go_by_w.push(go.map(|g| g.median));
+    }
+    progress.finish();
+    if counts.len() == 2 {
+        let w = counts[1];
+        report.ratio(
+            &format!("speedup_tutti_hello_v2_w1_to_w{w}"),
+            ours_by_w[0] / ours_by_w[1],
+        );
+        if let (Some(g1), Some(gw)) = (go_by_w[0], go_by_w[1]) {
+            report.ratio(&format!("speedup_go_hello_v2_w1_to_w{w}"), g1 / gw);
+        }
+    }
+    Ok(())
+}
+
+fn v1(ctx: &Ctx<'_>, report: &mut Report) -> Result<(), String> {
+    let n = usize::try_from(ctx.args.v1_n).map_err(|_| "--v1-n is too large")?;
+    let processes = Version::V1.processes(n);
+    let messages = (n as u64) * (n as u64);
+    report.param("v1_n", n).param("v1_processes", processes);
+    check_v1_memory(n)?;
+    let progress = Progress::new(ctx.plan.total(), ctx.args.json);
+    progress.stage(&format!("hello v1: tutti, {processes} processes"));
+    let mut peaks = Vec::new();
+    let mut per_process = Vec::new();
+    let rt = &ctx.rt;
+    let ours = repeat(ctx.plan, &progress, || {
+        let o = run_once(rt, Version::V1, n, 1);
+        if let (Some(p), Some(b)) = (o.peak_rss, o.bytes_per_process(processes)) {
+            peaks.push(p as f64);
+            per_process.push(b);
+        }
+        Run {
+            elapsed: o.elapsed,
+            ok: o.errors == 0,
+        }
+    });
+    progress.finish();
+    report.verify(ours.ok);
+    let w = ctx.args.workers;
+    let name = format!("tutti_w{w}");
+    if let Some(t) = Stats::of(&ours.map(|s| s * 1e9 / messages as f64)) {
+        report.result(&name, "hello_v1_time", t, "ns/message");
+    }
+    let peak = Stats::of(&peaks);
+    let ours_bpp = Stats::of(&per_process);
+    if let Some(p) = peak {
+        report.result(&name, "hello_v1_peak_rss", p, "bytes");
+    }
+    if let Some(b) = ours_bpp {
+        report.result(&name, "hello_v1_bytes_per_process", b, "bytes");
+    }
+
+    let go_n = ctx.args.go_v1_n;
+    if go_n == 0 || ctx.go.is_err() {
+        return Ok(());
+    }
+    let go_processes = 2 * go_n * go_n;
+    report.param("go_v1_n", go_n);
+    if let Err(e) = check_memory(
+        u128::from(go_processes) * GO_V1_BYTES_PER_PROCESS_BOUND,
+        &format!("Go's hello v1 with n = {go_n}"),
+    ) {
+        eprintln!("tutti: skipping Go's hello v1: {e}");
+        report.param("go_v1_skipped", e);
+        return Ok(());
+    }
+    let args = [
+        "hello".to_string(),
+        "-version".to_string(),
+        "1".to_string(),
+        "-n".to_string(),
+        go_n.to_string(),
+        "-m".to_string(),
+        "1".to_string(),
+    ];
+    let Some(runs) = ctx.go_runs(report, w, &args) else {
+        return Ok(());
+    };
+    let go_name = format!("go_w{w}");
+    if let Some(t) = go_stats(&runs, "time_per_message") {
+        report.result(&go_name, "hello_v1_time", t, "ns/message");
+    }
+    if let Some(p) = go_stats(&runs, "peak_rss") {
+        report.result(&go_name, "hello_v1_peak_rss", p, "bytes");
+        let bpp = p.median / go_processes as f64;
+        report.result(
+            &go_name,
+            "hello_v1_bytes_per_process",
+            Stats::single(bpp),
+            "bytes",
+        );
+        if let Some(b) = ours_bpp {
+            report.ratio("bytes_per_process_tutti_over_go_hello_v1", b.median / bpp);
+        }
+    }
+    Ok(())
+}
