@@ -30,7 +30,15 @@ enum Command {
     /// Blip's Gaussian benchmark: a parallel loop over 10^7 Gaussians.
     Gauss(apps::gauss::GaussArgs),
     /// "Say hello to everyone" (seed 003): m·n² messages between n CSP nodes.
+    // `--version` selects the benchmark's version here (as in the issue), not
+    // the program's.
+    #[command(disable_version_flag = true)]
     Hello(apps::hello::HelloArgs),
+    /// Mutually Assured Destruction (seed 003): two monitors racing to kill.
+    Mad(apps::mad::MadArgs),
+    /// CSP demos: shared channel ends (client-server), non-blocking barrier.
+    #[command(subcommand)]
+    CspDemo(apps::csp_demo::DemoCommand),
     /// Micro-benchmarks of the runtime against its peers.
     #[command(subcommand)]
     Bench(BenchCommand),
@@ -71,6 +79,8 @@ fn main() {
         Command::Sort(a) => (a.json, apps::sort::run(a)),
         Command::Gauss(a) => (a.json, apps::gauss::run(a)),
         Command::Hello(a) => (a.json, apps::hello::run(a)),
+        Command::Mad(a) => (a.json, apps::mad::run(a)),
+        Command::CspDemo(d) => (d.json(), d.run()),
         Command::Bench(BenchCommand::Fib(a)) => (a.json, bench::fib::run(a)),
         Command::Bench(BenchCommand::Spawn(a)) => (a.json, bench::spawn::run(a)),
         Command::Bench(BenchCommand::Idle(a)) => (a.json, bench::idle::run(a)),
@@ -119,6 +129,26 @@ mod tests {
             &["tutti", "bench", "spawn", "--tasks", "0"],
             &["tutti", "bench", "idle", "--seconds", "0"],
             &["tutti", "bench", "idle", "--seconds", "nan"],
+            &["tutti", "hello", "--version", "3"],
+            &["tutti", "hello", "--n", "0"],
+            &["tutti", "hello", "--m", "0"],
+            &["tutti", "mad", "--trials", "0"],
+            &["tutti", "mad", "--workers", "0"],
+            &["tutti", "mad", "--readings", "x"],
+            &["tutti", "csp-demo"],
+            &["tutti", "csp-demo", "client-server", "--clients", "0"],
+            &["tutti", "csp-demo", "nbbarrier", "--processes", "0"],
+            &["tutti", "bench", "csp"],
+            &["tutti", "bench", "csp", "select"],
+            &["tutti", "bench", "csp", "alt", "--alt-guards", "2,0"],
+            &[
+                "tutti",
+                "bench",
+                "csp",
+                "barrier",
+                "--barrier-processes",
+                "0",
+            ],
         ] {
             assert!(Cli::try_parse_from(args).is_err(), "{args:?} was accepted");
         }
@@ -181,6 +211,19 @@ mod tests {
                 "--workers",
                 "2",
             ],
+            &["tutti", "hello", "--n", "10", "--m", "2", "--version", "1"],
+            &[
+                "tutti",
+                "mad",
+                "--revised",
+                "--trials",
+                "10",
+                "--force-overlap",
+            ],
+            &["tutti", "csp-demo", "client-server", "--servers", "2"],
+            &["tutti", "csp-demo", "nbbarrier", "--steps", "3", "--json"],
+            &["tutti", "bench", "csp", "all", "--no-go", "--v1-n", "0"],
+            &["tutti", "bench", "csp", "alt", "--alt-guards", "2,8"],
         ] {
             if let Err(e) = Cli::try_parse_from(args) {
                 panic!("{args:?}: {e}");
