@@ -32,7 +32,7 @@ enum Command {
     /// "Say hello to everyone" (seed 003): m·n² messages between n CSP nodes.
     // `--version` selects the benchmark's version here (as in the issue), not
     // the program's.
-    #[command(disable_version_flag = true)]
+    #[command(disable_version_flag = true, version = None)]
     Hello(apps::hello::HelloArgs),
     /// Mutually Assured Destruction (seed 003): two monitors racing to kill.
     Mad(apps::mad::MadArgs),
