@@ -147,6 +147,9 @@ use std::pin::pin;
 
 use super::blocking;
 use super::Arc;
+use std::borrow::Cow;
+
+use super::deadlock::{Home, Object};
 use waiters::Waiters;
 use word::{Phase, State, Step};
 
@@ -156,6 +159,8 @@ pub use arrival::{Arrival, SyncFuture};
 struct Inner {
     state: Padded<State>,
     waiters: Waiters,
+    /// What the deadlock detector knows of the barrier (`deadlock/home.rs`).
+    home: Home,
 }
 
 /// Keeps the hot state word off the waiter lists' cache lines.
@@ -211,10 +216,26 @@ impl Barrier {
     /// assert_eq!(b.enrolled(), 0);
     /// ```
     pub fn new() -> Barrier {
+        Barrier::make(None)
+    }
+
+    /// A barrier with nobody enrolled and a name, used in deadlock reports and `Debug`
+    /// output.
+    ///
+    /// ```
+    /// let b = tutti::csp::Barrier::named("phase");
+    /// assert!(format!("{b:?}").contains("phase"));
+    /// ```
+    pub fn named(name: impl Into<Cow<'static, str>>) -> Barrier {
+        Barrier::make(Some(name.into()))
+    }
+
+    fn make(name: Option<Cow<'static, str>>) -> Barrier {
         Barrier {
             inner: Arc::new(Inner {
                 state: Padded(State::new()),
                 waiters: Waiters::new(),
+                home: Home::new(Object::Barrier, name),
             }),
         }
     }
@@ -233,6 +254,7 @@ impl Barrier {
     /// assert_eq!(b.enrolled(), 0);
     /// ```
     pub fn enroll(&self) -> Enrollment {
+        self.inner.home.act(None);
         self.inner.state.enroll();
         Enrollment {
             barrier: self.clone(),
@@ -255,6 +277,7 @@ impl Barrier {
 impl fmt::Debug for Barrier {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Barrier")
+            .field("name", &self.inner.home.name())
             .field("state", &*self.inner.state)
             .finish_non_exhaustive()
     }
@@ -386,6 +409,7 @@ impl Enrollment {
 
 impl Drop for Enrollment {
     fn drop(&mut self) {
+        self.inner().home.act(None);
         if let Step::Completed(p) = self.inner().state.resign(self.pending) {
             self.inner().waiters.wake_all(p);
         }

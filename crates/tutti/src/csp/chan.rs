@@ -88,7 +88,10 @@ use std::collections::VecDeque;
 use std::fmt;
 use std::task::Waker;
 
+use std::borrow::Cow;
+
 use super::alt::guard::Enable;
+use super::deadlock::{Home, Object, Side};
 use super::error::{TryRecvError, TrySendError};
 use super::flavors::Buffer;
 use super::waiter::{Selector, WaitQueue, Waiter};
@@ -118,6 +121,8 @@ pub(crate) struct Chan<T> {
     receivers: AtomicUsize,
     /// The buffer's capacity (0 for a rendezvous); fixed, so readable without the lock.
     capacity: usize,
+    /// What the deadlock detector knows of the channel (`deadlock/home.rs`).
+    pub(crate) home: Home,
 }
 
 /// What [`Chan::state`] protects.
@@ -403,8 +408,9 @@ impl<T> State<T> {
 
 impl<T> Chan<T> {
     /// A channel with one `Tx` and one `Rx`; `capacity == 0` makes it a rendezvous.
-    pub(crate) fn new(capacity: usize) -> Self {
+    pub(crate) fn new(capacity: usize, name: Option<Cow<'static, str>>) -> Self {
         Chan {
+            home: Home::new(Object::Channel(capacity), name),
             hints: AtomicU8::new(if capacity > 0 { SEND_READY } else { 0 }),
             state: Lock::new(State {
                 buffer: Buffer::new(capacity),
@@ -459,6 +465,7 @@ impl<T> Chan<T> {
     }
 
     pub(crate) fn try_send(&self, value: T) -> Result<(), TrySendError<T>> {
+        self.home.act(Some(Side::Send));
         if !self.may_send() {
             return Err(TrySendError::Full(value));
         }
@@ -475,6 +482,7 @@ impl<T> Chan<T> {
     }
 
     pub(crate) fn try_recv(&self) -> Result<T, TryRecvError> {
+        self.home.act(Some(Side::Recv));
         if !self.may_recv() {
             return Err(TryRecvError::Empty);
         }
@@ -502,6 +510,7 @@ impl<T> Chan<T> {
     /// Poisons the channel: every queued party wakes and fails, buffered values are
     /// dropped, and every later operation fails with `Poisoned`.
     pub(crate) fn poison(&self) {
+        self.home.act(None);
         let mut woken = Vec::new();
         let dropped = {
             let mut st = self.lock();
@@ -522,6 +531,7 @@ impl<T> Chan<T> {
 
     /// A new `Tx` handle exists.
     pub(crate) fn add_sender(&self) {
+        self.home.act(None);
         // Relaxed: a new handle is cloned from a live one, so the count cannot be 0 here
         // and nothing else is published by the increment.
         self.senders.fetch_add(1, Ordering::Relaxed);
@@ -529,6 +539,7 @@ impl<T> Chan<T> {
 
     /// A `Tx` handle is gone; the last one closes the sending side.
     pub(crate) fn remove_sender(&self) {
+        self.home.act(None);
         // AcqRel: the last dropper's closing critical section comes after every other
         // handle's last use (the lock orders the rest).
         if self.senders.fetch_sub(1, Ordering::AcqRel) == 1 {
@@ -538,12 +549,14 @@ impl<T> Chan<T> {
 
     /// A new `Rx` handle exists.
     pub(crate) fn add_receiver(&self) {
+        self.home.act(None);
         // Relaxed: as in `add_sender`.
         self.receivers.fetch_add(1, Ordering::Relaxed);
     }
 
     /// An `Rx` handle is gone; the last one closes the receiving side.
     pub(crate) fn remove_receiver(&self) {
+        self.home.act(None);
         // AcqRel: as in `remove_sender`.
         if self.receivers.fetch_sub(1, Ordering::AcqRel) == 1 {
             self.close_rx();
@@ -622,6 +635,7 @@ impl<T> fmt::Debug for Chan<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let st = self.lock();
         f.debug_struct("Chan")
+            .field("name", &self.home.name())
             .field("capacity", &st.buffer.capacity())
             .field("buffered", &st.buffer.len())
             .field("waiting_senders", &st.senders.len())

@@ -1,5 +1,7 @@
 //! Making channels: [`channel`] (rendezvous) and [`buffered`].
 
+use std::borrow::Cow;
+
 use super::chan::Chan;
 use super::rx::Rx;
 use super::tx::Tx;
@@ -43,6 +45,31 @@ pub fn channel<T>() -> (Tx<T>, Rx<T>) {
 /// assert_eq!(rx.recv_blocking(), Ok(1));
 /// ```
 pub fn buffered<T>(capacity: usize) -> (Tx<T>, Rx<T>) {
-    let chan = Arc::new(Chan::new(capacity));
+    make(capacity, None)
+}
+
+/// A rendezvous channel with a name, used in deadlock reports and `Debug` output.
+///
+/// ```
+/// let (tx, _rx) = tutti::csp::channel_named::<u8>("kill");
+/// assert!(format!("{tx:?}").contains("kill"));
+/// ```
+pub fn channel_named<T>(name: impl Into<Cow<'static, str>>) -> (Tx<T>, Rx<T>) {
+    make(0, Some(name.into()))
+}
+
+/// A buffered channel with a name, used in deadlock reports and `Debug` output.
+///
+/// ```
+/// let (tx, rx) = tutti::csp::buffered_named::<u8>(4, "readings");
+/// tx.try_send(1).unwrap();
+/// assert_eq!(rx.try_recv(), Ok(1));
+/// ```
+pub fn buffered_named<T>(capacity: usize, name: impl Into<Cow<'static, str>>) -> (Tx<T>, Rx<T>) {
+    make(capacity, Some(name.into()))
+}
+
+fn make<T>(capacity: usize, name: Option<Cow<'static, str>>) -> (Tx<T>, Rx<T>) {
+    let chan = Arc::new(Chan::new(capacity, name));
     (Tx::new(Arc::clone(&chan)), Rx::new(chan))
 }

@@ -62,6 +62,7 @@ mod barrier;
 mod blocking;
 mod chan;
 mod channel;
+pub mod deadlock;
 mod error;
 mod flavors;
 mod lock;
@@ -82,7 +83,8 @@ use std::sync::Arc;
 
 pub use alt::{Alt, SelectFuture, Selected};
 pub use barrier::{Arrival, Barrier, Enrollment, SyncFuture};
-pub use channel::{buffered, channel};
+pub use channel::{buffered, buffered_named, channel, channel_named};
+pub use deadlock::{deadlock_detection, run, set_deadlock_detection, BlockedProcess, Deadlock};
 pub use error::{
     RecvError, RecvTimeoutError, SendError, SendTimeoutError, TryRecvError, TrySendError,
 };

@@ -15,6 +15,12 @@
 //! do so, with its message) and how many others did. A process cancelled by its runtime
 //! shutting down is reported the same way.
 //!
+//! **Deadlock.** The future's output is `Result<(), Deadlock>`: if the processes' network
+//! (this `par`'s processes and those of the `par`s they run) can no longer progress, the
+//! runtime cancels them and the outermost `par` returns [`Deadlock`], a report of who
+//! waits on what (see [`deadlock`](super::deadlock) for exactly when). A `par` run by a
+//! process of the network returns `Ok` (its processes are cancelled with the rest).
+//!
 //! **Cost.** A process is one task holding the user's future plus 16 bytes (a reference
 //! to the `par`'s shared count and the process's index); the replicated and iterator
 //! forms allocate nothing else per process. Dropping a `ParFuture` after it started
@@ -32,7 +38,8 @@
 //!     let tx = tx.clone();
 //!     async move { tx.send(i).await.unwrap() }
 //! })
-//! .wait_blocking();
+//! .wait_blocking()
+//! .unwrap();
 //! assert_eq!(collector.join().unwrap(), 6);
 //! ```
 
@@ -48,8 +55,10 @@ use std::ops::Range;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
+use super::deadlock::{self, Deadlock, Network};
 use super::Arc;
-use process::{Failure, Process, Shared};
+use process::{Failure, Process};
+pub(crate) use process::Shared;
 
 /// Runs `processes` in parallel; the returned future completes when every one of them
 /// has ended (occam `PAR`).
@@ -69,7 +78,7 @@ use process::{Failure, Process, Shared};
 ///         }
 ///     })
 ///     .collect();
-/// tutti::block_on(tutti::csp::par(processes));
+/// tutti::block_on(tutti::csp::par(processes)).unwrap();
 /// assert_eq!(count.load(Ordering::Relaxed), 3);
 /// ```
 pub fn par<'a, I>(processes: I) -> ParFuture<'a>
@@ -133,7 +142,7 @@ where
 /// // One future type per `par_named`: box them (or use the `Par` builder).
 /// let processes: Vec<(&str, Pin<Box<dyn Future<Output = ()> + Send>>)> =
 ///     vec![("sender", Box::pin(sender)), ("receiver", Box::pin(receiver))];
-/// par_named(processes).wait_blocking();
+/// par_named(processes).wait_blocking().unwrap();
 /// ```
 pub fn par_named<'a, I, N, P>(processes: I) -> ParFuture<'a>
 where
@@ -161,7 +170,7 @@ type Start<'a> = Box<dyn FnOnce(&Arc<Shared>) -> Names + Send + 'a>;
 type Starter = Box<dyn FnOnce(&Arc<Shared>, usize) + Send>;
 
 /// How a `par` names its processes in a report.
-enum Names {
+pub(crate) enum Names {
     /// `process #i`.
     Numbered,
     /// `process i = …` of a replicated `PAR`.
@@ -175,8 +184,21 @@ impl Names {
         match self {
             Names::Numbered => format!("#{index}"),
             Names::Replicated => format!("i = {index}"),
-            Names::Given(names) => format!("`{}`", names[index]),
+            Names::Given(names) => names[index].to_string(),
         }
+    }
+}
+
+/// The full name of process `index` of the `par` behind `shared`: the names of the
+/// processes running the enclosing `par`s first, joined with `/`.
+pub(crate) fn process_name(shared: &Shared, index: usize) -> String {
+    let own = match shared.names.get() {
+        Some(names) => names.name(index),
+        None => format!("#{index}"),
+    };
+    match &shared.parent {
+        Some((parent, i)) => format!("{}/{own}", process_name(parent, *i)),
+        None => own,
     }
 }
 
@@ -205,7 +227,8 @@ where
 ///         assert_eq!(rx.recv().await, Ok("hello"));
 ///     })
 ///     .run()
-///     .wait_blocking();
+///     .wait_blocking()
+///     .unwrap();
 /// ```
 #[derive(Default)]
 #[must_use = "a Par does nothing until it is run"]
@@ -217,7 +240,7 @@ impl Par {
     /// A `PAR` without processes.
     ///
     /// ```
-    /// tutti::csp::Par::new().run().wait_blocking(); // an empty PAR ends at once
+    /// tutti::csp::Par::new().run().wait_blocking().unwrap(); // an empty PAR ends at once
     /// ```
     pub fn new() -> Par {
         Par::default()
@@ -262,7 +285,7 @@ impl Par {
     ///
     /// ```
     /// let par = tutti::csp::Par::new().process("a", async {}).process("b", async {});
-    /// tutti::block_on(par.run());
+    /// tutti::block_on(par.run()).unwrap();
     /// ```
     pub fn run(self) -> ParFuture<'static> {
         let processes = self.processes;
@@ -290,7 +313,7 @@ impl fmt::Debug for Par {
 ///
 /// ```
 /// let par = tutti::csp::par_for_each(0..2, |_| async {});
-/// tutti::block_on(par);
+/// tutti::block_on(par).unwrap();
 /// ```
 ///
 /// A panic names the process:
@@ -310,8 +333,8 @@ impl fmt::Debug for Par {
 pub struct ParFuture<'a> {
     /// Starts the processes; taken by the first poll.
     start: Option<Start<'a>>,
-    shared: Arc<Shared>,
-    names: Names,
+    /// Created by the first poll, in the network of the process polling (if any).
+    shared: Option<Arc<Shared>>,
     /// The processes have all ended and the result was reported.
     done: bool,
 }
@@ -320,8 +343,7 @@ impl<'a> ParFuture<'a> {
     fn new(start: Start<'a>) -> Self {
         ParFuture {
             start: Some(start),
-            shared: Arc::new(Shared::new()),
-            names: Names::Numbered,
+            shared: None,
             done: false,
         }
     }
@@ -330,35 +352,50 @@ impl<'a> ParFuture<'a> {
     /// worker thread (outside an async task) it keeps executing other work, such as the
     /// processes, meanwhile.
     ///
+    /// Returns `Err(Deadlock)` if the processes' network deadlocked (see
+    /// [`deadlock`](super::deadlock)).
+    ///
     /// # Panics
     /// If a process panicked (after all have ended), or when called inside an async task
     /// (use `.await`).
     ///
     /// ```
-    /// tutti::csp::par_for_each(0..10, |i| async move { assert!(i < 10) }).wait_blocking();
+    /// tutti::csp::par_for_each(0..10, |i| async move { assert!(i < 10) })
+    ///     .wait_blocking()
+    ///     .unwrap();
     /// ```
-    pub fn wait_blocking(self) {
+    pub fn wait_blocking(self) -> Result<(), Deadlock> {
         crate::block_on(self)
     }
 
+    /// Creates the shared state, in the network of the process polling if there is one.
+    fn make_shared() -> Arc<Shared> {
+        let shared = match deadlock::current_process() {
+            Some((net, parent, index)) => Shared::new(Some(net), Some((parent, index))),
+            None => Shared::new(deadlock::enabled().then(Network::new_root), None),
+        };
+        Arc::new(shared)
+    }
+
     #[cold]
-    fn report(&self, failures: Vec<(usize, Failure)>) -> ! {
+    fn report(shared: &Shared, failures: Vec<(usize, Failure)>) -> ! {
         let mut failures = failures;
         failures.sort_by_key(|(i, _)| *i);
         let (index, failure) = &failures[0];
         let what = match failure {
             Failure::Panicked(p) => format!("panicked: {}", payload_text(p)),
             Failure::Cancelled => "was cancelled (its runtime shut down)".to_string(),
+            Failure::Deadlocked => "was cancelled (deadlock)".to_string(),
         };
         let mut msg = format!(
-            "tutti::csp::par: process {} {what}",
-            self.names.name(*index)
+            "tutti::csp::par: process `{}` {what}",
+            process_name(shared, *index)
         );
         if failures.len() > 1 {
             let others: Vec<String> = failures[1..]
                 .iter()
                 .take(8)
-                .map(|(i, _)| self.names.name(*i))
+                .map(|(i, _)| format!("`{}`", process_name(shared, *i)))
                 .collect();
             msg += &format!(
                 " (and {} more failed: {}{})",
@@ -382,24 +419,33 @@ fn payload_text(p: &process::Payload) -> &str {
 }
 
 impl Future for ParFuture<'_> {
-    type Output = ();
+    type Output = Result<(), Deadlock>;
 
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.get_mut();
         assert!(!this.done, "tutti: ParFuture polled after completion");
+        let shared = this.shared.get_or_insert_with(Self::make_shared);
         if let Some(start) = this.start.take() {
-            this.names = start(&this.shared);
-            this.shared.done(); // drop the hold
+            let names = start(shared);
+            let _ = shared.names.set(names);
+            shared.done(); // drop the hold
         }
-        if !this.shared.poll_done(cx.waker()) {
+        if !shared.poll_done(cx.waker()) {
+            if shared.parent.is_some() {
+                deadlock::note_par();
+            }
             return Poll::Pending;
         }
         this.done = true;
-        let failures = this.shared.take_failures();
+        let mut failures = shared.take_failures();
+        failures.retain(|(_, f)| !matches!(f, Failure::Deadlocked));
         if !failures.is_empty() {
-            this.report(failures);
+            Self::report(shared, failures);
         }
-        Poll::Ready(())
+        match (&shared.parent, shared.net.as_deref().and_then(Network::deadlock)) {
+            (None, Some(d)) => Poll::Ready(Err(d.clone())),
+            _ => Poll::Ready(Ok(())),
+        }
     }
 }
 

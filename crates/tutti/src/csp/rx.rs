@@ -8,6 +8,7 @@ use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use super::blocking::{self, Settle};
+use super::deadlock::{self, Side, Wait};
 use super::chan::{wake, Chan, Take};
 use super::error::{RecvError, RecvTimeoutError, TryRecvError};
 use super::waiter::{Phase, Registration, Status};
@@ -79,6 +80,7 @@ impl<T> Rx<T> {
     /// ```
     #[inline]
     pub fn recv(&self) -> RecvFuture<'_, T> {
+        self.chan.home.act(Some(Side::Recv));
         RecvFuture {
             chan: &self.chan,
             reg: Registration::new(),
@@ -332,6 +334,7 @@ impl<T> RecvFuture<'_, T> {
                     st.wait_recv(waiter, selector, 0);
                 }
                 self.phase.set(Phase::Waiting);
+                deadlock::note(Wait::Recv, &self.chan.home, Some(Side::Recv));
                 return Poll::Pending;
             }
             Take::Closed => Err(RecvError::Closed),
@@ -350,6 +353,7 @@ impl<T> RecvFuture<'_, T> {
         if st.is_receiving(waiter) {
             // SAFETY: single-channel selector, and we hold that channel's lock.
             unsafe { selector.set_waker(cx.waker()) };
+            deadlock::note(Wait::Recv, &self.chan.home, Some(Side::Recv));
             true
         } else {
             false

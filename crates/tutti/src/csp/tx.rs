@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use super::blocking::{self, Settle};
 use super::chan::{wake, Chan, Offer};
+use super::deadlock::{self, Side, Wait};
 use super::error::{SendError, SendTimeoutError, TrySendError};
 use super::waiter::{Phase, Registration, Status};
 use super::Arc;
@@ -76,6 +77,7 @@ impl<T> Tx<T> {
     /// ```
     #[inline]
     pub fn send(&self, value: T) -> SendFuture<'_, T> {
+        self.chan.home.act(Some(Side::Send));
         SendFuture {
             chan: &self.chan,
             value: Cell::new(Some(value)),
@@ -359,6 +361,7 @@ impl<T> SendFuture<'_, T> {
                     st.wait_send(waiter, selector);
                 }
                 self.phase.set(Phase::Waiting);
+                deadlock::note(Wait::Send, &self.chan.home, Some(Side::Send));
                 return Poll::Pending;
             }
             Offer::Closed(v) => Err(SendError::Closed(v)),
@@ -377,6 +380,7 @@ impl<T> SendFuture<'_, T> {
         if st.is_sending(waiter) {
             // SAFETY: single-channel selector, and we hold that channel's lock.
             unsafe { selector.set_waker(cx.waker()) };
+            deadlock::note(Wait::Send, &self.chan.home, Some(Side::Send));
             true
         } else {
             false

@@ -24,6 +24,7 @@
 
 mod block_on;
 mod builder;
+pub(crate) mod context;
 mod job;
 mod join;
 mod latch;

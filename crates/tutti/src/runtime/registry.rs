@@ -107,6 +107,12 @@ impl Registry {
         }
     }
 
+    /// Every worker is in its idle loop and no queue holds work: nothing runs or
+    /// is about to run (until something outside the workers wakes a task).
+    pub(crate) fn all_idle(&self) -> bool {
+        self.sleep.counters().idle() == self.thread_infos.len() as u64 && !self.has_visible_work()
+    }
+
     /// Any queue of any worker, or the injector, holds work. Used for the
     /// final scan before parking.
     pub(crate) fn has_visible_work(&self) -> bool {

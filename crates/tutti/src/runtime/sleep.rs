@@ -154,8 +154,7 @@ impl Sleep {
         }
     }
 
-    /// A snapshot of the counters (loom tests).
-    #[cfg(all(test, loom))]
+    /// A snapshot of the counters.
     pub(crate) fn counters(&self) -> Counters {
         self.counters.load()
     }

@@ -244,11 +244,14 @@ unsafe fn run_task(ptr: NonNull<()>) {
     if let Some(w) = worker {
         w.enter_task();
     }
+    // A task nested inside another one's poll must not see its host's context.
+    let host = super::context::replace_task_context(super::context::TaskContext::NONE);
     // The future's own panics are caught inside `TaskFuture`; this catches a
     // panic from a destructor run when the task completes.
     if let Err(p) = halt_unwinding(|| runnable.run()) {
         eprintln!("tutti: a task's destructor panicked: {}", payload_text(&p));
     }
+    super::context::replace_task_context(host);
     if let Some(w) = worker {
         w.leave_task();
     }

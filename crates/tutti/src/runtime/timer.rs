@@ -254,7 +254,6 @@ fn wake_all(wakers: Vec<Waker>) {
 }
 
 /// Number of armed timers in the global driver (entries not yet fired or dropped).
-#[cfg_attr(any(not(test), loom), allow(dead_code))]
 pub(crate) fn pending_timers() -> usize {
     Driver::global().len()
 }

@@ -42,6 +42,10 @@ pub(crate) const RUN_NEXT_BOUND: u32 = 32;
 /// Every this many `find_work` calls the injector is checked first.
 const INJECTOR_INTERVAL: u32 = 61;
 
+/// An idle worker that does not park (spin and yield strategies) calls the idle hook
+/// (`context.rs`) once every this many rounds; a parking one calls it before it parks.
+const IDLE_HOOK_EVERY: u32 = 1024;
+
 std::thread_local! {
     static CURRENT: Cell<*const WorkerThread> = const { Cell::new(ptr::null()) };
 }
@@ -325,6 +329,9 @@ impl WorkerThread {
             IdleStrategy::Yield { spins } => (spins, u32::MAX, false),
             IdleStrategy::Park { spins, yields } => (spins, yields, true),
         };
+        if rounds % IDLE_HOOK_EVERY == IDLE_HOOK_EVERY - 1 {
+            super::context::on_idle(&self.registry);
+        }
         if rounds < spins {
             // Back off exponentially (up to 64 hints) between scans so that
             // spinning workers do not hammer the other workers' queues.
@@ -339,6 +346,7 @@ impl WorkerThread {
         }
         if park {
             let registry = &self.registry;
+            super::context::on_idle(registry);
             registry
                 .sleep
                 .sleep(self.index, latch, None, || registry.has_visible_work());

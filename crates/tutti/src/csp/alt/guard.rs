@@ -57,6 +57,9 @@ pub(crate) trait Guard: Send {
     /// the end the user names when taking the value.
     fn id(&self) -> *const ();
 
+    /// Tells the deadlock detector that the polling process waits on this event.
+    fn note_wait(&self);
+
     /// Moves the fired value out into `*out`.
     ///
     /// # Safety

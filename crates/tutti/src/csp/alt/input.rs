@@ -1,6 +1,7 @@
 //! The channel input guard of an [`Alt`](super::Alt): `alt.recv(&rx)`.
 
 use crate::csp::chan::{wake, Chan};
+use crate::csp::deadlock::{self, Side, Wait};
 use crate::csp::waiter::{Selector, Waiter};
 
 use super::guard::{Enable, Guard};
@@ -24,6 +25,7 @@ impl<'a, T> InputGuard<'a, T> {
 
 impl<T: Send> Guard for InputGuard<'_, T> {
     unsafe fn enable(&self, selector: &Selector, index: usize, register: bool) -> Enable {
+        self.chan.home.act(Some(Side::Recv));
         if !register && !self.chan.may_recv() {
             // A look-only pass may trust the hint; waiting never does (see `chan.rs`).
             return Enable::NotReady;
@@ -57,6 +59,10 @@ impl<T: Send> Guard for InputGuard<'_, T> {
             Ok(waker) => wake(waker),
             Err(value) => drop(value),
         }
+    }
+
+    fn note_wait(&self) {
+        deadlock::note(Wait::AltRecv, &self.chan.home, Some(Side::Recv));
     }
 
     fn id(&self) -> *const () {

@@ -537,6 +537,7 @@ impl<'a> Alt<'a> {
         }
         // SAFETY: a multi-channel selector: counterparts only read its waker.
         if unsafe { self.selector.get().will_wake(cx.waker()) } {
+            self.note_waits();
             return Poll::Pending;
         }
         self.restart_round(mode, cx)
@@ -546,7 +547,22 @@ impl<'a> Alt<'a> {
     fn start_round(&mut self, mode: Mode, cx: &mut Context<'_>) -> Poll<usize> {
         match self.enable_pass(mode, Some(cx)) {
             Some(k) => Poll::Ready(self.finish(k, mode)),
-            None => Poll::Pending,
+            None => {
+                self.note_waits();
+                Poll::Pending
+            }
+        }
+    }
+
+    /// The round waits: tell the deadlock detector on what (a timeout makes the wait
+    /// one it cannot judge).
+    fn note_waits(&self) {
+        for e in self.guards.iter().filter(|e| e.waiting) {
+            match &e.kind {
+                Kind::Event(g) => g.get().note_wait(),
+                Kind::Timeout { .. } => crate::csp::deadlock::note_open(),
+                Kind::Skip => {}
+            }
         }
     }
 

@@ -10,6 +10,7 @@ use super::waiters::Slot;
 use super::word::{Phase, Step};
 use super::Enrollment;
 use crate::csp::blocking::{self, Settle};
+use crate::csp::deadlock::{self, Wait};
 
 /// Where a synchronisation stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -46,6 +47,7 @@ impl<'a> Sync<'a> {
 
     #[inline]
     fn start(&mut self) {
+        self.enrollment.inner().home.act(None);
         self.state = match self.enrollment.pending {
             Some(p) if self.enrollment.inner().state.phase() == p => State::Deferred(p),
             _ => self.arrive_now(),
@@ -81,6 +83,7 @@ impl<'a> Sync<'a> {
                             .waiters
                             .register(&inner.state, p, self.slot, cx.waker());
                         if self.slot.is_some() {
+                            deadlock::note(Wait::Barrier, &inner.home, None);
                             return Poll::Pending;
                         }
                     }

@@ -24,8 +24,11 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::OnceLock;
 use std::task::{Context, Poll, Waker};
 
+use super::Names;
+use crate::csp::deadlock::{Member, Network};
 use crate::csp::Arc;
 use crate::loom::{lock, AtomicUsize, Mutex, Ordering};
 
@@ -38,6 +41,8 @@ pub(crate) enum Failure {
     Panicked(Payload),
     /// It was dropped before completing (its runtime shut down).
     Cancelled,
+    /// The deadlock detector cancelled it (the root `par` reports the deadlock).
+    Deadlocked,
 }
 
 /// What a `par` and its processes share.
@@ -48,15 +53,27 @@ pub(crate) struct Shared {
     waker: Mutex<Option<Waker>>,
     /// Processes that failed: (index, failure).
     failures: Mutex<Vec<(usize, Failure)>>,
+    /// The network the processes belong to (`None`: deadlock detection off).
+    pub(crate) net: Option<std::sync::Arc<Network>>,
+    /// The process that runs this `par`, if it is one: its `par` and index (for names).
+    pub(crate) parent: Option<(Arc<Shared>, usize)>,
+    /// How the processes are named, once they have all been started.
+    pub(crate) names: OnceLock<Names>,
 }
 
 impl Shared {
     /// Counts the `par`'s own hold.
-    pub(crate) fn new() -> Shared {
+    pub(crate) fn new(
+        net: Option<std::sync::Arc<Network>>,
+        parent: Option<(Arc<Shared>, usize)>,
+    ) -> Shared {
         Shared {
             remaining: AtomicUsize::new(1),
             waker: Mutex::new(None),
             failures: Mutex::new(Vec::new()),
+            net,
+            parent,
+            names: OnceLock::new(),
         }
     }
 
@@ -111,22 +128,33 @@ impl Shared {
 
 /// A process of a `par`: the user's future and its place in the `par`.
 pub(crate) struct Process<F> {
-    future: F,
+    /// `None` once dropped early (cancelled by the deadlock detector).
+    future: Option<F>,
     /// `None` once the process has ended and counted down.
     shared: Option<Arc<Shared>>,
     index: usize,
+    /// Its membership in the network, when deadlock detection is on.
+    member: Option<Member>,
 }
 
 impl<F> Process<F> {
     pub(crate) fn new(future: F, shared: Arc<Shared>, index: usize) -> Self {
+        let member = shared
+            .net
+            .clone()
+            .map(|net| Member::new(net, Arc::clone(&shared), index));
         Process {
-            future,
+            future: Some(future),
             shared: Some(shared),
             index,
+            member,
         }
     }
 
     fn end(&mut self, failure: Option<Failure>) {
+        if let Some(m) = &self.member {
+            m.leave();
+        }
         if let Some(shared) = self.shared.take() {
             if let Some(f) = failure {
                 shared.fail(self.index, f);
@@ -140,13 +168,35 @@ impl<F: Future<Output = ()>> Future for Process<F> {
     type Output = ();
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        // SAFETY: `future` is structurally pinned — never moved out of `self` (`Drop` and
-        // `end` touch only `shared`) — and `Process` is not `Unpin` unless `F` is.
+        // SAFETY: `future` is structurally pinned — never moved out of `self`: it is only
+        // polled in place or dropped in place (set to `None`) — and `member` is pinned
+        // too (the network holds its address while registered; `end` and `Drop` remove
+        // it). `Process` is not `Unpin` unless `F` is.
         let this = unsafe { self.get_unchecked_mut() };
+        let Some(future) = this.future.as_mut() else {
+            return Poll::Ready(()); // already cancelled and ended
+        };
         // SAFETY: as above.
-        let future = unsafe { Pin::new_unchecked(&mut this.future) };
+        let future = unsafe { Pin::new_unchecked(future) };
+        let entered = match &this.member {
+            None => None,
+            Some(m) => match m.begin_poll(cx.waker()) {
+                Some(entered) => Some(entered),
+                None => {
+                    // Cancelled by the deadlock detector: drop the future in place (its
+                    // pending operations withdraw), as its own member.
+                    this.future = None;
+                    this.end(Some(Failure::Deadlocked));
+                    return Poll::Ready(());
+                }
+            },
+        };
         // A process's panic is caught here and re-raised by the `par` once all have ended.
-        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| future.poll(cx))) {
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| future.poll(cx)));
+        if let (Some(m), Some(entered)) = (&this.member, entered) {
+            m.end_poll(entered, matches!(result, Ok(Poll::Pending)));
+        }
+        match result {
             Ok(Poll::Pending) => Poll::Pending,
             Ok(Poll::Ready(())) => {
                 this.end(None);
@@ -162,7 +212,8 @@ impl<F: Future<Output = ()>> Future for Process<F> {
 
 impl<F> Drop for Process<F> {
     fn drop(&mut self) {
-        // Dropped before it ended: the runtime cancelled the task.
+        // Dropped before it ended: the runtime cancelled the task. Leave the network
+        // before the future goes (it may hold what the detector is looking at).
         self.end(Some(Failure::Cancelled));
     }
 }
@@ -191,7 +242,7 @@ mod loom_tests {
     #[test]
     fn count_down_wakes_the_par() {
         loom::model(|| {
-            let shared = Arc::new(Shared::new());
+            let shared = Arc::new(Shared::new(None, None));
             let ended = Arc::new(AtomicUsize::new(0));
             let mut threads = Vec::new();
             for _ in 0..2 {

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use super::*;
 use crate::csp::{channel, Barrier};
 
-fn message(r: std::thread::Result<()>) -> String {
+fn message<T: std::fmt::Debug>(r: std::thread::Result<T>) -> String {
     *r.unwrap_err().downcast::<String>().unwrap()
 }
 
@@ -36,7 +36,8 @@ fn par_runs_processes_in_parallel() {
         .process("receiver", receiver)
         .process("sender", sender)
         .run()
-        .wait_blocking();
+        .wait_blocking()
+        .unwrap();
     assert_eq!(ended.load(Ordering::Relaxed), 2);
 }
 
@@ -59,7 +60,8 @@ fn replicated_par_with_barrier_inside_a_task() {
                     }
                 }
             })
-            .await;
+            .await
+            .unwrap();
         })
     };
     outer.join();
@@ -78,9 +80,11 @@ fn par_over_iterator_and_empty() {
             }
         })
         .collect();
-    crate::block_on(par(ps));
+    crate::block_on(par(ps)).unwrap();
     assert_eq!(count.load(Ordering::Relaxed), 50);
-    par(Vec::<std::future::Ready<()>>::new()).wait_blocking();
+    par(Vec::<std::future::Ready<()>>::new())
+        .wait_blocking()
+        .unwrap();
 }
 
 /// A panic is re-raised only after every other process ended, naming the process.
@@ -123,8 +127,8 @@ fn replicated_panics_report_index_and_count() {
         .wait_blocking()
     });
     let msg = message(r);
-    assert!(msg.contains("process i = 1 panicked: odd one 1"), "{msg}");
-    assert!(msg.contains("and 2 more failed: i = 4, i = 7"), "{msg}");
+    assert!(msg.contains("process `i = 1` panicked: odd one 1"), "{msg}");
+    assert!(msg.contains("and 2 more failed: `i = 4`, `i = 7`"), "{msg}");
 }
 
 /// `par_named` with boxed processes; a numbered report for plain `par`.
@@ -142,5 +146,5 @@ fn named_and_numbered_reports() {
     let msg = message(std::panic::catch_unwind(|| {
         par((0..2).map(|i| async move { assert!(i != 1, "y") })).wait_blocking()
     }));
-    assert!(msg.contains("process #1 panicked: y"), "{msg}");
+    assert!(msg.contains("process `#1` panicked: y"), "{msg}");
 }

@@ -1,0 +1,131 @@
+//! What the detector knows about a channel or barrier: the network it was created in,
+//! whether anyone outside that network has acted on it, who last waited on each side,
+//! and its name.
+
+use std::borrow::Cow;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::Arc;
+
+use super::member;
+use super::network::Network;
+
+/// What kind of object a [`Home`] belongs to (for reports).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Object {
+    /// A channel of this capacity (0: rendezvous).
+    Channel(usize),
+    /// A barrier.
+    Barrier,
+}
+
+/// Side of an object a process waits on, indexing [`HomeInner::last`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Side {
+    /// Sending on a channel.
+    Send = 0,
+    /// Receiving from a channel (also as an `Alt` guard).
+    Recv = 1,
+}
+
+/// The detector's record of one object. Absent (`Home(None)`, no allocation) for an
+/// unnamed object created outside every process network: such an object is never
+/// internal to a network, so there is nothing to track.
+#[derive(Default)]
+pub(crate) struct Home(Option<Box<HomeInner>>);
+
+pub(crate) struct HomeInner {
+    /// The network whose process created the object (`None`: created outside any).
+    net: Option<Arc<Network>>,
+    /// Someone outside `net` has acted on the object (sticky).
+    outside: AtomicBool,
+    /// Member ids of the last process that used each [`Side`] (`u32::MAX`: none).
+    last: [AtomicU32; 2],
+    pub(crate) name: Option<Cow<'static, str>>,
+    pub(crate) object: Object,
+}
+
+impl Home {
+    /// The record of an object being created now, by the calling context.
+    pub(crate) fn new(object: Object, name: Option<Cow<'static, str>>) -> Home {
+        let net = member::current_network();
+        if net.is_none() && name.is_none() {
+            return Home(None);
+        }
+        Home(Some(Box::new(HomeInner {
+            net,
+            outside: AtomicBool::new(false),
+            last: [AtomicU32::new(u32::MAX), AtomicU32::new(u32::MAX)],
+            name,
+            object,
+        })))
+    }
+
+    /// The record, if any.
+    #[inline]
+    pub(crate) fn get(&self) -> Option<&HomeInner> {
+        self.0.as_deref()
+    }
+
+    /// The calling context acts on the object (any operation, clone or drop of an end);
+    /// `side`: the side it uses, if it is a send or a receive.
+    #[inline]
+    pub(crate) fn act(&self, side: Option<Side>) {
+        if let Some(h) = &self.0 {
+            h.act(side);
+        }
+    }
+
+    /// The object's name, if it was given one.
+    pub(crate) fn name(&self) -> Option<&str> {
+        self.0.as_ref().and_then(|h| h.name.as_deref())
+    }
+}
+
+impl HomeInner {
+    #[inline]
+    fn act(&self, side: Option<Side>) {
+        let Some(net) = &self.net else { return };
+        if self.outside.load(Ordering::Relaxed) {
+            return;
+        }
+        match member::current_id_in(net) {
+            Some(id) => {
+                if let Some(side) = side {
+                    self.set_last(side, id);
+                }
+            }
+            None => self.go_outside(net),
+        }
+    }
+
+    #[cold]
+    fn go_outside(&self, net: &Network) {
+        // The flag before the epoch: a member that reads the new epoch (Acquire) at the
+        // start of a poll then also sees the flag (see `network.rs`, "outside actions").
+        if !self.outside.swap(true, Ordering::SeqCst) {
+            net.outside_acted();
+        }
+    }
+
+    /// Whether the object belongs to `net` and nobody outside `net` has acted on it.
+    #[inline]
+    pub(crate) fn is_internal_to(&self, net: &Arc<Network>) -> bool {
+        self.net.as_ref().is_some_and(|n| Arc::ptr_eq(n, net))
+            && !self.outside.load(Ordering::Acquire)
+    }
+
+    /// Records that member `id` uses `side`.
+    #[inline]
+    pub(crate) fn set_last(&self, side: Side, id: u32) {
+        let slot = &self.last[side as usize];
+        if slot.load(Ordering::Relaxed) != id {
+            slot.store(id, Ordering::Relaxed);
+        }
+    }
+
+    /// The member that last waited on `side`, if any.
+    pub(crate) fn last(&self, side: Side) -> Option<u32> {
+        let id = self.last[side as usize].load(Ordering::Relaxed);
+        (id != u32::MAX).then_some(id)
+    }
+}

@@ -1,0 +1,293 @@
+//! A process's membership in a network: its state word (read by the detector), the waits
+//! it noted during its last poll, and the thread-local "current member" that CSP
+//! operations consult.
+//!
+//! # The state word
+//!
+//! Written only by the member's own poll (`begin` / `end`), read by the detector:
+//!
+//! ```text
+//! bits 63..32  outside epoch of the network, read at the start of the poll
+//! bits 31..2   poll count (wrapping)
+//! bits  1..0   RUNNING | BLOCKED_CSP | BLOCKED_OTHER
+//! ```
+//!
+//! `BLOCKED_CSP` means: the last poll returned `Pending` after noting at least one CSP
+//! wait, every noted wait was on an object internal to the network (see `home.rs`), and
+//! nothing it waits on is a timer or a foreign future that noted nothing… as far as the
+//! CSP layer can tell (see the module docs of `deadlock` for the limits).
+
+use std::ptr;
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::task::Waker;
+
+use super::home::{Home, HomeInner, Side};
+use super::network::Network;
+use crate::csp::par::Shared;
+use crate::runtime::context::{self, TaskContext};
+
+pub(crate) const RUNNING: u64 = 0;
+pub(crate) const BLOCKED_CSP: u64 = 1;
+pub(crate) const BLOCKED_OTHER: u64 = 2;
+const STATE_MASK: u64 = 3;
+const POLL_ONE: u64 = 4;
+const POLL_MASK: u64 = 0xffff_fffc;
+
+/// `note` bits: at least one CSP wait was noted this poll.
+const NOTED: u32 = 1;
+/// A noted wait was on something outside the network (or a timer): not deadlockable.
+const OPEN: u32 = 2;
+const KIND_SHIFT: u32 = 8;
+const COUNT_SHIFT: u32 = 16;
+
+/// What a member waits on (the first wait it noted in its last poll).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Wait {
+    /// Sending on a channel.
+    Send = 1,
+    /// Receiving from a channel.
+    Recv = 2,
+    /// An `Alt` guard receiving from a channel.
+    AltRecv = 3,
+    /// Syncing at a barrier.
+    Barrier = 4,
+    /// Waiting for the processes of a nested `par`.
+    Par = 5,
+}
+
+impl Wait {
+    fn from_bits(b: u32) -> Option<Wait> {
+        Some(match b {
+            1 => Wait::Send,
+            2 => Wait::Recv,
+            3 => Wait::AltRecv,
+            4 => Wait::Barrier,
+            5 => Wait::Par,
+            _ => return None,
+        })
+    }
+}
+
+/// The detector's part of a process of a tracked network.
+pub(crate) struct Member {
+    pub(crate) net: Arc<Network>,
+    /// The `par` that started the process, and the process's index in it (for names).
+    pub(crate) par: Arc<Shared>,
+    pub(crate) index: usize,
+    /// See the module docs.
+    word: AtomicU64,
+    /// `NOTED | OPEN | kind << 8 | count << 16` of the current / last poll.
+    note: AtomicU32,
+    /// The member's slot in its network (`u32::MAX` until its first poll).
+    id: AtomicU32,
+    /// Set by the detector once the network is declared deadlocked.
+    cancel: AtomicBool,
+    /// The object of the first wait noted in the last poll.
+    object: AtomicPtr<HomeInner>,
+}
+
+/// A consistent-enough view of a member for one collect of the detector.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Snapshot {
+    pub(crate) word: u64,
+}
+
+impl Snapshot {
+    pub(crate) fn state(self) -> u64 {
+        self.word & STATE_MASK
+    }
+
+    pub(crate) fn outside_epoch(self) -> u32 {
+        (self.word >> 32) as u32
+    }
+}
+
+/// The tag of a task context that points to a `Member` (`runtime/context.rs`).
+static MEMBER_TAG: u8 = 0;
+
+impl Member {
+    pub(crate) fn new(net: Arc<Network>, par: Arc<Shared>, index: usize) -> Member {
+        Member {
+            net,
+            par,
+            index,
+            word: AtomicU64::new(RUNNING),
+            note: AtomicU32::new(0),
+            id: AtomicU32::new(u32::MAX),
+            cancel: AtomicBool::new(false),
+            object: AtomicPtr::new(ptr::null_mut()),
+        }
+    }
+
+    /// The member's id in its network, once registered.
+    pub(crate) fn id(&self) -> u32 {
+        self.id.load(Ordering::Relaxed)
+    }
+
+    /// Starts a poll of the member's future: registers it on the first poll, marks it
+    /// running and makes it the thread's current member. Returns what to hand back to
+    /// [`end_poll`](Self::end_poll), or `None` if the detector cancelled the member (the
+    /// caller drops the future instead of polling it).
+    #[inline]
+    pub(crate) fn begin_poll(&self, waker: &Waker) -> Option<Entered> {
+        if self.id.load(Ordering::Relaxed) == u32::MAX {
+            let id = self.net.register(self, waker);
+            self.id.store(id, Ordering::Relaxed);
+        }
+        if self.cancel.load(Ordering::Acquire) {
+            return None;
+        }
+        let epoch = self.net.outside_epoch();
+        let word = self.word.load(Ordering::Relaxed);
+        let polls = (word & POLL_MASK).wrapping_add(POLL_ONE) & POLL_MASK;
+        let running = (u64::from(epoch) << 32) | polls | RUNNING;
+        self.word.store(running, Ordering::Relaxed);
+        // Release: a detector that reads this reset (Acquire) then sees `running` too.
+        self.note.store(0, Ordering::Release);
+        let host = context::replace_task_context(TaskContext {
+            tag: &MEMBER_TAG,
+            data: (self as *const Member).cast(),
+        });
+        Some(Entered { host, running })
+    }
+
+    /// Ends a poll begun with [`begin_poll`](Self::begin_poll). `pending`: the future
+    /// returned `Pending`.
+    #[inline]
+    pub(crate) fn end_poll(&self, entered: Entered, pending: bool) {
+        context::replace_task_context(entered.host);
+        if pending {
+            let note = self.note.load(Ordering::Relaxed);
+            let state = if note & NOTED != 0 && note & OPEN == 0 {
+                BLOCKED_CSP
+            } else {
+                BLOCKED_OTHER
+            };
+            // Release: the notes of this poll happen-before a detector's Acquire read.
+            self.word
+                .store((entered.running & !STATE_MASK) | state, Ordering::Release);
+        }
+    }
+
+    /// Leaves the network (the process ended or was dropped).
+    pub(crate) fn leave(&self) {
+        let id = self.id.swap(u32::MAX, Ordering::Relaxed);
+        if id != u32::MAX {
+            self.net.unregister(id);
+        }
+    }
+
+    /// The detector's read of the state word.
+    pub(crate) fn snapshot(&self) -> Snapshot {
+        Snapshot {
+            word: self.word.load(Ordering::Acquire),
+        }
+    }
+
+    /// The first wait noted in the member's last poll, and how many it noted.
+    /// Meaningful only while a detector holds the network's registry and has seen the
+    /// member blocked (the object is then kept alive by the member's pending future).
+    pub(crate) fn wait(&self) -> (Option<Wait>, u32, *const HomeInner) {
+        let note = self.note.load(Ordering::Acquire);
+        let kind = Wait::from_bits((note >> KIND_SHIFT) & 0xff);
+        (
+            kind,
+            note >> COUNT_SHIFT,
+            self.object.load(Ordering::Relaxed),
+        )
+    }
+
+    /// Marks the member cancelled by the detector.
+    pub(crate) fn cancel(&self) {
+        self.cancel.store(true, Ordering::Release);
+    }
+
+    fn add_note(&self, wait: Wait, object: Option<&HomeInner>, open: bool) {
+        let note = self.note.load(Ordering::Relaxed);
+        let count = (note >> COUNT_SHIFT).saturating_add(1).min(0xffff);
+        let mut new = (note & !(0xffff << COUNT_SHIFT)) | (count << COUNT_SHIFT) | NOTED;
+        if open {
+            new |= OPEN;
+        }
+        if note & NOTED == 0 {
+            new |= (wait as u32) << KIND_SHIFT;
+            self.object.store(
+                object.map_or(ptr::null_mut(), |h| (h as *const HomeInner).cast_mut()),
+                Ordering::Relaxed,
+            );
+        }
+        self.note.store(new, Ordering::Relaxed);
+    }
+}
+
+/// What `begin_poll` changed, for `end_poll` to restore.
+pub(crate) struct Entered {
+    host: TaskContext,
+    running: u64,
+}
+
+/// The member being polled on this thread, if any.
+#[inline]
+fn current() -> Option<&'static Member> {
+    let cx = context::task_context();
+    if !ptr::eq(cx.tag, &MEMBER_TAG) {
+        return None;
+    }
+    // SAFETY: a context tagged `MEMBER_TAG` is set by `begin_poll` to its own `Member`
+    // only for the duration of that poll, during which the member (pinned inside its
+    // task) is alive; the scheduler clears the context around nested tasks. The 'static
+    // lifetime never escapes: callers use the reference only within the current call.
+    Some(unsafe { &*cx.data.cast::<Member>() })
+}
+
+/// The member being polled on this thread, if any: its network, `par` and index.
+pub(crate) fn current_process() -> Option<(Arc<Network>, Arc<Shared>, usize)> {
+    current().map(|m| (Arc::clone(&m.net), Arc::clone(&m.par), m.index))
+}
+
+/// The network of the member being polled on this thread, if any.
+pub(crate) fn current_network() -> Option<Arc<Network>> {
+    current().map(|m| Arc::clone(&m.net))
+}
+
+/// The id of the calling context if it is a member of `net`.
+#[inline]
+pub(crate) fn current_id_in(net: &Network) -> Option<u32> {
+    current()
+        .filter(|m| ptr::eq(Arc::as_ptr(&m.net), net))
+        .map(Member::id)
+}
+
+/// A CSP operation is about to return `Pending`: note what the current member (if any)
+/// waits on. `home` is the object's record; `side` the side for channels.
+#[inline]
+pub(crate) fn note(wait: Wait, home: &Home, side: Option<Side>) {
+    let Some(m) = current() else { return };
+    note_cold(m, wait, home, side);
+}
+
+#[inline(never)]
+fn note_cold(m: &Member, wait: Wait, home: &Home, side: Option<Side>) {
+    let inner = home.get();
+    let open = !inner.is_some_and(|h| h.is_internal_to(&m.net));
+    if let (Some(h), Some(side)) = (inner, side) {
+        h.set_last(side, m.id());
+    }
+    m.add_note(wait, inner, open);
+}
+
+/// The current member waits for a nested `par` of the same network.
+pub(crate) fn note_par() {
+    if let Some(m) = current() {
+        m.add_note(Wait::Par, None, false);
+    }
+}
+
+/// The current member waits on something the detector cannot see through (a timer).
+pub(crate) fn note_open() {
+    if let Some(m) = current() {
+        let note = m.note.load(Ordering::Relaxed);
+        m.note.store(note | OPEN, Ordering::Relaxed);
+    }
+}

@@ -1,0 +1,425 @@
+//! A process network: the registry of its members, and the detector that declares it
+//! deadlocked.
+//!
+//! # When the detector runs
+//!
+//! Only when the runtime is *quiet*: every worker idle with empty queues and no timer
+//! armed (`runtime/context.rs`, the idle hook). Then no task runs or is queued, so every
+//! member that is not finished is parked in some future, and nothing inside the runtime
+//! can wake it. What can still wake a member: a timer (none is armed), a party outside
+//! the runtime's tasks (a plain thread, or a task woken by one), or something the CSP
+//! layer cannot see (a foreign future). The detector declares a deadlock only if every
+//! member's last poll noted CSP waits, all on objects *internal* to the network
+//! (`home.rs`: created by one of its members and never acted on from outside), so that
+//! only another member could complete them — and every member is blocked.
+//!
+//! # Consistency: double collect
+//!
+//! Members write their state word themselves, without locks (`member.rs`). The detector
+//! reads every member's word twice (holding the registry's locks, so that no member
+//! joins or leaves meanwhile) and also checks the runtime is still quiet and the
+//! network's *outside epoch* has not moved. Each poll changes the word (its poll count),
+//! so equal reads mean no member was polled in between: at the moment between the two
+//! collects, all were blocked at once.
+//!
+//! # Outside actions
+//!
+//! An object acted on from outside its network is marked (sticky) and the network's
+//! outside epoch is incremented, flag first. A member records the epoch at the start of
+//! each poll and notes whether its waits are internal after that; a member whose
+//! recorded epoch is not the current one may have noted an object as internal just
+//! before someone outside touched it, so it counts as not deadlockable until it blocks
+//! again.
+//!
+//! # After the declaration
+//!
+//! The report is stored and printed, every member is marked cancelled and woken; its
+//! next poll drops its future (withdrawing its pending operations, so no value is lost)
+//! and ends it. The root `par` then completes with `Err(Deadlock)`.
+
+use std::sync::atomic::{AtomicU32, AtomicU8, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, RwLock, Weak};
+use std::task::Waker;
+
+use super::home::{HomeInner, Object, Side};
+use super::member::{self, Member, Snapshot, Wait};
+use super::report::{BlockedProcess, Deadlock};
+use crate::csp::par::process_name;
+
+const SHARDS: usize = 8;
+const SHARD_BITS: u32 = 3;
+
+/// Every root network that may still have members.
+static NETWORKS: Mutex<Vec<Weak<Network>>> = Mutex::new(Vec::new());
+
+/// Objects' records are not freed while the detector reads them (see `HomeInner`'s drop).
+pub(crate) static SCAN_GATE: RwLock<()> = RwLock::new(());
+
+/// One detector at a time: `SCAN_IDLE`, `SCANNING`, or `SCAN_AGAIN` (another idle
+/// worker asked for a scan meanwhile; the scanning worker repeats).
+static SCANNER: AtomicU8 = AtomicU8::new(SCAN_IDLE);
+const SCAN_IDLE: u8 = 0;
+const SCANNING: u8 = 1;
+const SCAN_AGAIN: u8 = 2;
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A registered member and the waker of its task.
+struct Entry {
+    member: *const Member,
+    waker: Option<Waker>,
+}
+
+#[derive(Default)]
+struct Shard {
+    entries: Vec<Entry>,
+    free: Vec<u32>,
+}
+
+// SAFETY: the raw member pointers are only dereferenced under the shard's lock, and a
+// member removes its entry (taking the lock) before its memory goes away.
+unsafe impl Send for Shard {}
+
+/// A process network: the processes of one root `par` and of every `par` nested in them.
+pub(crate) struct Network {
+    shards: Box<[Mutex<Shard>]>,
+    outside_epoch: AtomicU32,
+    report: OnceLock<Deadlock>,
+    /// Flat position where the last scan met a member that was not blocked.
+    resume: AtomicU32,
+}
+
+impl Network {
+    /// A new root network, known to the detector.
+    pub(crate) fn new_root() -> Arc<Network> {
+        crate::runtime::context::set_idle_hook(on_idle);
+        let net = Arc::new(Network {
+            shards: (0..SHARDS).map(|_| Mutex::default()).collect(),
+            outside_epoch: AtomicU32::new(0),
+            report: OnceLock::new(),
+            resume: AtomicU32::new(0),
+        });
+        let mut all = lock(&NETWORKS);
+        if all.len() >= 64 && all.len().is_power_of_two() {
+            all.retain(|w| w.strong_count() > 0);
+        }
+        all.push(Arc::downgrade(&net));
+        net
+    }
+
+    /// The deadlock declared for this network, if any.
+    pub(crate) fn deadlock(&self) -> Option<&Deadlock> {
+        self.report.get()
+    }
+
+    #[inline]
+    pub(crate) fn outside_epoch(&self) -> u32 {
+        self.outside_epoch.load(Ordering::Acquire)
+    }
+
+    /// Someone outside the network acted on one of its objects (after marking it).
+    pub(crate) fn outside_acted(&self) {
+        self.outside_epoch.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// Adds a member (at its first poll); returns its id.
+    pub(crate) fn register(&self, member: &Member, waker: &Waker) -> u32 {
+        let shard_index = crate::runtime::worker_index().unwrap_or(0) % SHARDS;
+        let mut shard = lock(&self.shards[shard_index]);
+        let entry = Entry {
+            member,
+            waker: Some(waker.clone()),
+        };
+        let index = match shard.free.pop() {
+            Some(i) => {
+                shard.entries[i as usize] = entry;
+                i
+            }
+            None => {
+                shard.entries.push(entry);
+                (shard.entries.len() - 1) as u32
+            }
+        };
+        assert!(
+            index < (u32::MAX >> SHARD_BITS),
+            "tutti: more than 2^29 processes of one network on one worker"
+        );
+        (index << SHARD_BITS) | shard_index as u32
+    }
+
+    /// Removes member `id`.
+    pub(crate) fn unregister(&self, id: u32) {
+        let (shard_index, index) = split(id);
+        let waker = {
+            let mut shard = lock(&self.shards[shard_index]);
+            let entry = &mut shard.entries[index];
+            entry.member = std::ptr::null();
+            let waker = entry.waker.take();
+            shard.free.push(index as u32);
+            waker
+        };
+        drop(waker);
+    }
+
+    /// The declaration, if the network is deadlocked now (see the module docs).
+    fn check(&self, quiet: &dyn Fn() -> bool) -> Option<(Deadlock, Vec<Waker>)> {
+        if self.report.get().is_some() {
+            return None;
+        }
+        let gate = SCAN_GATE.write().unwrap_or_else(|e| e.into_inner());
+        let shards: Vec<MutexGuard<'_, Shard>> = self.shards.iter().map(lock).collect();
+        let epoch = self.outside_epoch();
+
+        // Collect 1, starting where the last scan stopped.
+        let all: Vec<(usize, &Entry)> = shards
+            .iter()
+            .flat_map(|s| s.entries.iter())
+            .enumerate()
+            .filter(|(_, e)| !e.member.is_null())
+            .collect();
+        if all.is_empty() {
+            return None;
+        }
+        let start = all
+            .iter()
+            .position(|(pos, _)| *pos >= self.resume.load(Ordering::Relaxed) as usize)
+            .unwrap_or(0);
+        let mut seen: Vec<Snapshot> = vec![Snapshot { word: 0 }; all.len()];
+        for k in (start..all.len()).chain(0..start) {
+            let (pos, entry) = all[k];
+            // SAFETY: registered entries point to live members (we hold the shard lock).
+            let s = unsafe { &*entry.member }.snapshot();
+            if s.state() != member::BLOCKED_CSP || s.outside_epoch() != epoch {
+                self.resume.store(pos as u32, Ordering::Relaxed);
+                return None;
+            }
+            seen[k] = s;
+        }
+        if !quiet() {
+            return None;
+        }
+        // Collect 2.
+        for (k, (_, entry)) in all.iter().enumerate() {
+            // SAFETY: as above.
+            if unsafe { &*entry.member }.snapshot() != seen[k] {
+                return None;
+            }
+        }
+        if self.outside_epoch() != epoch || !quiet() {
+            return None;
+        }
+
+        // Deadlocked. Describe it while everything is still in place.
+        // SAFETY: as above.
+        let members: Vec<&Member> = all.iter().map(|(_, e)| unsafe { &*e.member }).collect();
+        let report = describe(&members, &shards);
+        let wakers = all
+            .iter()
+            .filter_map(|(_, e)| e.waker.clone())
+            .collect::<Vec<_>>();
+        for m in &members {
+            m.cancel();
+        }
+        drop(shards);
+        drop(gate);
+        Some((report, wakers))
+    }
+}
+
+fn split(id: u32) -> (usize, usize) {
+    (
+        (id & ((1 << SHARD_BITS) - 1)) as usize,
+        (id >> SHARD_BITS) as usize,
+    )
+}
+
+/// The idle hook: looks for deadlocked networks while the runtime is quiet.
+fn on_idle(quiet: &dyn Fn() -> bool) {
+    if !super::enabled() {
+        return;
+    }
+    // Become the scanner, or leave a request for the one at work.
+    let mut state = SCANNER.load(Ordering::Acquire);
+    loop {
+        let (from, to) = match state {
+            SCAN_IDLE => (SCAN_IDLE, SCANNING),
+            SCANNING => (SCANNING, SCAN_AGAIN),
+            _ => return, // a request is pending already
+        };
+        match SCANNER.compare_exchange(from, to, Ordering::AcqRel, Ordering::Acquire) {
+            Ok(_) if from == SCAN_IDLE => break,
+            Ok(_) => return, // the scanner will scan again
+            Err(now) => state = now,
+        }
+    }
+    loop {
+        scan(quiet);
+        // Done, unless someone asked again meanwhile.
+        if SCANNER
+            .compare_exchange(SCANNING, SCAN_IDLE, Ordering::AcqRel, Ordering::Relaxed)
+            .is_ok()
+        {
+            return;
+        }
+        SCANNER.store(SCANNING, Ordering::Relaxed);
+        if !quiet() {
+            // Whoever makes the runtime quiet again runs its own scan.
+            SCANNER.store(SCAN_IDLE, Ordering::Release);
+            return;
+        }
+    }
+}
+
+/// Checks every network once.
+fn scan(quiet: &dyn Fn() -> bool) {
+    let nets: Vec<Arc<Network>> = {
+        let mut all = lock(&NETWORKS);
+        all.retain(|w| w.strong_count() > 0);
+        all.iter().filter_map(Weak::upgrade).collect()
+    };
+    for net in nets {
+        if let Some((report, wakers)) = net.check(quiet) {
+            eprintln!("{report}");
+            if net.report.set(report).is_ok() {
+                for w in wakers {
+                    w.wake();
+                }
+            }
+        }
+    }
+}
+
+/// Builds the report: each blocked process, what it waits on, and a wait-for cycle.
+fn describe(members: &[&Member], shards: &[MutexGuard<'_, Shard>]) -> Deadlock {
+    let mut objects: Vec<*const HomeInner> = Vec::new();
+    let mut object_name = |h: &HomeInner| -> String {
+        let p: *const HomeInner = h;
+        let k = match objects.iter().position(|&o| std::ptr::eq(o, p)) {
+            Some(k) => k,
+            None => {
+                objects.push(p);
+                objects.len() - 1
+            }
+        };
+        let what = match h.object {
+            Object::Channel(0) => "channel",
+            Object::Channel(_) => "buffered channel",
+            Object::Barrier => "barrier",
+        };
+        match &h.name {
+            Some(n) => format!("{what} `{n}`"),
+            None => format!("{what} #{}", k + 1),
+        }
+    };
+    let lookup = |id: u32| -> Option<&Member> {
+        let (s, i) = split(id);
+        let e = shards.get(s)?.entries.get(i)?;
+        // SAFETY: registered entries point to live members (the caller holds the locks).
+        (!e.member.is_null()).then(|| unsafe { &*e.member })
+    };
+
+    let mut processes = Vec::with_capacity(members.len());
+    let mut next: Vec<Option<usize>> = Vec::with_capacity(members.len());
+    for m in members {
+        let (wait, count, object) = m.wait();
+        // SAFETY: the member is blocked on `object` (its pending future borrows an end of
+        // it), it cannot move on while we hold its shard lock and see it blocked, and
+        // records are not freed while we hold the scan gate.
+        let object = unsafe { object.as_ref() };
+        let target = match (wait, object) {
+            (Some(Wait::Par), _) => "for its PAR (nested processes) to end".to_string(),
+            (Some(w), Some(h)) => {
+                let name = object_name(h);
+                match w {
+                    Wait::Send => format!("to send on {name}"),
+                    Wait::Recv => format!("to receive from {name}"),
+                    Wait::AltRecv if count > 1 => {
+                        format!("in an ALT over {count} guards (receive from {name}, …)")
+                    }
+                    Wait::AltRecv => format!("in an ALT (receive from {name})"),
+                    Wait::Barrier => format!("at {name}"),
+                    Wait::Par => unreachable!(),
+                }
+            }
+            _ => "on a CSP operation".to_string(),
+        };
+        let peer_side = match wait {
+            Some(Wait::Send) => Some(Side::Recv),
+            Some(Wait::Recv | Wait::AltRecv) => Some(Side::Send),
+            _ => None,
+        };
+        let peer = peer_side
+            .zip(object)
+            .and_then(|(side, h)| h.last(side))
+            .and_then(lookup)
+            .and_then(|p| members.iter().position(|q| std::ptr::eq(*q, p)));
+        next.push(peer);
+        processes.push(BlockedProcess::new(m.name(), format!("waits {target}")));
+    }
+    let cycle = find_cycle(&next)
+        .into_iter()
+        .map(|k| processes[k].name().to_string())
+        .collect();
+    Deadlock::new(processes, cycle)
+}
+
+/// A cycle in the functional graph `next` (each node has at most one successor), as the
+/// node sequence with the first node repeated at the end; empty if there is none.
+fn find_cycle(next: &[Option<usize>]) -> Vec<usize> {
+    let n = next.len();
+    let mut color = vec![0u8; n]; // 0 new, 1 on the current path, 2 done
+    for s in 0..n {
+        let mut path = Vec::new();
+        let mut v = Some(s);
+        while let Some(u) = v {
+            match color[u] {
+                0 => {
+                    color[u] = 1;
+                    path.push(u);
+                    v = next[u];
+                }
+                1 => {
+                    let from = path.iter().position(|&p| p == u).unwrap_or(0);
+                    let mut cycle = path[from..].to_vec();
+                    cycle.push(u);
+                    return cycle;
+                }
+                _ => break,
+            }
+        }
+        for p in path {
+            color[p] = 2;
+        }
+    }
+    Vec::new()
+}
+
+impl Member {
+    /// The member's process name, as the `par`s that started it name it.
+    fn name(&self) -> String {
+        process_name(&self.par, self.index)
+    }
+}
+
+impl Drop for HomeInner {
+    fn drop(&mut self) {
+        // Wait for a detector that may be reading this record (see `Network::check`).
+        drop(SCAN_GATE.read().unwrap_or_else(|e| e.into_inner()));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::find_cycle;
+
+    #[test]
+    fn cycles_in_functional_graphs() {
+        assert_eq!(find_cycle(&[Some(1), Some(0)]), vec![0, 1, 0]);
+        assert_eq!(find_cycle(&[Some(1), Some(2), Some(1)]), vec![1, 2, 1]);
+        assert_eq!(find_cycle(&[Some(1), None]), Vec::<usize>::new());
+        assert_eq!(find_cycle(&[Some(0)]), vec![0, 0]);
+        assert_eq!(find_cycle(&[None, Some(2), Some(3), Some(1)]), vec![1, 2, 3, 1]);
+    }
+}

@@ -1,0 +1,69 @@
+//! Two seams through which the layers above observe the scheduler without the scheduler
+//! knowing them:
+//!
+//! * **The task context**: one pointer per thread naming "what is being polled", which a
+//!   layer above (the CSP deadlock detector) sets while it polls one of its futures. The
+//!   scheduler clears it around every task it runs, so a task that runs nested inside
+//!   another (a worker helping while it waits) never sees its host's context.
+//! * **The idle hook**: a function a layer above installs once; a worker that has found no
+//!   work for a while calls it, but only while the whole runtime is quiet — every worker
+//!   idle and no timer armed — and hands it that condition to check again.
+
+use std::cell::Cell;
+use std::sync::OnceLock;
+
+use super::registry::Registry;
+
+/// The idle hook: called with a check that the runtime is still quiet.
+pub(crate) type IdleHook = fn(&dyn Fn() -> bool);
+
+static IDLE_HOOK: OnceLock<IdleHook> = OnceLock::new();
+
+/// What a layer attached to the poll under way on this thread: a tag (the address of a
+/// static owned by that layer, saying what `data` points to) and the data.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct TaskContext {
+    pub(crate) tag: *const u8,
+    pub(crate) data: *const (),
+}
+
+impl TaskContext {
+    /// No context.
+    pub(crate) const NONE: TaskContext = TaskContext {
+        tag: std::ptr::null(),
+        data: std::ptr::null(),
+    };
+}
+
+thread_local! {
+    static TASK_CONTEXT: Cell<TaskContext> = const { Cell::new(TaskContext::NONE) };
+}
+
+/// The context set by the layer polling on this thread ([`TaskContext::NONE`] if none).
+#[inline]
+pub(crate) fn task_context() -> TaskContext {
+    TASK_CONTEXT.with(Cell::get)
+}
+
+/// Sets this thread's task context; returns the previous one (to restore afterwards).
+#[inline]
+pub(crate) fn replace_task_context(context: TaskContext) -> TaskContext {
+    TASK_CONTEXT.with(|c| c.replace(context))
+}
+
+/// Installs the idle hook (the first installation wins; later ones are ignored).
+pub(crate) fn set_idle_hook(hook: IdleHook) {
+    let _ = IDLE_HOOK.set(hook);
+}
+
+/// Called by an idle worker of `registry`: runs the hook if the runtime is quiet.
+#[cold]
+pub(crate) fn on_idle(registry: &Registry) {
+    let Some(hook) = IDLE_HOOK.get() else {
+        return;
+    };
+    let quiet = || registry.all_idle() && super::timer::pending_timers() == 0;
+    if quiet() {
+        hook(&quiet);
+    }
+}
