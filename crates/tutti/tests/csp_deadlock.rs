@@ -116,7 +116,10 @@ fn barrier_never_completed_is_reported() {
     .wait_blocking()
     .unwrap_err();
     assert_eq!(waits_of(&err, "run/syncer"), "waits at barrier `phase`");
-    assert_eq!(waits_of(&err, "run/stuck"), "waits to receive from channel `never`");
+    assert_eq!(
+        waits_of(&err, "run/stuck"),
+        "waits to receive from channel `never`"
+    );
     assert!(err.cycle().is_empty(), "{err}");
 }
 
@@ -196,9 +199,7 @@ fn an_inside_channel_used_outside_is_not_internal() {
 fn alt_with_timeout_is_not_a_deadlock() {
     run(async {
         let (_tx, rx) = channel::<u8>();
-        let mut alt = Alt::new()
-            .recv(&rx)
-            .timeout(Duration::from_millis(100));
+        let mut alt = Alt::new().recv(&rx).timeout(Duration::from_millis(100));
         assert_eq!(alt.pri_select().await.index(), 1);
     })
     .wait_blocking()
@@ -219,7 +220,10 @@ fn waiting_for_a_plain_task_is_not_a_deadlock() {
                 let v = helper.await;
                 tx.send(v).await.unwrap();
             })
-            .process("receiver", async move { assert_eq!(rx.recv().await, Ok(7)) })
+            .process(
+                "receiver",
+                async move { assert_eq!(rx.recv().await, Ok(7)) },
+            )
             .run()
             .await
             .unwrap();

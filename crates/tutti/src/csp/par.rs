@@ -57,8 +57,8 @@ use std::task::{Context, Poll};
 
 use super::deadlock::{self, Deadlock, Network};
 use super::Arc;
-use process::{Failure, Process};
 pub(crate) use process::Shared;
+use process::{Failure, Process};
 
 /// Runs `processes` in parallel; the returned future completes when every one of them
 /// has ended (occam `PAR`).
@@ -442,7 +442,10 @@ impl Future for ParFuture<'_> {
         if !failures.is_empty() {
             Self::report(shared, failures);
         }
-        match (&shared.parent, shared.net.as_deref().and_then(Network::deadlock)) {
+        match (
+            &shared.parent,
+            shared.net.as_deref().and_then(Network::deadlock),
+        ) {
             (None, Some(d)) => Poll::Ready(Err(d.clone())),
             _ => Poll::Ready(Ok(())),
         }

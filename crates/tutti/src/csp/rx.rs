@@ -8,8 +8,8 @@ use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use super::blocking::{self, Settle};
-use super::deadlock::{self, Side, Wait};
 use super::chan::{wake, Chan, Take};
+use super::deadlock::{self, Side, Wait};
 use super::error::{RecvError, RecvTimeoutError, TryRecvError};
 use super::waiter::{Phase, Registration, Status};
 use super::Arc;

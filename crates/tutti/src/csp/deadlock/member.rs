@@ -73,7 +73,7 @@ impl Wait {
 pub(crate) struct Member {
     pub(crate) net: Arc<Network>,
     /// The `par` that started the process, and the process's index in it (for names).
-    pub(crate) par: Arc<Shared>,
+    pub(crate) par: crate::csp::Arc<Shared>,
     pub(crate) index: usize,
     /// See the module docs.
     word: AtomicU64,
@@ -107,7 +107,7 @@ impl Snapshot {
 static MEMBER_TAG: u8 = 0;
 
 impl Member {
-    pub(crate) fn new(net: Arc<Network>, par: Arc<Shared>, index: usize) -> Member {
+    pub(crate) fn new(net: Arc<Network>, par: crate::csp::Arc<Shared>, index: usize) -> Member {
         Member {
             net,
             par,
@@ -242,8 +242,8 @@ fn current() -> Option<&'static Member> {
 }
 
 /// The member being polled on this thread, if any: its network, `par` and index.
-pub(crate) fn current_process() -> Option<(Arc<Network>, Arc<Shared>, usize)> {
-    current().map(|m| (Arc::clone(&m.net), Arc::clone(&m.par), m.index))
+pub(crate) fn current_process() -> Option<(Arc<Network>, crate::csp::Arc<Shared>, usize)> {
+    current().map(|m| (Arc::clone(&m.net), crate::csp::Arc::clone(&m.par), m.index))
 }
 
 /// The network of the member being polled on this thread, if any.

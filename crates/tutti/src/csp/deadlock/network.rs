@@ -420,6 +420,9 @@ mod tests {
         assert_eq!(find_cycle(&[Some(1), Some(2), Some(1)]), vec![1, 2, 1]);
         assert_eq!(find_cycle(&[Some(1), None]), Vec::<usize>::new());
         assert_eq!(find_cycle(&[Some(0)]), vec![0, 0]);
-        assert_eq!(find_cycle(&[None, Some(2), Some(3), Some(1)]), vec![1, 2, 3, 1]);
+        assert_eq!(
+            find_cycle(&[None, Some(2), Some(3), Some(1)]),
+            vec![1, 2, 3, 1]
+        );
     }
 }
