@@ -12,6 +12,5 @@ pub type DeadlockReport = String;
 
 /// Awaits `network` (a `par` of processes) to its end.
 pub async fn finish(network: ParFuture<'_>) -> Result<(), DeadlockReport> {
-    network.await;
-    Ok(())
+    network.await.map_err(|deadlock| deadlock.to_string())
 }

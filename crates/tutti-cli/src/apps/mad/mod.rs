@@ -28,7 +28,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use clap::Args;
-use tutti::csp::{buffered, channel, Barrier, Par, ParFuture, Rx, Tx};
+use tutti::csp::{self, buffered_named, channel_named, Barrier, Par, ParFuture, Rx, Tx};
 
 use crate::network::{finish, DeadlockReport};
 use crate::report::{Report, Stats};
@@ -125,18 +125,28 @@ pub struct Outcome {
 
 /// A rendezvous channel named `name` (names appear in deadlock reports).
 fn chan<T>(name: &'static str) -> (Tx<T>, Rx<T>) {
-    let _ = name;
-    channel()
+    channel_named(name)
 }
 
 /// A one-place channel named `name`.
 fn one_place<T>(name: &'static str) -> (Tx<T>, Rx<T>) {
-    let _ = name;
-    buffered(1)
+    buffered_named(1, name)
 }
 
-/// The MAD system: `PAR (controller, monitor (move, …), monitor (search, …))`.
+/// The MAD system: `PAR (controller, monitor (move, …), monitor (search, …))`, built
+/// inside the network (`csp::run`) so that its channels belong to it and a deadlock
+/// among them is reported.
 pub fn network(cfg: Config, tally: &Arc<Mutex<Tally>>) -> ParFuture<'static> {
+    let tally = tally.clone();
+    csp::run(async move {
+        system(cfg, &tally)
+            .await
+            .expect("a nested par never reports the deadlock itself");
+    })
+}
+
+/// The processes of the MAD system and their channels.
+fn system(cfg: Config, tally: &Arc<Mutex<Tally>>) -> ParFuture<'static> {
     let (move_cmd_tx, move_cmd) = chan("move command");
     let (search_cmd_tx, search_cmd) = chan("search command");
     let (motor_tx, motor) = chan("motor sensor");
