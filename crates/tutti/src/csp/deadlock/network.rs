@@ -37,7 +37,9 @@
 //! next poll drops its future (withdrawing its pending operations, so no value is lost)
 //! and ends it. The root `par` then completes with `Err(Deadlock)`.
 
-use std::sync::atomic::{AtomicU32, AtomicU8, Ordering};
+use std::sync::atomic::AtomicU32;
+
+use crate::loom::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, RwLock, Weak};
 use std::task::Waker;
 
@@ -56,8 +58,16 @@ static NETWORKS: Mutex<Vec<Weak<Network>>> = Mutex::new(Vec::new());
 pub(crate) static SCAN_GATE: RwLock<()> = RwLock::new(());
 
 /// One detector at a time: `SCAN_IDLE`, `SCANNING`, or `SCAN_AGAIN` (another idle
-/// worker asked for a scan meanwhile; the scanning worker repeats).
-static SCANNER: AtomicU8 = AtomicU8::new(SCAN_IDLE);
+/// worker asked for a scan meanwhile; the scanning worker repeats). See `serialize`.
+fn scanner() -> &'static AtomicU8 {
+    #[cfg(not(loom))]
+    static SCANNER: AtomicU8 = AtomicU8::new(SCAN_IDLE);
+    #[cfg(loom)]
+    loom::lazy_static! {
+        static ref SCANNER: AtomicU8 = AtomicU8::new(SCAN_IDLE);
+    }
+    &SCANNER
+}
 const SCAN_IDLE: u8 = 0;
 const SCANNING: u8 = 1;
 const SCAN_AGAIN: u8 = 2;
@@ -237,36 +247,44 @@ fn split(id: u32) -> (usize, usize) {
 
 /// The idle hook: looks for deadlocked networks while the runtime is quiet.
 fn on_idle(quiet: &dyn Fn() -> bool) {
-    if !super::enabled() {
-        return;
+    if super::enabled() {
+        serialize(scanner(), quiet, || scan(quiet));
     }
-    // Become the scanner, or leave a request for the one at work.
-    let mut state = SCANNER.load(Ordering::Acquire);
+}
+
+/// Runs `scan` for the calling idle worker, one scanner at a time, without losing a
+/// request: a worker that finds a scan under way leaves `SCAN_AGAIN` and returns; the
+/// scanner, before it finishes, sees the request (its compare-and-swap back to
+/// `SCAN_IDLE` fails) and scans again — unless the runtime is no longer quiet, in which
+/// case whichever worker makes it quiet again scans then. Everything a requester did
+/// before its request happens-before the repeated scan (AcqRel on `state`).
+/// Model-checked in `loom_tests`.
+fn serialize(state: &AtomicU8, quiet: &dyn Fn() -> bool, mut scan: impl FnMut()) {
+    let mut now = state.load(Ordering::Acquire);
     loop {
-        let (from, to) = match state {
+        let (from, to) = match now {
             SCAN_IDLE => (SCAN_IDLE, SCANNING),
             SCANNING => (SCANNING, SCAN_AGAIN),
             _ => return, // a request is pending already
         };
-        match SCANNER.compare_exchange(from, to, Ordering::AcqRel, Ordering::Acquire) {
+        match state.compare_exchange(from, to, Ordering::AcqRel, Ordering::Acquire) {
             Ok(_) if from == SCAN_IDLE => break,
             Ok(_) => return, // the scanner will scan again
-            Err(now) => state = now,
+            Err(seen) => now = seen,
         }
     }
     loop {
-        scan(quiet);
-        // Done, unless someone asked again meanwhile.
-        if SCANNER
-            .compare_exchange(SCANNING, SCAN_IDLE, Ordering::AcqRel, Ordering::Relaxed)
+        scan();
+        if state
+            .compare_exchange(SCANNING, SCAN_IDLE, Ordering::AcqRel, Ordering::Acquire)
             .is_ok()
         {
             return;
         }
-        SCANNER.store(SCANNING, Ordering::Relaxed);
+        // A request came in meanwhile (`SCAN_AGAIN`, read with Acquire).
+        state.store(SCANNING, Ordering::Relaxed);
         if !quiet() {
-            // Whoever makes the runtime quiet again runs its own scan.
-            SCANNER.store(SCAN_IDLE, Ordering::Release);
+            state.store(SCAN_IDLE, Ordering::Release);
             return;
         }
     }
@@ -410,7 +428,42 @@ impl Drop for HomeInner {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, loom))]
+mod loom_tests {
+    use super::{serialize, SCAN_IDLE};
+    use crate::loom::{thread, Arc, AtomicBool, AtomicU8, Mutex, Ordering};
+
+    /// Two idle workers each publish a change and ask for a scan: some scan sees both
+    /// changes (no request is lost while another scan runs).
+    #[test]
+    fn no_scan_request_is_lost() {
+        loom::model(|| {
+            let state = Arc::new(AtomicU8::new(SCAN_IDLE));
+            let flags = Arc::new([AtomicBool::new(false), AtomicBool::new(false)]);
+            let seen = Arc::new(Mutex::new(Vec::new()));
+            let workers: Vec<_> = (0..2)
+                .map(|i| {
+                    let (state, flags, seen) = (state.clone(), flags.clone(), seen.clone());
+                    thread::spawn(move || {
+                        flags[i].store(true, Ordering::Relaxed);
+                        serialize(&state, &|| true, || {
+                            let both = flags[0].load(Ordering::Relaxed)
+                                && flags[1].load(Ordering::Relaxed);
+                            seen.lock().unwrap().push(both);
+                        });
+                    })
+                })
+                .collect();
+            for w in workers {
+                w.join().unwrap();
+            }
+            assert!(seen.lock().unwrap().contains(&true));
+            assert_eq!(state.load(Ordering::Relaxed), SCAN_IDLE);
+        });
+    }
+}
+
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::find_cycle;
 
