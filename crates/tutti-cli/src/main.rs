@@ -54,6 +54,8 @@ enum BenchCommand {
     Idle(bench::idle::IdleArgs),
     /// CSP channels, barriers and Alt: tutti vs Go and crossbeam-channel.
     Csp(bench::csp::CspArgs),
+    /// Wire formats: tutti's codec vs postcard, bincode, bitcode, rmp-serde.
+    Codec(bench::codec::CodecArgs),
 }
 
 /// One worker per available core.
@@ -85,6 +87,7 @@ fn main() {
         Command::Bench(BenchCommand::Spawn(a)) => (a.json, bench::spawn::run(a)),
         Command::Bench(BenchCommand::Idle(a)) => (a.json, bench::idle::run(a)),
         Command::Bench(BenchCommand::Csp(a)) => (a.json, bench::csp::run(a)),
+        Command::Bench(BenchCommand::Codec(a)) => (a.json, bench::codec::run(a)),
     };
     match outcome {
         Ok(report) => {
@@ -149,6 +152,8 @@ mod tests {
                 "--barrier-processes",
                 "0",
             ],
+            &["tutti", "bench", "codec", "--elements", "0"],
+            &["tutti", "bench", "codec", "--hostile", "-1"],
         ] {
             assert!(Cli::try_parse_from(args).is_err(), "{args:?} was accepted");
         }
@@ -224,6 +229,18 @@ mod tests {
             &["tutti", "csp-demo", "nbbarrier", "--steps", "3", "--json"],
             &["tutti", "bench", "csp", "all", "--no-go", "--v1-n", "0"],
             &["tutti", "bench", "csp", "alt", "--alt-guards", "2,8"],
+            &[
+                "tutti",
+                "bench",
+                "codec",
+                "--elements",
+                "10",
+                "--hostile",
+                "0",
+                "--runs",
+                "3",
+                "--json",
+            ],
         ] {
             if let Err(e) = Cli::try_parse_from(args) {
                 panic!("{args:?}: {e}");

@@ -80,22 +80,42 @@
 //! message is dominated by cache traffic, not by the handler model. One trait keeps one
 //! dispatch path for actors, RMI and RPC.
 //!
-//! # Across processes (later)
+//! # Across processes
 //!
-//! Remote delivery will decode a message of a registered type on the destination rank
-//! and wrap it in the same [`Envelope`], so the same `Handler` impl runs there; the
-//! reply travels back through a [`Reply`] on the destination side. Nothing in this module
-//! assumes the sender shares memory with the receiver.
+//! In-process, messages move as typed values. A message type that may cross a process
+//! boundary also implements [`Remote`]: it is serializable (and so is its reply) and has
+//! a stable name, whose hash is its [`MsgId`] — the same on every rank. Then:
+//!
+//! * [`codec`] is its wire form: one serde format (postcard), a zero-copy path for
+//!   plain-old-data, and frames with a checked header. Decoding hostile bytes is an
+//!   error, never a panic, an overflow or an unbounded allocation.
+//! * A [`Registry`] lists the types a job sends between ranks; the ranks compare
+//!   [`Digest`]s at start-up ([`check_digests`]), so a type one rank lacks is a clear
+//!   error naming it.
+//! * A [`Dispatch<O>`] table decodes a frame for an object type `O` into the same
+//!   [`Envelope`] a local send makes, so **the same `Handler` runs at the destination**,
+//!   and encodes its reply ([`RemoteReply`]). Nothing in this module assumes the sender
+//!   shares memory with the receiver.
 
 mod arena;
+pub mod codec;
+mod dispatch;
 mod envelope;
+mod registry;
+mod remote;
 mod reply;
 mod running;
 
 use std::future::Future;
 
+pub use dispatch::{Dispatch, DispatchError, Dispatched, Incoming, RemoteReply, ReplyError};
 pub(crate) use envelope::{AtomicLinkPtr, Link};
 pub use envelope::{Envelope, Parts};
+pub use registry::{
+    check_digests, DecodeByIdError, Digest, Entry, Mismatch, Platform, RankMismatch, Registry,
+    RegistryError,
+};
+pub use remote::{MsgId, Remote};
 pub use reply::{NoReply, Reply, Responder};
 pub use running::Handle;
 pub(crate) use running::Running;
