@@ -1,12 +1,17 @@
 //! `tutti bench codec`: the serde formats that could carry tutti's messages across a
 //! process boundary, side by side, and tutti's codec (the chosen format behind
-//! `tutti::msg`, with its plain-old-data fast path).
+//! `tutti::msg::codec`, with and without its frame, and its plain-old-data fast path).
 //!
 //! For each format and each representative message (see [`messages`]) it measures the
 //! time to append an encoding to a reused buffer, the time to decode an owned value,
 //! and the encoded size; then it feeds each decoder hostile input — random bytes and
 //! valid encodings with a few bytes overwritten, inserted or cut — and counts panics
 //! (caught) and inputs accepted. Every decoded value is checked against the original.
+//!
+//! The machine may be shared, so the timings are interleaved: each round times every
+//! (format, message, direction) case once, in turn, and the report takes the median
+//! over the rounds — a burst of outside load then spreads over all formats instead of
+//! hitting one.
 //!
 //! Ratios are tutti ÷ peer: `time_tutti_over_<peer>_<message>` for an encode plus a
 //! decode, `size_tutti_over_<peer>_<message>` for the bytes.
@@ -21,7 +26,7 @@ use clap::Args;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-use crate::measure::{repeat, Measurement, Plan, Progress, Run, RunOpts};
+use crate::measure::{Progress, RunOpts};
 use crate::report::{Report, Stats};
 use crate::rng::Rng;
 use formats::{Bincode1, Bincode2, Bitcode, Format, Postcard, Rmp, Tutti, TuttiFrame};
@@ -46,9 +51,8 @@ pub struct CodecArgs {
     pub json: bool,
 }
 
-/// Wall time a measured run aims at: long enough to dwarf the clock, short enough
-/// that the whole comparison stays within a minute.
-const RUN_TARGET: Duration = Duration::from_millis(10);
+/// Wall time one timed run of one case aims at.
+const RUN_TARGET: Duration = Duration::from_millis(4);
 
 /// The representative messages, built once from the seed.
 struct Inputs {
@@ -59,64 +63,30 @@ struct Inputs {
     shape: Shape,
 }
 
-/// What one format did with one message.
-#[derive(Default)]
-struct Figures {
-    /// Encoded size in bytes.
-    size: usize,
-    /// Nanoseconds per encode, per run.
-    encode: Vec<f64>,
-    /// Nanoseconds per decode, per run.
-    decode: Vec<f64>,
-    /// Round trips and decoded values matched the original.
+/// The messages by name, in report order.
+const MESSAGES: [&str; 4] = ["small", "named", "floats", "shape"];
+
+/// One timed operation: a format encoding or decoding one message.
+struct Case<'a> {
+    implementation: &'static str,
+    message: &'static str,
+    /// `encode` or `decode`.
+    direction: &'static str,
+    /// Runs the operation `n` times; false if any run failed.
+    op: Box<dyn FnMut(u64) -> bool + 'a>,
+    /// Operations per timed run.
+    iters: u64,
+    /// Nanoseconds per operation, one sample per recorded round.
+    samples: Vec<f64>,
     ok: bool,
 }
 
-/// What one decoder did with hostile input.
-#[derive(Default, Clone, Copy)]
-struct Hostile {
-    inputs: u64,
-    panics: u64,
-    accepted: u64,
-    nanos: f64,
-}
-
-/// Times `op` over `iters` iterations per run; nanoseconds per iteration, per run.
-fn time_per_op(
-    plan: Plan,
-    progress: &Progress,
-    iters: u64,
-    mut op: impl FnMut() -> bool,
-) -> (Vec<f64>, bool) {
-    let m: Measurement = repeat(plan, progress, || {
-        let start = Instant::now();
-        let mut ok = true;
-        for _ in 0..iters {
-            ok &= op();
-        }
-        Run {
-            elapsed: start.elapsed(),
-            ok,
-        }
-    });
-    (m.map(|s| s * 1e9 / iters as f64), m.ok)
-}
-
-/// Iterations of `op` that take about [`RUN_TARGET`].
-fn calibrate(mut op: impl FnMut() -> bool) -> u64 {
-    let mut iters = 1u64;
-    loop {
-        let start = Instant::now();
-        for _ in 0..iters {
-            black_box(op());
-        }
-        let t = start.elapsed();
-        if t >= RUN_TARGET / 8 || iters >= 1 << 24 {
-            let per = t.as_secs_f64() / iters as f64;
-            return ((RUN_TARGET.as_secs_f64() / per.max(1e-10)) as u64).clamp(1, 1 << 26);
-        }
-        iters *= 2;
-    }
+/// The encoded size of one message by one format, and whether it round-tripped.
+struct Size {
+    implementation: &'static str,
+    message: &'static str,
+    bytes: usize,
+    ok: bool,
 }
 
 /// `value`'s encoding by `F`, if it decodes back to an equal value.
@@ -131,35 +101,98 @@ where
         .then_some(buf)
 }
 
-/// Measures format `F` on `value`.
-fn measure<F: Format, T>(plan: Plan, progress: &Progress, value: &T) -> Figures
-where
+/// The encode and decode cases of format `F` for `value`, and its size.
+fn cases_of<'a, F: Format, T>(
+    implementation: &'static str,
+    message: &'static str,
+    value: &'a T,
+    cases: &mut Vec<Case<'a>>,
+    sizes: &mut Vec<Size>,
+) where
     T: Serialize + DeserializeOwned + PartialEq,
 {
-    let Some(encoded) = round_trip::<F, T>(value) else {
-        return Figures::default();
+    let encoded = round_trip::<F, T>(value);
+    sizes.push(Size {
+        implementation,
+        message,
+        bytes: encoded.as_ref().map_or(0, Vec::len),
+        ok: encoded.is_some(),
+    });
+    let Some(encoded) = encoded else {
+        return;
     };
-    let mut buf = Vec::new();
-
-    let mut encode = || {
-        buf.clear();
-        let ok = F::encode(black_box(value), &mut buf).is_ok();
-        black_box(&buf);
+    let mut buf = Vec::with_capacity(encoded.len());
+    let expected = encoded.clone();
+    let encode = move |n: u64| {
+        let mut ok = true;
+        for _ in 0..n {
+            buf.clear();
+            ok &= F::encode(black_box(value), &mut buf).is_ok();
+            black_box(&buf);
+        }
+        ok && buf == expected
+    };
+    let decode = move |n: u64| {
+        let mut ok = true;
+        for _ in 0..n {
+            ok &= F::decode::<T>(black_box(&encoded)).map(black_box).is_ok();
+        }
         ok
     };
-    let iters = calibrate(&mut encode);
-    let (enc, enc_ok) = time_per_op(plan, progress, iters, &mut encode);
-
-    let mut decode = || F::decode::<T>(black_box(&encoded)).map(black_box).is_ok();
-    let iters = calibrate(&mut decode);
-    let (dec, dec_ok) = time_per_op(plan, progress, iters, &mut decode);
-
-    Figures {
-        size: encoded.len(),
-        encode: enc,
-        decode: dec,
-        ok: enc_ok && dec_ok && buf == encoded,
+    for (direction, op) in [
+        (
+            "encode",
+            Box::new(encode) as Box<dyn FnMut(u64) -> bool + 'a>,
+        ),
+        ("decode", Box::new(decode)),
+    ] {
+        cases.push(Case {
+            implementation,
+            message,
+            direction,
+            op,
+            iters: 1,
+            samples: Vec::new(),
+            ok: true,
+        });
     }
+}
+
+/// Every case of format `F`: its four messages.
+fn format_cases<'a, F: Format>(
+    inputs: &'a Inputs,
+    cases: &mut Vec<Case<'a>>,
+    sizes: &mut Vec<Size>,
+) {
+    cases_of::<F, _>(F::NAME, "small", &inputs.small, cases, sizes);
+    cases_of::<F, _>(F::NAME, "named", &inputs.named, cases, sizes);
+    cases_of::<F, _>(F::NAME, "floats", &inputs.floats, cases, sizes);
+    cases_of::<F, _>(F::NAME, "shape", &inputs.shape, cases, sizes);
+}
+
+/// Operations of `case` that take about [`RUN_TARGET`].
+fn calibrate(case: &mut Case<'_>) {
+    let mut n = 1u64;
+    loop {
+        let start = Instant::now();
+        case.ok &= (case.op)(n);
+        let t = start.elapsed();
+        if t >= RUN_TARGET / 8 || n >= 1 << 24 {
+            let per = t.as_secs_f64() / n as f64;
+            case.iters = ((RUN_TARGET.as_secs_f64() / per.max(1e-10)) as u64).clamp(1, 1 << 26);
+            return;
+        }
+        n *= 2;
+    }
+}
+
+/// What one decoder did with hostile input.
+#[derive(Default, Clone, Copy)]
+struct Hostile {
+    inputs: u64,
+    panics: u64,
+    accepted: u64,
+    nanos: f64,
 }
 
 /// Hostile inputs for format `F` from a valid encoding of `value`: half random bytes,
@@ -217,70 +250,27 @@ fn attack<F: Format, T: Serialize + DeserializeOwned>(
     h
 }
 
-/// Every measurement of one format.
-struct FormatFigures {
-    name: &'static str,
-    small: Figures,
-    named: Figures,
-    floats: Figures,
-    shape: Figures,
-    hostile: Hostile,
-}
-
-fn measure_format<F: Format>(
-    plan: Plan,
-    progress: &Progress,
-    inputs: &Inputs,
-    hostile: u64,
-    seed: u64,
-) -> FormatFigures {
-    progress.stage(F::NAME);
+/// Hostile inputs fed to every format, summed over the four messages.
+fn attack_format<F: Format>(inputs: &Inputs, count: u64, seed: u64) -> Hostile {
     let mut rng = Rng::stream(seed, 1);
     let mut h = Hostile::default();
     for one in [
-        attack::<F, _>(&inputs.small, hostile, &mut rng),
-        attack::<F, _>(&inputs.named, hostile, &mut rng),
-        attack::<F, _>(&inputs.floats, hostile, &mut rng),
-        attack::<F, _>(&inputs.shape, hostile, &mut rng),
+        attack::<F, _>(&inputs.small, count, &mut rng),
+        attack::<F, _>(&inputs.named, count, &mut rng),
+        attack::<F, _>(&inputs.floats, count, &mut rng),
+        attack::<F, _>(&inputs.shape, count, &mut rng),
     ] {
         h.inputs += one.inputs;
         h.panics += one.panics;
         h.accepted += one.accepted;
         h.nanos += one.nanos;
     }
-    FormatFigures {
-        name: F::NAME,
-        small: measure::<F, _>(plan, progress, &inputs.small),
-        named: measure::<F, _>(plan, progress, &inputs.named),
-        floats: measure::<F, _>(plan, progress, &inputs.floats),
-        shape: measure::<F, _>(plan, progress, &inputs.shape),
-        hostile: h,
-    }
-}
-
-fn median(v: &[f64]) -> f64 {
-    crate::report::median(v).unwrap_or(f64::NAN)
-}
-
-fn record(report: &mut Report, name: &str, message: &str, f: &Figures) {
-    report.verify(f.ok);
-    if let Some(s) = Stats::of(&f.encode) {
-        report.result(name, &format!("{message}_encode"), s, "ns");
-    }
-    if let Some(s) = Stats::of(&f.decode) {
-        report.result(name, &format!("{message}_decode"), s, "ns");
-    }
-    report.result(
-        name,
-        &format!("{message}_size"),
-        Stats::single(f.size as f64),
-        "bytes",
-    );
+    h
 }
 
 /// Runs `tutti bench codec`.
 pub fn run(args: &CodecArgs) -> Result<Report, String> {
-    let plan = args.run.plan(5);
+    let plan = args.run.plan(7);
     let mut report = Report::new("codec");
     report
         .param("elements", args.elements)
@@ -299,79 +289,172 @@ pub fn run(args: &CodecArgs) -> Result<Report, String> {
         shape: messages::shape(&mut rng, 3, 3),
     };
 
-    // 7 formats x 4 messages x 2 timings, plus the pod path's 2.
-    let progress = Progress::new((7 * 4 * 2 + 2) * plan.total(), args.json);
+    let mut cases = Vec::new();
+    let mut sizes = Vec::new();
+    format_cases::<Tutti>(&inputs, &mut cases, &mut sizes);
+    cases_of::<Tutti, _>(
+        "tutti-pod",
+        "floats",
+        &inputs.pod_floats,
+        &mut cases,
+        &mut sizes,
+    );
+    format_cases::<TuttiFrame>(&inputs, &mut cases, &mut sizes);
+    format_cases::<Postcard>(&inputs, &mut cases, &mut sizes);
+    format_cases::<Bincode1>(&inputs, &mut cases, &mut sizes);
+    format_cases::<Bincode2>(&inputs, &mut cases, &mut sizes);
+    format_cases::<Bitcode>(&inputs, &mut cases, &mut sizes);
+    format_cases::<Rmp>(&inputs, &mut cases, &mut sizes);
+
+    let progress = Progress::new(cases.len() * (plan.total() + 1) + 7, args.json);
+    progress.stage("calibrating");
+    for case in &mut cases {
+        calibrate(case);
+        progress.tick();
+    }
+    for round in 0..plan.total() {
+        progress.stage(&format!("round {}/{}", round + 1, plan.total()));
+        for case in &mut cases {
+            let start = Instant::now();
+            case.ok &= (case.op)(case.iters);
+            let ns = start.elapsed().as_secs_f64() * 1e9 / case.iters as f64;
+            if round >= plan.warmup {
+                case.samples.push(ns);
+            }
+            progress.tick();
+        }
+    }
+
+    progress.stage("hostile input");
     let previous_hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(|_| {}));
-    let all = [
-        measure_format::<Tutti>(plan, &progress, &inputs, args.hostile, args.seed),
-        measure_format::<TuttiFrame>(plan, &progress, &inputs, args.hostile, args.seed),
-        measure_format::<Postcard>(plan, &progress, &inputs, args.hostile, args.seed),
-        measure_format::<Bincode1>(plan, &progress, &inputs, args.hostile, args.seed),
-        measure_format::<Bincode2>(plan, &progress, &inputs, args.hostile, args.seed),
-        measure_format::<Bitcode>(plan, &progress, &inputs, args.hostile, args.seed),
-        measure_format::<Rmp>(plan, &progress, &inputs, args.hostile, args.seed),
-    ];
-    progress.stage("tutti pod");
-    let pod = measure::<Tutti, _>(plan, &progress, &inputs.pod_floats);
+    let mut hostile = Vec::new();
+    for (name, attack) in [
+        (
+            "tutti",
+            attack_format::<Tutti> as fn(&Inputs, u64, u64) -> Hostile,
+        ),
+        ("tutti-frame", attack_format::<TuttiFrame>),
+        ("postcard", attack_format::<Postcard>),
+        ("bincode1", attack_format::<Bincode1>),
+        ("bincode2", attack_format::<Bincode2>),
+        ("bitcode", attack_format::<Bitcode>),
+        ("rmp-serde", attack_format::<Rmp>),
+    ] {
+        hostile.push((name, attack(&inputs, args.hostile, args.seed)));
+        progress.tick();
+    }
     std::panic::set_hook(previous_hook);
     progress.finish();
 
-    for f in &all {
-        record(&mut report, f.name, "small", &f.small);
-        record(&mut report, f.name, "named", &f.named);
-        record(&mut report, f.name, "floats", &f.floats);
-        record(&mut report, f.name, "shape", &f.shape);
+    // Results: per implementation, per message, encode, decode and size.
+    let mut implementations: Vec<&'static str> = Vec::new();
+    for s in &sizes {
+        if !implementations.contains(&s.implementation) {
+            implementations.push(s.implementation);
+        }
     }
-    record(&mut report, "tutti-pod", "floats", &pod);
-    for f in &all {
-        let h = f.hostile;
+    let median_of = |implementation: &str, message: &str, direction: &str| -> Option<f64> {
+        cases
+            .iter()
+            .find(|c| {
+                c.implementation == implementation
+                    && c.message == message
+                    && c.direction == direction
+            })
+            .and_then(|c| crate::report::median(&c.samples))
+    };
+    for &implementation in &implementations {
+        for message in MESSAGES {
+            for case in cases
+                .iter()
+                .filter(|c| c.implementation == implementation && c.message == message)
+            {
+                report.verify(case.ok);
+                if let Some(s) = Stats::of(&case.samples) {
+                    report.result(
+                        implementation,
+                        &format!("{message}_{}", case.direction),
+                        s,
+                        "ns",
+                    );
+                }
+            }
+            if let Some(size) = sizes
+                .iter()
+                .find(|s| s.implementation == implementation && s.message == message)
+            {
+                report.verify(size.ok);
+                report.result(
+                    implementation,
+                    &format!("{message}_size"),
+                    Stats::single(size.bytes as f64),
+                    "bytes",
+                );
+            }
+        }
+    }
+    for (name, h) in &hostile {
         report.result(
-            f.name,
+            name,
             "hostile_panics",
             Stats::single(h.panics as f64),
             "inputs",
         );
         report.result(
-            f.name,
+            name,
             "hostile_accepted",
             Stats::single(h.accepted as f64),
             "inputs",
         );
         report.result(
-            f.name,
+            name,
             "hostile_decode",
             Stats::single(h.nanos / h.inputs.max(1) as f64),
             "ns/input",
         );
         // tutti's decoders must never panic.
-        report.verify(h.panics == 0 || !f.name.starts_with("tutti"));
+        report.verify(h.panics == 0 || !name.starts_with("tutti"));
     }
 
-    let tutti = &all[0];
-    for peer in &all[2..] {
-        for (message, ours, theirs) in [
-            ("small", &tutti.small, &peer.small),
-            ("named", &tutti.named, &peer.named),
-            ("floats", &tutti.floats, &peer.floats),
-            ("shape", &tutti.shape, &peer.shape),
-        ] {
-            let t = |f: &Figures| median(&f.encode) + median(&f.decode);
-            report.ratio(
-                &format!("time_tutti_over_{}_{message}", peer.name),
-                t(ours) / t(theirs),
-            );
-            report.ratio(
-                &format!("size_tutti_over_{}_{message}", peer.name),
-                ours.size as f64 / theirs.size as f64,
-            );
+    let round_trip_time = |implementation: &str, message: &str| -> Option<f64> {
+        Some(
+            median_of(implementation, message, "encode")?
+                + median_of(implementation, message, "decode")?,
+        )
+    };
+    let size_of = |implementation: &str, message: &str| {
+        sizes
+            .iter()
+            .find(|s| s.implementation == implementation && s.message == message)
+            .map(|s| s.bytes as f64)
+    };
+    for peer in ["postcard", "bincode1", "bincode2", "bitcode", "rmp-serde"] {
+        for message in MESSAGES {
+            if let (Some(ours), Some(theirs)) = (
+                round_trip_time("tutti", message),
+                round_trip_time(peer, message),
+            ) {
+                report.ratio(&format!("time_tutti_over_{peer}_{message}"), ours / theirs);
+            }
+            if let (Some(ours), Some(theirs)) = (size_of("tutti", message), size_of(peer, message))
+            {
+                report.ratio(&format!("size_tutti_over_{peer}_{message}"), ours / theirs);
+            }
         }
     }
-    let t = |f: &Figures| median(&f.encode) + median(&f.decode);
-    report.ratio(
-        "time_tutti_pod_over_tutti_floats",
-        t(&pod) / t(&tutti.floats),
-    );
+    if let (Some(pod), Some(serde)) = (
+        round_trip_time("tutti-pod", "floats"),
+        round_trip_time("tutti", "floats"),
+    ) {
+        report.ratio("time_tutti_pod_over_tutti_floats", pod / serde);
+    }
+    if let (Some(framed), Some(bare)) = (
+        round_trip_time("tutti-frame", "small"),
+        round_trip_time("tutti", "small"),
+    ) {
+        report.ratio("time_tutti_frame_over_tutti_small", framed / bare);
+    }
     Ok(report)
 }
 
@@ -392,6 +475,18 @@ mod tests {
     }
 
     fn all_round_trip<F: Format>(i: &Inputs) {
+        let (mut cases, mut sizes) = (Vec::new(), Vec::new());
+        format_cases::<F>(i, &mut cases, &mut sizes);
+        assert_eq!((cases.len(), sizes.len()), (8, 4));
+        for case in &mut cases {
+            assert!(
+                (case.op)(2),
+                "{} {} {}",
+                F::NAME,
+                case.message,
+                case.direction
+            );
+        }
         assert!(round_trip::<F, _>(&i.small).is_some(), "{} small", F::NAME);
         assert!(round_trip::<F, _>(&i.named).is_some(), "{} named", F::NAME);
         assert!(

@@ -6,7 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::guard::{De, Guard};
+use super::guard::{self, De, Guard};
 use super::CodecError;
 
 /// Largest nesting depth of a decoded value by default: serde_json's choice, deep
@@ -70,11 +70,13 @@ pub fn encode<T: Serialize + ?Sized>(value: &T, out: &mut Vec<u8>) -> Result<(),
 ///
 /// assert!(decode::<(&str, Vec<f64>)>(&buf[..buf.len() - 1]).is_err());
 /// ```
+#[inline]
 pub fn decode<'a, T: Deserialize<'a>>(bytes: &'a [u8]) -> Result<T, CodecError> {
     decode_with_depth(bytes, DEFAULT_MAX_DEPTH)
 }
 
 /// [`decode`] with a nesting limit of `max_depth`.
+#[inline]
 pub(crate) fn decode_with_depth<'a, T: Deserialize<'a>>(
     bytes: &'a [u8],
     max_depth: u32,
@@ -84,12 +86,15 @@ pub(crate) fn decode_with_depth<'a, T: Deserialize<'a>>(
         reason,
     };
     let guard = Guard::new(max_depth, bytes.len());
+    guard::clear_message();
     let mut de = postcard::Deserializer::from_bytes(bytes);
     let value = T::deserialize(De {
         inner: &mut de,
         guard: &guard,
     })
-    .map_err(|e| payload_error(e.0))?;
+    .map_err(|_| {
+        payload_error(guard::take_message().unwrap_or_else(|| "invalid payload".into()))
+    })?;
     let rest = de.finalize().map_err(|e| payload_error(e.to_string()))?;
     if rest.is_empty() {
         Ok(value)

@@ -16,18 +16,25 @@
 //! * every length hint a sequence or map gives is capped by the payload's size, so a
 //!   preallocation is never larger than the bytes actually present allow (each element
 //!   of a non-empty type takes at least one byte);
-//! * the elements and map entries of one decode, all containers together, number at
-//!   most the payload's size plus [`ZST_ALLOWANCE`]: elements of a zero-sized type take
+//! * the elements and entries of length-prefixed sequences and maps, all of them
+//!   together, number at most the payload's size plus [`ZST_ALLOWANCE`]: elements whose
+//!   encoding is empty (a zero-sized type, a struct whose fields are all skipped) take
 //!   no bytes, so without this a ten-byte payload claiming 2^63 of them would keep the
-//!   decoder busy for centuries.
+//!   decoder busy for centuries. A container's claimed length is charged when it is
+//!   entered, or element by element when the format cannot vouch for it. Valid data
+//!   always fits: every element with a non-empty encoding starts at a byte of its own.
+//!   (Struct and tuple fields are not counted: their number is fixed by the type, and
+//!   nesting by the depth limit.)
 //!
 //! The wrappers also keep error messages. postcard drops the message of a custom error
 //! (a user's `Deserialize` saying what is wrong, or this guard's own complaints) and
 //! reports only "Serde Deserialization Error"; so the code the user's `Deserialize`
 //! implementation talks to — the wrapped deserializer, access objects and seeds — uses
-//! its own error type, [`Captured`], which keeps the message, and wherever an error
-//! crosses back into postcard the guard records the first message, which the decoder
-//! then reports.
+//! its own error type, [`Captured`]. Creating one puts its message in a thread-local
+//! slot (the first message of a decode wins: it is the innermost cause), and the
+//! decoder reports that message. `Captured` itself is zero-sized, so results through
+//! the wrappers are no larger than the format's own and the happy path stays as cheap
+//! as postcard's (measured: the wrappers inline away).
 //!
 //! Everything else passes through unchanged; the wrappers are generic and inline away.
 
@@ -41,7 +48,39 @@ use serde::de::{
 /// Elements beyond one per payload byte that a decode may produce (zero-sized ones).
 pub(crate) const ZST_ALLOWANCE: usize = 1 << 20;
 
-/// The bounds, the current depth and the first error of one decode.
+std::thread_local! {
+    /// The first error message of the decode running on this thread.
+    static MESSAGE: RefCell<Option<String>> = const { RefCell::new(None) };
+}
+
+/// Keeps `message()` as this thread's decode error message, unless one is kept already.
+#[cold]
+fn stash(message: impl FnOnce() -> String) {
+    let _ = MESSAGE.try_with(|m| {
+        let mut m = m.borrow_mut();
+        if m.is_none() {
+            *m = Some(message());
+        }
+    });
+}
+
+/// Forgets a message left by an earlier decode (one whose error was recovered from).
+#[inline]
+pub(crate) fn clear_message() {
+    let _ = MESSAGE.try_with(|m| {
+        if m.borrow().is_some() {
+            *m.borrow_mut() = None;
+        }
+    });
+}
+
+/// Takes this thread's decode error message.
+#[cold]
+pub(crate) fn take_message() -> Option<String> {
+    MESSAGE.try_with(|m| m.borrow_mut().take()).ok().flatten()
+}
+
+/// The bounds and the current depth of one decode.
 pub(crate) struct Guard {
     depth: Cell<u32>,
     max_depth: u32,
@@ -49,8 +88,6 @@ pub(crate) struct Guard {
     max_len: usize,
     /// Elements and map entries this decode may still produce.
     elements: Cell<usize>,
-    /// The first error message that crossed into the format (see the module docs).
-    first_error: RefCell<Option<String>>,
 }
 
 impl Guard {
@@ -60,7 +97,6 @@ impl Guard {
             max_depth,
             max_len,
             elements: Cell::new(max_len.saturating_add(ZST_ALLOWANCE)),
-            first_error: RefCell::new(None),
         }
     }
 
@@ -77,16 +113,14 @@ impl Guard {
 
     #[cold]
     fn too_deep(&self) -> Captured {
-        Captured(format!(
-            "values nested deeper than {} levels",
-            self.max_depth
-        ))
+        stash(|| format!("values nested deeper than {} levels", self.max_depth));
+        Captured
     }
 
-    /// Counts one element or map entry against the budget.
+    /// Counts `n` elements or map entries against the budget.
     #[inline]
-    fn element(&self) -> Result<(), Captured> {
-        match self.elements.get().checked_sub(1) {
+    fn charge(&self, n: usize) -> Result<(), Captured> {
+        match self.elements.get().checked_sub(n) {
             Some(left) => {
                 self.elements.set(left);
                 Ok(())
@@ -95,12 +129,26 @@ impl Guard {
         }
     }
 
+    /// Charges a length-prefixed container as it is entered: its whole claimed length
+    /// at once if the format knows it (then no per-element count is needed), else
+    /// nothing now and each element as it comes (returns true).
+    #[inline]
+    fn enter_container(&self, hint: Option<usize>) -> Result<bool, Captured> {
+        match hint {
+            Some(n) => self.charge(n).map(|()| false),
+            None => Ok(true),
+        }
+    }
+
     #[cold]
     fn too_many(&self) -> Captured {
-        Captured(format!(
-            "more elements than a {}-byte payload can hold (plus {ZST_ALLOWANCE} zero-sized ones)",
-            self.max_len
-        ))
+        stash(|| {
+            format!(
+                "more elements than a {}-byte payload can hold (plus {ZST_ALLOWANCE} zero-sized ones)",
+                self.max_len
+            )
+        });
+        Captured
     }
 
     #[inline]
@@ -108,42 +156,38 @@ impl Guard {
         hint.map(|n| n.min(self.max_len))
     }
 
-    /// An error leaving for the format: its message is recorded (if it is the first).
+    /// An error leaving for the format (its message is in the slot already).
     #[cold]
-    fn outbound<E: de::Error>(&self, e: Captured) -> E {
-        let mut first = self.first_error.borrow_mut();
-        if first.is_none() {
-            *first = Some(e.0.clone());
-        }
-        E::custom(e.0)
+    fn outbound<E: de::Error>(&self, _: Captured) -> E {
+        E::custom("invalid payload")
     }
 
-    /// An error coming from the format: the recorded message if there is one (the
-    /// format's own error then only says that a custom error happened).
+    /// An error coming from the format: its own message, unless a message is kept
+    /// already (the format's error then only says that a custom error happened).
     #[cold]
     fn inbound<E: fmt::Display>(&self, e: E) -> Captured {
-        match &*self.first_error.borrow() {
-            Some(m) => Captured(m.clone()),
-            None => Captured(e.to_string()),
-        }
+        stash(|| e.to_string());
+        Captured
     }
 }
 
-/// A decode error with its message (see the module docs).
+/// A decode error; its message waits in the thread's slot (see the module docs).
 #[derive(Debug)]
-pub(crate) struct Captured(pub(crate) String);
+pub(crate) struct Captured;
 
 impl fmt::Display for Captured {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        f.write_str("invalid payload")
     }
 }
 
 impl std::error::Error for Captured {}
 
 impl de::Error for Captured {
+    #[cold]
     fn custom<T: fmt::Display>(msg: T) -> Self {
-        Captured(msg.to_string())
+        stash(|| msg.to_string());
+        Captured
     }
 }
 
@@ -167,6 +211,10 @@ pub(crate) struct De<'g, D> {
 struct Vis<'g, V> {
     inner: V,
     guard: &'g Guard,
+    /// Whether the sequence or map it may visit has a length read from the input
+    /// (counted against the element budget), not one fixed by the type (a struct, a
+    /// tuple: bounded by the type and the depth limit).
+    counted: bool,
 }
 
 /// A seed that deserializes from a guarded deserializer.
@@ -179,16 +227,19 @@ struct Seed<'g, S> {
 struct Access<'g, A> {
     inner: A,
     guard: &'g Guard,
+    /// Whether each element counts against the budget as it comes (a sequence whose
+    /// length was not charged on entry; see [`Guard::enter_container`]).
+    counted: bool,
 }
 
 macro_rules! forward_deserialize {
-    ($($method:ident($($arg:ident: $ty:ty),*);)*) => {
+    ($($method:ident($($arg:ident: $ty:ty),*) $counted:literal;)*) => {
         $(
             #[inline]
             fn $method<V: Visitor<'de>>(self, $($arg: $ty,)* visitor: V) -> Result<V::Value, Captured> {
                 let guard = self.guard;
                 self.inner
-                    .$method($($arg,)* Vis { inner: visitor, guard })
+                    .$method($($arg,)* Vis { inner: visitor, guard, counted: $counted })
                     .map_err(|e| guard.inbound(e))
             }
         )*
@@ -199,37 +250,37 @@ impl<'de, D: Deserializer<'de>> Deserializer<'de> for De<'_, D> {
     type Error = Captured;
 
     forward_deserialize! {
-        deserialize_any();
-        deserialize_bool();
-        deserialize_i8();
-        deserialize_i16();
-        deserialize_i32();
-        deserialize_i64();
-        deserialize_i128();
-        deserialize_u8();
-        deserialize_u16();
-        deserialize_u32();
-        deserialize_u64();
-        deserialize_u128();
-        deserialize_f32();
-        deserialize_f64();
-        deserialize_char();
-        deserialize_str();
-        deserialize_string();
-        deserialize_bytes();
-        deserialize_byte_buf();
-        deserialize_option();
-        deserialize_unit();
-        deserialize_unit_struct(name: &'static str);
-        deserialize_newtype_struct(name: &'static str);
-        deserialize_seq();
-        deserialize_tuple(len: usize);
-        deserialize_tuple_struct(name: &'static str, len: usize);
-        deserialize_map();
-        deserialize_struct(name: &'static str, fields: &'static [&'static str]);
-        deserialize_enum(name: &'static str, variants: &'static [&'static str]);
-        deserialize_identifier();
-        deserialize_ignored_any();
+        deserialize_any() true;
+        deserialize_bool() false;
+        deserialize_i8() false;
+        deserialize_i16() false;
+        deserialize_i32() false;
+        deserialize_i64() false;
+        deserialize_i128() false;
+        deserialize_u8() false;
+        deserialize_u16() false;
+        deserialize_u32() false;
+        deserialize_u64() false;
+        deserialize_u128() false;
+        deserialize_f32() false;
+        deserialize_f64() false;
+        deserialize_char() false;
+        deserialize_str() false;
+        deserialize_string() false;
+        deserialize_bytes() false;
+        deserialize_byte_buf() false;
+        deserialize_option() false;
+        deserialize_unit() false;
+        deserialize_unit_struct(name: &'static str) false;
+        deserialize_newtype_struct(name: &'static str) false;
+        deserialize_seq() true;
+        deserialize_tuple(len: usize) false;
+        deserialize_tuple_struct(name: &'static str, len: usize) false;
+        deserialize_map() true;
+        deserialize_struct(name: &'static str, fields: &'static [&'static str]) false;
+        deserialize_enum(name: &'static str, variants: &'static [&'static str]) false;
+        deserialize_identifier() false;
+        deserialize_ignored_any() true;
     }
 
     #[inline]
@@ -318,8 +369,16 @@ impl<'de, V: Visitor<'de>> Visitor<'de> for Vis<'_, V> {
     fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<V::Value, A::Error> {
         let guard = self.guard;
         let _level = guard.enter().map_err(|e| guard.outbound::<A::Error>(e))?;
+        let counted = self.counted
+            && guard
+                .enter_container(seq.size_hint())
+                .map_err(|e| guard.outbound::<A::Error>(e))?;
         self.inner
-            .visit_seq(Access { inner: seq, guard })
+            .visit_seq(Access {
+                inner: seq,
+                guard,
+                counted,
+            })
             .map_err(|e| guard.outbound(e))
     }
 
@@ -327,8 +386,16 @@ impl<'de, V: Visitor<'de>> Visitor<'de> for Vis<'_, V> {
     fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<V::Value, A::Error> {
         let guard = self.guard;
         let _level = guard.enter().map_err(|e| guard.outbound::<A::Error>(e))?;
+        let counted = self.counted
+            && guard
+                .enter_container(map.size_hint())
+                .map_err(|e| guard.outbound::<A::Error>(e))?;
         self.inner
-            .visit_map(Access { inner: map, guard })
+            .visit_map(Access {
+                inner: map,
+                guard,
+                counted,
+            })
             .map_err(|e| guard.outbound(e))
     }
 
@@ -337,7 +404,11 @@ impl<'de, V: Visitor<'de>> Visitor<'de> for Vis<'_, V> {
         let guard = self.guard;
         let _level = guard.enter().map_err(|e| guard.outbound::<A::Error>(e))?;
         self.inner
-            .visit_enum(Access { inner: data, guard })
+            .visit_enum(Access {
+                inner: data,
+                guard,
+                counted: false,
+            })
             .map_err(|e| guard.outbound(e))
     }
 }
@@ -363,7 +434,9 @@ impl<'de, A: SeqAccess<'de>> SeqAccess<'de> for Access<'_, A> {
         seed: T,
     ) -> Result<Option<T::Value>, Captured> {
         let guard = self.guard;
-        guard.element()?;
+        if self.counted {
+            guard.charge(1)?;
+        }
         self.inner
             .next_element_seed(Seed { inner: seed, guard })
             .map_err(|e| guard.inbound(e))
@@ -384,7 +457,9 @@ impl<'de, A: MapAccess<'de>> MapAccess<'de> for Access<'_, A> {
         seed: K,
     ) -> Result<Option<K::Value>, Captured> {
         let guard = self.guard;
-        guard.element()?;
+        if self.counted {
+            guard.charge(1)?;
+        }
         self.inner
             .next_key_seed(Seed { inner: seed, guard })
             .map_err(|e| guard.inbound(e))
@@ -423,6 +498,7 @@ impl<'g, 'de, A: EnumAccess<'de>> EnumAccess<'de> for Access<'g, A> {
             Access {
                 inner: variant,
                 guard,
+                counted: false,
             },
         ))
     }
@@ -454,6 +530,7 @@ impl<'de, A: VariantAccess<'de>> VariantAccess<'de> for Access<'_, A> {
                 Vis {
                     inner: visitor,
                     guard,
+                    counted: false,
                 },
             )
             .map_err(|e| guard.inbound(e))
@@ -472,6 +549,7 @@ impl<'de, A: VariantAccess<'de>> VariantAccess<'de> for Access<'_, A> {
                 Vis {
                     inner: visitor,
                     guard,
+                    counted: false,
                 },
             )
             .map_err(|e| guard.inbound(e))

@@ -428,10 +428,32 @@ fn zero_sized_elements_cannot_spin() {
     encode(&(1u64 << 62), &mut buf).unwrap();
     let e = decode::<Vec<()>>(&buf).unwrap_err();
     assert!(e.to_string().contains("more elements than"), "{e}");
+    // Elements of a non-zero-sized type can have empty encodings too.
+    #[derive(Deserialize, Debug)]
+    struct Skipped {
+        #[serde(skip)]
+        _cache: u64,
+    }
+    let e = decode::<Vec<Skipped>>(&buf).unwrap_err();
+    assert!(e.to_string().contains("more elements than"), "{e}");
+    // Nested claims that each fit the bytes left but multiply: 1000 inner vectors of
+    // 100 000 unit values each, in 3 kB.
+    buf.clear();
+    encode(&1000u32, &mut buf).unwrap();
+    for _ in 0..1000 {
+        encode(&100_000u32, &mut buf).unwrap();
+    }
+    let e = decode::<Vec<Vec<()>>>(&buf).unwrap_err();
+    assert!(e.to_string().contains("more elements than"), "{e}");
     // A legitimate vector of unit values within the allowance decodes.
     buf.clear();
     encode(&vec![(); 1000], &mut buf).unwrap();
     assert_eq!(decode::<Vec<()>>(&buf).unwrap().len(), 1000);
+    // And nested containers of real data always fit the budget.
+    let nested: Vec<Vec<Vec<u8>>> = vec![vec![vec![1]; 50]; 50];
+    buf.clear();
+    encode(&nested, &mut buf).unwrap();
+    assert_eq!(decode::<Vec<Vec<Vec<u8>>>>(&buf).unwrap(), nested);
 }
 
 #[test]
