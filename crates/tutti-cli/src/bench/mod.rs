@@ -1,7 +1,7 @@
 //! Micro-benchmarks of one runtime mechanism each, tutti beside its peers.
 
-pub mod csp;
 pub mod codec;
+pub mod csp;
 pub mod fib;
 pub mod idle;
 pub mod spawn;
