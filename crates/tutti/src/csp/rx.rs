@@ -334,7 +334,7 @@ impl<T> RecvFuture<'_, T> {
                     st.wait_recv(waiter, selector, 0);
                 }
                 self.phase.set(Phase::Waiting);
-                deadlock::note(Wait::Recv, &self.chan.home, Some(Side::Recv));
+                deadlock::note(Wait::Recv, &self.chan.home);
                 return Poll::Pending;
             }
             Take::Closed => Err(RecvError::Closed),
@@ -353,7 +353,7 @@ impl<T> RecvFuture<'_, T> {
         if st.is_receiving(waiter) {
             // SAFETY: single-channel selector, and we hold that channel's lock.
             unsafe { selector.set_waker(cx.waker()) };
-            deadlock::note(Wait::Recv, &self.chan.home, Some(Side::Recv));
+            deadlock::note(Wait::Recv, &self.chan.home);
             true
         } else {
             false

@@ -361,7 +361,7 @@ impl<T> SendFuture<'_, T> {
                     st.wait_send(waiter, selector);
                 }
                 self.phase.set(Phase::Waiting);
-                deadlock::note(Wait::Send, &self.chan.home, Some(Side::Send));
+                deadlock::note(Wait::Send, &self.chan.home);
                 return Poll::Pending;
             }
             Offer::Closed(v) => Err(SendError::Closed(v)),
@@ -380,7 +380,7 @@ impl<T> SendFuture<'_, T> {
         if st.is_sending(waiter) {
             // SAFETY: single-channel selector, and we hold that channel's lock.
             unsafe { selector.set_waker(cx.waker()) };
-            deadlock::note(Wait::Send, &self.chan.home, Some(Side::Send));
+            deadlock::note(Wait::Send, &self.chan.home);
             true
         } else {
             false

@@ -62,7 +62,7 @@ impl<T: Send> Guard for InputGuard<'_, T> {
     }
 
     fn note_wait(&self) {
-        deadlock::note(Wait::AltRecv, &self.chan.home, Some(Side::Recv));
+        deadlock::note(Wait::AltRecv, &self.chan.home);
     }
 
     fn id(&self) -> *const () {

@@ -83,7 +83,7 @@ impl<'a> Sync<'a> {
                             .waiters
                             .register(&inner.state, p, self.slot, cx.waker());
                         if self.slot.is_some() {
-                            deadlock::note(Wait::Barrier, &inner.home, None);
+                            deadlock::note(Wait::Barrier, &inner.home);
                             return Poll::Pending;
                         }
                     }

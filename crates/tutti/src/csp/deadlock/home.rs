@@ -109,8 +109,10 @@ impl HomeInner {
 
     /// Whether the object belongs to `net` and nobody outside `net` has acted on it.
     #[inline]
-    pub(crate) fn is_internal_to(&self, net: &Arc<Network>) -> bool {
-        self.net.as_ref().is_some_and(|n| Arc::ptr_eq(n, net))
+    pub(crate) fn is_internal_to(&self, net: &Network) -> bool {
+        self.net
+            .as_ref()
+            .is_some_and(|n| std::ptr::eq(Arc::as_ptr(n), net))
             && !self.outside.load(Ordering::Acquire)
     }
 

@@ -22,7 +22,7 @@ use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::task::Waker;
 
-use super::home::{Home, HomeInner, Side};
+use super::home::{Home, HomeInner};
 use super::network::Network;
 use crate::csp::par::Shared;
 use crate::runtime::context::{self, TaskContext};
@@ -260,21 +260,31 @@ pub(crate) fn current_id_in(net: &Network) -> Option<u32> {
 }
 
 /// A CSP operation is about to return `Pending`: note what the current member (if any)
-/// waits on. `home` is the object's record; `side` the side for channels.
+/// waits on. The first wait of a poll is only recorded (the detector checks its object
+/// when it looks, see `Network::check`); further ones (an `Alt`'s other guards) are
+/// checked now.
 #[inline]
-pub(crate) fn note(wait: Wait, home: &Home, side: Option<Side>) {
+pub(crate) fn note(wait: Wait, home: &Home) {
     let Some(m) = current() else { return };
-    note_cold(m, wait, home, side);
+    let note = m.note.load(Ordering::Relaxed);
+    if note == 0 {
+        let object = home.get();
+        m.object.store(
+            object.map_or(ptr::null_mut(), |h| (h as *const HomeInner).cast_mut()),
+            Ordering::Relaxed,
+        );
+        let open = if object.is_none() { OPEN } else { 0 };
+        let first = NOTED | open | ((wait as u32) << KIND_SHIFT) | (1 << COUNT_SHIFT);
+        m.note.store(first, Ordering::Relaxed);
+    } else {
+        note_more(m, wait, home);
+    }
 }
 
 #[inline(never)]
-fn note_cold(m: &Member, wait: Wait, home: &Home, side: Option<Side>) {
-    let inner = home.get();
-    let open = !inner.is_some_and(|h| h.is_internal_to(&m.net));
-    if let (Some(h), Some(side)) = (inner, side) {
-        h.set_last(side, m.id());
-    }
-    m.add_note(wait, inner, open);
+fn note_more(m: &Member, wait: Wait, home: &Home) {
+    let open = !home.get().is_some_and(|h| h.is_internal_to(&m.net));
+    m.add_note(wait, home.get(), open);
 }
 
 /// The current member waits for a nested `par` of the same network.

@@ -173,6 +173,21 @@ impl Network {
         drop(waker);
     }
 
+    /// Whether the first wait `m` noted (the detector's job; see `member::note`) is on
+    /// an object internal to this network, or on a nested `par`.
+    ///
+    /// Called with the scan gate and the member's shard lock held, after reading its
+    /// state as blocked: the object is alive (the member's pending future borrows an end
+    /// of it, and a record is not freed while the gate is held).
+    fn waits_inside(&self, m: &Member) -> bool {
+        let (wait, _, object) = m.wait();
+        if wait == Some(Wait::Par) {
+            return true;
+        }
+        // SAFETY: see above.
+        unsafe { object.as_ref() }.is_some_and(|h| h.is_internal_to(self))
+    }
+
     /// The declaration, if the network is deadlocked now (see the module docs).
     fn check(&self, quiet: &dyn Fn() -> bool) -> Option<(Deadlock, Vec<Waker>)> {
         if self.report.get().is_some() {
@@ -200,8 +215,12 @@ impl Network {
         for k in (start..all.len()).chain(0..start) {
             let (pos, entry) = all[k];
             // SAFETY: registered entries point to live members (we hold the shard lock).
-            let s = unsafe { &*entry.member }.snapshot();
-            if s.state() != member::BLOCKED_CSP || s.outside_epoch() != epoch {
+            let m = unsafe { &*entry.member };
+            let s = m.snapshot();
+            if s.state() != member::BLOCKED_CSP
+                || s.outside_epoch() != epoch
+                || !self.waits_inside(m)
+            {
                 self.resume.store(pos as u32, Ordering::Relaxed);
                 return None;
             }
