@@ -9,6 +9,7 @@ mod apps;
 mod bench;
 mod measure;
 mod mem;
+mod mpi_bench;
 mod network;
 mod report;
 mod rng;
@@ -42,6 +43,9 @@ enum Command {
     /// Micro-benchmarks of the runtime against its peers.
     #[command(subcommand)]
     Bench(BenchCommand),
+    /// MPI latency, bandwidth, message rate and overlap, raw rsmpi beside
+    /// tutti's transport (`mpirun -n 2 tutti mpi-bench`; needs `--features mpi`).
+    MpiBench(mpi_bench::MpiBenchArgs),
 }
 
 #[derive(Subcommand, Debug)]
@@ -56,6 +60,8 @@ enum BenchCommand {
     Csp(bench::csp::CspArgs),
     /// Wire formats: tutti's codec vs postcard, bincode, bitcode, rmp-serde.
     Codec(bench::codec::CodecArgs),
+    /// The in-process world: cross-location latency and rate vs crossbeam-channel.
+    World(bench::world::WorldArgs),
 }
 
 /// One worker per available core.
@@ -88,6 +94,8 @@ fn main() {
         Command::Bench(BenchCommand::Idle(a)) => (a.json, bench::idle::run(a)),
         Command::Bench(BenchCommand::Csp(a)) => (a.json, bench::csp::run(a)),
         Command::Bench(BenchCommand::Codec(a)) => (a.json, bench::codec::run(a)),
+        Command::Bench(BenchCommand::World(a)) => (a.json, bench::world::run(a)),
+        Command::MpiBench(a) => (a.json, mpi_bench::run(a)),
     };
     match outcome {
         Ok(report) => {

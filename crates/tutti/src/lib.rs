@@ -29,6 +29,7 @@ pub mod runtime;
 pub mod sync;
 #[cfg(test)]
 pub(crate) mod test_util;
+pub mod world;
 
 pub use runtime::{
     block_on, join, par_chunks_mut, par_for, scope, sleep, sleep_until, spawn, timeout, BuildError,

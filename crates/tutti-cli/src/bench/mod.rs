@@ -5,3 +5,4 @@ pub mod csp;
 pub mod fib;
 pub mod idle;
 pub mod spawn;
+pub mod world;

@@ -214,6 +214,12 @@ impl Runtime {
         self.install(|| par_chunks_mut(slice, grain, f))
     }
 
+    /// Registers `poller` to be called by idle workers, one at a time, before
+    /// each idle round (and every `IdlePollers::POLL_INTERVAL` while parked).
+    pub(crate) fn add_idle_poller(&self, poller: registry::IdlePoller) {
+        self.registry.pollers.add(poller);
+    }
+
     /// Shuts the runtime down now; the same as dropping it.
     pub fn shutdown(self) {}
 }

@@ -35,6 +35,8 @@ pub(crate) struct Registry {
     pub(crate) idle: IdleStrategy,
     /// Live async tasks, cancelled at shutdown.
     pub(crate) tasks: TaskSet,
+    /// Engines that idle workers drive (see [`IdlePollers`]).
+    pub(crate) pollers: IdlePollers,
     terminated: AtomicBool,
     handles: Mutex<Vec<ThreadHandle<()>>>,
 }
@@ -61,6 +63,7 @@ impl Registry {
             sleep: Sleep::new(n),
             idle: builder.idle_strategy_value(),
             tasks: TaskSet::new(n + 1),
+            pollers: IdlePollers::default(),
             terminated: AtomicBool::new(false),
             handles: Mutex::new(Vec::with_capacity(n)),
         });
@@ -236,6 +239,57 @@ impl Registry {
                 Steal::Empty => break,
                 Steal::Retry => {}
             }
+        }
+    }
+}
+
+/// A function an idle worker calls to drive an external engine; returns whether
+/// anything moved (new work may then exist).
+pub(crate) type IdlePoller = Arc<dyn Fn() -> bool + Send + Sync>;
+
+/// Engines driven by idle workers (the world's MPI transport in polling mode).
+///
+/// An idle worker calls every poller before each idle round; the list's lock is
+/// only *tried*, so one worker polls at a time and the others go on idling
+/// (this serializes the engine's progress as `MPI_THREAD_SERIALIZED` requires).
+/// While any poller is registered, parked workers wake every
+/// [`POLL_INTERVAL`](IdlePollers::POLL_INTERVAL) to poll, since an external
+/// engine cannot wake them.
+pub(crate) struct IdlePollers {
+    list: Mutex<Vec<IdlePoller>>,
+    active: AtomicBool,
+}
+
+impl Default for IdlePollers {
+    fn default() -> Self {
+        IdlePollers {
+            list: Mutex::new(Vec::new()),
+            active: AtomicBool::new(false),
+        }
+    }
+}
+
+impl IdlePollers {
+    /// How long a parked worker sleeps between polls while pollers exist.
+    pub(crate) const POLL_INTERVAL: std::time::Duration = std::time::Duration::from_micros(100);
+
+    pub(crate) fn add(&self, p: IdlePoller) {
+        lock(&self.list).push(p);
+        self.active.store(true, Ordering::Release);
+    }
+
+    /// Whether any poller is registered.
+    #[inline]
+    pub(crate) fn active(&self) -> bool {
+        self.active.load(Ordering::Relaxed)
+    }
+
+    /// Runs the pollers unless another worker is running them; true if anything
+    /// moved.
+    pub(crate) fn poll(&self) -> bool {
+        match self.list.try_lock() {
+            Ok(list) => list.iter().fold(false, |moved, p| p() | moved),
+            Err(_) => false,
         }
     }
 }

@@ -324,6 +324,10 @@ impl WorkerThread {
     /// One round of waiting without work, per the idle strategy. Returns the
     /// next round number.
     fn idle_round(&self, rounds: u32, latch: &CoreLatch) -> u32 {
+        let pollers = &self.registry.pollers;
+        if pollers.active() && pollers.poll() {
+            return 0;
+        }
         let (spins, yields, park) = match self.registry.idle {
             IdleStrategy::Spin => (u32::MAX, 0, false),
             IdleStrategy::Yield { spins } => (spins, u32::MAX, false),
@@ -347,9 +351,12 @@ impl WorkerThread {
         if park {
             let registry = &self.registry;
             super::context::on_idle(registry);
+            let max = pollers
+                .active()
+                .then_some(super::registry::IdlePollers::POLL_INTERVAL);
             registry
                 .sleep
-                .sleep(self.index, latch, None, || registry.has_visible_work());
+                .sleep(self.index, latch, max, || registry.has_visible_work());
         }
         0
     }

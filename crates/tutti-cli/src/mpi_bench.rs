@@ -1,0 +1,546 @@
+//! `tutti mpi-bench`: thesis 002 §5.4's MPI micro-benchmarks, raw rsmpi beside
+//! tutti's MPI transport in the same run. Run it on two ranks:
+//!
+//! ```text
+//! mpirun -n 2 target/release/tutti mpi-bench
+//! ```
+//!
+//! * **latency**: an 8-byte ping-pong, reported per one-way message. rsmpi:
+//!   blocking `send`/`receive_into` (run on the thread that owns MPI, with the
+//!   world's engine paused); tutti: `send_bytes`/`recv` between a location of
+//!   each rank; and tutti *thread to thread*: two locations of one in-process
+//!   world (typed values).
+//! * **bandwidth**: rank 0 streams messages of each `--sizes` size (64 MiB in
+//!   all, at least 8 messages) and rank 1 answers with one byte when it has them
+//!   all.
+//! * **message rate**: rank 0 sends `--messages` 8-byte messages; rsmpi with
+//!   blocking sends, tutti unaggregated (factor 1) and aggregated (`--factor`).
+//! * **overlap** (asynchronous progress): rank 0 starts sending `--overlap-bytes`
+//!   and then computes for `--compute-ms` without calling MPI or the world;
+//!   overlap = (t_comm + t_compute − t_both) / min(t_comm, t_compute), 1 meaning
+//!   the transfer was completely hidden behind the computation.
+//!
+//! Only rank 0 reports. Both ranks must run the same arguments (mpirun does).
+
+// Without the `mpi` feature only the argument parsing and the error remain.
+#![cfg_attr(not(feature = "mpi"), allow(dead_code, unused_imports))]
+
+use std::time::{Duration, Instant};
+
+use clap::Args;
+
+use crate::measure::{repeat, timed, Measurement, Progress, Run, RunOpts};
+use crate::report::{Report, Stats};
+use tutti::world::{Location, LocationId, TransportKind, World};
+
+/// Arguments of `tutti mpi-bench`.
+#[derive(Args, Debug)]
+pub struct MpiBenchArgs {
+    /// Round trips of the latency ping-pongs.
+    #[arg(long, default_value_t = 20_000, value_parser = clap::value_parser!(u64).range(1..=100_000_000))]
+    iters: u64,
+    /// Messages of the message-rate measurements.
+    #[arg(long, default_value_t = 200_000, value_parser = clap::value_parser!(u64).range(1..=1_000_000_000))]
+    messages: u64,
+    /// Aggregation factor of the aggregated message rate.
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    factor: u64,
+    /// Message sizes of the bandwidth measurement, in bytes.
+    #[arg(long, value_delimiter = ',', default_value = "1024,65536,1048576,16777216", value_parser = clap::value_parser!(u64).range(1..=(1u64 << 31)))]
+    sizes: Vec<u64>,
+    /// Bytes sent during the overlap test.
+    #[arg(long, default_value_t = 32 << 20, value_parser = clap::value_parser!(u64).range(1..=(1u64 << 32)))]
+    overlap_bytes: u64,
+    /// Computation of the overlap test, in milliseconds.
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u64).range(1..=100_000))]
+    compute_ms: u64,
+    #[command(flatten)]
+    run: RunOpts,
+    /// Print the world's configuration on stderr.
+    #[arg(long)]
+    verbose: bool,
+    /// Print one JSON object instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Bytes streamed per bandwidth measurement.
+const STREAM_BYTES: u64 = 64 << 20;
+
+/// Busy computation for `d` that never calls MPI or the world.
+fn compute(d: Duration) -> u64 {
+    let start = Instant::now();
+    let mut x = 0x9E37_79B9_7F4A_7C15u64;
+    while start.elapsed() < d {
+        for _ in 0..1000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+        }
+    }
+    std::hint::black_box(x)
+}
+
+fn peer(loc: &Location) -> LocationId {
+    LocationId::new(1 - loc.id().index() as u32)
+}
+
+/// tutti: `n` round trips of 8 bytes between the locations of ranks 0 and 1.
+async fn tutti_pingpong(loc: Location, n: u64) -> Run {
+    let other = peer(&loc);
+    let first = loc.rank() == 0;
+    let start = Instant::now();
+    let mut ok = true;
+    if first {
+        let _ = loc.send_bytes(other, 0u64.to_le_bytes().to_vec());
+    }
+    for i in 0..n {
+        let d = loc.recv().await;
+        let v = d
+            .bytes()
+            .and_then(|b| b.try_into().ok())
+            .map(u64::from_le_bytes)
+            .unwrap_or(u64::MAX);
+        drop(d);
+        ok &= v == 2 * i + u64::from(first);
+        if !(first && i + 1 == n) {
+            let _ = loc.send_bytes(other, (v + 1).to_le_bytes().to_vec());
+        }
+    }
+    Run {
+        elapsed: start.elapsed(),
+        ok,
+    }
+}
+
+/// tutti: rank 0 sends `count` messages of `size` bytes; rank 1 receives them all
+/// and answers with one byte.
+async fn tutti_stream(loc: Location, count: u64, size: usize, factor: usize) -> Run {
+    loc.set_aggregation(factor);
+    let other = peer(&loc);
+    let start = Instant::now();
+    let mut ok = true;
+    if loc.rank() == 0 {
+        for i in 0..count {
+            let mut m = vec![0u8; size];
+            m[0] = i as u8;
+            let _ = loc.send_bytes(other, m);
+        }
+        let d = loc.recv().await;
+        ok &= d.bytes() == Some(&[1]);
+    } else {
+        for i in 0..count {
+            let d = loc.recv().await;
+            ok &= d
+                .bytes()
+                .is_some_and(|b| b.len() == size && b[0] == i as u8);
+        }
+        let _ = loc.send_bytes(other, vec![1]);
+        loc.flush();
+    }
+    Run {
+        elapsed: start.elapsed(),
+        ok,
+    }
+}
+
+/// tutti: rank 0 sends `bytes` and computes for `work` (zero: no computation)
+/// before waiting for rank 1's acknowledgement.
+async fn tutti_overlap(loc: Location, bytes: usize, work: Duration) -> Run {
+    let other = peer(&loc);
+    let start = Instant::now();
+    let mut ok = true;
+    if loc.rank() == 0 {
+        let _ = loc.send_bytes(other, vec![7u8; bytes]);
+        loc.flush();
+        if !work.is_zero() {
+            compute(work);
+        }
+        let d = loc.recv().await;
+        ok &= d.bytes() == Some(&[1]);
+    } else {
+        let d = loc.recv().await;
+        ok &= d
+            .bytes()
+            .is_some_and(|b| b.len() == bytes && b[bytes - 1] == 7);
+        drop(d);
+        let _ = loc.send_bytes(other, vec![1]);
+        loc.flush();
+    }
+    Run {
+        elapsed: start.elapsed(),
+        ok,
+    }
+}
+
+/// Runs `body` on the (single) location of every rank; rank 0's run.
+fn on_world<Fut>(world: &World, body: impl Fn(Location) -> Fut) -> Run
+where
+    Fut: std::future::Future<Output = Run> + Send + 'static,
+{
+    let out = world.run(body);
+    world.run(|loc| async move { loc.barrier().await });
+    out.into_iter().next().unwrap_or(Run {
+        elapsed: Duration::ZERO,
+        ok: false,
+    })
+}
+
+/// A tutti ping-pong between two locations of one in-process world (typed).
+fn thread_pingpong(w: &World, n: u64) -> Run {
+    let (out, elapsed) = timed(|| {
+        w.run(move |loc| async move {
+            let other = peer(&loc);
+            let first = loc.id().index() == 0;
+            let mut last = 0u64;
+            if first {
+                let _ = loc.send(other, 0u64);
+            }
+            for i in 0..n {
+                let mut d = loc.recv().await;
+                last = d.take::<u64>().unwrap_or(u64::MAX);
+                drop(d);
+                if !(first && i + 1 == n) {
+                    let _ = loc.send(other, last + 1);
+                }
+            }
+            last
+        })
+    });
+    Run {
+        elapsed,
+        ok: out == [2 * n - 1, 2 * n - 2],
+    }
+}
+
+#[cfg(feature = "mpi")]
+mod raw {
+    //! The same measurements in plain rsmpi, run inside `World::with_mpi`.
+    use super::*;
+    use mpi::topology::SimpleCommunicator;
+    use mpi::traits::*;
+
+    /// Runs `f` on every rank with MPI; rank 0's run.
+    pub fn on_mpi(
+        world: &World,
+        f: impl FnOnce(&SimpleCommunicator) -> Run + Send + 'static,
+    ) -> Run {
+        world.run(|loc| async move { loc.barrier().await });
+        world.with_mpi(f).unwrap_or(Run {
+            elapsed: Duration::ZERO,
+            ok: false,
+        })
+    }
+
+    pub fn pingpong(c: &SimpleCommunicator, n: u64) -> Run {
+        let me = c.rank();
+        let other = c.process_at_rank(1 - me);
+        let mut buf = [0u8; 8];
+        let start = Instant::now();
+        let mut ok = true;
+        if me == 0 {
+            other.send(&0u64.to_le_bytes()[..]);
+        }
+        for i in 0..n {
+            other.receive_into(&mut buf[..]);
+            let v = u64::from_le_bytes(buf);
+            ok &= v == 2 * i + u64::from(me == 0);
+            if !(me == 0 && i + 1 == n) {
+                other.send(&(v + 1).to_le_bytes()[..]);
+            }
+        }
+        Run {
+            elapsed: start.elapsed(),
+            ok,
+        }
+    }
+
+    pub fn stream(c: &SimpleCommunicator, count: u64, size: usize) -> Run {
+        let me = c.rank();
+        let other = c.process_at_rank(1 - me);
+        let mut buf = vec![0u8; size];
+        let start = Instant::now();
+        let mut ok = true;
+        if me == 0 {
+            for i in 0..count {
+                buf[0] = i as u8;
+                other.send(&buf[..]);
+            }
+            let mut ack = [0u8; 1];
+            other.receive_into(&mut ack[..]);
+            ok &= ack == [1];
+        } else {
+            for i in 0..count {
+                let st = other.receive_into(&mut buf[..]);
+                ok &= st.count(u8::equivalent_datatype()) as usize == size && buf[0] == i as u8;
+            }
+            other.send(&[1u8][..]);
+        }
+        Run {
+            elapsed: start.elapsed(),
+            ok,
+        }
+    }
+
+    pub fn overlap(c: &SimpleCommunicator, bytes: usize, work: Duration) -> Run {
+        let me = c.rank();
+        let other = c.process_at_rank(1 - me);
+        let mut buf = vec![7u8; bytes];
+        let start = Instant::now();
+        let mut ok = true;
+        if me == 0 {
+            mpi::request::scope(|scope| {
+                let req = other.immediate_send(scope, &buf[..]);
+                if !work.is_zero() {
+                    compute(work);
+                }
+                req.wait();
+            });
+            let mut ack = [0u8; 1];
+            other.receive_into(&mut ack[..]);
+            ok &= ack == [1];
+        } else {
+            other.receive_into(&mut buf[..]);
+            ok &= buf[bytes - 1] == 7;
+            other.send(&[1u8][..]);
+        }
+        Run {
+            elapsed: start.elapsed(),
+            ok,
+        }
+    }
+}
+
+/// Runs the benchmark.
+pub fn run(a: &MpiBenchArgs) -> Result<Report, String> {
+    #[cfg(not(feature = "mpi"))]
+    {
+        let _ = a;
+        Err(
+            "tutti was built without MPI: build with `--features mpi` and run \
+             `mpirun -n 2 target/release/tutti mpi-bench` (see the README's MPI section)"
+                .into(),
+        )
+    }
+    #[cfg(feature = "mpi")]
+    run_mpi(a)
+}
+
+#[cfg(feature = "mpi")]
+fn run_mpi(a: &MpiBenchArgs) -> Result<Report, String> {
+    let world = World::builder()
+        .locations(1)
+        .build()
+        .map_err(|e| e.to_string())?;
+    if world.ranks() != 2 || world.config().transport() != TransportKind::Mpi {
+        return Err(format!(
+            "mpi-bench needs exactly 2 MPI ranks (this is rank {} of {} on {}): \
+             run `mpirun -n 2 target/release/tutti mpi-bench`",
+            world.rank(),
+            world.ranks(),
+            world.config().transport()
+        ));
+    }
+    let me = world.rank();
+    if a.verbose && me == 0 {
+        eprintln!("{}", world.config());
+    }
+    let plan = a.run.plan(5);
+    let steps = plan.total() * (5 + 2 * a.sizes.len() + 4);
+    let progress = Progress::new(if me == 0 { steps } else { 0 }, a.json);
+    let mut report = Report::new("mpi-bench");
+    report
+        .param("ranks", world.ranks())
+        .param("progress", world.config().progress().to_string())
+        .param("workers", world.config().workers())
+        .param("iters", a.iters)
+        .param("messages", a.messages)
+        .param("factor", a.factor)
+        .param("overlap_bytes", a.overlap_bytes)
+        .param("compute_ms", a.compute_ms)
+        .param("runs", plan.runs)
+        .param(
+            "engine",
+            world
+                .config()
+                .to_string()
+                .lines()
+                .nth(2)
+                .unwrap_or("")
+                .trim()
+                .to_string(),
+        );
+    let stat = |v: Vec<f64>| Stats::of(&v).unwrap_or(Stats::single(f64::NAN));
+    let mut all_ok = true;
+
+    // Latency.
+    let n = a.iters;
+    progress.stage("latency: rsmpi");
+    let lat_raw = repeat(plan, &progress, || {
+        raw::on_mpi(&world, move |c| raw::pingpong(c, n))
+    });
+    progress.stage("latency: tutti");
+    let lat_t = repeat(plan, &progress, || {
+        on_world(&world, move |loc| tutti_pingpong(loc, n))
+    });
+    let threads = World::builder()
+        .ignore_env()
+        .transport(TransportKind::InProcess)
+        .locations(2)
+        .workers(world.config().workers().max(1))
+        .aggregation(1)
+        .build()
+        .map_err(|e| e.to_string())?;
+    progress.stage("latency: tutti thread to thread");
+    let lat_tt = repeat(plan, &progress, || thread_pingpong(&threads, n));
+    drop(threads);
+    let one_way_us = |m: &Measurement| m.map(|s| s * 1e6 / (2 * n) as f64);
+    let (l_raw, l_t, l_tt) = (
+        stat(one_way_us(&lat_raw)),
+        stat(one_way_us(&lat_t)),
+        stat(one_way_us(&lat_tt)),
+    );
+    report.result("rsmpi", "latency one-way (process to process)", l_raw, "us");
+    report.result("tutti", "latency one-way (process to process)", l_t, "us");
+    report.result("tutti", "latency one-way (thread to thread)", l_tt, "us");
+    report.ratio("latency_tutti_over_rsmpi", l_t.median / l_raw.median);
+    report.ratio(
+        "latency_thread_to_thread_over_process_to_process",
+        l_tt.median / l_t.median,
+    );
+    all_ok &= lat_raw.ok && lat_t.ok && lat_tt.ok;
+
+    // Bandwidth.
+    for &size in &a.sizes {
+        let size = size as usize;
+        let count = (STREAM_BYTES / size as u64).max(8);
+        let bytes = (count * size as u64) as f64;
+        progress.stage(&format!("bandwidth {size} B: rsmpi"));
+        let raw_m = repeat(plan, &progress, || {
+            raw::on_mpi(&world, move |c| raw::stream(c, count, size))
+        });
+        progress.stage(&format!("bandwidth {size} B: tutti"));
+        let t_m = repeat(plan, &progress, || {
+            on_world(&world, move |loc| tutti_stream(loc, count, size, 1))
+        });
+        let mbs = |m: &Measurement| m.map(|s| bytes / s / 1e6);
+        let (r, t) = (stat(mbs(&raw_m)), stat(mbs(&t_m)));
+        let metric = format!("bandwidth {size} B");
+        report.result("rsmpi", &metric, r, "MB/s");
+        report.result("tutti", &metric, t, "MB/s");
+        report.ratio(
+            &format!("bandwidth_{size}B_tutti_over_rsmpi"),
+            t.median / r.median,
+        );
+        all_ok &= raw_m.ok && t_m.ok;
+    }
+
+    // Message rate of 8-byte messages.
+    let m = a.messages;
+    progress.stage("rate: rsmpi");
+    let rate_raw = repeat(plan, &progress, || {
+        raw::on_mpi(&world, move |c| raw::stream(c, m, 8))
+    });
+    progress.stage("rate: tutti unaggregated");
+    let rate_1 = repeat(plan, &progress, || {
+        on_world(&world, move |loc| tutti_stream(loc, m, 8, 1))
+    });
+    let factor = a.factor as usize;
+    progress.stage("rate: tutti aggregated");
+    let rate_f = repeat(plan, &progress, || {
+        on_world(&world, move |loc| tutti_stream(loc, m, 8, factor))
+    });
+    let per_sec = |x: &Measurement| x.map(|s| m as f64 / s);
+    let (r_raw, r_1, r_f) = (
+        stat(per_sec(&rate_raw)),
+        stat(per_sec(&rate_1)),
+        stat(per_sec(&rate_f)),
+    );
+    report.result("rsmpi", "rate 8 B", r_raw, "messages/s");
+    report.result("tutti factor 1", "rate 8 B", r_1, "messages/s");
+    report.result(
+        &format!("tutti factor {factor}"),
+        "rate 8 B",
+        r_f,
+        "messages/s",
+    );
+    report.ratio(
+        "throughput_aggregated_over_unaggregated",
+        r_f.median / r_1.median,
+    );
+    report.ratio(
+        "throughput_tutti_unaggregated_over_rsmpi",
+        r_1.median / r_raw.median,
+    );
+    report.ratio(
+        "throughput_tutti_aggregated_over_rsmpi",
+        r_f.median / r_raw.median,
+    );
+    all_ok &= rate_raw.ok && rate_1.ok && rate_f.ok;
+
+    // Overlap of communication with computation.
+    let bytes = a.overlap_bytes as usize;
+    let work = Duration::from_millis(a.compute_ms);
+    let secs = |x: &Measurement| x.median_secs();
+    progress.stage("overlap: rsmpi");
+    let raw_comm = repeat(plan, &progress, || {
+        raw::on_mpi(&world, move |c| raw::overlap(c, bytes, Duration::ZERO))
+    });
+    let raw_both = repeat(plan, &progress, || {
+        raw::on_mpi(&world, move |c| raw::overlap(c, bytes, work))
+    });
+    progress.stage("overlap: tutti");
+    let t_comm = repeat(plan, &progress, || {
+        on_world(&world, move |loc| tutti_overlap(loc, bytes, Duration::ZERO))
+    });
+    let t_both = repeat(plan, &progress, || {
+        on_world(&world, move |loc| tutti_overlap(loc, bytes, work))
+    });
+    progress.finish();
+    let overlap = |comm: f64, both: f64| {
+        let w = work.as_secs_f64();
+        ((comm + w - both) / comm.min(w)).clamp(0.0, 1.0)
+    };
+    let o_raw = overlap(secs(&raw_comm), secs(&raw_both));
+    let o_t = overlap(secs(&t_comm), secs(&t_both));
+    report.result(
+        "rsmpi",
+        "overlap comm time",
+        stat(raw_comm.map(|s| s * 1e3)),
+        "ms",
+    );
+    report.result(
+        "rsmpi",
+        "overlap comm+compute time",
+        stat(raw_both.map(|s| s * 1e3)),
+        "ms",
+    );
+    report.result(
+        "tutti",
+        "overlap comm time",
+        stat(t_comm.map(|s| s * 1e3)),
+        "ms",
+    );
+    report.result(
+        "tutti",
+        "overlap comm+compute time",
+        stat(t_both.map(|s| s * 1e3)),
+        "ms",
+    );
+    report.result("rsmpi", "overlap", Stats::single(o_raw), "fraction hidden");
+    report.result("tutti", "overlap", Stats::single(o_t), "fraction hidden");
+    all_ok &= raw_comm.ok && raw_both.ok && t_comm.ok && t_both.ok;
+
+    // Both ranks verified what they received.
+    let all_ok = world
+        .run(move |loc| async move { loc.all_reduce(all_ok, |a, b| a && b).await })
+        .into_iter()
+        .all(|ok| ok);
+    report.verify(all_ok);
+    if me != 0 {
+        // Only rank 0 reports; the others end quietly.
+        drop(world);
+        std::process::exit(if all_ok { 0 } else { 1 });
+    }
+    Ok(report)
+}

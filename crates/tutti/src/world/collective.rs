@@ -1,0 +1,684 @@
+//! Collectives over all locations: barrier, broadcast, reduce, all-reduce (and the
+//! waves of quiescence detection), hierarchical — the locations of a rank first,
+//! then the ranks.
+//!
+//! # Matching
+//!
+//! Every location numbers its collective calls: the `k`-th call of every location
+//! belongs to collective `k` (the *epoch*), as in MPI. The state of one collective
+//! on one rank is a [`Round`], keyed by epoch; frames from other ranks may create
+//! it before any local location arrives. A round records its kind, root and value
+//! type; a location or rank that disagrees is a programming error that would
+//! otherwise hang, so it takes the world down with a message naming both sides.
+//!
+//! # Algorithm
+//!
+//! 1. *Within the rank.* Each location stores its value in the round. The last to
+//!    arrive (the rank's leader for this epoch) folds the values in location order.
+//! 2. *Across ranks* (only with several ranks). The leader spawns a *driver* task
+//!    that runs a binomial tree over the ranks: for reductions it combines its
+//!    children's partial results in rank order and sends the result to its parent
+//!    (rank 0 ends up with the fold over all locations in id order, so an
+//!    associative operation need not be commutative), then the result travels back
+//!    down the tree (barrier, all-reduce) or to the root's rank (reduce); a
+//!    broadcast only travels down a tree rooted at the root's rank.
+//! 3. The result is stored in the round and every waiting location of the rank is
+//!    woken; each clones it. The round is removed once every location that needs
+//!    the result has taken it and the driver is done.
+//!
+//! A location's contribution is made when it calls the collective; the returned
+//! future only waits. So `let b = loc.barrier(); …; b.await` is a non-blocking
+//! barrier (MPI_Ibarrier), and dropping the future does not withdraw the
+//! contribution (the others are not left waiting).
+
+use std::any::{Any, TypeId};
+use std::collections::HashMap;
+use std::fmt;
+use std::future::Future;
+use std::marker::PhantomData;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
+
+use super::frame::{self, CollectiveTag, Phase};
+use super::transport::Transport;
+use super::wire::{self, Wire};
+use super::world::Local;
+use super::Location;
+use crate::loom::{lock, Mutex};
+
+/// The kinds of collectives, as sent in frames.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Barrier = 1,
+    Broadcast = 2,
+    Reduce = 3,
+    AllReduce = 4,
+    Quiescence = 5,
+}
+
+impl Kind {
+    fn name(code: u8) -> &'static str {
+        match code {
+            1 => "barrier",
+            2 => "broadcast",
+            3 => "reduce",
+            4 => "all_reduce",
+            5 => "quiescence wave",
+            _ => "unknown collective",
+        }
+    }
+}
+
+/// A user's reduction operation.
+pub(crate) type Op<T> = Arc<dyn Fn(T, T) -> T + Send + Sync>;
+
+/// One collective on this rank; see the module documentation.
+struct Round {
+    /// Kind code and root, from the first local arrival or remote frame.
+    kind: Option<(u8, u32)>,
+    /// The value type, from the first local arrival.
+    ty: Option<(TypeId, &'static str)>,
+    arrived: usize,
+    values: Vec<Option<Box<dyn Any + Send>>>,
+    /// Partial results from child ranks (rank, encoded value).
+    up: Vec<(u32, Vec<u8>)>,
+    /// The result from the parent rank.
+    down: Option<Vec<u8>>,
+    result: Option<Box<dyn Any + Send>>,
+    /// Local locations that have yet to take the result (known at first arrival).
+    takers: Option<usize>,
+    driving: bool,
+    wakers: Vec<Option<Waker>>,
+    driver: Option<Waker>,
+}
+
+impl Round {
+    fn new(per_rank: usize) -> Round {
+        Round {
+            kind: None,
+            ty: None,
+            arrived: 0,
+            values: (0..per_rank).map(|_| None).collect(),
+            up: Vec::new(),
+            down: None,
+            result: None,
+            takers: None,
+            driving: false,
+            wakers: (0..per_rank).map(|_| None).collect(),
+            driver: None,
+        }
+    }
+
+    fn finished(&self, per_rank: usize) -> bool {
+        self.arrived == per_rank && self.takers == Some(0) && !self.driving
+    }
+
+    fn wake_all(&mut self) {
+        for w in self.wakers.iter_mut().filter_map(Option::take) {
+            w.wake();
+        }
+    }
+}
+
+/// The collectives of one rank, keyed by epoch.
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+pub(crate) struct Rounds {
+    map: Mutex<HashMap<u64, Round>>,
+    per_rank: usize,
+}
+
+impl fmt::Debug for Rounds {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Rounds").finish_non_exhaustive()
+    }
+}
+
+impl Rounds {
+    pub(crate) fn new(per_rank: usize) -> Rounds {
+        Rounds {
+            map: Mutex::new(HashMap::new()),
+            per_rank,
+        }
+    }
+
+    /// Whether no collective is in progress on this rank.
+    #[cfg(test)]
+    pub(crate) fn is_empty(&self) -> bool {
+        lock(&self.map).is_empty()
+    }
+
+    /// A frame of collective `tag.epoch` from another rank.
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+    pub(crate) fn incoming(
+        &self,
+        from_rank: u32,
+        tag: CollectiveTag,
+        value: Vec<u8>,
+    ) -> Result<(), String> {
+        let mut map = lock(&self.map);
+        let round = map
+            .entry(tag.epoch)
+            .or_insert_with(|| Round::new(self.per_rank));
+        match round.kind {
+            None => round.kind = Some((tag.kind, tag.root)),
+            Some(k) if k == (tag.kind, tag.root) => {}
+            Some((kind, root)) => {
+                return Err(format!(
+                    "collective #{}: rank {from_rank} runs a {} (root {}) where this rank runs a {} (root {root})",
+                    tag.epoch,
+                    Kind::name(tag.kind),
+                    tag.root,
+                    Kind::name(kind)
+                ))
+            }
+        }
+        match tag.phase {
+            Phase::Up => {
+                if round.up.iter().any(|(r, _)| *r == from_rank) {
+                    return Err(format!(
+                        "collective #{}: rank {from_rank} contributed twice",
+                        tag.epoch
+                    ));
+                }
+                round.up.push((from_rank, value));
+            }
+            Phase::Down => {
+                if round.down.is_some() {
+                    return Err(format!(
+                        "collective #{}: a second result arrived (from rank {from_rank})",
+                        tag.epoch
+                    ));
+                }
+                round.down = Some(value);
+            }
+        }
+        if let Some(w) = round.driver.take() {
+            w.wake();
+        }
+        Ok(())
+    }
+}
+
+/// The binomial tree over `p` ranks, in ranks relative to the root: the children
+/// of `rel`, nearest first.
+pub(crate) fn children(rel: usize, p: usize) -> impl Iterator<Item = usize> {
+    let limit = if rel == 0 {
+        usize::BITS
+    } else {
+        rel.trailing_zeros()
+    };
+    (0..limit)
+        .map(|k| 1usize.checked_shl(k).unwrap_or(usize::MAX))
+        .take_while(move |&d| d < p)
+        .map(move |d| rel + d)
+        .filter(move |&c| c < p)
+}
+
+/// The parent of `rel` (not the root) in the binomial tree.
+pub(crate) fn parent(rel: usize) -> usize {
+    rel & (rel - 1)
+}
+
+/// Makes location `local`'s contribution to its next collective and returns the
+/// epoch. The last location of the rank to arrive folds and starts the cross-rank
+/// part.
+pub(crate) fn arrive<T>(
+    loc: &Location,
+    kind: Kind,
+    root: u32,
+    value: Option<T>,
+    op: Option<Op<T>>,
+) -> u64
+where
+    T: Wire + Clone + Send + 'static,
+{
+    let shared = loc.shared();
+    let local = &shared.local;
+    let per_rank = local.per_rank;
+    let me = loc.local_index();
+    let epoch = local.slots[me].next_epoch();
+    let root_local = (root as usize / per_rank == local.rank).then(|| root as usize % per_rank);
+    let values = {
+        let mut map = lock(&local.rounds.map);
+        let round = map.entry(epoch).or_insert_with(|| Round::new(per_rank));
+        let mine = (kind as u8, root);
+        match round.kind {
+            None => round.kind = Some(mine),
+            Some(k) if k == mine => {}
+            Some((k, r)) => {
+                drop(map);
+                shared.fail(&format!(
+                    "collective #{epoch}: {} calls {} (root {root}) but another location or rank calls {} (root {r})",
+                    loc.id(),
+                    Kind::name(mine.0),
+                    Kind::name(k)
+                ))
+            }
+        }
+        let ty = (TypeId::of::<T>(), std::any::type_name::<T>());
+        match round.ty {
+            None => round.ty = Some(ty),
+            Some((id, _)) if id == ty.0 => {}
+            Some((_, name)) => {
+                drop(map);
+                shared.fail(&format!(
+                    "collective #{epoch}: {} passes a {} where another location passes a {name}",
+                    loc.id(),
+                    ty.1
+                ))
+            }
+        }
+        if round.takers.is_none() {
+            round.takers = Some(match kind {
+                Kind::Reduce => usize::from(root_local.is_some()),
+                _ => per_rank,
+            });
+        }
+        round.values[me] = value.map(|v| Box::new(v) as Box<dyn Any + Send>);
+        round.arrived += 1;
+        if round.arrived < per_rank {
+            return epoch;
+        }
+        round.driving = true;
+        std::mem::take(&mut round.values)
+    };
+    // The leader: fold outside the lock (the operation is user code).
+    let mut it = values
+        .into_iter()
+        .map(|v| v.map(|b| *b.downcast::<T>().unwrap_or_else(|_| unreachable_type())));
+    let partial: Option<T> = match kind {
+        Kind::Broadcast => root_local.and_then(|r| it.nth(r).flatten()),
+        _ => {
+            let op = op.as_ref();
+            it.flatten().reduce(|a, b| match op {
+                Some(op) => op(a, b),
+                None => a,
+            })
+        }
+    };
+    if local.ranks == 1 {
+        complete(local, epoch, partial);
+    } else {
+        let driver = Driver {
+            local: Arc::clone(local),
+            transport: Arc::clone(&shared.transport),
+            epoch,
+            kind,
+            root,
+            op,
+        };
+        // Detached: the driver reports through the round.
+        drop(shared.runtime.spawn(driver.run(partial)));
+    }
+    epoch
+}
+
+#[cold]
+fn unreachable_type() -> ! {
+    panic!("tutti: a collective value changed type after its type was checked")
+}
+
+/// Stores the rank's result and wakes the locations waiting for it.
+fn complete<T: Send + 'static>(local: &Local, epoch: u64, result: Option<T>) {
+    let mut map = lock(&local.rounds.map);
+    let Some(round) = map.get_mut(&epoch) else {
+        return;
+    };
+    round.result = result.map(|v| Box::new(v) as Box<dyn Any + Send>);
+    round.driving = false;
+    round.wake_all();
+    if round.finished(local.per_rank) {
+        map.remove(&epoch);
+    }
+}
+
+/// The cross-rank part of one collective on one rank.
+struct Driver<T> {
+    local: Arc<Local>,
+    transport: Arc<dyn Transport>,
+    epoch: u64,
+    kind: Kind,
+    root: u32,
+    op: Option<Op<T>>,
+}
+
+impl<T: Wire + Clone + Send + 'static> Driver<T> {
+    fn send(&self, to_rank: usize, phase: Phase, value: Vec<u8>) {
+        let tag = CollectiveTag {
+            epoch: self.epoch,
+            phase,
+            kind: self.kind as u8,
+            root: self.root,
+        };
+        let f = frame::collective(
+            self.local.rank as u32,
+            to_rank as u32,
+            tag,
+            value,
+            self.local.inline_max,
+        );
+        self.transport.send(to_rank, f);
+    }
+
+    fn decode(&self, from: &str, bytes: &[u8]) -> T {
+        match wire::from_bytes::<T>(bytes) {
+            Ok(v) => v,
+            Err(e) => self.transport.abort(&format!(
+                "collective #{}: the value from {from} does not decode as {}: {e}",
+                self.epoch,
+                std::any::type_name::<T>()
+            )),
+        }
+    }
+
+    fn combine(&self, a: T, b: T) -> T {
+        match &self.op {
+            Some(op) => op(a, b),
+            None => a,
+        }
+    }
+
+    async fn run(self, partial: Option<T>) {
+        let p = self.local.ranks;
+        let me = self.local.rank;
+        let root_rank = self.root as usize / self.local.per_rank;
+        let result: Option<T> = match self.kind {
+            Kind::Broadcast => {
+                let rel = (me + p - root_rank) % p;
+                let (value, bytes) = match partial {
+                    Some(v) if rel == 0 => {
+                        let b = wire::to_bytes(&v);
+                        (v, b)
+                    }
+                    _ => {
+                        let b = Message::down(&self.local, self.epoch).await;
+                        (self.decode("the parent rank", &b), b)
+                    }
+                };
+                for c in children(rel, p) {
+                    self.send((c + root_rank) % p, Phase::Down, bytes.clone());
+                }
+                Some(value)
+            }
+            _ => {
+                let Some(mut acc) = partial else {
+                    self.transport
+                        .abort("a reduction on a rank without locations (broken invariant)")
+                };
+                for c in children(me, p) {
+                    let b = Message::up(&self.local, self.epoch, c as u32).await;
+                    let v = self.decode(&format!("rank {c}"), &b);
+                    acc = self.combine(acc, v);
+                }
+                if me != 0 {
+                    self.send(parent(me), Phase::Up, wire::to_bytes(&acc));
+                }
+                match self.kind {
+                    Kind::Reduce => {
+                        if me == 0 && root_rank == 0 {
+                            Some(acc)
+                        } else if me == 0 {
+                            self.send(root_rank, Phase::Down, wire::to_bytes(&acc));
+                            None
+                        } else if me == root_rank {
+                            let b = Message::down(&self.local, self.epoch).await;
+                            Some(self.decode("rank 0", &b))
+                        } else {
+                            None
+                        }
+                    }
+                    _ => {
+                        let (value, bytes) = if me == 0 {
+                            let b = wire::to_bytes(&acc);
+                            (acc, b)
+                        } else {
+                            let b = Message::down(&self.local, self.epoch).await;
+                            (self.decode("the parent rank", &b), b)
+                        };
+                        for c in children(me, p) {
+                            self.send(c, Phase::Down, bytes.clone());
+                        }
+                        Some(value)
+                    }
+                }
+            }
+        };
+        complete(&self.local, self.epoch, result);
+    }
+}
+
+/// Waits for a frame of one collective from another rank.
+struct Message<'a> {
+    local: &'a Local,
+    epoch: u64,
+    /// `Some(rank)`: the partial result from child `rank`; `None`: the result.
+    up_from: Option<u32>,
+}
+
+impl<'a> Message<'a> {
+    fn up(local: &'a Local, epoch: u64, from: u32) -> Message<'a> {
+        Message {
+            local,
+            epoch,
+            up_from: Some(from),
+        }
+    }
+
+    fn down(local: &'a Local, epoch: u64) -> Message<'a> {
+        Message {
+            local,
+            epoch,
+            up_from: None,
+        }
+    }
+}
+
+impl Future for Message<'_> {
+    type Output = Vec<u8>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Vec<u8>> {
+        let mut map = lock(&self.local.rounds.map);
+        let Some(round) = map.get_mut(&self.epoch) else {
+            // The leader created the round before spawning its driver, and the
+            // round outlives the driver.
+            drop(map);
+            self.local
+                .fail_invariant("a collective round vanished under its driver");
+        };
+        let got = match self.up_from {
+            Some(r) => round
+                .up
+                .iter()
+                .position(|(from, _)| *from == r)
+                .map(|i| round.up.swap_remove(i).1),
+            None => round.down.take(),
+        };
+        match got {
+            Some(v) => Poll::Ready(v),
+            None => {
+                round.driver = Some(cx.waker().clone());
+                Poll::Pending
+            }
+        }
+    }
+}
+
+/// Polls for the result of collective `epoch` on behalf of location `loc`, which
+/// takes it: `Ready(None)` only if the collective completed without a result for
+/// this rank, which the callers' kinds rule out.
+pub(crate) fn poll_result<T: Clone + 'static>(
+    loc: &Location,
+    epoch: u64,
+    cx: &mut Context<'_>,
+) -> Poll<Option<T>> {
+    let local = &loc.shared().local;
+    let me = loc.local_index();
+    let mut map = lock(&local.rounds.map);
+    let Some(round) = map.get_mut(&epoch) else {
+        drop(map);
+        local.fail_invariant("a collective round vanished before its result was taken");
+    };
+    // A location that takes the result only finds `None` while the collective
+    // is still running (only non-takers complete with `None`).
+    if round.result.is_none() && (round.driving || round.arrived < local.per_rank) {
+        round.wakers[me] = Some(cx.waker().clone());
+        drop(map);
+        loc.progress_while_waiting();
+        return Poll::Pending;
+    }
+    let value = round
+        .result
+        .as_ref()
+        .and_then(|r| r.downcast_ref::<T>())
+        .cloned();
+    if let Some(t) = round.takers.as_mut() {
+        *t = t.saturating_sub(1);
+    }
+    if round.finished(local.per_rank) {
+        map.remove(&epoch);
+    }
+    Poll::Ready(value)
+}
+
+/// Location `loc` gives up waiting for collective `epoch`'s result.
+pub(crate) fn abandon(loc: &Location, epoch: u64) {
+    let local = &loc.shared().local;
+    let mut map = lock(&local.rounds.map);
+    if let Some(round) = map.get_mut(&epoch) {
+        round.wakers[loc.local_index()] = None;
+        if let Some(t) = round.takers.as_mut() {
+            *t = t.saturating_sub(1);
+        }
+        if round.finished(local.per_rank) {
+            map.remove(&epoch);
+        }
+    }
+}
+
+/// Waits for the result of a collective this location has already contributed
+/// to; see the [module documentation](self). `.await` it, or call
+/// [`wait`](Self::wait) on a plain thread.
+#[must_use = "the contribution is made; the future only waits for the result"]
+pub struct Collective<'a, T> {
+    loc: &'a Location,
+    epoch: u64,
+    /// `false` once the result was taken.
+    pending: bool,
+    _value: PhantomData<fn() -> T>,
+}
+
+impl<'a, T: Clone + Send + 'static> Collective<'a, T> {
+    pub(crate) fn new(loc: &'a Location, epoch: u64) -> Self {
+        Collective {
+            loc,
+            epoch,
+            pending: true,
+            _value: PhantomData,
+        }
+    }
+
+    /// Blocks until the collective completes (on a worker, outside an async task,
+    /// the worker keeps executing other work meanwhile).
+    ///
+    /// # Panics
+    /// Inside an async task (use `.await`).
+    pub fn wait(self) -> T {
+        crate::block_on(self)
+    }
+}
+
+impl<T: Clone + Send + 'static> Future for Collective<'_, T> {
+    type Output = T;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<T> {
+        assert!(
+            self.pending,
+            "tutti: a collective future polled after it completed"
+        );
+        match poll_result::<T>(self.loc, self.epoch, cx) {
+            Poll::Pending => Poll::Pending,
+            Poll::Ready(v) => {
+                self.pending = false;
+                match v {
+                    Some(v) => Poll::Ready(v),
+                    None => self
+                        .loc
+                        .shared()
+                        .local
+                        .fail_invariant("a collective completed without its result"),
+                }
+            }
+        }
+    }
+}
+
+impl<T> Drop for Collective<'_, T> {
+    fn drop(&mut self) {
+        if self.pending {
+            // Given up before the result: stop counting this location as a taker
+            // so the round can still be removed.
+            abandon(self.loc, self.epoch);
+        }
+    }
+}
+
+impl<T> fmt::Debug for Collective<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Collective")
+            .field("epoch", &self.epoch)
+            .field("pending", &self.pending)
+            .finish()
+    }
+}
+
+/// The result of [`Location::reduce`]: `Some` at the root, `None` elsewhere (at
+/// once: only the root waits).
+#[must_use = "the contribution is made; the future only waits for the result"]
+#[derive(Debug)]
+pub struct Reduction<'a, T>(Option<Collective<'a, T>>);
+
+impl<'a, T: Clone + Send + 'static> Reduction<'a, T> {
+    pub(crate) fn new(at_root: Option<Collective<'a, T>>) -> Self {
+        Reduction(at_root)
+    }
+
+    /// Blocks until the reduction completes (the root) or returns `None` at once.
+    pub fn wait(self) -> Option<T> {
+        crate::block_on(self)
+    }
+}
+
+impl<T: Clone + Send + 'static> Future for Reduction<'_, T> {
+    type Output = Option<T>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<T>> {
+        match &mut self.0 {
+            None => Poll::Ready(None),
+            Some(c) => Pin::new(c).poll(cx).map(Some),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn binomial_trees_cover_every_rank_once_in_order() {
+        for p in 1..40 {
+            let mut seen = vec![0; p];
+            seen[0] += 1;
+            for r in 0..p {
+                for c in children(r, p) {
+                    assert_eq!(parent(c), r, "p={p} c={c}");
+                    seen[c] += 1;
+                }
+                // A node's subtree is the contiguous range [r, r + lowbit(r)).
+                let kids: Vec<_> = children(r, p).collect();
+                assert!(kids.windows(2).all(|w| w[0] < w[1]));
+            }
+            assert!(seen.iter().all(|&s| s == 1), "p={p}: {seen:?}");
+        }
+    }
+}

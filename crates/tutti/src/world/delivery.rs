@@ -1,0 +1,138 @@
+//! [`Delivery`]: one received message, counted as handled when it is dropped.
+
+use std::any::{Any, TypeId};
+use std::fmt;
+use std::ops::Range;
+use std::sync::Arc;
+
+use super::{cast, LocationId};
+use crate::loom::{AtomicU64, Ordering};
+
+/// What a delivery holds.
+pub(crate) enum Content {
+    /// A typed value from a location of this rank.
+    Value(Box<dyn Any + Send>),
+    /// Bytes owned by this delivery.
+    Bytes(Vec<u8>),
+    /// Bytes inside a frame from another rank, shared with its other messages.
+    Shared(Arc<Vec<u8>>, Range<usize>),
+    /// The value was taken out.
+    Taken,
+}
+
+/// A message received by a location.
+///
+/// The message counts as **handled** when the `Delivery` is dropped: quiescence
+/// detection ([`Location::recv_until_quiet`](super::Location::recv_until_quiet))
+/// relies on every message sent while handling this one having been sent before
+/// then. Keep the delivery alive for as long as you handle it (the natural scope of
+/// a `while let Some(d) = …` loop body does that).
+///
+/// ```
+/// use tutti::world::World;
+/// let world = World::builder().locations(2).workers(1).build().unwrap();
+/// let got = world.run(|loc| async move {
+///     let next = tutti::world::LocationId::new(((loc.id().index() + 1) % 2) as u32);
+///     loc.send(next, format!("hi from {}", loc.id())).unwrap();
+///     let mut d = loc.recv().await;
+///     assert_eq!(d.from(), next);
+///     d.take::<String>().unwrap()
+/// });
+/// assert_eq!(got, ["hi from location 1", "hi from location 0"]);
+/// ```
+pub struct Delivery<'a> {
+    from: LocationId,
+    content: Content,
+    handled: &'a AtomicU64,
+}
+
+impl<'a> Delivery<'a> {
+    pub(crate) fn new(from: LocationId, content: Content, handled: &'a AtomicU64) -> Self {
+        Delivery {
+            from,
+            content,
+            handled,
+        }
+    }
+
+    /// The sending location.
+    pub fn from(&self) -> LocationId {
+        self.from
+    }
+
+    /// The message's bytes, if it was sent as bytes (always the case for a
+    /// message from another rank).
+    pub fn bytes(&self) -> Option<&[u8]> {
+        match &self.content {
+            Content::Bytes(b) => Some(b),
+            Content::Shared(frame, r) => frame.get(r.clone()),
+            _ => None,
+        }
+    }
+
+    /// The message as a `T`, if it is a typed value of that type.
+    pub fn value<T: Any>(&self) -> Option<&T> {
+        match &self.content {
+            Content::Value(v) => v.downcast_ref(),
+            _ => None,
+        }
+    }
+
+    /// Moves the typed value out, if it is a `T` (a message sent as bytes can be
+    /// taken as a `Vec<u8>`); the delivery stays alive (and unhandled) until
+    /// dropped.
+    pub fn take<T: Any>(&mut self) -> Option<T> {
+        if TypeId::of::<T>() == TypeId::of::<Vec<u8>>() && self.bytes().is_some() {
+            return self.take_bytes().and_then(|b| cast::<Vec<u8>, T>(b).ok());
+        }
+        match std::mem::replace(&mut self.content, Content::Taken) {
+            Content::Value(v) => match v.downcast::<T>() {
+                Ok(t) => Some(*t),
+                Err(v) => {
+                    self.content = Content::Value(v);
+                    None
+                }
+            },
+            other => {
+                self.content = other;
+                None
+            }
+        }
+    }
+
+    /// Moves the bytes out (copying them if they share a frame with other
+    /// messages), if the message was sent as bytes.
+    pub fn take_bytes(&mut self) -> Option<Vec<u8>> {
+        match std::mem::replace(&mut self.content, Content::Taken) {
+            Content::Bytes(b) => Some(b),
+            Content::Shared(frame, r) => frame.get(r).map(<[u8]>::to_vec),
+            other => {
+                self.content = other;
+                None
+            }
+        }
+    }
+}
+
+impl Drop for Delivery<'_> {
+    fn drop(&mut self) {
+        // Release: whoever reads this count with Acquire (the location's
+        // quiescence contribution) also sees the sends made while handling.
+        self.handled.fetch_add(1, Ordering::Release);
+    }
+}
+
+impl fmt::Debug for Delivery<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let what = match &self.content {
+            Content::Value(_) => "value".to_string(),
+            Content::Bytes(b) => format!("{} bytes", b.len()),
+            Content::Shared(_, r) => format!("{} bytes", r.len()),
+            Content::Taken => "taken".to_string(),
+        };
+        f.debug_struct("Delivery")
+            .field("from", &self.from)
+            .field("content", &what)
+            .finish()
+    }
+}

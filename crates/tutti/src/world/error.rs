@@ -1,0 +1,142 @@
+//! Errors of the world: start-up, sending, and running locations.
+
+use std::error::Error;
+use std::fmt;
+
+use super::LocationId;
+
+/// Why a [`World`](super::World) could not start.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum WorldError {
+    /// A setting (builder value or environment variable) is not usable.
+    BadSetting {
+        /// The environment variable the setting belongs to.
+        var: &'static str,
+        /// The value given.
+        value: String,
+        /// What was expected.
+        expected: &'static str,
+    },
+    /// MPI is needed (launched by `mpirun` with several processes, or asked for)
+    /// but this binary was built without the `mpi` feature.
+    MpiNotBuilt {
+        /// Processes in the job.
+        size: usize,
+        /// What asked for MPI (the launcher's variable or `TUTTI_TRANSPORT`).
+        var: &'static str,
+    },
+    /// The rank's runtime could not start.
+    Runtime(crate::BuildError),
+    /// The transport could not start (e.g. MPI was already initialized, or offers
+    /// too low a thread level).
+    Transport(String),
+    /// The ranks disagree on the number of locations per rank.
+    LocationsDiffer {
+        /// This rank's setting.
+        here: usize,
+        /// Another rank's setting.
+        there: usize,
+        /// That rank.
+        rank: usize,
+    },
+}
+
+impl fmt::Display for WorldError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            WorldError::BadSetting {
+                var,
+                value,
+                expected,
+            } => write!(f, "{var}={value:?} is not valid: expected {expected}"),
+            WorldError::MpiNotBuilt { size, var } => write!(
+                f,
+                "MPI is needed ({var} asks for it, {size} process(es)) but tutti was built \
+                 without MPI: rebuild with `--features mpi` (see the README's MPI section)"
+            ),
+            WorldError::Runtime(e) => write!(f, "the rank's runtime could not start: {e}"),
+            WorldError::Transport(why) => write!(f, "the transport could not start: {why}"),
+            WorldError::LocationsDiffer { here, there, rank } => write!(
+                f,
+                "ranks disagree on locations per rank: {here} here, {there} on rank {rank} \
+                 (set TUTTI_LOCATIONS the same everywhere)"
+            ),
+        }
+    }
+}
+
+impl Error for WorldError {
+    fn source(&self) -> Option<&(dyn Error + 'static)> {
+        match self {
+            WorldError::Runtime(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+/// Why a send failed. The message comes back.
+///
+/// ```
+/// use tutti::world::{LocationId, SendError, World};
+/// let world = World::builder().locations(1).workers(1).build().unwrap();
+/// let out = world.run(|loc| async move { loc.send(LocationId::new(5), 1u8) });
+/// assert_eq!(out[0], Err(SendError::NoSuchLocation(LocationId::new(5), 1u8)));
+/// ```
+#[derive(Clone, PartialEq, Eq)]
+pub enum SendError<T> {
+    /// No location has this id.
+    NoSuchLocation(LocationId, T),
+    /// The destination is on another rank and the value is not bytes: only
+    /// serialized messages cross a process boundary.
+    NotLocal(LocationId, T),
+}
+
+impl<T> SendError<T> {
+    /// The message that was not sent.
+    pub fn into_inner(self) -> T {
+        match self {
+            SendError::NoSuchLocation(_, v) | SendError::NotLocal(_, v) => v,
+        }
+    }
+}
+
+impl<T> fmt::Debug for SendError<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SendError::NoSuchLocation(id, _) => write!(f, "NoSuchLocation({id:?}, ..)"),
+            SendError::NotLocal(id, _) => write!(f, "NotLocal({id:?}, ..)"),
+        }
+    }
+}
+
+impl<T> fmt::Display for SendError<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SendError::NoSuchLocation(id, _) => write!(f, "there is no {id} in this world"),
+            SendError::NotLocal(id, _) => write!(
+                f,
+                "{id} is on another rank: only serialized messages (bytes) cross processes"
+            ),
+        }
+    }
+}
+
+impl<T> Error for SendError<T> {}
+
+/// A location's body panicked during [`World::try_run`](super::World::try_run).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LocationPanic {
+    /// The location whose body panicked.
+    pub location: LocationId,
+    /// The panic message.
+    pub message: String,
+}
+
+impl fmt::Display for LocationPanic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} panicked: {}", self.location, self.message)
+    }
+}
+
+impl Error for LocationPanic {}

@@ -1,0 +1,616 @@
+//! [`Location`]: one location's handle — send, receive, flush, collectives and
+//! quiescence.
+
+use std::any::Any;
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use super::collective::{self, Collective, Kind, Op, Reduction};
+use super::delivery::{Content, Delivery};
+use super::error::SendError;
+use super::frame::{next_entry, HEADER};
+use super::inbox::{Parcel, Payload};
+use super::outbox::{Limits, Outgoing};
+use super::wire::Wire;
+use super::world::{Shared, Slot};
+use super::{cast, LocationId, World};
+use crate::loom::{lock, Mutex, Ordering};
+
+/// Where the location is in consuming its inbox's current parcel.
+enum Cursor {
+    Idle,
+    One(LocationId, Payload),
+    Batch(LocationId, std::vec::IntoIter<Payload>),
+    Frame {
+        from: LocationId,
+        head: Arc<Vec<u8>>,
+        pos: usize,
+        left: u32,
+        body: Option<Vec<u8>>,
+    },
+}
+
+impl Cursor {
+    fn of(p: Parcel) -> Cursor {
+        match p {
+            Parcel::One { from, payload } => Cursor::One(from, payload),
+            Parcel::Batch { from, items } => Cursor::Batch(from, items.into_iter()),
+            Parcel::Frame {
+                from,
+                head,
+                inline,
+                body,
+            } => Cursor::Frame {
+                from,
+                head: Arc::new(head),
+                pos: HEADER,
+                left: inline,
+                body,
+            },
+        }
+    }
+}
+
+/// The state of this location's quiescence detection between calls.
+#[derive(Clone, Copy, Default)]
+struct Quiet {
+    /// The wave this location has contributed to and not yet seen complete.
+    wave: Option<u64>,
+    /// Messages handled world-wide, as of the previous completed wave.
+    prev_handled: Option<u64>,
+}
+
+/// One location of a [`World`]: the endpoint its SPMD code sends and receives
+/// through. A location is a *logical* place (ARMI's thread): its code runs as a
+/// task on the rank's runtime, not on a thread of its own.
+///
+/// Messages from one location to another arrive in the order they were sent.
+/// The handle is `Send + Sync`, so its futures can be awaited in spawned tasks;
+/// normally one task drives a location (several tasks receiving from one
+/// location each get different messages).
+pub struct Location {
+    world: World,
+    local: usize,
+    /// Only this location's receiving task takes it, so it is uncontended.
+    cursor: Mutex<Cursor>,
+    quiet: Mutex<Quiet>,
+}
+
+impl fmt::Debug for Location {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Location").field("id", &self.id()).finish()
+    }
+}
+
+impl Location {
+    pub(crate) fn new(world: World, local: usize) -> Location {
+        Location {
+            world,
+            local,
+            cursor: Mutex::new(Cursor::Idle),
+            quiet: Mutex::new(Quiet::default()),
+        }
+    }
+
+    pub(crate) fn shared(&self) -> &Arc<Shared> {
+        self.world.shared()
+    }
+
+    pub(crate) fn local_index(&self) -> usize {
+        self.local
+    }
+
+    fn slot(&self) -> &Slot {
+        &self.shared().local.slots[self.local]
+    }
+
+    /// The limits this location's buffers work with.
+    fn limits(&self) -> Limits {
+        let lim = self.shared().limits;
+        match self.slot().factor.load(Ordering::Relaxed) {
+            0 => lim,
+            factor => Limits { factor, ..lim },
+        }
+    }
+
+    /// Sets this location's aggregation factor (messages per destination buffer;
+    /// 1 sends every message at once), overriding the world's for this location.
+    /// What is buffered is sent first.
+    ///
+    /// # Panics
+    /// If `factor` is 0.
+    pub fn set_aggregation(&self, factor: usize) {
+        assert!(
+            factor > 0,
+            "tutti: an aggregation factor must be at least 1"
+        );
+        self.flush();
+        self.slot().factor.store(factor, Ordering::Relaxed);
+    }
+
+    /// This location's aggregation factor.
+    pub fn aggregation(&self) -> usize {
+        self.limits().factor
+    }
+
+    /// This location's id.
+    pub fn id(&self) -> LocationId {
+        self.slot().id
+    }
+
+    /// The world this location belongs to.
+    pub fn world(&self) -> &World {
+        &self.world
+    }
+
+    /// This location's rank.
+    pub fn rank(&self) -> usize {
+        self.world.rank()
+    }
+
+    /// Sends `value` to location `to`. To a location of this rank the value moves
+    /// as it is (never serialized). To another rank only bytes travel: a `Vec<u8>`
+    /// is sent as bytes (see [`send_bytes`](Self::send_bytes)); any other type is
+    /// [`SendError::NotLocal`].
+    ///
+    /// Sending never blocks: the message may wait in this location's buffer for
+    /// `to` (aggregation) until the buffer fills, the location flushes or waits,
+    /// or the world's time bound passes.
+    pub fn send<T: Any + Send>(&self, to: LocationId, value: T) -> Result<(), SendError<T>> {
+        if to.index() >= self.world.locations() {
+            return Err(SendError::NoSuchLocation(to, value));
+        }
+        let value = match cast::<T, Vec<u8>>(value) {
+            Ok(bytes) => {
+                self.push_bytes(to, bytes);
+                return Ok(());
+            }
+            Err(value) => value,
+        };
+        if to.rank(self.world.locations_per_rank()) != self.rank() {
+            return Err(SendError::NotLocal(to, value));
+        }
+        self.send_local(to, Payload::Value(Box::new(value)));
+        Ok(())
+    }
+
+    /// Sends bytes to any location (the form every message takes across ranks).
+    /// Large messages are not copied into batches: they travel on their own.
+    ///
+    /// ```
+    /// use tutti::world::{LocationId, World};
+    /// let world = World::builder().locations(2).workers(1).build().unwrap();
+    /// let got = world.run(|loc| async move {
+    ///     loc.send_bytes(LocationId::new(0), vec![loc.id().index() as u8; 3]).unwrap();
+    ///     if loc.id().index() == 0 {
+    ///         let mut seen = Vec::new();
+    ///         for _ in 0..2 {
+    ///             let d = loc.recv().await;
+    ///             seen.push(d.bytes().unwrap().to_vec());
+    ///         }
+    ///         seen.sort();
+    ///         seen
+    ///     } else {
+    ///         Vec::new()
+    ///     }
+    /// });
+    /// assert_eq!(got[0], [vec![0, 0, 0], vec![1, 1, 1]]);
+    /// ```
+    pub fn send_bytes(&self, to: LocationId, bytes: Vec<u8>) -> Result<(), SendError<Vec<u8>>> {
+        if to.index() >= self.world.locations() {
+            return Err(SendError::NoSuchLocation(to, bytes));
+        }
+        self.push_bytes(to, bytes);
+        Ok(())
+    }
+
+    /// Sends bytes to `to`, a location of the world.
+    fn push_bytes(&self, to: LocationId, bytes: Vec<u8>) {
+        let shared = self.shared();
+        let rank = to.rank(shared.local.per_rank);
+        if rank == shared.local.rank {
+            self.send_local(to, Payload::Bytes(bytes));
+            return;
+        }
+        self.slot().sent.fetch_add(1, Ordering::Relaxed);
+        let mut remote = false;
+        let first =
+            lock(&self.slot().outbox).push_remote(to, rank, bytes, self.limits(), &mut |o| {
+                remote = true;
+                shared.dispatch(o)
+            });
+        self.after_dispatch(first, remote);
+    }
+
+    fn send_local(&self, to: LocationId, payload: Payload) {
+        let shared = self.shared();
+        let slot = self.slot();
+        slot.sent.fetch_add(1, Ordering::Relaxed);
+        let limits = self.limits();
+        if limits.factor == 1 {
+            // Nothing is ever buffered towards local destinations: deliver now.
+            if let Some(dest) = shared.local.slot_of(to) {
+                dest.inbox.push(Parcel::One {
+                    from: slot.id,
+                    payload,
+                });
+            }
+            return;
+        }
+        let first = lock(&slot.outbox).push_local(to, payload, limits, &mut |o| shared.dispatch(o));
+        self.after_dispatch(first, false);
+    }
+
+    /// After a push: arm the sweeper if the outbox just became non-empty, and get
+    /// frames moving at once if nobody else drives the transport.
+    fn after_dispatch(&self, first: bool, remote: bool) {
+        let shared = self.shared();
+        if first {
+            shared.arm_sweeper();
+        }
+        if remote && shared.transport.polled() {
+            shared.transport.progress();
+        }
+    }
+
+    /// Sends everything this location has buffered.
+    pub fn flush(&self) {
+        let shared = self.shared();
+        let mut remote = false;
+        {
+            let mut outbox = lock(&self.slot().outbox);
+            if outbox.is_empty() {
+                return;
+            }
+            outbox.flush(shared.limits, &mut |o| {
+                remote |= matches!(o, Outgoing::Remote(..));
+                shared.dispatch(o)
+            });
+        }
+        self.after_dispatch(false, remote);
+    }
+
+    /// Flushes, lets the transport make progress (in polling mode), and says
+    /// whether a message is waiting (ARMI's `rmi_poll`).
+    pub fn poll(&self) -> bool {
+        self.flush();
+        self.progress_while_waiting();
+        !matches!(*lock(&self.cursor), Cursor::Idle) || !self.slot().inbox.is_empty()
+    }
+
+    pub(crate) fn progress_while_waiting(&self) {
+        let t = &self.shared().transport;
+        if t.polled() {
+            t.progress();
+        }
+    }
+
+    /// The next message, if one has arrived (no flush, no waiting).
+    pub fn try_recv(&self) -> Option<Delivery<'_>> {
+        let mut cursor = lock(&self.cursor);
+        loop {
+            match std::mem::replace(&mut *cursor, Cursor::Idle) {
+                Cursor::Idle => *cursor = Cursor::of(self.slot().inbox.pop()?),
+                Cursor::One(from, p) => return Some(self.delivery(from, p)),
+                Cursor::Batch(from, mut items) => {
+                    if let Some(p) = items.next() {
+                        *cursor = Cursor::Batch(from, items);
+                        return Some(self.delivery(from, p));
+                    }
+                }
+                Cursor::Frame {
+                    from,
+                    head,
+                    mut pos,
+                    left,
+                    mut body,
+                } => {
+                    if left > 0 {
+                        let Some(r) = next_entry(&head, &mut pos) else {
+                            self.shared()
+                                .local
+                                .fail_invariant("a validated frame ran out of messages");
+                        };
+                        let content = Content::Shared(Arc::clone(&head), r);
+                        *cursor = Cursor::Frame {
+                            from,
+                            head,
+                            pos,
+                            left: left - 1,
+                            body,
+                        };
+                        return Some(Delivery::new(from, content, &self.slot().handled));
+                    }
+                    if let Some(b) = body.take() {
+                        return Some(Delivery::new(from, Content::Bytes(b), &self.slot().handled));
+                    }
+                }
+            }
+        }
+    }
+
+    fn delivery(&self, from: LocationId, p: Payload) -> Delivery<'_> {
+        let content = match p {
+            Payload::Value(v) => Content::Value(v),
+            Payload::Bytes(b) => Content::Bytes(b),
+        };
+        Delivery::new(from, content, &self.slot().handled)
+    }
+
+    /// Receives the next message, waiting (without holding a worker) until one
+    /// arrives. Flushes this location's buffers first: a location that waits has
+    /// nothing buffered.
+    pub fn recv(&self) -> Recv<'_> {
+        Recv { loc: self }
+    }
+
+    /// [`recv`](Self::recv) for plain threads (on a worker, outside an async
+    /// task, the worker keeps executing other work meanwhile).
+    ///
+    /// # Panics
+    /// Inside an async task (use `recv().await`).
+    pub fn recv_blocking(&self) -> Delivery<'_> {
+        crate::block_on(self.recv())
+    }
+
+    fn poll_recv(&self, cx: &mut Context<'_>) -> Poll<Delivery<'_>> {
+        if let Some(d) = self.try_recv() {
+            return Poll::Ready(d);
+        }
+        self.flush();
+        if let Some(p) = self.slot().inbox.pop_or_register(cx.waker()) {
+            *lock(&self.cursor) = Cursor::of(p);
+            if let Some(d) = self.try_recv() {
+                return Poll::Ready(d);
+            }
+            // An empty batch: look again (after re-registering).
+            cx.waker().wake_by_ref();
+            return Poll::Pending;
+        }
+        self.progress_while_waiting();
+        Poll::Pending
+    }
+
+    /// A barrier over every location of the world. The arrival happens now; the
+    /// returned future waits for the others, so awaiting it later makes a
+    /// non-blocking barrier.
+    ///
+    /// ```
+    /// use tutti::world::World;
+    /// let world = World::builder().locations(3).workers(2).build().unwrap();
+    /// world.run(|loc| async move {
+    ///     let arrived = loc.barrier(); // arrive now…
+    ///     let local_work = loc.id().index() * 2; // …work meanwhile…
+    ///     arrived.await; // …then wait for everyone
+    ///     local_work
+    /// });
+    /// ```
+    pub fn barrier(&self) -> Collective<'_, ()> {
+        self.flush();
+        let epoch = collective::arrive::<()>(self, Kind::Barrier, 0, Some(()), None);
+        Collective::new(self, epoch)
+    }
+
+    /// Broadcasts the `root` location's value to every location. The root passes
+    /// `Some(value)`; the others' values are ignored.
+    ///
+    /// # Panics
+    /// If `root` is not a location of the world, or the root passes `None`
+    /// (with several ranks, the job is taken down instead).
+    ///
+    /// ```
+    /// use tutti::world::{LocationId, World};
+    /// let world = World::builder().locations(3).workers(1).build().unwrap();
+    /// let got = world.run(|loc| async move {
+    ///     let mine = (loc.id().index() == 2).then(|| String::from("from 2"));
+    ///     loc.broadcast(LocationId::new(2), mine).await
+    /// });
+    /// assert!(got.iter().all(|s| s == "from 2"));
+    /// ```
+    pub fn broadcast<T>(&self, root: LocationId, value: Option<T>) -> Collective<'_, T>
+    where
+        T: Wire + Clone + Send + 'static,
+    {
+        self.check_root(root, "broadcast");
+        if root == self.id() && value.is_none() {
+            self.shared()
+                .fail(&format!("broadcast: the root {root} passed no value"));
+        }
+        self.flush();
+        let value = if root == self.id() { value } else { None };
+        let epoch = collective::arrive(self, Kind::Broadcast, root.raw(), value, None);
+        Collective::new(self, epoch)
+    }
+
+    /// Combines every location's value with `op` and gives the result to every
+    /// location. `op` must be associative; it need not be commutative: values are
+    /// combined in location order.
+    ///
+    /// ```
+    /// use tutti::world::World;
+    /// let world = World::builder().locations(4).workers(2).build().unwrap();
+    /// let got = world.run(|loc| async move {
+    ///     let digit = loc.id().index().to_string();
+    ///     loc.all_reduce(digit, |a, b| a + &b).await
+    /// });
+    /// assert!(got.iter().all(|s| s == "0123"));
+    /// ```
+    pub fn all_reduce<T, F>(&self, value: T, op: F) -> Collective<'_, T>
+    where
+        T: Wire + Clone + Send + 'static,
+        F: Fn(T, T) -> T + Send + Sync + 'static,
+    {
+        self.flush();
+        let op: Op<T> = Arc::new(op);
+        let epoch = collective::arrive(self, Kind::AllReduce, 0, Some(value), Some(op));
+        Collective::new(self, epoch)
+    }
+
+    /// Combines every location's value with `op` (associative, applied in location
+    /// order) and gives the result to the `root` location; the others get `None`
+    /// at once.
+    ///
+    /// ```
+    /// use tutti::world::{LocationId, World};
+    /// let world = World::builder().locations(3).workers(1).build().unwrap();
+    /// let got = world.run(|loc| async move {
+    ///     loc.reduce(LocationId::new(1), loc.id().index() as u32 + 1, |a, b| a * b).await
+    /// });
+    /// assert_eq!(got, [None, Some(6), None]);
+    /// ```
+    pub fn reduce<T, F>(&self, root: LocationId, value: T, op: F) -> Reduction<'_, T>
+    where
+        T: Wire + Clone + Send + 'static,
+        F: Fn(T, T) -> T + Send + Sync + 'static,
+    {
+        self.check_root(root, "reduce");
+        self.flush();
+        let op: Op<T> = Arc::new(op);
+        let epoch = collective::arrive(self, Kind::Reduce, root.raw(), Some(value), Some(op));
+        Reduction::new((root == self.id()).then(|| Collective::new(self, epoch)))
+    }
+
+    fn check_root(&self, root: LocationId, what: &str) {
+        if root.index() >= self.world.locations() {
+            self.shared().fail(&format!(
+                "{what}: the root {root} is not a location of this world of {}",
+                self.world.locations()
+            ));
+        }
+    }
+
+    /// Receives the next message, or returns `None` once the whole world is
+    /// **quiescent**: every message sent anywhere has been received and handled,
+    /// and nothing is left in any buffer. Every location must call it (it is a
+    /// collective, ARMI's `rmi_fence`), typically as
+    ///
+    /// ```
+    /// use tutti::world::{LocationId, World};
+    /// let world = World::builder().locations(3).workers(2).build().unwrap();
+    /// let handled = world.run(|loc| async move {
+    ///     let n = loc.world().locations() as u32;
+    ///     // Start a chain: each message is passed on, one hop at a time.
+    ///     if loc.id().index() == 0 {
+    ///         loc.send(LocationId::new(1), 10u32).unwrap();
+    ///     }
+    ///     let mut handled = 0;
+    ///     while let Some(mut d) = loc.recv_until_quiet().await {
+    ///         let hops = d.take::<u32>().unwrap();
+    ///         if hops > 0 {
+    ///             let next = LocationId::new((loc.id().index() as u32 + 1) % n);
+    ///             loc.send(next, hops - 1).unwrap();
+    ///         }
+    ///         handled += 1;
+    ///     } // `d` is dropped here: handled
+    ///     handled
+    /// });
+    /// assert_eq!(handled.iter().sum::<u32>(), 11);
+    /// ```
+    ///
+    /// Messages may only be sent while handling a delivery (or before the first
+    /// call); see the `quiescence` section of the module documentation for the
+    /// algorithm and why it cannot end early.
+    pub fn recv_until_quiet(&self) -> UntilQuiet<'_> {
+        UntilQuiet { loc: self }
+    }
+
+    /// [`recv_until_quiet`](Self::recv_until_quiet) for plain threads.
+    pub fn recv_until_quiet_blocking(&self) -> Option<Delivery<'_>> {
+        crate::block_on(self.recv_until_quiet())
+    }
+
+    fn poll_until_quiet(&self, cx: &mut Context<'_>) -> Poll<Option<Delivery<'_>>> {
+        loop {
+            if let Some(d) = self.try_recv() {
+                return Poll::Ready(Some(d));
+            }
+            self.flush();
+            let mut q = *lock(&self.quiet);
+            let epoch = match q.wave {
+                Some(e) => e,
+                None => {
+                    // Handled first (Acquire), then sent: a handled message's
+                    // onward sends are then counted too (see `delivery.rs`).
+                    let slot = self.slot();
+                    let handled = slot.handled.load(Ordering::Acquire);
+                    let sent = slot.sent.load(Ordering::Relaxed);
+                    let sum: Op<[u64; 2]> =
+                        Arc::new(|a, b| [a[0].wrapping_add(b[0]), a[1].wrapping_add(b[1])]);
+                    let e = collective::arrive(
+                        self,
+                        Kind::Quiescence,
+                        0,
+                        Some([sent, handled]),
+                        Some(sum),
+                    );
+                    q.wave = Some(e);
+                    *lock(&self.quiet) = q;
+                    e
+                }
+            };
+            match collective::poll_result::<[u64; 2]>(self, epoch, cx) {
+                Poll::Ready(r) => {
+                    let Some([sent, handled]) = r else {
+                        self.shared()
+                            .local
+                            .fail_invariant("a quiescence wave completed without its sums");
+                    };
+                    if q.prev_handled == Some(sent) {
+                        *lock(&self.quiet) = Quiet::default();
+                        return Poll::Ready(None);
+                    }
+                    *lock(&self.quiet) = Quiet {
+                        wave: None,
+                        prev_handled: Some(handled),
+                    };
+                }
+                Poll::Pending => match self.slot().inbox.pop_or_register(cx.waker()) {
+                    Some(p) => *lock(&self.cursor) = Cursor::of(p),
+                    None => return Poll::Pending,
+                },
+            }
+        }
+    }
+}
+
+impl Drop for Location {
+    fn drop(&mut self) {
+        self.flush();
+        self.slot().release();
+    }
+}
+
+/// Future of [`Location::recv`].
+#[must_use = "futures do nothing unless polled"]
+#[derive(Debug)]
+pub struct Recv<'a> {
+    loc: &'a Location,
+}
+
+impl<'a> Future for Recv<'a> {
+    type Output = Delivery<'a>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Delivery<'a>> {
+        let loc: &'a Location = self.loc;
+        loc.poll_recv(cx)
+    }
+}
+
+/// Future of [`Location::recv_until_quiet`].
+#[must_use = "futures do nothing unless polled"]
+#[derive(Debug)]
+pub struct UntilQuiet<'a> {
+    loc: &'a Location,
+}
+
+impl<'a> Future for UntilQuiet<'a> {
+    type Output = Option<Delivery<'a>>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Delivery<'a>>> {
+        let loc: &'a Location = self.loc;
+        loc.poll_until_quiet(cx)
+    }
+}

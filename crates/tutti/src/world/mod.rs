@@ -1,0 +1,189 @@
+//! Layer 3: the world — processes (ranks) × locations, transports, aggregation,
+//! collectives and quiescence detection (ARMI's transfer layer, thesis 002's
+//! funneled MPI, Blip's MPI level with a local implementation).
+//!
+//! A program is `P` ranks × `L` locations (ARMI's flat view): location ids run
+//! `0..P·L`, rank-major. The embedded default is one process of threads (the
+//! in-process transport); `mpirun -n P` of the same binary, built with the `mpi`
+//! feature, makes it distributed with no code change. [`World`] start-up decides
+//! which ([`WorldBuilder`], [`TransportKind`]); [`World::run`] runs SPMD code on
+//! every location as a task of the rank's runtime.
+//!
+//! ```
+//! use tutti::world::{LocationId, World};
+//!
+//! let world = World::builder().locations(4).workers(2).build().unwrap();
+//! let totals = world.run(|loc| async move {
+//!     let n = loc.world().locations();
+//!     // Everyone tells its right neighbour its id…
+//!     let right = LocationId::new(((loc.id().index() + 1) % n) as u32);
+//!     loc.send(right, loc.id().index() as u64).unwrap();
+//!     let mut d = loc.recv().await;
+//!     let left = d.take::<u64>().unwrap();
+//!     drop(d);
+//!     // …and the world sums what it heard.
+//!     loc.all_reduce(left, |a, b| a + b).await
+//! });
+//! assert_eq!(totals, [6, 6, 6, 6]);
+//! ```
+//!
+//! # Messages
+//!
+//! Between locations of one rank, messages move as typed values (nothing is
+//! serialized: the value is boxed and its pointer queued). Across ranks only bytes
+//! travel ([`Location::send_bytes`]; the `msg` codec turns typed messages into
+//! bytes). Messages from one location to another arrive in order. A received
+//! [`Delivery`] counts as handled when it is dropped.
+//!
+//! # Aggregation
+//!
+//! Small messages to one destination are coalesced in the sending location's
+//! buffer for that destination and sent when `aggregation` messages (ARMI's
+//! factor) or `aggregation_bytes` are reached, when the location flushes, waits,
+//! polls or enters a collective, and at the latest `flush_after` later (see
+//! `outbox.rs`). Quiescence counts a message as sent when it enters a buffer.
+//!
+//! # Transports and progress
+//!
+//! One trait, one file each (`transport/`): in-process, and MPI (feature `mpi`).
+//! With MPI, one progress thread owns every MPI call by default
+//! ([`ProgressMode::Thread`], `MPI_THREAD_FUNNELED`); [`ProgressMode::Poll`] lets
+//! idle workers and waiting locations drive MPI instead, one at a time
+//! (`MPI_THREAD_SERIALIZED`). A rank whose location panics, or that receives a
+//! frame that does not parse, takes the whole job down with `MPI_Abort` and a
+//! message naming the rank and the cause, instead of leaving the others hanging.
+//!
+//! # Collectives
+//!
+//! [`Location::barrier`], [`broadcast`](Location::broadcast),
+//! [`reduce`](Location::reduce), [`all_reduce`](Location::all_reduce) involve
+//! every location; hierarchical: the locations of a rank combine first, then the
+//! ranks along a binomial tree (see `collective.rs`). The contribution is made when
+//! the method is called, so each is also its non-blocking form.
+//!
+//! # Quiescence
+//!
+//! [`Location::recv_until_quiet`] hands out messages until the whole world is
+//! quiescent, then returns `None` on every location (ARMI's `rmi_fence`).
+//!
+//! Each location `i` counts `s_i`, the messages it has sent (counted when a send
+//! is called, so buffered messages count), and `h_i`, the messages delivered to
+//! it whose [`Delivery`] was dropped. A location inside `recv_until_quiet` that
+//! has nothing to receive contributes `(s_i, h_i)` — reading `h_i` first — to a
+//! *wave*: an all-reduce of the sums `(S_k, H_k)` over all locations. When wave
+//! `k` completes the location looks at its result; it returns `None` if
+//! `S_k = H_{k-1}`, the handled total of the previous wave, and otherwise
+//! handles what has arrived and contributes to wave `k + 1`.
+//!
+//! *Why it cannot end early.* Every location contributes to wave `k + 1` only
+//! after seeing wave `k`'s result, which exists only once every location has
+//! contributed to wave `k`. So there is a moment `T` after every contribution to
+//! wave `k` and before any contribution to wave `k + 1`. Counters only grow, so
+//! `H_{k-1} ≤ H_k ≤ H(T)` (every wave-`k` read happened before `T`) and
+//! `S(T) ≤ S_{k+1}` (every wave-`k+1` read happened after). A message is handled
+//! only after it was sent, so `H(T) ≤ S(T)` at every moment. If
+//! `S_{k+1} = H_k`, then `H(T) ≤ S(T) ≤ S_{k+1} = H_k ≤ H(T)`: at `T`, every
+//! message ever sent had been handled — no message was buffered, in flight,
+//! queued, or being handled (a delivery alive at `T` would make `H(T) < S(T)`).
+//! Every location was inside `recv_until_quiet` at `T` (it had contributed to
+//! wave `k`), so none was running code that sends, and a send can only come from
+//! handling a message. Nothing can ever be sent again: the world is quiescent,
+//! and all locations see the same wave results and so decide alike. Conversely,
+//! once the world is quiescent two more waves see equal sums and end it. A
+//! handler's sends are counted before its delivery is dropped (same thread, and
+//! the drop's `Release` pairs with the contribution's `Acquire` read of `h_i`),
+//! so `h_i` never runs ahead of the `s` of the messages it caused.
+
+mod collective;
+mod config;
+mod delivery;
+mod error;
+mod frame;
+mod id;
+mod inbox;
+mod location;
+mod outbox;
+mod transport;
+mod wire;
+#[allow(clippy::module_inception)]
+mod world;
+
+#[cfg(all(test, loom))]
+mod loom_tests;
+#[cfg(all(test, not(loom)))]
+mod tests;
+
+pub use collective::{Collective, Reduction};
+pub use config::{
+    ProgressMode, TransportKind, WorldBuilder, WorldConfig, DEFAULT_AGGREGATION_BYTES,
+    DEFAULT_AGGREGATION_INPROC, DEFAULT_AGGREGATION_MPI, DEFAULT_FLUSH_AFTER,
+};
+pub use delivery::Delivery;
+pub use error::{LocationPanic, SendError, WorldError};
+pub use id::LocationId;
+pub use location::{Location, Recv, UntilQuiet};
+pub use wire::{Wire, WireError};
+pub use world::World;
+
+use std::any::Any;
+
+/// `a` as a `B`, if `A` is `B` (no allocation: the value moves through an
+/// `Option` seen as `dyn Any`).
+pub(crate) fn cast<A: 'static, B: 'static>(a: A) -> Result<B, A> {
+    let mut slot = Some(a);
+    if let Some(b) = (&mut slot as &mut dyn Any)
+        .downcast_mut::<Option<B>>()
+        .and_then(Option::take)
+    {
+        return Ok(b);
+    }
+    match slot {
+        Some(a) => Err(a),
+        None => unreachable!("the value is taken only when the cast succeeds"),
+    }
+}
+
+/// The text of a panic payload.
+pub(crate) fn payload_text(payload: &(dyn Any + Send)) -> &str {
+    if let Some(s) = payload.downcast_ref::<&'static str>() {
+        s
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s
+    } else {
+        "<non-string panic payload>"
+    }
+}
+
+/// The last panic message seen while an MPI world was alive, for the abort
+/// message of a rank that unwinds past its world.
+pub(crate) fn panic_note() -> String {
+    match LAST_PANIC
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .as_deref()
+    {
+        Some(m) => format!(": {m}"),
+        None => String::new(),
+    }
+}
+
+static LAST_PANIC: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
+
+/// Records panic messages (then runs the previous hook) so that a rank that
+/// unwinds past its world can say why when it takes the job down.
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+pub(crate) fn record_panics() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            let msg = payload_text(info.payload()).to_string();
+            let at = info
+                .location()
+                .map(|l| format!(" at {}:{}", l.file(), l.line()))
+                .unwrap_or_default();
+            *LAST_PANIC.lock().unwrap_or_else(|p| p.into_inner()) = Some(format!("{msg}{at}"));
+            previous(info);
+        }));
+    });
+}

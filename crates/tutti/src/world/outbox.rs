@@ -1,0 +1,293 @@
+//! Aggregation: a location's per-destination buffers (ARMI's aggregation factor).
+//!
+//! Each location owns one outbox with a buffer per destination it has sent to.
+//! A buffer towards a location of this rank collects typed values; a buffer towards
+//! another rank builds a data frame. A buffer is sent when it holds `aggregation`
+//! messages, when a frame would exceed `aggregation_bytes`, when its location
+//! flushes (every wait, poll, collective and fence does), and at the latest
+//! `flush_after` after its oldest message was buffered (the world's sweeper).
+//!
+//! tutti's senders are locations, which are tasks that may move between worker
+//! threads, so the buffers belong to the sending *location* (ARMI's sending thread
+//! was its location): per-pair FIFO order then holds even when the task migrates.
+//! The outbox sits behind a mutex that only its location takes, except for the
+//! sweeper's `try_lock`, so the lock is uncontended.
+
+use std::time::Instant;
+
+use super::frame::{DataBuilder, Frame, ENTRY_PREFIX, HEADER};
+use super::inbox::{Parcel, Payload};
+use super::LocationId;
+
+/// One destination's buffer.
+enum Buf {
+    Local(Vec<Payload>),
+    Remote(DataBuilder),
+}
+
+/// What leaves an outbox (handed to the `out` callback of the pushing and
+/// flushing methods): a parcel for a location of this rank, or a frame for
+/// another rank.
+pub(crate) enum Outgoing {
+    Local(LocationId, Parcel),
+    Remote(usize, Frame),
+}
+
+/// The limits an outbox works with.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Limits {
+    pub(crate) factor: usize,
+    pub(crate) bytes: usize,
+    pub(crate) per_rank: usize,
+}
+
+impl Limits {
+    /// Largest message that goes inline in a batch frame; larger ones travel as a
+    /// frame's body.
+    pub(crate) fn inline_max(&self) -> usize {
+        self.bytes.saturating_sub(HEADER + ENTRY_PREFIX)
+    }
+}
+
+/// A location's buffers; see the module documentation.
+pub(crate) struct Outbox {
+    from: LocationId,
+    /// Indexed by destination location; grown on demand.
+    bufs: Vec<Option<Buf>>,
+    /// Destinations whose buffer holds something.
+    dirty: Vec<u32>,
+    /// When the oldest buffered message was buffered.
+    since: Option<Instant>,
+}
+
+impl Outbox {
+    pub(crate) fn new(from: LocationId) -> Outbox {
+        Outbox {
+            from,
+            bufs: Vec::new(),
+            dirty: Vec::new(),
+            since: None,
+        }
+    }
+
+    /// Whether anything is buffered.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.dirty.is_empty()
+    }
+
+    /// When the oldest buffered message was buffered.
+    pub(crate) fn since(&self) -> Option<Instant> {
+        self.since
+    }
+
+    fn slot(&mut self, to: LocationId) -> &mut Option<Buf> {
+        let i = to.index();
+        if self.bufs.len() <= i {
+            self.bufs.resize_with(i + 1, || None);
+        }
+        &mut self.bufs[i]
+    }
+
+    fn mark(&mut self, to: LocationId) -> bool {
+        let first = self.dirty.is_empty();
+        if !self.dirty.contains(&to.raw()) {
+            self.dirty.push(to.raw());
+        }
+        if first {
+            self.since = Some(Instant::now());
+        }
+        first
+    }
+
+    /// Buffers a typed value (or bytes) for `to` on this rank. Returns whether the
+    /// outbox went from empty to non-empty (the sweeper must be armed) and pushes
+    /// a full buffer onto `out`.
+    pub(crate) fn push_local(
+        &mut self,
+        to: LocationId,
+        payload: Payload,
+        lim: Limits,
+        out: &mut impl FnMut(Outgoing),
+    ) -> bool {
+        let from = self.from;
+        let slot = self.slot(to);
+        let buf = slot.get_or_insert_with(|| Buf::Local(Vec::with_capacity(lim.factor)));
+        let Buf::Local(items) = buf else {
+            unreachable_buffer_kind(to)
+        };
+        items.push(payload);
+        if items.len() >= lim.factor {
+            let items = std::mem::replace(items, Vec::with_capacity(lim.factor));
+            out(Outgoing::Local(to, Parcel::Batch { from, items }));
+            self.unmark(to);
+            return false;
+        }
+        self.mark(to)
+    }
+
+    /// Buffers `msg` for `to` on another rank (`rank`). Same contract as
+    /// [`push_local`](Self::push_local).
+    pub(crate) fn push_remote(
+        &mut self,
+        to: LocationId,
+        rank: usize,
+        msg: Vec<u8>,
+        lim: Limits,
+        out: &mut impl FnMut(Outgoing),
+    ) -> bool {
+        let from = self.from;
+        if msg.len() > lim.inline_max() {
+            // Too large to batch: whatever is buffered for `to` goes first (order),
+            // then this message on its own, as a body (never copied).
+            self.flush_one(to, lim, out);
+            let b = DataBuilder::new(from.raw(), to.raw(), HEADER);
+            out(Outgoing::Remote(rank, b.finish(Some(msg))));
+            return false;
+        }
+        let slot = self.slot(to);
+        if let Some(Buf::Remote(b)) = slot {
+            if b.len_with(msg.len()) > lim.bytes {
+                self.flush_one(to, lim, out);
+            }
+        }
+        let slot = self.slot(to);
+        let buf = slot.get_or_insert_with(|| {
+            Buf::Remote(DataBuilder::new(from.raw(), to.raw(), lim.bytes.min(4096)))
+        });
+        let Buf::Remote(b) = buf else {
+            unreachable_buffer_kind(to)
+        };
+        b.push(&msg);
+        if b.count() as usize >= lim.factor {
+            self.flush_one(to, lim, out);
+            return false;
+        }
+        self.mark(to)
+    }
+
+    fn unmark(&mut self, to: LocationId) {
+        if let Some(i) = self.dirty.iter().position(|&d| d == to.raw()) {
+            self.dirty.swap_remove(i);
+        }
+        if self.dirty.is_empty() {
+            self.since = None;
+        }
+    }
+
+    /// Sends `to`'s buffer, if it holds anything.
+    fn flush_one(&mut self, to: LocationId, lim: Limits, out: &mut impl FnMut(Outgoing)) {
+        let from = self.from;
+        let Some(buf) = self.bufs.get_mut(to.index()).and_then(Option::take) else {
+            return;
+        };
+        match buf {
+            Buf::Local(items) if items.is_empty() => {}
+            Buf::Local(items) => out(Outgoing::Local(to, Parcel::Batch { from, items })),
+            Buf::Remote(b) if b.count() == 0 => {}
+            Buf::Remote(b) => out(Outgoing::Remote(to.rank(lim.per_rank), b.finish(None))),
+        }
+        self.unmark(to);
+    }
+
+    /// Sends every buffer.
+    pub(crate) fn flush(&mut self, lim: Limits, out: &mut impl FnMut(Outgoing)) {
+        while let Some(&to) = self.dirty.last() {
+            self.flush_one(LocationId::new(to), lim, out);
+        }
+        self.since = None;
+    }
+}
+
+#[cold]
+fn unreachable_buffer_kind(to: LocationId) -> ! {
+    // A destination is either on this rank or not, for the world's whole life.
+    panic!("tutti: outbox buffer for {to} changed kind (broken invariant)")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::frame::{next_entry, parse, Parsed};
+    use super::*;
+
+    const LIM: Limits = Limits {
+        factor: 3,
+        bytes: 64,
+        per_rank: 2,
+    };
+
+    fn ids(out: &[Outgoing]) -> Vec<String> {
+        out.iter()
+            .map(|o| match o {
+                Outgoing::Local(to, p) => format!("L{}x{}", to.index(), p.messages()),
+                Outgoing::Remote(r, f) => {
+                    let Parsed::Data(h) = parse(&f.head, f.body.is_some()).unwrap() else {
+                        panic!()
+                    };
+                    format!(
+                        "R{r}:{}x{}{}",
+                        h.to,
+                        h.inline,
+                        if f.body.is_some() { "+body" } else { "" }
+                    )
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn local_buffers_flush_at_the_factor_and_on_flush() {
+        let mut o = Outbox::new(LocationId::new(0));
+        let mut out = Vec::new();
+        assert!(
+            o.push_local(LocationId::new(1), Payload::Bytes(vec![]), LIM, &mut |x| {
+                out.push(x)
+            })
+        );
+        assert!(
+            !o.push_local(LocationId::new(1), Payload::Bytes(vec![]), LIM, &mut |x| {
+                out.push(x)
+            })
+        );
+        assert!(out.is_empty() && !o.is_empty() && o.since().is_some());
+        o.push_local(LocationId::new(1), Payload::Bytes(vec![]), LIM, &mut |x| {
+            out.push(x)
+        });
+        assert_eq!(ids(&out), ["L1x3"]);
+        assert!(o.is_empty() && o.since().is_none());
+        o.push_local(LocationId::new(0), Payload::Bytes(vec![]), LIM, &mut |x| {
+            out.push(x)
+        });
+        o.flush(LIM, &mut |x| out.push(x));
+        assert_eq!(ids(&out), ["L1x3", "L0x1"]);
+        assert!(o.is_empty());
+    }
+
+    #[test]
+    fn remote_buffers_flush_by_count_by_bytes_and_send_large_messages_alone_in_order() {
+        let mut o = Outbox::new(LocationId::new(0));
+        let mut out = Vec::new();
+        // Location 3 is on rank 1 (two per rank).
+        let to = LocationId::new(3);
+        o.push_remote(to, 1, vec![1; 4], LIM, &mut |x| out.push(x));
+        o.push_remote(to, 1, vec![2; 4], LIM, &mut |x| out.push(x));
+        o.push_remote(to, 1, vec![3; 4], LIM, &mut |x| out.push(x));
+        assert_eq!(ids(&out), ["R1:3x3"]);
+        // Bytes: 20 header + 2×(4+16) = 60 fits 64; a third would not.
+        out.clear();
+        o.push_remote(to, 1, vec![4; 16], LIM, &mut |x| out.push(x));
+        o.push_remote(to, 1, vec![5; 16], LIM, &mut |x| out.push(x));
+        assert!(out.is_empty());
+        o.push_remote(to, 1, vec![6; 16], LIM, &mut |x| out.push(x));
+        assert_eq!(ids(&out), ["R1:3x2"]);
+        // A large message flushes what is buffered first, then goes alone.
+        out.clear();
+        o.push_remote(to, 1, vec![7; 100], LIM, &mut |x| out.push(x));
+        assert_eq!(ids(&out), ["R1:3x1", "R1:3x0+body"]);
+        let Outgoing::Remote(_, f) = &out[0] else {
+            panic!()
+        };
+        let mut pos = HEADER;
+        assert_eq!(&f.head[next_entry(&f.head, &mut pos).unwrap()], &[6; 16]);
+        assert!(o.is_empty());
+    }
+}

@@ -1,0 +1,529 @@
+//! The MPI progress engine: the one place that calls MPI for the world.
+//!
+//! # Wire protocol
+//!
+//! Two communicators duplicated from `MPI_COMM_WORLD`:
+//!
+//! * **data**: every frame's head. A frame without a body is one message with
+//!   tag `FRAME`; a frame with a body is one message with tag `FRAME_BODY`
+//!   carrying the body's length (u64 LE) followed by the head. Heads are small
+//!   (the world keeps them under [`EAGER`]).
+//! * **bulk**: bodies, in chunks of at most `chunk` bytes (2^30 by default, so no
+//!   MPI count reaches 2^31), tag `BULK`, sent right after their announcement.
+//!
+//! # Receiving
+//!
+//! [`POSTED`] receives of [`EAGER`] bytes are kept posted on the data
+//! communicator for any source and tag. MPI matches a source's messages to
+//! receives in posting order, so completed receives are handled strictly in
+//! posting order (a later one waits for an earlier, still transferring one).
+//! An announcement makes the engine post the body's chunk receives on the bulk
+//! communicator for that source, into one buffer of the announced size; bulk
+//! messages from one source match those receives in order (non-overtaking).
+//! Each source has a queue of frames in arrival order; a frame is delivered to
+//! the world when it and every frame before it from that source are complete,
+//! so the world sees each rank's frames in the order they were sent.
+//!
+//! # Sending
+//!
+//! Frames handed over by the locations wait in a lock-free queue; the engine
+//! starts an `Isend` per message (at most [`MAX_IN_FLIGHT`] requests in flight;
+//! beyond that frames wait in the queue) and keeps each buffer until its request
+//! completes.
+//!
+//! # Shutdown
+//!
+//! 1. Send everything handed over and wait until every send completed.
+//! 2. Exchange, with a non-blocking all-to-all, how many frames each rank sent to
+//!    each other rank.
+//! 3. Keep receiving until that many frames from each rank have arrived and been
+//!    delivered.
+//! 4. Cancel the posted receives (nothing can match them any more), free the
+//!    communicators; the owner thread then calls `MPI_Finalize`.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use mpi::topology::{Communicator, SimpleCommunicator};
+use mpi::traits::AsRaw;
+
+use super::raw::{self, Request, Status, Tester};
+use crate::world::frame::Frame;
+use crate::world::inbox::Mailslot;
+use crate::world::transport::Sink;
+
+const TAG_FRAME: i32 = 1;
+const TAG_FRAME_BODY: i32 = 2;
+const TAG_BULK: i32 = 3;
+
+/// Bytes of each posted receive: the largest frame head (plus announcement).
+pub(crate) const EAGER: usize = 64 * 1024;
+/// Receives kept posted on the data communicator.
+pub(crate) const POSTED: usize = 16;
+/// Send requests in flight before further frames wait in the queue.
+pub(crate) const MAX_IN_FLIGHT: usize = 4096;
+/// Default largest MPI message of a body.
+pub(crate) const DEFAULT_CHUNK: usize = 1 << 30;
+
+/// A buffer an in-flight send reads from.
+enum Keep {
+    Head(#[allow(dead_code)] Vec<u8>),
+    Body(#[allow(dead_code)] Arc<Vec<u8>>),
+}
+
+/// One posted receive of the data communicator.
+struct Posted {
+    buf: Box<[u8]>,
+    /// Set when its request completed; handled in posting order.
+    done: Option<Status>,
+}
+
+/// One chunk receive of a body.
+struct Chunk {
+    source: usize,
+    frame: u64,
+    len: usize,
+}
+
+/// A frame from one source, complete or waiting for its body's chunks.
+struct Inbound {
+    id: u64,
+    head: Vec<u8>,
+    /// The body: capacity `body_len`, length 0 until every chunk has arrived.
+    body: Option<Vec<u8>>,
+    body_len: usize,
+    chunks_left: usize,
+}
+
+/// Counts for `tutti mpi-bench` and diagnostics.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct EngineStats {
+    pub(crate) frames_sent: u64,
+    pub(crate) frames_received: u64,
+    pub(crate) progress_calls: u64,
+}
+
+/// The engine; see the module documentation. Owned by the progress thread, or
+/// (polling mode) by whoever holds its mutex.
+pub(crate) struct Engine {
+    world: SimpleCommunicator,
+    data: SimpleCommunicator,
+    bulk: SimpleCommunicator,
+    pub(crate) user: SimpleCommunicator,
+    rank: usize,
+    ranks: usize,
+    chunk: usize,
+    posted_reqs: Vec<Request>,
+    posted: Vec<Posted>,
+    /// Indices of `posted` in posting order.
+    order: VecDeque<usize>,
+    send_reqs: Vec<Request>,
+    sending: Vec<Keep>,
+    chunk_reqs: Vec<Request>,
+    chunks: Vec<Chunk>,
+    inbound: Vec<VecDeque<Inbound>>,
+    next_id: u64,
+    frames_to: Vec<u64>,
+    frames_from: Vec<u64>,
+    touched: Vec<usize>,
+    outgoing: Arc<Mailslot<(usize, Frame)>>,
+    sink: Arc<dyn Sink>,
+    tester: Tester,
+    done: Vec<(usize, Status)>,
+    pub(crate) stats: EngineStats,
+}
+
+// SAFETY: the engine's MPI handles are plain identifiers. MPI is initialized with
+// MPI_THREAD_FUNNELED when the engine stays on the progress thread that
+// initialized MPI, and with MPI_THREAD_SERIALIZED when it moves (polling mode),
+// where every use goes through one mutex, so MPI is never called concurrently.
+unsafe impl Send for Engine {}
+
+impl Engine {
+    pub(crate) fn new(
+        world: SimpleCommunicator,
+        outgoing: Arc<Mailslot<(usize, Frame)>>,
+        sink: Arc<dyn Sink>,
+        chunk: usize,
+    ) -> Engine {
+        let rank = world.rank() as usize;
+        let ranks = world.size() as usize;
+        let data = world.duplicate();
+        let bulk = world.duplicate();
+        let user = world.duplicate();
+        let mut e = Engine {
+            world,
+            data,
+            bulk,
+            user,
+            rank,
+            ranks,
+            chunk: chunk.clamp(1, DEFAULT_CHUNK),
+            posted_reqs: Vec::with_capacity(POSTED),
+            posted: Vec::with_capacity(POSTED),
+            order: VecDeque::with_capacity(POSTED),
+            send_reqs: Vec::new(),
+            sending: Vec::new(),
+            chunk_reqs: Vec::new(),
+            chunks: Vec::new(),
+            inbound: (0..ranks).map(|_| VecDeque::new()).collect(),
+            next_id: 0,
+            frames_to: vec![0; ranks],
+            frames_from: vec![0; ranks],
+            touched: Vec::new(),
+            outgoing,
+            sink,
+            tester: Tester::new(),
+            done: Vec::new(),
+            stats: EngineStats::default(),
+        };
+        for i in 0..POSTED {
+            e.posted.push(Posted {
+                buf: vec![0u8; EAGER].into_boxed_slice(),
+                done: None,
+            });
+            e.posted_reqs.push(raw::null_request());
+            e.post(i);
+        }
+        e
+    }
+
+    fn post(&mut self, i: usize) {
+        let p = &mut self.posted[i];
+        p.done = None;
+        // SAFETY: the boxed buffer stays allocated and untouched until the
+        // request completes: it is only read after `done` is set, and freed only
+        // after the request is completed or cancelled and completed (`shutdown`).
+        self.posted_reqs[i] = unsafe {
+            raw::irecv(
+                p.buf.as_mut_ptr(),
+                p.buf.len(),
+                raw::any_source(),
+                raw::any_tag(),
+                self.data.as_raw(),
+            )
+        };
+        self.order.push_back(i);
+    }
+
+    /// Takes the job down (from the engine's own thread).
+    #[cold]
+    pub(crate) fn abort(&self, why: &str) -> ! {
+        eprintln!(
+            "tutti: rank {} of {} aborts the job: {why}",
+            self.rank, self.ranks
+        );
+        self.world.abort(1)
+    }
+
+    /// Before the progress thread parks: registers `waker` with the outgoing
+    /// queue. True if a frame was there after all (it is started; no parking).
+    pub(crate) fn register_idle(&mut self, waker: &std::task::Waker) -> bool {
+        match self.outgoing.pop_or_register(waker) {
+            Some((to, f)) => {
+                self.start_send(to, f);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Starts sending the queued frames (up to the in-flight bound); returns
+    /// whether there were any.
+    pub(crate) fn start_queued(&mut self) -> bool {
+        let mut moved = false;
+        while self.send_reqs.len() < MAX_IN_FLIGHT {
+            match self.outgoing.pop() {
+                Some((to, f)) => {
+                    self.start_send(to, f);
+                    moved = true;
+                }
+                None => break,
+            }
+        }
+        moved
+    }
+
+    /// One round of work; returns whether anything moved.
+    pub(crate) fn progress(&mut self) -> bool {
+        self.stats.progress_calls += 1;
+        let mut moved = self.start_queued();
+        moved |= self.complete_sends();
+        moved |= self.complete_receives();
+        moved |= self.complete_chunks();
+        self.deliver_ready();
+        moved
+    }
+
+    fn start_send(&mut self, to: usize, frame: Frame) {
+        if to >= self.ranks || to == self.rank {
+            self.abort(&format!("a frame for rank {to} (broken invariant)"));
+        }
+        self.frames_to[to] += 1;
+        self.stats.frames_sent += 1;
+        let Frame { head, body } = frame;
+        match body {
+            None => {
+                if head.len() > EAGER {
+                    self.abort(&format!(
+                        "a frame head of {} bytes exceeds {EAGER} (broken invariant)",
+                        head.len()
+                    ));
+                }
+                // SAFETY: `head` moves into `sending` beside its request (the heap
+                // buffer does not move) and is dropped only once the request
+                // completed (`complete_sends`, `shutdown`).
+                let req = unsafe { raw::isend(&head, to, TAG_FRAME, self.data.as_raw()) };
+                self.send_reqs.push(req);
+                self.sending.push(Keep::Head(head));
+            }
+            Some(body) => {
+                let mut ann = Vec::with_capacity(8 + head.len());
+                ann.extend_from_slice(&(body.len() as u64).to_le_bytes());
+                ann.extend_from_slice(&head);
+                if ann.len() > EAGER {
+                    self.abort(&format!(
+                        "a frame head of {} bytes exceeds {EAGER} (broken invariant)",
+                        head.len()
+                    ));
+                }
+                // SAFETY: as above, for the announcement.
+                let req = unsafe { raw::isend(&ann, to, TAG_FRAME_BODY, self.data.as_raw()) };
+                self.send_reqs.push(req);
+                self.sending.push(Keep::Head(ann));
+                let body = Arc::new(body);
+                let mut off = 0;
+                while off < body.len() {
+                    let end = (off + self.chunk).min(body.len());
+                    // SAFETY: every chunk request keeps a clone of the Arc holding
+                    // the body, so the buffer lives until the last one completes;
+                    // nobody writes to it.
+                    let req =
+                        unsafe { raw::isend(&body[off..end], to, TAG_BULK, self.bulk.as_raw()) };
+                    self.send_reqs.push(req);
+                    self.sending.push(Keep::Body(Arc::clone(&body)));
+                    off = end;
+                }
+            }
+        }
+    }
+
+    fn complete_sends(&mut self) -> bool {
+        self.done.clear();
+        self.tester.test_some(&mut self.send_reqs, &mut self.done);
+        if self.done.is_empty() {
+            return false;
+        }
+        // Descending indices, so each swap_remove moves an element that is not
+        // among the completed ones still to remove.
+        self.done.sort_unstable_by_key(|d| std::cmp::Reverse(d.0));
+        for &(i, _) in &self.done {
+            self.send_reqs.swap_remove(i);
+            self.sending.swap_remove(i);
+        }
+        true
+    }
+
+    fn complete_receives(&mut self) -> bool {
+        self.done.clear();
+        self.tester.test_some(&mut self.posted_reqs, &mut self.done);
+        for k in 0..self.done.len() {
+            let (i, st) = self.done[k];
+            self.posted[i].done = Some(st);
+        }
+        let mut moved = false;
+        while let Some(&i) = self.order.front() {
+            let Some(st) = self.posted[i].done.take() else {
+                break;
+            };
+            self.order.pop_front();
+            self.handle(i, st);
+            self.post(i);
+            moved = true;
+        }
+        moved
+    }
+
+    fn handle(&mut self, i: usize, st: Status) {
+        let src = st.source;
+        if src >= self.ranks {
+            self.abort(&format!("a message from unknown rank {src}"));
+        }
+        let n = st.count.min(EAGER);
+        self.frames_from[src] += 1;
+        self.stats.frames_received += 1;
+        let id = self.next_id;
+        self.next_id += 1;
+        let bytes = &self.posted[i].buf[..n];
+        let inbound = match st.tag {
+            TAG_FRAME => Inbound {
+                id,
+                head: bytes.to_vec(),
+                body: None,
+                body_len: 0,
+                chunks_left: 0,
+            },
+            TAG_FRAME_BODY => {
+                let Some(len) = bytes.get(..8).map(|b| {
+                    let mut a = [0u8; 8];
+                    a.copy_from_slice(b);
+                    u64::from_le_bytes(a)
+                }) else {
+                    self.abort(&format!(
+                        "a body announcement of {n} bytes from rank {src} (at least 8 expected)"
+                    ))
+                };
+                let head = bytes[8..].to_vec();
+                let len = match usize::try_from(len) {
+                    Ok(l) if l <= isize::MAX as usize => l,
+                    _ => self.abort(&format!("rank {src} announces a body of {len} bytes")),
+                };
+                let mut body: Vec<u8> = Vec::new();
+                if body.try_reserve_exact(len).is_err() {
+                    self.abort(&format!(
+                        "cannot allocate {len} bytes for a message from rank {src}"
+                    ));
+                }
+                let chunks = len.div_ceil(self.chunk);
+                let base = body.as_mut_ptr();
+                let mut off = 0;
+                while off < len {
+                    let end = (off + self.chunk).min(len);
+                    // SAFETY: `body` has capacity `len`, so `base + off` is valid
+                    // for `end - off` bytes; the chunks tile `0..len` without
+                    // overlap. The Vec moves into `inbound` below (its heap buffer
+                    // does not move) and is neither read nor freed before every
+                    // chunk request completed (`complete_chunks`, `shutdown`).
+                    let req = unsafe {
+                        raw::irecv(
+                            base.add(off),
+                            end - off,
+                            src as i32,
+                            TAG_BULK,
+                            self.bulk.as_raw(),
+                        )
+                    };
+                    self.chunk_reqs.push(req);
+                    self.chunks.push(Chunk {
+                        source: src,
+                        frame: id,
+                        len: end - off,
+                    });
+                    off = end;
+                }
+                Inbound {
+                    id,
+                    head,
+                    body: Some(body),
+                    body_len: len,
+                    chunks_left: chunks,
+                }
+            }
+            t => self.abort(&format!("a message with unknown tag {t} from rank {src}")),
+        };
+        self.inbound[src].push_back(inbound);
+        self.touched.push(src);
+    }
+
+    fn complete_chunks(&mut self) -> bool {
+        self.done.clear();
+        self.tester.test_some(&mut self.chunk_reqs, &mut self.done);
+        if self.done.is_empty() {
+            return false;
+        }
+        self.done.sort_unstable_by_key(|d| std::cmp::Reverse(d.0));
+        for k in 0..self.done.len() {
+            let (i, st) = self.done[k];
+            let c = self.chunks.swap_remove(i);
+            self.chunk_reqs.swap_remove(i);
+            if st.count != c.len {
+                self.abort(&format!(
+                    "a body chunk of {} bytes from rank {} where {} were announced",
+                    st.count, c.source, c.len
+                ));
+            }
+            let Some(f) = self.inbound[c.source].iter_mut().find(|f| f.id == c.frame) else {
+                self.abort("a body chunk for an unknown frame (broken invariant)");
+            };
+            f.chunks_left -= 1;
+            if f.chunks_left == 0 {
+                if let Some(b) = f.body.as_mut() {
+                    // SAFETY: every chunk request completed having written exactly
+                    // its length (checked above), and the chunks tile
+                    // `0..body_len`, which is within the capacity reserved.
+                    unsafe { b.set_len(f.body_len) };
+                }
+            }
+            self.touched.push(c.source);
+        }
+        true
+    }
+
+    fn deliver_ready(&mut self) {
+        while let Some(src) = self.touched.pop() {
+            while self.inbound[src]
+                .front()
+                .is_some_and(|f| f.chunks_left == 0)
+            {
+                let Some(f) = self.inbound[src].pop_front() else {
+                    break;
+                };
+                if let Err(why) = self.sink.deliver(src, f.head, f.body) {
+                    self.abort(&format!("a malformed frame from rank {src}: {why}"));
+                }
+            }
+        }
+    }
+
+    /// The drain described in the module documentation; on return nothing is in
+    /// flight and the engine may be dropped.
+    pub(crate) fn shutdown(&mut self) {
+        // 1. Everything handed over goes out and completes.
+        while !self.outgoing.is_empty() || !self.send_reqs.is_empty() {
+            if !self.progress() {
+                std::thread::yield_now();
+            }
+        }
+        // 2. How many frames did each rank send here?
+        let sent = self.frames_to.clone();
+        let mut expect = vec![0u64; self.ranks];
+        // SAFETY: `sent` and `expect` hold one element per rank and live until
+        // the request completes below; `expect` is read only after that.
+        let mut req = unsafe { raw::ialltoall_u64(&sent, &mut expect, self.data.as_raw()) };
+        while raw::test(&mut req).is_none() {
+            if !self.progress() {
+                std::thread::yield_now();
+            }
+        }
+        // 3. Receive and deliver all of them.
+        loop {
+            let all_in = (0..self.ranks).all(|r| self.frames_from[r] >= expect[r]);
+            if all_in && self.chunk_reqs.is_empty() && self.inbound.iter().all(VecDeque::is_empty) {
+                break;
+            }
+            if !self.progress() {
+                std::thread::yield_now();
+            }
+        }
+        // 4. Nothing can match the posted receives any more: cancel them.
+        for req in self.posted_reqs.iter_mut() {
+            raw::cancel(req);
+        }
+        for i in 0..self.posted_reqs.len() {
+            loop {
+                if let Some(st) = raw::test(&mut self.posted_reqs[i]) {
+                    if !st.cancelled {
+                        eprintln!(
+                            "tutti: rank {}: a message from rank {} arrived during shutdown, \
+                             after every announced frame",
+                            self.rank, st.source
+                        );
+                    }
+                    break;
+                }
+                std::thread::yield_now();
+            }
+        }
+        self.order.clear();
+    }
+}

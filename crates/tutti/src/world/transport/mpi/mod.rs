@@ -1,0 +1,480 @@
+//! The MPI transport (feature `mpi`): Open MPI or MPICH through rsmpi.
+//!
+//! One thread owns MPI: it calls `MPI_Init_thread` and `MPI_Finalize`. In
+//! [`ProgressMode::Thread`] (the default) it is also the progress thread that
+//! makes every other MPI call, so `MPI_THREAD_FUNNELED` suffices (thesis 002):
+//! locations hand it frames through a lock-free queue ([`Mailslot`]) and it
+//! delivers what arrives to the locations' inboxes, waking them. In
+//! [`ProgressMode::Poll`] the owner thread only initializes and finalizes; the
+//! engine sits behind a mutex and idle workers and waiting locations drive it
+//! (`MPI_THREAD_SERIALIZED`).
+//!
+//! The progress thread spins while there is traffic, then yields, then parks
+//! with a growing timeout (MPI cannot wake a thread): a frame handed over wakes
+//! it at once, an incoming message is seen within the timeout (at most
+//! [`MAX_PARK`]).
+
+mod engine;
+mod raw;
+
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::task::{Wake, Waker};
+use std::thread::{self, JoinHandle, Thread};
+use std::time::{Duration, Instant};
+
+use mpi::environment::Universe;
+use mpi::topology::{Communicator, SimpleCommunicator};
+use mpi::traits::CommunicatorCollectives;
+use mpi::Threading;
+
+pub(crate) use engine::EngineStats;
+use engine::{Engine, DEFAULT_CHUNK};
+
+use super::{Sink, Transport};
+use crate::world::config::{ProgressMode, WorldConfig};
+use crate::world::error::WorldError;
+use crate::world::frame::Frame;
+use crate::world::inbox::Mailslot;
+
+/// Longest the idle progress thread sleeps before looking at MPI again.
+pub(crate) const MAX_PARK: Duration = Duration::from_millis(1);
+/// How long the progress thread spins after the last traffic before yielding.
+const SPIN_FOR: Duration = Duration::from_micros(100);
+/// How long it yields before parking.
+const YIELD_FOR: Duration = Duration::from_millis(2);
+/// The first park timeout after the yielding phase (doubling up to [`MAX_PARK`]).
+const MIN_PARK: Duration = Duration::from_micros(20);
+
+type UserFn = Box<dyn FnOnce(&SimpleCommunicator) + Send>;
+
+/// Requests to the progress thread.
+enum Command {
+    Run(UserFn),
+    Abort(String),
+    Shutdown,
+}
+
+/// What start-up learned on the MPI thread.
+struct Hello {
+    rank: usize,
+    ranks: usize,
+    describe: String,
+}
+
+/// The engine's home in polling mode.
+type Polled = Arc<Mutex<Option<Engine>>>;
+
+/// MPI initialized, the world not yet attached: [`Mpi::init`]'s result.
+pub(crate) struct Pending {
+    hello: Hello,
+    attach: mpsc::Sender<Arc<dyn Sink>>,
+    outgoing: Arc<Mailslot<(usize, Frame)>>,
+    control: Arc<Mailslot<Command>>,
+    polled: Option<(mpsc::Receiver<Engine>, mpsc::Sender<()>)>,
+    owner: JoinHandle<()>,
+}
+
+impl Pending {
+    pub(crate) fn rank(&self) -> usize {
+        self.hello.rank
+    }
+
+    pub(crate) fn ranks(&self) -> usize {
+        self.hello.ranks
+    }
+
+    /// Connects the engine to the world's sink and starts moving frames.
+    pub(crate) fn attach(self, sink: Arc<dyn Sink>) -> Mpi {
+        // The owner thread waits for this; if it has died, its panic is reported
+        // when it is joined at shutdown.
+        let _ = self.attach.send(sink);
+        let (engine, finalize) = match self.polled {
+            Some((engine_rx, finalize)) => match engine_rx.recv() {
+                Ok(e) => (Some(Arc::new(Mutex::new(Some(e)))), Some(finalize)),
+                Err(_) => (None, Some(finalize)),
+            },
+            None => (None, None),
+        };
+        Mpi {
+            rank: self.hello.rank,
+            ranks: self.hello.ranks,
+            describe: self.hello.describe,
+            outgoing: self.outgoing,
+            control: self.control,
+            engine,
+            finalize,
+            owner: Mutex::new(Some(self.owner)),
+        }
+    }
+}
+
+/// The MPI transport; see the module documentation.
+pub(crate) struct Mpi {
+    rank: usize,
+    ranks: usize,
+    describe: String,
+    outgoing: Arc<Mailslot<(usize, Frame)>>,
+    control: Arc<Mailslot<Command>>,
+    /// Polling mode: the engine, `None` after shutdown.
+    engine: Option<Polled>,
+    /// Polling mode: tells the owner thread to finalize.
+    finalize: Option<mpsc::Sender<()>>,
+    owner: Mutex<Option<JoinHandle<()>>>,
+}
+
+/// Unparks a thread (the progress thread's waker for its queues).
+struct Unpark(Thread);
+
+impl Wake for Unpark {
+    fn wake(self: Arc<Self>) {
+        self.0.unpark();
+    }
+}
+
+fn level_name(t: Threading) -> &'static str {
+    match t {
+        Threading::Single => "single",
+        Threading::Funneled => "funneled",
+        Threading::Serialized => "serialized",
+        Threading::Multiple => "multiple",
+    }
+}
+
+/// `TUTTI_MPI_CHUNK`: the largest MPI message of a body (tests lower it to
+/// exercise the splitting of messages ≥ 2^31 bytes without allocating them).
+fn chunk_from_env() -> Result<usize, WorldError> {
+    match std::env::var("TUTTI_MPI_CHUNK") {
+        Err(_) => Ok(DEFAULT_CHUNK),
+        Ok(v) => match v.trim().parse::<usize>() {
+            Ok(n) if (1..=DEFAULT_CHUNK).contains(&n) => Ok(n),
+            _ => Err(WorldError::BadSetting {
+                var: "TUTTI_MPI_CHUNK",
+                value: v,
+                expected: "a number of bytes in 1..=2^30",
+            }),
+        },
+    }
+}
+
+impl Mpi {
+    /// Starts the MPI thread, initializes MPI on it and checks that every rank
+    /// has the same number of locations.
+    pub(crate) fn init(config: &WorldConfig) -> Result<Pending, WorldError> {
+        let chunk = chunk_from_env()?;
+        let mode = config.progress();
+        let per_rank = config.locations() as u64;
+        let outgoing = Arc::new(Mailslot::new());
+        let control = Arc::new(Mailslot::new());
+        let (hello_tx, hello_rx) = mpsc::channel::<Result<Hello, WorldError>>();
+        let (attach_tx, attach_rx) = mpsc::channel::<Arc<dyn Sink>>();
+        let (engine_tx, engine_rx) = mpsc::channel::<Engine>();
+        let (finalize_tx, finalize_rx) = mpsc::channel::<()>();
+        let (out, ctl) = (Arc::clone(&outgoing), Arc::clone(&control));
+        let owner = thread::Builder::new()
+            .name("tutti-mpi".into())
+            .spawn(move || {
+                let wanted = match mode {
+                    ProgressMode::Thread => Threading::Funneled,
+                    ProgressMode::Poll => Threading::Serialized,
+                };
+                let Some(universe) = start_mpi(wanted, mode, per_rank, &hello_tx) else {
+                    return;
+                };
+                let Ok(sink) = attach_rx.recv() else {
+                    // The world did not start after all: finalize and leave.
+                    drop(universe);
+                    return;
+                };
+                let engine = Engine::new(universe.world(), out, sink, chunk);
+                match mode {
+                    ProgressMode::Thread => progress_thread(engine, ctl),
+                    ProgressMode::Poll => {
+                        let _ = engine_tx.send(engine);
+                        // The world drains and drops the engine, then says so.
+                        let _ = finalize_rx.recv();
+                    }
+                }
+                drop(universe);
+            })
+            .map_err(|e| WorldError::Transport(format!("cannot start the MPI thread: {e}")))?;
+        let hello = match hello_rx.recv() {
+            Ok(Ok(h)) => h,
+            Ok(Err(e)) => {
+                let _ = owner.join();
+                return Err(e);
+            }
+            Err(_) => {
+                let _ = owner.join();
+                return Err(WorldError::Transport(
+                    "the MPI thread ended during start-up".into(),
+                ));
+            }
+        };
+        crate::world::record_panics();
+        Ok(Pending {
+            hello,
+            attach: attach_tx,
+            outgoing,
+            control,
+            polled: (mode == ProgressMode::Poll).then_some((engine_rx, finalize_tx)),
+            owner,
+        })
+    }
+
+    fn engine_stats(&self) -> Option<EngineStats> {
+        let e = self.engine.as_ref()?;
+        let g = e.lock().unwrap_or_else(|p| p.into_inner());
+        g.as_ref().map(|e| e.stats)
+    }
+
+    /// Runs `f` with the user communicator, on the MPI thread (thread mode) or
+    /// under the engine's lock (polling mode).
+    fn run<R: Send + 'static>(
+        &self,
+        f: impl FnOnce(&SimpleCommunicator) -> R + Send + 'static,
+    ) -> Option<R> {
+        if let Some(e) = &self.engine {
+            let mut g = e.lock().unwrap_or_else(|p| p.into_inner());
+            return g.as_mut().map(|e| {
+                // As in `command`: queued frames first.
+                e.start_queued();
+                f(&e.user)
+            });
+        }
+        let (tx, rx) = mpsc::channel();
+        self.control.push(Command::Run(Box::new(move |c| {
+            let _ = tx.send(f(c));
+        })));
+        rx.recv().ok()
+    }
+}
+
+/// Initializes MPI on the calling (owner) thread and reports to `hello`.
+fn start_mpi(
+    wanted: Threading,
+    mode: ProgressMode,
+    per_rank: u64,
+    hello: &mpsc::Sender<Result<Hello, WorldError>>,
+) -> Option<Universe> {
+    let fail = |why: String| {
+        let _ = hello.send(Err(WorldError::Transport(why)));
+    };
+    if mpi::environment::is_finalized() {
+        fail("MPI was already finalized in this process (one MPI world per process)".into());
+        return None;
+    }
+    let Some((universe, provided)) = mpi::initialize_with_threading(wanted) else {
+        fail("MPI was already initialized in this process (one MPI world per process)".into());
+        return None;
+    };
+    if provided < wanted {
+        fail(format!(
+            "the MPI library offers thread level {} but tutti's {} progress needs {}",
+            level_name(provided),
+            match mode {
+                ProgressMode::Thread => "thread",
+                ProgressMode::Poll => "polling",
+            },
+            level_name(wanted)
+        ));
+        return None;
+    }
+    let world = universe.world();
+    let rank = world.rank() as usize;
+    let ranks = world.size() as usize;
+    let mut all = vec![0u64; ranks];
+    world.all_gather_into(&per_rank, &mut all[..]);
+    if let Some((r, &there)) = all.iter().enumerate().find(|(_, &n)| n != per_rank) {
+        fail(
+            WorldError::LocationsDiffer {
+                here: per_rank as usize,
+                there: there as usize,
+                rank: r,
+            }
+            .to_string(),
+        );
+        return None;
+    }
+    let lib = mpi::environment::library_version()
+        .ok()
+        .and_then(|v| {
+            // "Open MPI v4.1.4, package: …" or "MPICH Version: 4.0 …": the name
+            // and version.
+            let first = v.lines().next()?.trim();
+            Some(first.split(',').next().unwrap_or(first).trim().to_string())
+        })
+        .unwrap_or_else(|| "unknown MPI library".into());
+    let (major, minor) = mpi::environment::version();
+    let _ = hello.send(Ok(Hello {
+        rank,
+        ranks,
+        describe: format!(
+            "{lib} (MPI {major}.{minor}), thread level {}, {} progress",
+            level_name(provided),
+            match mode {
+                ProgressMode::Thread => "progress-thread",
+                ProgressMode::Poll => "polled",
+            }
+        ),
+    }));
+    Some(universe)
+}
+
+/// The progress thread's loop (thread mode): it owns the engine until shutdown.
+fn progress_thread(mut engine: Engine, control: Arc<Mailslot<Command>>) {
+    let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let waker = Waker::from(Arc::new(Unpark(thread::current())));
+        let mut last = Instant::now();
+        let mut park = MIN_PARK;
+        loop {
+            while let Some(cmd) = control.pop() {
+                if command(&mut engine, cmd) {
+                    return;
+                }
+            }
+            if engine.progress() {
+                last = Instant::now();
+                park = MIN_PARK;
+                continue;
+            }
+            let idle = last.elapsed();
+            if idle < SPIN_FOR {
+                std::hint::spin_loop();
+                continue;
+            }
+            if idle < YIELD_FOR {
+                thread::yield_now();
+                continue;
+            }
+            // Park until a frame or a command is pushed (the push wakes us) or
+            // the timeout passes (incoming MPI messages cannot wake us).
+            if engine.register_idle(&waker) {
+                continue;
+            }
+            if let Some(cmd) = control.pop_or_register(&waker) {
+                if command(&mut engine, cmd) {
+                    return;
+                }
+                continue;
+            }
+            thread::park_timeout(park);
+            park = (park * 2).min(MAX_PARK);
+        }
+    }));
+    if let Err(p) = run {
+        let msg = crate::world::payload_text(&*p).to_string();
+        engine.abort(&format!("its MPI progress thread panicked: {msg}"));
+    }
+}
+
+/// Carries out a command on the progress thread; true once it has shut down.
+fn command(engine: &mut Engine, cmd: Command) -> bool {
+    match cmd {
+        Command::Run(f) => {
+            // Frames handed over before the call must be on their way, or a peer
+            // waiting for one would wait while `f` waits for the peer.
+            engine.start_queued();
+            f(&engine.user)
+        }
+        Command::Abort(why) => engine.abort(&why),
+        Command::Shutdown => {
+            engine.shutdown();
+            return true;
+        }
+    }
+    false
+}
+
+impl Transport for Mpi {
+    fn describe(&self) -> String {
+        self.describe.clone()
+    }
+
+    fn send(&self, to: usize, frame: Frame) {
+        self.outgoing.push((to, frame));
+    }
+
+    fn progress(&self) -> bool {
+        let Some(e) = &self.engine else {
+            return false;
+        };
+        let Ok(mut g) = e.try_lock() else {
+            return false;
+        };
+        g.as_mut().is_some_and(Engine::progress)
+    }
+
+    fn polled(&self) -> bool {
+        self.engine.is_some()
+    }
+
+    fn abort(&self, why: &str) -> ! {
+        match &self.engine {
+            Some(e) => {
+                let deadline = Instant::now() + Duration::from_secs(10);
+                while Instant::now() < deadline {
+                    if let Ok(g) = e.try_lock() {
+                        if let Some(engine) = g.as_ref() {
+                            engine.abort(why);
+                        }
+                        break;
+                    }
+                    thread::yield_now();
+                }
+            }
+            None => {
+                self.control.push(Command::Abort(why.to_string()));
+                thread::sleep(Duration::from_secs(10));
+            }
+        }
+        eprintln!(
+            "tutti: rank {} of {}: MPI did not end the job; stopping this process: {why}",
+            self.rank, self.ranks
+        );
+        std::process::abort()
+    }
+
+    fn shutdown(&self) {
+        let Some(owner) = self.owner.lock().unwrap_or_else(|p| p.into_inner()).take() else {
+            return;
+        };
+        match &self.engine {
+            Some(e) => {
+                let engine = {
+                    let mut g = e.lock().unwrap_or_else(|p| p.into_inner());
+                    g.take()
+                };
+                if let Some(mut engine) = engine {
+                    engine.shutdown();
+                    drop(engine);
+                }
+                if let Some(f) = &self.finalize {
+                    let _ = f.send(());
+                }
+            }
+            None => self.control.push(Command::Shutdown),
+        }
+        if owner.join().is_err() {
+            eprintln!("tutti: rank {}: the MPI thread panicked", self.rank);
+        }
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+
+/// [`World::with_mpi`](crate::world::World::with_mpi).
+pub(crate) fn with_mpi<R: Send + 'static>(
+    transport: &Arc<dyn Transport>,
+    f: impl FnOnce(&SimpleCommunicator) -> R + Send + 'static,
+) -> Option<R> {
+    transport.as_any().downcast_ref::<Mpi>()?.run(f)
+}
+
+/// The engine's counters, if the world uses MPI in polling mode.
+#[allow(dead_code)]
+pub(crate) fn stats(transport: &Arc<dyn Transport>) -> Option<EngineStats> {
+    transport.as_any().downcast_ref::<Mpi>()?.engine_stats()
+}

@@ -1,0 +1,609 @@
+//! [`World`]: start-up, the SPMD entry point, and the state one rank shares
+//! between its locations, its transport and its collectives.
+
+use std::future::Future;
+use std::ops::Range;
+use std::pin::Pin;
+use std::sync::{Arc, Weak};
+use std::task::{Context, Poll};
+
+use super::collective::Rounds;
+use super::config::{TransportKind, WorldBuilder, WorldConfig};
+use super::error::{LocationPanic, WorldError};
+use super::frame::{self, Parsed};
+use super::inbox::{Mailslot, Parcel};
+use super::outbox::{Limits, Outbox, Outgoing};
+use super::transport::{inproc::InProcess, Sink, Transport};
+use super::{Location, LocationId};
+use crate::loom::{lock, AtomicBool, AtomicU64, AtomicUsize, Mutex, Ordering};
+use crate::runtime::{JoinError, JoinHandle};
+use crate::Runtime;
+
+/// One location's state on its rank.
+pub(crate) struct Slot {
+    pub(crate) id: LocationId,
+    pub(crate) inbox: Mailslot<Parcel>,
+    pub(crate) outbox: Mutex<Outbox>,
+    /// Messages this location has sent (buffered ones included).
+    pub(crate) sent: AtomicU64,
+    /// Messages delivered to this location and dropped (handled).
+    pub(crate) handled: AtomicU64,
+    /// Collectives this location has started.
+    epoch: AtomicU64,
+    /// This location's aggregation factor; 0 for the world's.
+    pub(crate) factor: AtomicUsize,
+    /// A `Location` handle for this slot exists.
+    taken: AtomicBool,
+}
+
+impl Slot {
+    fn new(id: LocationId) -> Slot {
+        Slot {
+            id,
+            inbox: Mailslot::new(),
+            outbox: Mutex::new(Outbox::new(id)),
+            sent: AtomicU64::new(0),
+            handled: AtomicU64::new(0),
+            epoch: AtomicU64::new(0),
+            factor: AtomicUsize::new(0),
+            taken: AtomicBool::new(false),
+        }
+    }
+
+    /// The epoch of this location's next collective.
+    pub(crate) fn next_epoch(&self) -> u64 {
+        // Only the location's own handle calls this.
+        self.epoch.fetch_add(1, Ordering::Relaxed)
+    }
+
+    pub(crate) fn release(&self) {
+        self.taken.store(false, Ordering::Release);
+    }
+}
+
+/// What the transport delivers into: the locations and collectives of this rank.
+pub(crate) struct Local {
+    pub(crate) rank: usize,
+    pub(crate) ranks: usize,
+    pub(crate) per_rank: usize,
+    pub(crate) slots: Box<[Slot]>,
+    pub(crate) rounds: Rounds,
+    /// Largest collective value sent inline in a frame.
+    pub(crate) inline_max: usize,
+}
+
+impl Local {
+    /// The slot of `id`, if it lives on this rank.
+    pub(crate) fn slot_of(&self, id: LocationId) -> Option<&Slot> {
+        (id.rank(self.per_rank) == self.rank).then(|| &self.slots[id.local(self.per_rank)])
+    }
+
+    /// A broken internal invariant: say so and stop the process.
+    #[cold]
+    pub(crate) fn fail_invariant(&self, what: &str) -> ! {
+        eprintln!(
+            "tutti: rank {} of {}: broken invariant: {what}",
+            self.rank, self.ranks
+        );
+        std::process::abort()
+    }
+}
+
+impl Sink for Local {
+    fn deliver(
+        &self,
+        from_rank: usize,
+        head: Vec<u8>,
+        body: Option<Vec<u8>>,
+    ) -> Result<(), String> {
+        match frame::parse(&head, body.is_some()).map_err(|e| e.0)? {
+            Parsed::Data(h) => {
+                let to = LocationId::new(h.to);
+                let from = LocationId::new(h.from);
+                let total = self.ranks * self.per_rank;
+                if from.index() >= total || from.rank(self.per_rank) != from_rank {
+                    return Err(format!(
+                        "a data frame from rank {from_rank} claims to come from {from}"
+                    ));
+                }
+                let Some(slot) = self.slot_of(to).filter(|_| to.index() < total) else {
+                    return Err(format!(
+                        "a data frame from rank {from_rank} for {to}, which is not on this rank"
+                    ));
+                };
+                slot.inbox.push(Parcel::Frame {
+                    from,
+                    head,
+                    inline: h.inline,
+                    body,
+                });
+                Ok(())
+            }
+            Parsed::Collective(c) => {
+                if c.from_rank as usize != from_rank {
+                    return Err(format!(
+                        "a collective frame from rank {from_rank} claims to come from rank {}",
+                        c.from_rank
+                    ));
+                }
+                let value = match body {
+                    Some(b) => b,
+                    None => head.get(c.inline).map(<[u8]>::to_vec).unwrap_or_default(),
+                };
+                self.rounds.incoming(c.from_rank, c.tag, value)
+            }
+        }
+    }
+}
+
+/// Everything one rank's world owns.
+pub(crate) struct Shared {
+    pub(crate) config: WorldConfig,
+    pub(crate) local: Arc<Local>,
+    pub(crate) transport: Arc<dyn Transport>,
+    pub(crate) runtime: Runtime,
+    pub(crate) limits: Limits,
+    sweeper_armed: AtomicBool,
+}
+
+impl Shared {
+    /// Hands what left an outbox to its destination.
+    pub(crate) fn dispatch(&self, o: Outgoing) {
+        match o {
+            Outgoing::Local(to, parcel) => match self.local.slot_of(to) {
+                Some(slot) => slot.inbox.push(parcel),
+                None => self.local.fail_invariant("a local parcel for another rank"),
+            },
+            Outgoing::Remote(rank, frame) => self.transport.send(rank, frame),
+        }
+    }
+
+    /// Makes sure the sweeper will look at the outboxes within the time bound.
+    pub(crate) fn arm_sweeper(self: &Arc<Self>) {
+        if self.sweeper_armed.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let weak = Arc::downgrade(self);
+        let after = self.config.flush_after();
+        // Detached: it holds the world weakly and ends on its own.
+        drop(self.runtime.spawn(sweep(weak, after)));
+    }
+
+    /// A fatal error in the program's use of the world (a mismatched collective,
+    /// an undecodable value): with several ranks the job is taken down, since
+    /// the other ranks would hang; in one process the calling location panics.
+    #[cold]
+    pub(crate) fn fail(&self, why: &str) -> ! {
+        if self.local.ranks > 1 || self.config.transport() == TransportKind::Mpi {
+            self.transport.abort(why)
+        }
+        panic!("tutti: {why}")
+    }
+}
+
+/// The sweeper: after the time bound, sends every buffer that has waited that
+/// long, and re-arms itself while younger ones remain. Holds the world weakly.
+async fn sweep(world: Weak<Shared>, after: std::time::Duration) {
+    loop {
+        crate::sleep(after).await;
+        let Some(shared) = world.upgrade() else {
+            return;
+        };
+        shared.sweeper_armed.store(false, Ordering::Release);
+        let mut left = false;
+        let mut remote = false;
+        for slot in shared.local.slots.iter() {
+            // A location busy with its own outbox flushes it itself soon.
+            let Ok(mut outbox) = slot.outbox.try_lock() else {
+                left = true;
+                continue;
+            };
+            match outbox.since() {
+                Some(t) if t.elapsed() >= after => outbox.flush(shared.limits, &mut |o| {
+                    remote |= matches!(o, Outgoing::Remote(..));
+                    shared.dispatch(o)
+                }),
+                Some(_) => left = true,
+                None => {}
+            }
+        }
+        if remote && shared.transport.polled() {
+            shared.transport.progress();
+        }
+        if !left || shared.sweeper_armed.swap(true, Ordering::AcqRel) {
+            return;
+        }
+    }
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        if std::thread::panicking() && self.local.ranks > 1 {
+            self.transport.abort(&format!(
+                "the program panicked on rank {} while its world was alive{}",
+                self.local.rank,
+                super::panic_note()
+            ));
+        }
+        // Buffered messages of locations that ended without flushing still go out.
+        for slot in self.local.slots.iter() {
+            lock(&slot.outbox).flush(self.limits, &mut |o| self.dispatch(o));
+        }
+        self.transport.shutdown();
+        let left: usize = self
+            .local
+            .slots
+            .iter()
+            .map(|s| {
+                let mut n = 0;
+                while let Some(p) = s.inbox.pop() {
+                    n += p.messages();
+                }
+                n
+            })
+            .sum();
+        if left > 0 {
+            eprintln!(
+                "tutti: rank {}: the world ended with {left} message(s) never received \
+                 (end with a fence: recv_until_quiet)",
+                self.local.rank
+            );
+        }
+    }
+}
+
+/// A world of `ranks()` processes × `locations_per_rank()` locations: the
+/// embedded default is one process of threads; `mpirun -n P` of the same binary,
+/// built with the `mpi` feature, makes it distributed with no code change.
+///
+/// Start-up decides the transport (see [`WorldBuilder`] and
+/// [`TransportKind`]); the world owns the rank's [`Runtime`], on which its
+/// locations run as tasks. Run SPMD code on every location with [`run`](Self::run):
+///
+/// ```
+/// use tutti::world::World;
+/// let world = World::builder().locations(4).workers(2).build().unwrap();
+/// let sums = world.run(|loc| async move {
+///     let me = loc.id().index() as u64;
+///     loc.all_reduce(me, |a, b| a + b).await
+/// });
+/// assert_eq!(sums, [6, 6, 6, 6]);
+/// ```
+///
+/// Dropping the last handle shuts the world down: buffered messages are sent,
+/// the transport completes its sends and waits for the frames other ranks sent
+/// here, and MPI is finalized. Under MPI only one world can exist per process,
+/// once.
+#[derive(Clone)]
+pub struct World {
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for World {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("World")
+            .field("rank", &self.rank())
+            .field("ranks", &self.ranks())
+            .field("locations_per_rank", &self.locations_per_rank())
+            .finish_non_exhaustive()
+    }
+}
+
+impl World {
+    /// A builder reading the `TUTTI_*` environment variables.
+    pub fn builder() -> WorldBuilder {
+        WorldBuilder::new()
+    }
+
+    /// A world configured by the environment alone (see [`WorldBuilder`]).
+    ///
+    /// ```
+    /// let world = tutti::world::World::from_env().unwrap();
+    /// assert!(world.rank() < world.ranks());
+    /// ```
+    pub fn from_env() -> Result<World, WorldError> {
+        WorldBuilder::new().build()
+    }
+
+    pub(crate) fn start(b: WorldBuilder) -> Result<World, WorldError> {
+        let mut config = b.resolve(&|k| std::env::var(k).ok())?;
+        for w in config.warnings() {
+            eprintln!("tutti: warning: {w}");
+        }
+        let runtime = Runtime::builder()
+            .workers(config.workers())
+            .thread_name(|i| format!("tutti-world-{i}"))
+            .build()
+            .map_err(WorldError::Runtime)?;
+        let per_rank = config.locations();
+        let limits = Limits {
+            factor: config.aggregation(),
+            bytes: config.aggregation_bytes(),
+            per_rank,
+        };
+        let make_local = |rank: usize, ranks: usize| {
+            Arc::new(Local {
+                rank,
+                ranks,
+                per_rank,
+                slots: (0..per_rank)
+                    .map(|i| Slot::new(LocationId::new((rank * per_rank + i) as u32)))
+                    .collect(),
+                rounds: Rounds::new(per_rank),
+                inline_max: limits.inline_max(),
+            })
+        };
+        let (local, transport): (Arc<Local>, Arc<dyn Transport>) = match config.transport() {
+            #[cfg(feature = "mpi")]
+            TransportKind::Mpi => {
+                let pending = super::transport::mpi::Mpi::init(&config)?;
+                let local = make_local(pending.rank(), pending.ranks());
+                let mpi = pending.attach(Arc::clone(&local) as Arc<dyn Sink>);
+                (local, Arc::new(mpi))
+            }
+            _ => (make_local(0, 1), Arc::new(InProcess)),
+        };
+        if (local.ranks * per_rank) > u32::MAX as usize {
+            return Err(WorldError::BadSetting {
+                var: "TUTTI_LOCATIONS",
+                value: per_rank.to_string(),
+                expected: "fewer than 2^32 locations in all",
+            });
+        }
+        config.rank = local.rank;
+        config.ranks = local.ranks;
+        config.engine = transport.describe();
+        if transport.polled() {
+            let t = Arc::clone(&transport);
+            runtime.add_idle_poller(Arc::new(move || t.progress()));
+        }
+        Ok(World {
+            shared: Arc::new(Shared {
+                config,
+                local,
+                transport,
+                runtime,
+                limits,
+                sweeper_armed: AtomicBool::new(false),
+            }),
+        })
+    }
+
+    pub(crate) fn shared(&self) -> &Arc<Shared> {
+        &self.shared
+    }
+
+    /// This process's rank.
+    pub fn rank(&self) -> usize {
+        self.shared.local.rank
+    }
+
+    /// Processes in the world.
+    pub fn ranks(&self) -> usize {
+        self.shared.local.ranks
+    }
+
+    /// Locations on every rank.
+    pub fn locations_per_rank(&self) -> usize {
+        self.shared.local.per_rank
+    }
+
+    /// Locations in the whole world (`ranks × locations_per_rank`).
+    pub fn locations(&self) -> usize {
+        self.ranks() * self.locations_per_rank()
+    }
+
+    /// The ids of this rank's locations.
+    ///
+    /// ```
+    /// let world = tutti::world::World::builder().locations(3).workers(1).build().unwrap();
+    /// let ids: Vec<usize> = world.local_locations().map(|l| l.index()).collect();
+    /// assert_eq!(ids, [0, 1, 2]);
+    /// ```
+    pub fn local_locations(&self) -> impl Iterator<Item = LocationId> {
+        let l = self.locations_per_rank();
+        let start = self.rank() * l;
+        (start..start + l).map(|i| LocationId::new(i as u32))
+    }
+
+    /// All location ids of the world.
+    pub fn all_locations(&self) -> impl Iterator<Item = LocationId> {
+        (0..self.locations()).map(|i| LocationId::new(i as u32))
+    }
+
+    /// The rank `id` lives on (`None` if there is no such location).
+    pub fn rank_of(&self, id: LocationId) -> Option<usize> {
+        (id.index() < self.locations()).then(|| id.rank(self.locations_per_rank()))
+    }
+
+    /// The settings this world runs with (printed by the CLI's `--verbose`).
+    pub fn config(&self) -> &WorldConfig {
+        &self.shared.config
+    }
+
+    /// The rank's runtime, on which the locations run.
+    pub fn runtime(&self) -> &Runtime {
+        &self.shared.runtime
+    }
+
+    /// The handle of this rank's `local`-th location, for code that drives a
+    /// location itself (e.g. from the main thread with blocking calls). `None` if
+    /// there is no such location or its handle is in use.
+    ///
+    /// ```
+    /// let world = tutti::world::World::builder().locations(1).workers(1).build().unwrap();
+    /// let loc = world.location(0).unwrap();
+    /// assert!(world.location(0).is_none(), "one handle at a time");
+    /// drop(loc);
+    /// assert!(world.location(0).is_some());
+    /// ```
+    pub fn location(&self, local: usize) -> Option<Location> {
+        let slot = self.shared.local.slots.get(local)?;
+        if slot.taken.swap(true, Ordering::AcqRel) {
+            return None;
+        }
+        Some(Location::new(self.clone(), local))
+    }
+
+    /// Runs `body` on every location of this rank, each as a task of the rank's
+    /// runtime, and returns their results in location order (SPMD: every rank runs
+    /// the same program).
+    ///
+    /// # Panics
+    /// If a location's body panics: in a one-process world this call panics with
+    /// the location and message (see [`try_run`](Self::try_run)); with several
+    /// ranks the whole job is taken down (`MPI_Abort`) with that message, so no
+    /// rank is left waiting in a collective. Also if a location handle from
+    /// [`location`](Self::location) is still alive.
+    pub fn run<F, Fut>(&self, body: F) -> Vec<Fut::Output>
+    where
+        F: Fn(Location) -> Fut,
+        Fut: Future + Send + 'static,
+        Fut::Output: Send + 'static,
+    {
+        match self.try_run(body) {
+            Ok(v) => v,
+            Err(p) => panic!("tutti: {p}"),
+        }
+    }
+
+    /// [`run`](Self::run), reporting a panicking location as an error instead of
+    /// panicking (in a one-process world; with several ranks a panic still takes
+    /// the job down). Returns as soon as one location has panicked; the others
+    /// keep running until they finish or the world is dropped.
+    ///
+    /// ```
+    /// let world = tutti::world::World::builder().locations(2).workers(1).build().unwrap();
+    /// let err = world
+    ///     .try_run(|loc| async move {
+    ///         if loc.id().index() == 1 {
+    ///             panic!("boom");
+    ///         }
+    ///     })
+    ///     .unwrap_err();
+    /// assert_eq!(err.location.index(), 1);
+    /// assert_eq!(err.message, "boom");
+    /// ```
+    pub fn try_run<F, Fut>(&self, body: F) -> Result<Vec<Fut::Output>, LocationPanic>
+    where
+        F: Fn(Location) -> Fut,
+        Fut: Future + Send + 'static,
+        Fut::Output: Send + 'static,
+    {
+        let n = self.locations_per_rank();
+        let mut locations = Vec::with_capacity(n);
+        for i in 0..n {
+            match self.location(i) {
+                Some(l) => locations.push(l),
+                None => panic!(
+                    "tutti: World::run while the handle of location {} is in use",
+                    self.rank() * n + i
+                ),
+            }
+        }
+        let handles: Vec<(LocationId, JoinHandle<Fut::Output>)> = locations
+            .into_iter()
+            .map(|loc| (loc.id(), self.shared.runtime.spawn(body(loc))))
+            .collect();
+        let outcome = self.shared.runtime.block_on(JoinAll::new(handles));
+        match outcome {
+            Ok(v) => Ok(v),
+            Err(p) => {
+                if self.ranks() > 1 {
+                    self.shared.transport.abort(&p.to_string());
+                }
+                Err(p)
+            }
+        }
+    }
+
+    /// Takes the whole job down with `why` (every rank stops; with MPI through
+    /// `MPI_Abort`). For a condition from which the program cannot continue.
+    pub fn abort(&self, why: &str) -> ! {
+        self.shared.transport.abort(why)
+    }
+
+    /// Runs `f` with MPI (on the thread that owns it, with the engine paused) and
+    /// a communicator of its own over all ranks, for code that calls MPI directly
+    /// alongside the world. `None` if the world is not using MPI.
+    #[cfg(feature = "mpi")]
+    pub fn with_mpi<R: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mpi::topology::SimpleCommunicator) -> R + Send + 'static,
+    ) -> Option<R> {
+        super::transport::mpi::with_mpi(&self.shared.transport, f)
+    }
+
+    /// Sends raw bytes as a frame to `rank` (testing the receiver's validation:
+    /// a malformed frame takes the job down naming the sender).
+    #[doc(hidden)]
+    pub fn send_raw_frame(&self, rank: usize, head: Vec<u8>) {
+        if rank < self.ranks() && rank != self.rank() {
+            self.shared
+                .transport
+                .send(rank, frame::Frame { head, body: None });
+        }
+    }
+
+    /// The range of flat ids of rank `rank`'s locations.
+    pub fn locations_of(&self, rank: usize) -> Range<usize> {
+        let l = self.locations_per_rank();
+        rank * l..(rank + 1) * l
+    }
+}
+
+/// Waits for every location's task; the first panic ends the wait.
+struct JoinAll<T> {
+    handles: Vec<(LocationId, Option<JoinHandle<T>>)>,
+    results: Vec<Option<T>>,
+}
+
+impl<T> JoinAll<T> {
+    fn new(handles: Vec<(LocationId, JoinHandle<T>)>) -> Self {
+        let n = handles.len();
+        JoinAll {
+            handles: handles.into_iter().map(|(id, h)| (id, Some(h))).collect(),
+            results: (0..n).map(|_| None).collect(),
+        }
+    }
+}
+
+impl<T> Unpin for JoinAll<T> {}
+
+impl<T> Future for JoinAll<T> {
+    type Output = Result<Vec<T>, LocationPanic>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = &mut *self;
+        let mut pending = false;
+        for (i, (id, slot)) in this.handles.iter_mut().enumerate() {
+            let Some(h) = slot else { continue };
+            match h.poll_result(cx) {
+                Poll::Pending => pending = true,
+                Poll::Ready(Ok(v)) => {
+                    this.results[i] = Some(v);
+                    *slot = None;
+                }
+                Poll::Ready(Err(e)) => {
+                    *slot = None;
+                    let message = match e {
+                        JoinError::Panicked(p) => super::payload_text(&*p).to_string(),
+                        JoinError::Cancelled => "its task was cancelled".to_string(),
+                    };
+                    return Poll::Ready(Err(LocationPanic {
+                        location: *id,
+                        message,
+                    }));
+                }
+            }
+        }
+        if pending {
+            return Poll::Pending;
+        }
+        Poll::Ready(Ok(this
+            .results
+            .iter_mut()
+            .map(|r| r.take().expect("every location finished"))
+            .collect()))
+    }
+}

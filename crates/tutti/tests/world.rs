@@ -1,0 +1,362 @@
+//! The world's test suite: the same bodies run on the in-process transport (plain
+//! `cargo test`, several configurations) and on MPI (`.ci/run` runs this binary
+//! under `mpirun -n 2` and `-n 4`; one world per process, as MPI allows).
+//!
+//! Every body checks its own results and panics on a mismatch; under MPI a panic
+//! takes the whole job down with a non-zero exit status.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use tutti::world::{LocationId, TransportKind, World};
+
+type Body = fn(&World);
+
+const BODIES: &[(&str, Body)] = &[
+    ("ids_and_config", ids_and_config),
+    ("ring_of_bytes", ring_of_bytes),
+    ("all_to_all_in_order", all_to_all_in_order),
+    ("collectives", collectives),
+    (
+        "nonblocking_barrier_and_many_collectives",
+        nonblocking_barrier_and_many_collectives,
+    ),
+    (
+        "quiescence_with_message_chains",
+        quiescence_with_message_chains,
+    ),
+    (
+        "quiescence_when_nothing_is_sent",
+        quiescence_when_nothing_is_sent,
+    ),
+    ("large_messages", large_messages),
+    ("many_outstanding_messages", many_outstanding_messages),
+    (
+        "time_bound_flushes_a_waiting_buffer",
+        time_bound_flushes_a_waiting_buffer,
+    ),
+    ("typed_values_within_a_rank", typed_values_within_a_rank),
+];
+
+fn main() {
+    let launched = ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE"]
+        .iter()
+        .any(|v| std::env::var(v).is_ok());
+    if launched {
+        // Under mpirun: one world configured by the environment.
+        let world = World::from_env().expect("world");
+        if world.config().transport() != TransportKind::Mpi && world.ranks() == 1 {
+            eprintln!("world suite: launched by mpirun without MPI support; running in-process");
+        }
+        run_all(&world);
+        if world.rank() == 0 {
+            println!("world suite: all passed on {} rank(s)", world.ranks());
+        }
+        return;
+    }
+    // In-process: several shapes and aggregation settings.
+    for (locations, workers, aggregation) in [(1, 1, 1), (4, 2, 1), (3, 2, 8), (5, 1, 64)] {
+        let world = World::builder()
+            .ignore_env()
+            .transport(TransportKind::InProcess)
+            .locations(locations)
+            .workers(workers)
+            .aggregation(aggregation)
+            .flush_after(Duration::from_micros(200))
+            .build()
+            .expect("world");
+        println!(
+            "world suite: {locations} locations, {workers} workers, aggregation {aggregation}"
+        );
+        run_all(&world);
+    }
+    println!("world suite: all passed in-process");
+}
+
+fn run_all(world: &World) {
+    for (name, body) in BODIES {
+        body(world);
+        // A later test's messages must not reach a location still in this one.
+        world.run(|loc| async move { loc.barrier().await });
+        if world.rank() == 0 {
+            println!("test {name} ... ok");
+        }
+    }
+}
+
+fn id(i: usize) -> LocationId {
+    LocationId::new(i as u32)
+}
+
+fn ids_and_config(world: &World) {
+    assert!(world.rank() < world.ranks());
+    assert_eq!(
+        world.locations(),
+        world.ranks() * world.locations_per_rank()
+    );
+    let mine: Vec<usize> = world.local_locations().map(|l| l.index()).collect();
+    assert_eq!(mine, world.locations_of(world.rank()).collect::<Vec<_>>());
+    for l in world.all_locations() {
+        assert_eq!(
+            world.rank_of(l),
+            Some(l.index() / world.locations_per_rank())
+        );
+    }
+    assert_eq!(world.rank_of(id(world.locations())), None);
+    let text = world.config().to_string();
+    assert!(
+        text.contains(&format!("rank {} of {}", world.rank(), world.ranks())),
+        "{text}"
+    );
+    let ids = world.run(|loc| async move { (loc.id(), loc.rank()) });
+    assert_eq!(ids.len(), world.locations_per_rank());
+    for ((got, rank), want) in ids.into_iter().zip(world.local_locations()) {
+        assert_eq!((got, rank), (want, world.rank()));
+    }
+}
+
+fn ring_of_bytes(world: &World) {
+    let got = world.run(|loc| async move {
+        let n = loc.world().locations();
+        let me = loc.id().index();
+        let msg = format!("from {me}").into_bytes();
+        loc.send_bytes(id((me + 1) % n), msg).unwrap();
+        let d = loc.recv().await;
+        let from = (me + n - 1) % n;
+        assert_eq!(d.from(), id(from));
+        String::from_utf8(d.bytes().unwrap().to_vec()).unwrap()
+    });
+    let n = world.locations();
+    for (s, me) in got.iter().zip(world.local_locations()) {
+        assert_eq!(*s, format!("from {}", (me.index() + n - 1) % n));
+    }
+}
+
+/// Every location sends `K` numbered messages to every location (itself
+/// included); each receiver checks that every sender's messages arrive in order.
+fn all_to_all_in_order(world: &World) {
+    const K: u32 = 50;
+    world.run(|loc| async move {
+        let n = loc.world().locations();
+        for k in 0..K {
+            for to in 0..n {
+                let mut m = k.to_le_bytes().to_vec();
+                m.extend_from_slice(&(loc.id().index() as u32).to_le_bytes());
+                loc.send_bytes(id(to), m).unwrap();
+            }
+        }
+        let mut next: HashMap<LocationId, u32> = HashMap::new();
+        for _ in 0..n as u32 * K {
+            let d = loc.recv().await;
+            let b = d.bytes().unwrap();
+            let k = u32::from_le_bytes(b[0..4].try_into().unwrap());
+            let from = u32::from_le_bytes(b[4..8].try_into().unwrap());
+            assert_eq!(id(from as usize), d.from());
+            let want = next.entry(d.from()).or_insert(0);
+            assert_eq!(k, *want, "message {k} from {:?} out of order", d.from());
+            *want += 1;
+        }
+        assert!(next.values().all(|&k| k == K));
+        assert!(loc.try_recv().is_none());
+        loc.barrier().await;
+    });
+}
+
+fn collectives(world: &World) {
+    let n = world.locations();
+    let out = world.run(move |loc| async move {
+        let me = loc.id().index();
+        loc.barrier().await;
+        let sum = loc.all_reduce(me as u64, |a, b| a + b).await;
+        // Not commutative: concatenation shows the location order.
+        let order = loc.all_reduce(format!("{me},"), |a, b| a + &b).await;
+        let last = id(loc.world().locations() - 1);
+        let mine = (loc.id() == last).then(|| vec![7u64, me as u64]);
+        let bcast = loc.broadcast(last, mine).await;
+        let root = id(1 % loc.world().locations());
+        let prod = loc.reduce(root, me as u64 + 1, |a, b| a * b).await;
+        let max = loc
+            .all_reduce((me as i32, -(me as f64)), |a, b| {
+                (a.0.max(b.0), a.1.min(b.1))
+            })
+            .await;
+        (sum, order, bcast, prod, max)
+    });
+    let want_order: String = (0..n).map(|i| format!("{i},")).collect();
+    let fact: u64 = (1..=n as u64).product();
+    for ((sum, order, bcast, prod, max), me) in out.into_iter().zip(world.local_locations()) {
+        assert_eq!(sum, (n * (n - 1) / 2) as u64);
+        assert_eq!(order, want_order);
+        assert_eq!(bcast, vec![7, (n - 1) as u64]);
+        if me.index() == 1 % n {
+            assert_eq!(prod, Some(fact));
+        } else {
+            assert_eq!(prod, None);
+        }
+        assert_eq!(max, ((n - 1) as i32, -((n - 1) as f64)));
+    }
+}
+
+fn nonblocking_barrier_and_many_collectives(world: &World) {
+    world.run(|loc| async move {
+        // Arrive, work, then wait.
+        let arrival = loc.barrier();
+        let work: u64 = (0..1000u64).sum();
+        arrival.await;
+        assert_eq!(work, 499_500);
+        // Many collectives in a row, some futures dropped without waiting.
+        for round in 0..30u64 {
+            let v = loc.all_reduce(round, |a, b| a.max(b));
+            if round % 3 == 0 {
+                drop(v);
+            } else {
+                assert_eq!(v.await, round);
+            }
+        }
+        loc.barrier().await;
+    });
+}
+
+/// Each location starts chains of messages that handlers pass on, several hops
+/// deep, to pseudo-random locations; the fence must not end before every hop is
+/// handled.
+fn quiescence_with_message_chains(world: &World) {
+    const CHAINS: u32 = 5;
+    const HOPS: u32 = 12;
+    let counts = world.run(|loc| async move {
+        let n = loc.world().locations() as u64;
+        let me = loc.id().index() as u64;
+        for c in 0..CHAINS {
+            let mut m = HOPS.to_le_bytes().to_vec();
+            m.extend_from_slice(&(me * 1000 + c as u64).to_le_bytes());
+            loc.send_bytes(id(((me + c as u64 + 1) % n) as usize), m)
+                .unwrap();
+        }
+        let mut handled = 0u64;
+        while let Some(d) = loc.recv_until_quiet().await {
+            let b = d.bytes().unwrap();
+            let hops = u32::from_le_bytes(b[0..4].try_into().unwrap());
+            let tag = u64::from_le_bytes(b[4..12].try_into().unwrap());
+            if hops > 0 {
+                let mut m = (hops - 1).to_le_bytes().to_vec();
+                m.extend_from_slice(&tag.to_le_bytes());
+                let next = (tag.wrapping_mul(0x9E37_79B9) ^ hops as u64) % n;
+                loc.send_bytes(id(next as usize), m).unwrap();
+            }
+            handled += 1;
+        }
+        // Quiescent: nothing can still be in flight.
+        assert!(loc.try_recv().is_none());
+        loc.all_reduce(handled, |a, b| a + b).await
+    });
+    let want = world.locations() as u64 * CHAINS as u64 * (HOPS as u64 + 1);
+    assert!(counts.iter().all(|&c| c == want), "{counts:?} != {want}");
+}
+
+fn quiescence_when_nothing_is_sent(world: &World) {
+    world.run(|loc| async move {
+        for _ in 0..3 {
+            assert!(loc.recv_until_quiet().await.is_none());
+        }
+    });
+}
+
+fn large_messages(world: &World) {
+    const LEN: usize = 3 << 20;
+    let got = world.run(|loc| async move {
+        let n = loc.world().locations();
+        let me = loc.id().index();
+        let to = id((me + n / 2 + 1) % n);
+        let big: Vec<u8> = (0..LEN).map(|i| (i as u8) ^ (me as u8)).collect();
+        loc.send_bytes(to, big).unwrap();
+        // A small one right behind it must not overtake it.
+        loc.send_bytes(to, vec![me as u8]).unwrap();
+        let mut d = loc.recv().await;
+        let from = d.from().index();
+        let b = d.take_bytes().unwrap();
+        assert_eq!(b.len(), LEN);
+        assert!(b
+            .iter()
+            .enumerate()
+            .all(|(i, &x)| x == (i as u8) ^ (from as u8)));
+        drop(d);
+        let d = loc.recv().await;
+        assert_eq!(d.bytes().unwrap(), &[from as u8]);
+        assert_eq!(d.from().index(), from);
+        from
+    });
+    let n = world.locations();
+    for (from, me) in got.into_iter().zip(world.local_locations()) {
+        assert_eq!((from + n / 2 + 1) % n, me.index());
+    }
+}
+
+fn many_outstanding_messages(world: &World) {
+    const M: usize = 20_000;
+    world.run(|loc| async move {
+        let n = loc.world().locations();
+        let me = loc.id().index();
+        if me == 0 {
+            for i in 0..M {
+                for to in 1..n {
+                    loc.send_bytes(id(to), (i as u32).to_le_bytes().to_vec())
+                        .unwrap();
+                }
+            }
+        } else {
+            for i in 0..M {
+                let d = loc.recv().await;
+                assert_eq!(d.bytes().unwrap(), &(i as u32).to_le_bytes());
+            }
+        }
+        loc.barrier().await;
+    });
+}
+
+fn time_bound_flushes_a_waiting_buffer(world: &World) {
+    world.run(|loc| async move {
+        let n = loc.world().locations();
+        let me = loc.id().index();
+        if n > 1 && me == 0 {
+            // One message, then no flush: the sender sleeps (sleep does not flush),
+            // so only the world's time bound can send the buffer.
+            loc.send_bytes(id(n - 1), vec![42]).unwrap();
+            tutti::sleep(Duration::from_millis(50)).await;
+            let _ = loc.recv().await;
+        } else if n > 1 && me == n - 1 {
+            let d = loc.recv().await;
+            assert_eq!(d.bytes().unwrap(), &[42]);
+            drop(d);
+            loc.send_bytes(id(0), vec![1]).unwrap();
+        }
+        loc.barrier().await;
+    });
+}
+
+fn typed_values_within_a_rank(world: &World) {
+    world.run(|loc| async move {
+        let w = loc.world().clone();
+        let mine: Vec<LocationId> = w.local_locations().collect();
+        let me = loc.id();
+        for &to in &mine {
+            loc.send(to, (me, vec![me.index(); 3])).unwrap();
+        }
+        // A typed value cannot go to another rank.
+        if w.ranks() > 1 {
+            let other = id((loc.world().rank() + 1) % w.ranks() * w.locations_per_rank());
+            let e = loc.send(other, 5u8).unwrap_err();
+            assert!(matches!(e, tutti::world::SendError::NotLocal(_, 5)));
+        }
+        let mut from = Vec::new();
+        for _ in 0..mine.len() {
+            let mut d = loc.recv().await;
+            let (sender, v) = d.take::<(LocationId, Vec<usize>)>().unwrap();
+            assert_eq!(sender, d.from());
+            assert_eq!(v, vec![sender.index(); 3]);
+            from.push(sender);
+        }
+        from.sort();
+        assert_eq!(from, mine);
+        loc.barrier().await;
+    });
+}

@@ -1,0 +1,69 @@
+//! The error path of a failing location.
+//!
+//! In-process (plain `cargo test`): a panicking location is reported by
+//! `World::try_run` with its id and message while another location waits in a
+//! barrier for it — no hang.
+//!
+//! Under `mpirun` (`.ci/run`), this binary is expected to *fail*: with
+//! `TUTTI_ABORT_TEST=panic` a location of rank 1 panics while every other
+//! location waits in a barrier, and with `TUTTI_ABORT_TEST=frame` rank 0 sends
+//! rank 1 a malformed frame. Either way the job must end with a non-zero status
+//! and a message naming rank 1 and the cause, instead of hanging.
+
+use tutti::world::{TransportKind, World};
+
+fn main() {
+    let launched = ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE"]
+        .iter()
+        .any(|v| std::env::var(v).is_ok());
+    if !launched {
+        in_process();
+        return;
+    }
+    let world = World::from_env().expect("world");
+    let mode = std::env::var("TUTTI_ABORT_TEST").unwrap_or_else(|_| "panic".into());
+    match mode.as_str() {
+        "panic" => {
+            world.run(|loc| async move {
+                if loc.rank() == 1 && loc.id().index() == loc.world().locations_per_rank() {
+                    panic!("boom on purpose");
+                }
+                loc.barrier().await;
+            });
+        }
+        "frame" => {
+            if world.rank() == 0 {
+                world.send_raw_frame(1, b"this is not a frame".to_vec());
+            }
+            world.run(|loc| async move {
+                loc.barrier().await;
+            });
+        }
+        other => panic!("TUTTI_ABORT_TEST={other:?}: expected panic or frame"),
+    }
+    println!("NOT ABORTED: rank {} finished normally", world.rank());
+}
+
+fn in_process() {
+    let world = World::builder()
+        .ignore_env()
+        .transport(TransportKind::InProcess)
+        .locations(3)
+        .workers(2)
+        .build()
+        .expect("world");
+    let err = world
+        .try_run(|loc| async move {
+            if loc.id().index() == 2 {
+                panic!("boom on purpose");
+            }
+            loc.barrier().await;
+        })
+        .unwrap_err();
+    assert_eq!(err.location.index(), 2);
+    assert_eq!(err.message, "boom on purpose");
+    assert!(err
+        .to_string()
+        .contains("location 2 panicked: boom on purpose"));
+    println!("world_abort: a panicking location is reported, not hung on");
+}
