@@ -1,82 +1,6 @@
-//! The seam for remote handling: from a frame's bytes to the same `Handler` that a
-//! local `tell`/`ask` runs, and from its reply back to bytes.
-//!
-//! A [`Dispatch<O>`] is a table, built once per object type `O`, from [`MsgId`] to two
-//! functions monomorphised for the message type: one that decodes a `Tell` payload into
-//! an [`Envelope<O>`], one that decodes an `Ask` payload into an envelope with a reply
-//! slot plus a [`RemoteReply`] — a future that waits for the handler's answer and
-//! encodes it. A transport then either
-//!
-//! * queues the envelope where the object lives — an actor's mailbox — so remote
-//!   messages are handled in order with local ones, one at a time, by the actor's own
-//!   loop ([`Dispatch::incoming`]); or
-//! * applies it at once to an object it holds (`&mut O`), e.g. a registered object of a
-//!   location, getting a future of the encoded reply ([`Dispatch::handle`]).
-//!
-//! Either way the message is decoded once, handled by `O`'s `Handler<M>` exactly as a
-//! local message (async handlers may await), and the reply is encoded once. Errors are
-//! values: an id the object does not handle, a payload that does not decode, a handler
-//! that never replied ([`NoReply`]) or a reply that does not encode ([`ReplyError`]) —
-//! for an `Ask`, the transport answers each of them with a `Fault` frame, so the asker
-//! gets an error instead of waiting forever. A handler that panics unwinds out of the
-//! future returned by [`Dispatch::handle`]; the transport catches it and sends a
-//! `Fault` too (an actor's loop turns it into [`NoReply::Dropped`] itself).
-//!
-//! ```
-//! use serde::{Deserialize, Serialize};
-//! use tutti::msg::codec::{decode_frame, encode_frame, encode_raw_frame, FrameKind, Header};
-//! use tutti::msg::{Dispatch, Handler, Message, Object, Remote};
-//!
-//! #[derive(Serialize, Deserialize)]
-//! struct Deposit(u64);
-//! impl Message for Deposit { type Reply = (); }
-//! impl Remote for Deposit { const NAME: &'static str = "bank.Deposit"; }
-//!
-//! #[derive(Serialize, Deserialize)]
-//! struct Balance;
-//! impl Message for Balance { type Reply = u64; }
-//! impl Remote for Balance { const NAME: &'static str = "bank.Balance"; }
-//!
-//! #[derive(Default)]
-//! struct Account(u64);
-//! impl Object for Account { type Context = (); }
-//! impl Handler<Deposit> for Account {
-//!     async fn handle(&mut self, m: Deposit, _: &mut ()) { self.0 += m.0; }
-//! }
-//! impl Handler<Balance> for Account {
-//!     async fn handle(&mut self, _: Balance, _: &mut ()) -> u64 {
-//!         tutti::runtime::yield_now().await; // handlers may await
-//!         self.0
-//!     }
-//! }
-//!
-//! // Once per object type, on every rank:
-//! let mut table = Dispatch::<Account>::new();
-//! table.register::<Deposit>()?.register::<Balance>()?;
-//!
-//! // The asking rank: a tell and an ask in one batch.
-//! let mut batch = Vec::new();
-//! encode_frame(&Header { msg: Deposit::ID, ..Header::new(FrameKind::Tell) }, &Deposit(70), &mut batch)?;
-//! encode_frame(&Header { msg: Balance::ID, corr: 1, ..Header::new(FrameKind::Ask) }, &Balance, &mut batch)?;
-//!
-//! // The receiving rank: decode each frame, run the handler, frame the reply.
-//! let mut account = Account::default();
-//! let mut replies = Vec::new();
-//! for frame in tutti::msg::codec::frames(&batch) {
-//!     let frame = frame?;
-//!     let reply = tutti::block_on(table.handle(&mut account, &mut (), &frame)?)?;
-//!     if let Some(bytes) = reply {
-//!         let h = Header { corr: frame.header().corr, msg: frame.header().msg, ..Header::new(FrameKind::Reply) };
-//!         encode_raw_frame(&h, &bytes, &mut replies)?;
-//!     }
-//! }
-//!
-//! // Back at the asker: the reply to question 1.
-//! let reply = decode_frame(&replies)?;
-//! assert_eq!(reply.header().corr, 1);
-//! assert_eq!(reply.decode::<<Balance as Message>::Reply>()?, 70);
-//! # Ok::<(), Box<dyn std::error::Error>>(())
-//! ```
+//! The seam for remote handling: [`Dispatch<O>`] turns a frame's bytes into the same
+//! `Handler` call a local `tell`/`ask` makes, and the reply back into bytes. The design
+//! and an example are on [`Dispatch`].
 
 use std::fmt;
 use std::future::Future;
@@ -122,8 +46,85 @@ impl<O: Object> Clone for Route<O> {
     }
 }
 
-/// The remote handler table of object type `O`: message id → decode into an
-/// [`Envelope<O>`] (and encode the reply). See the [module documentation](self).
+/// The remote handler table of object type `O`: from a frame's bytes to the same
+/// `Handler` that a local `tell`/`ask` runs, and from its reply back to bytes.
+///
+/// A `Dispatch<O>` is a table, built once per object type `O`, from [`MsgId`] to two
+/// functions monomorphised for the message type: one that decodes a `Tell` payload into
+/// an [`Envelope<O>`], one that decodes an `Ask` payload into an envelope with a reply
+/// slot plus a [`RemoteReply`] — a future that waits for the handler's answer and
+/// encodes it. A transport then either
+///
+/// * queues the envelope where the object lives — an actor's mailbox — so remote
+///   messages are handled in order with local ones, one at a time, by the actor's own
+///   loop ([`Dispatch::incoming`]); or
+/// * applies it at once to an object it holds (`&mut O`), e.g. a registered object of a
+///   location, getting a future of the encoded reply ([`Dispatch::handle`]).
+///
+/// Either way the message is decoded once, handled by `O`'s `Handler<M>` exactly as a
+/// local message (async handlers may await), and the reply is encoded once. Errors are
+/// values: an id the object does not handle, a payload that does not decode, a handler
+/// that never replied ([`NoReply`]) or a reply that does not encode ([`ReplyError`]) —
+/// for an `Ask`, the transport answers each of them with a `Fault` frame, so the asker
+/// gets an error instead of waiting forever. A handler that panics unwinds out of the
+/// future returned by [`Dispatch::handle`]; the transport catches it and sends a
+/// `Fault` too (an actor's loop turns it into [`NoReply::Dropped`] itself).
+///
+/// ```
+/// use serde::{Deserialize, Serialize};
+/// use tutti::msg::codec::{decode_frame, encode_frame, encode_raw_frame, FrameKind, Header};
+/// use tutti::msg::{Dispatch, Handler, Message, Object, Remote};
+///
+/// #[derive(Serialize, Deserialize)]
+/// struct Deposit(u64);
+/// impl Message for Deposit { type Reply = (); }
+/// impl Remote for Deposit { const NAME: &'static str = "bank.Deposit"; }
+///
+/// #[derive(Serialize, Deserialize)]
+/// struct Balance;
+/// impl Message for Balance { type Reply = u64; }
+/// impl Remote for Balance { const NAME: &'static str = "bank.Balance"; }
+///
+/// #[derive(Default)]
+/// struct Account(u64);
+/// impl Object for Account { type Context = (); }
+/// impl Handler<Deposit> for Account {
+///     async fn handle(&mut self, m: Deposit, _: &mut ()) { self.0 += m.0; }
+/// }
+/// impl Handler<Balance> for Account {
+///     async fn handle(&mut self, _: Balance, _: &mut ()) -> u64 {
+///         tutti::runtime::yield_now().await; // handlers may await
+///         self.0
+///     }
+/// }
+///
+/// // Once per object type, on every rank:
+/// let mut table = Dispatch::<Account>::new();
+/// table.register::<Deposit>()?.register::<Balance>()?;
+///
+/// // The asking rank: a tell and an ask in one batch.
+/// let mut batch = Vec::new();
+/// encode_frame(&Header { msg: Deposit::ID, ..Header::new(FrameKind::Tell) }, &Deposit(70), &mut batch)?;
+/// encode_frame(&Header { msg: Balance::ID, corr: 1, ..Header::new(FrameKind::Ask) }, &Balance, &mut batch)?;
+///
+/// // The receiving rank: decode each frame, run the handler, frame the reply.
+/// let mut account = Account::default();
+/// let mut replies = Vec::new();
+/// for frame in tutti::msg::codec::frames(&batch) {
+///     let frame = frame?;
+///     let reply = tutti::block_on(table.handle(&mut account, &mut (), &frame)?)?;
+///     if let Some(bytes) = reply {
+///         let h = Header { corr: frame.header().corr, msg: frame.header().msg, ..Header::new(FrameKind::Reply) };
+///         encode_raw_frame(&h, &bytes, &mut replies)?;
+///     }
+/// }
+///
+/// // Back at the asker: the reply to question 1.
+/// let reply = decode_frame(&replies)?;
+/// assert_eq!(reply.header().corr, 1);
+/// assert_eq!(reply.decode::<<Balance as Message>::Reply>()?, 70);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct Dispatch<O: Object> {
     /// Sorted by id.
     routes: Vec<Route<O>>,

@@ -1,14 +1,4 @@
 //! Messages that cross process boundaries: the [`Remote`] trait and stable [`MsgId`]s.
-//!
-//! A frame names the type of its payload by a [`MsgId`], so the id of a type must be the
-//! same on every rank of a job. `std::any::TypeId` and `std::any::type_name` are not
-//! made for that (the first differs between builds, the second is documented as a
-//! diagnostic that may change between compiler versions), so the id comes from a name
-//! the programmer gives: [`Remote::NAME`], hashed at compile time by
-//! [`MsgId::from_name`], or an explicit [`Remote::ID`]. Ranks compare their registries
-//! at start-up (see [`Registry::digest`](super::Registry::digest)), so a type that one
-//! rank lacks or names differently is a clear error before any message flows.
-
 use std::fmt;
 
 use serde::de::DeserializeOwned;
@@ -116,7 +106,16 @@ impl fmt::Display for MsgId {
 /// reply, and a stable name that identifies its type on every rank.
 ///
 /// In-process, a `Remote` message still moves as a typed value; serialization happens
-/// only when it leaves the process. The name must be unique among the registered types
+/// only when it leaves the process.
+///
+/// A frame names the type of its payload by a [`MsgId`], so the id of a type must be
+/// the same on every rank of a job. `std::any::TypeId` and `std::any::type_name` are
+/// not made for that (the first differs between builds, the second is documented as a
+/// diagnostic that may change between compiler versions), so the id comes from a name
+/// the programmer gives, hashed at compile time by [`MsgId::from_name`], or from an
+/// explicit [`ID`](Remote::ID). Ranks compare their registries at start-up
+/// ([`check_digests`](super::check_digests)), so a type that one rank lacks or names
+/// differently is a clear error before any message flows. The name must be unique among the registered types
 /// of a job and the same on every rank; a dotted path (`"bank.Deposit"`) is a good habit.
 /// [`ID`](Remote::ID) defaults to the hash of the name; set it explicitly to keep an id
 /// fixed across renames.
@@ -160,8 +159,13 @@ mod tests {
 
     #[test]
     fn ids_are_fixed_values() {
-        // The hash is part of the wire format: these values must never change.
-        assert_eq!(MsgId::from_name("").get(), mix64(0xcbf2_9ce4_8422_2325));
+        // The hash is part of the wire format: these values must never change
+        // (computed independently: FNV-1a 64, then SplitMix64's finalizer).
+        assert_eq!(MsgId::from_name("").get(), 0xf52a_15e9_a9b5_e89b);
+        assert_eq!(
+            MsgId::from_name("bank.Deposit").get(),
+            0x06dc_bfd0_b646_1411
+        );
         let a = MsgId::from_name("bank.Deposit");
         assert_eq!(a, MsgId::from_name("bank.Deposit"));
         assert_ne!(a, MsgId::from_name("bank.deposit"));

@@ -1,33 +1,5 @@
-//! Frames: a fixed 48-byte header, then the payload, then zero padding to 8 bytes.
-//!
-//! ```text
-//! offset size field    meaning
-//!  0     4    magic    b"TUTI"
-//!  4     1    version  VERSION (1)
-//!  5     1    kind     FrameKind: Tell 1, Ask 2, Reply 3, Fault 4, Control 5
-//!  6     2    flags    Flags: bit 0 POD, bit 1 PRIORITY, bits 2..8 reserved (zero),
-//!                      bits 8..16 the world layer's own
-//!  8     4    src      sending location
-//! 12     4    dst      destination location
-//! 16     8    len      payload length in bytes
-//! 24     8    msg      MsgId of the payload's type (0 = none)
-//! 32     8    target   object at the destination (actor, registered object; 0 = none)
-//! 40     8    corr     correlation id pairing an Ask with its Reply or Fault (0 = none)
-//! 48     len  payload
-//!  …     0-7  zero padding: every frame is a multiple of 8 bytes long
-//! ```
-//!
-//! All integers are little-endian. Because the header is 48 bytes and every frame's
-//! length a multiple of 8, the payload of every frame in a buffer of concatenated
-//! frames (an aggregated batch) sits at an 8-aligned offset from the buffer's start —
-//! so plain-old-data payloads in an 8-aligned receive buffer are borrowed, not copied.
-//!
-//! Decoding checks every field before trusting any: the magic, the version, that the
-//! kind is known, that no reserved flag is set, the per-kind rules (a `Tell` or `Ask`
-//! names its message type, an `Ask`, `Reply` or `Fault` has a correlation id), that the
-//! stated length is within [`Limits::max_payload`] and within the bytes actually
-//! present, and that the padding is zero. Only then is the payload handed out, as a
-//! borrowed slice: decoding a frame allocates nothing.
+//! Frames: a fixed 48-byte header, the payload, zero padding to a multiple of 8 bytes.
+//! The layout and the checks are in the module documentation of [`codec`](super).
 
 use std::borrow::Cow;
 use std::fmt;
