@@ -5,6 +5,7 @@
 //! object (see [`report`]); it exits with status 1 when its own verification
 //! fails and 2 on bad arguments.
 
+mod alloc;
 mod apps;
 mod bench;
 mod measure;
@@ -15,6 +16,10 @@ mod report;
 mod rng;
 
 use clap::{Parser, Subcommand};
+
+/// Counts live heap bytes during `alloc::measure` windows (memory benchmarks).
+#[global_allocator]
+static ALLOC: alloc::Counting = alloc::Counting;
 
 /// tutti: one runtime for parallel and distributed programs.
 #[derive(Parser, Debug)]
@@ -62,6 +67,8 @@ enum BenchCommand {
     Codec(bench::codec::CodecArgs),
     /// The in-process world: cross-location latency and rate vs crossbeam-channel.
     World(bench::world::WorldArgs),
+    /// Actors: tell, ask, spawn+stop, memory; tutti vs actix vs kameo.
+    Actor(bench::actor::ActorArgs),
 }
 
 /// One worker per available core.
@@ -96,6 +103,7 @@ fn main() {
         Command::Bench(BenchCommand::Codec(a)) => (a.json, bench::codec::run(a)),
         Command::Bench(BenchCommand::World(a)) => (a.json, bench::world::run(a)),
         Command::MpiBench(a) => (a.json, mpi_bench::run(a)),
+        Command::Bench(BenchCommand::Actor(a)) => (a.json, bench::actor::run(a)),
     };
     match outcome {
         Ok(report) => {
@@ -162,6 +170,10 @@ mod tests {
             ],
             &["tutti", "bench", "codec", "--elements", "0"],
             &["tutti", "bench", "codec", "--hostile", "-1"],
+            &["tutti", "bench", "actor"],
+            &["tutti", "bench", "actor", "pingpong"],
+            &["tutti", "bench", "actor", "tell", "--actors", "0"],
+            &["tutti", "bench", "actor", "all", "--peers", "akka"],
         ] {
             assert!(Cli::try_parse_from(args).is_err(), "{args:?} was accepted");
         }
@@ -248,6 +260,12 @@ mod tests {
                 "--runs",
                 "3",
                 "--json",
+            ],
+            &[
+                "tutti", "bench", "actor", "all", "--peers", "actix", "--runs", "1",
+            ],
+            &[
+                "tutti", "bench", "actor", "memory", "--idle", "10", "--peers", "kameo",
             ],
         ] {
             if let Err(e) = Cli::try_parse_from(args) {

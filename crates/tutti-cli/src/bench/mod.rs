@@ -1,5 +1,6 @@
 //! Micro-benchmarks of one runtime mechanism each, tutti beside its peers.
 
+pub mod actor;
 pub mod codec;
 pub mod csp;
 pub mod fib;
