@@ -23,6 +23,8 @@
 //!   monitors, links, names, stop waiters, the final stop reason.
 //! * `actor`, `ctx` — **consumer only**: the actor's state and its [`Context`]. Touched
 //!   only by the actor's task, and by it only while no handler future borrows them.
+//! * `run` — **consumer only**: the actor loop's own state (the running handler, the
+//!   lifecycle phase), so that the task's future is just a pointer to this cell.
 
 use std::cell::UnsafeCell;
 use std::collections::VecDeque;
@@ -38,6 +40,7 @@ use super::mailbox::state::Retired;
 use super::mailbox::Mailbox;
 use super::monitor::{Down, DownSink, Signals};
 use super::registry::Name;
+use super::run::RunState;
 use super::system::SystemInner;
 use super::{Actor, ActorId, Context, StopReason};
 use crate::loom::{lock, AtomicUsize, Mutex, Ordering};
@@ -168,9 +171,10 @@ pub(crate) struct Cell<A: Actor> {
     /// Initialised while the context's `LIVE` flag is set.
     actor: UnsafeCell<MaybeUninit<A>>,
     ctx: UnsafeCell<Context<A>>,
+    run: UnsafeCell<RunState>,
 }
 
-// SAFETY: the consumer-only fields (`actor`, `ctx`) are touched by the actor's task
+// SAFETY: the consumer-only fields (`actor`, `ctx`, `run`) are touched by the actor's task
 // only, one poll at a time (A: Send lets the task move between threads); `waker` is
 // written once before any reader can exist (see the module documentation); every other
 // field is atomic or locked.
@@ -195,6 +199,7 @@ impl<A: Actor> Cell<A> {
             system,
             actor: UnsafeCell::new(MaybeUninit::new(actor)),
             ctx: UnsafeCell::new(Context::new(NonNull::dangling())),
+            run: UnsafeCell::new(RunState::new()),
         });
         // SAFETY: the cell is not shared yet; the pointer comes from the Arc (valid for
         // as long as the cell, which contains the context, lives).
@@ -366,6 +371,11 @@ impl<A: Actor> Cell<A> {
     /// The context. Consumer only, while no handler borrows it.
     pub(crate) fn ctx_ptr(&self) -> *mut Context<A> {
         self.ctx.get()
+    }
+
+    /// The actor loop's state. Consumer only (and the spawner, before the task exists).
+    pub(crate) fn run_ptr(&self) -> *mut RunState {
+        self.run.get()
     }
 
     /// The actor state (initialised while the context's `LIVE` flag is set). Consumer

@@ -34,8 +34,6 @@ use crate::msg::{Envelope, Handler};
 /// ```
 pub struct Context<A: Actor> {
     cell: NonNull<Cell<A>>,
-    /// The actor's slot in its system's member list.
-    pub(crate) slot: u32,
     /// Discarded by a `DropOldest` mailbox and not yet reported to the actor.
     pub(crate) dropped: u32,
     /// `LANE`, `STOPPING`, `LIVE`.
@@ -57,7 +55,6 @@ impl<A: Actor> Context<A> {
     pub(crate) fn new(cell: NonNull<Cell<A>>) -> Self {
         Context {
             cell,
-            slot: u32::MAX,
             dropped: 0,
             flags: LIVE,
         }

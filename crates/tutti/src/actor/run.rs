@@ -56,17 +56,20 @@ pub(crate) const BATCH: u32 = 64;
 const BUSY_SPINS: u32 = 32;
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum Phase {
+pub(crate) enum Phase {
     New,
     Live,
     Done,
 }
 
-/// The actor's task.
-pub(crate) struct ActorRun<A: Actor> {
-    cell: Arc<Cell<A>>,
+/// The loop's own state, kept in the cell (consumer only) so that the task's
+/// future is a single pointer: what an idle actor costs is the cell and a
+/// minimal task.
+pub(crate) struct RunState {
     /// The handler being run, if any.
     current: Option<Running>,
+    /// The actor's slot in its system's member table.
+    pub(crate) slot: u32,
     phase: Phase,
     /// `started` ran (so `stopped` must).
     started: bool,
@@ -74,24 +77,44 @@ pub(crate) struct ActorRun<A: Actor> {
     awaiting: bool,
 }
 
-impl<A: Actor> ActorRun<A> {
-    pub(crate) fn new(cell: Arc<Cell<A>>) -> Self {
-        ActorRun {
-            cell,
+impl RunState {
+    pub(crate) fn new() -> RunState {
+        RunState {
             current: None,
+            slot: u32::MAX,
             phase: Phase::New,
             started: false,
             awaiting: false,
         }
+    }
+}
+
+/// The actor's task.
+pub(crate) struct ActorRun<A: Actor> {
+    cell: Arc<Cell<A>>,
+}
+
+impl<A: Actor> ActorRun<A> {
+    pub(crate) fn new(cell: Arc<Cell<A>>) -> Self {
+        ActorRun { cell }
+    }
+
+    /// The loop state.
+    #[allow(clippy::mut_from_ref)]
+    fn st(&self) -> &mut RunState {
+        // SAFETY: only this task touches the run state, one poll (or its drop) at a
+        // time, and no borrow of it outlives the method using it.
+        unsafe { &mut *self.cell.run_ptr() }
     }
 
     /// First poll: publish the waker, run `started` (even if a stop is already
     /// pending: the hooks always come in pairs; the stop is seen right after).
     fn begin(&mut self, cx: &mut TaskContext<'_>) -> Option<Poll<()>> {
         self.cell.publish_waker(cx.waker());
-        self.phase = Phase::Live;
+        let st = self.st();
+        st.phase = Phase::Live;
         let ctx = self.cell.ctx_ptr();
-        self.started = true;
+        st.started = true;
         let actor = self.cell.actor_ptr();
         // SAFETY: consumer, no handler exists; the state is present until `finish`.
         let r = catch_unwind(AssertUnwindSafe(|| unsafe { (*actor).started(&mut *ctx) }));
@@ -107,8 +130,9 @@ impl<A: Actor> ActorRun<A> {
         let ctx = cell.ctx_ptr();
         let actor = cell.actor_ptr();
         let mut budget = BATCH;
+        let st = self.st();
         loop {
-            if let Some(run) = self.current.as_mut() {
+            if let Some(run) = st.current.as_mut() {
                 // Handling: only the state word, the aux lock and the future.
                 if cell.mailbox.state.has_system() {
                     if let Some(reason) = take_stop_request(&cell) {
@@ -117,8 +141,8 @@ impl<A: Actor> ActorRun<A> {
                 }
                 match catch_unwind(AssertUnwindSafe(|| run.poll(cx))) {
                     Ok(Poll::Pending) => {
-                        if !self.awaiting {
-                            self.awaiting = true;
+                        if !st.awaiting {
+                            st.awaiting = true;
                             // Retire what was taken, so that the count shows only what
                             // waits behind the handler (`mailbox_len`, `has_messages`).
                             // At worst a sender now sees zero and wakes us needlessly.
@@ -131,9 +155,9 @@ impl<A: Actor> ActorRun<A> {
                         return Poll::Pending;
                     }
                     Ok(Poll::Ready(())) => {
-                        self.current = None;
-                        if self.awaiting {
-                            self.awaiting = false;
+                        st.current = None;
+                        if st.awaiting {
+                            st.awaiting = false;
                             cell.mailbox.state.clear_awaiting();
                         }
                     }
@@ -183,7 +207,7 @@ impl<A: Actor> ActorRun<A> {
                 c.pop_mailbox()
             };
             let next = match next {
-                Next::Busy => self.spin_pop(c),
+                Next::Busy => spin_pop(c),
                 other => other,
             };
             match next {
@@ -194,7 +218,7 @@ impl<A: Actor> ActorRun<A> {
                     // the module documentation); the state is present until `finish`.
                     let r = catch_unwind(AssertUnwindSafe(|| unsafe { env.start(actor, ctx) }));
                     match r {
-                        Ok(run) => self.current = Some(run),
+                        Ok(run) => st.current = Some(run),
                         Err(p) => return self.finish(StopReason::Panicked(panic_text(&*p))),
                     }
                 }
@@ -211,18 +235,6 @@ impl<A: Actor> ActorRun<A> {
         }
     }
 
-    #[cold]
-    fn spin_pop(&mut self, c: &mut super::Context<A>) -> Next<A> {
-        for _ in 0..BUSY_SPINS {
-            crate::loom::spin_hint();
-            match c.pop_mailbox() {
-                Next::Busy => {}
-                other => return other,
-            }
-        }
-        Next::Busy
-    }
-
     /// The mailbox is empty and the actor idle: stop if no address remains.
     fn idle(&mut self) -> Poll<()> {
         if self.cell.addrs() == 0 {
@@ -234,13 +246,14 @@ impl<A: Actor> ActorRun<A> {
     /// The stop sequence; see the module documentation.
     #[cold]
     fn finish(&mut self, reason: StopReason) -> Poll<()> {
-        self.phase = Phase::Done;
-        if let Some(run) = self.current.take() {
+        let st = self.st();
+        st.phase = Phase::Done;
+        if let Some(run) = st.current.take() {
             quietly("a cancelled handler's destructor", || drop(run));
         }
         let cell = Arc::clone(&self.cell);
-        if self.awaiting {
-            self.awaiting = false;
+        if st.awaiting {
+            st.awaiting = false;
             cell.mailbox.state.clear_awaiting();
         }
         // SAFETY: consumer; the handler (if any) was dropped, so nothing borrows these.
@@ -277,7 +290,7 @@ impl<A: Actor> ActorRun<A> {
         if ctx.take_live() {
             // SAFETY: `LIVE` was set: the state is initialised; we move it out once.
             let mut a = unsafe { cell.actor_ptr().read() };
-            if self.started {
+            if st.started {
                 quietly("an actor's `stopped` hook", || a.stopped(&reason));
             }
             quietly("an actor's destructor", || drop(a));
@@ -307,7 +320,7 @@ impl<A: Actor> ActorRun<A> {
         // 6. Leave the system; 7. mark the stop complete and wake those waiting
         // for it. Waiters registered at any point before this see the flag or
         // are in the list taken under the same lock.
-        cell.system.leave(cell.id, ctx.slot);
+        cell.system.leave(cell.id, st.slot);
         let waiters = {
             let mut g = lock(&cell.aux().inner);
             g.stop_complete = true;
@@ -318,6 +331,19 @@ impl<A: Actor> ActorRun<A> {
         }
         Poll::Ready(())
     }
+}
+
+/// A producer is mid-push: spin a little for its message.
+#[cold]
+fn spin_pop<A: Actor>(c: &mut super::Context<A>) -> Next<A> {
+    for _ in 0..BUSY_SPINS {
+        crate::loom::spin_hint();
+        match c.pop_mailbox() {
+            Next::Busy => {}
+            other => return other,
+        }
+    }
+    Next::Busy
 }
 
 /// Takes a pending stop request while a handler is suspended (touching only the aux
@@ -344,11 +370,12 @@ impl<A: Actor> Future for ActorRun<A> {
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<()> {
         let this = &mut *self;
-        if this.phase == Phase::Done {
+        let phase = this.st().phase;
+        if phase == Phase::Done {
             return Poll::Ready(());
         }
         let _current = system::enter(&this.cell.system);
-        if this.phase == Phase::New {
+        if phase == Phase::New {
             if let Some(p) = this.begin(cx) {
                 return p;
             }
@@ -359,7 +386,7 @@ impl<A: Actor> Future for ActorRun<A> {
 
 impl<A: Actor> Drop for ActorRun<A> {
     fn drop(&mut self) {
-        if self.phase != Phase::Done {
+        if self.st().phase != Phase::Done {
             // The runtime dropped the task (shutdown) before the actor finished.
             let _current = system::enter(&self.cell.system);
             let _ = self.finish(StopReason::Shutdown);

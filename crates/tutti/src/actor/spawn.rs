@@ -152,8 +152,8 @@ fn start<A: Actor>(cell: Arc<Cell<A>>) {
     let member: Arc<dyn Signals> = cell.clone();
     let (slot, closing) = cell.system.join(member);
     // SAFETY: the consumer (the task) does not exist yet; nobody else touches the
-    // context.
-    unsafe { (*cell.ctx_ptr()).slot = slot };
+    // loop state.
+    unsafe { (*cell.run_ptr()).slot = slot };
     if closing {
         cell.request_stop(StopReason::Shutdown);
     }

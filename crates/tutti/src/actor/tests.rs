@@ -19,6 +19,6 @@ fn per_actor_bytes() {
         "cell {cell} B (+16 Arc counts), task future {future} B, context {} B",
         size_of::<Context<Idle>>()
     );
-    assert!(future <= 24, "the task future grew: {future} B");
-    assert!(cell <= 160, "the cell grew: {cell} B");
+    assert!(future <= 8, "the task future grew: {future} B");
+    assert!(cell <= 128, "the cell grew: {cell} B");
 }

@@ -18,14 +18,22 @@
 //!
 //! # Completion callback protocol
 //!
-//! `TaskMeta::state` is one byte: `RUNNING` (no callbacks), `HAS_CALLBACKS`,
-//! or `DONE + outcome`. The finishing task swaps in `DONE + outcome`; if it
-//! replaced `HAS_CALLBACKS` it takes the callback list under the mutex and
-//! runs it. A registrar holds the mutex while it moves `RUNNING →
-//! HAS_CALLBACKS` and pushes; if it finds `DONE` it runs its callback itself.
-//! Because the finisher takes the mutex after its swap, it either sees every
-//! callback pushed before the swap or the registrar sees `DONE`: each callback
-//! runs exactly once.
+//! `TaskMeta::done` is one word that is either a small integer or a
+//! pointer (callback nodes are 8-aligned, so the two never collide):
+//!
+//! | value | meaning |
+//! |---|---|
+//! | `0` (null) | running, no callbacks |
+//! | a node pointer | running; a stack of callbacks, newest first |
+//! | `DONE + outcome` (1..=3) | finished with that outcome; no callbacks left |
+//!
+//! The finishing task swaps in `DONE + outcome` and runs the stack it
+//! displaced (oldest first). A registrar pushes its node with a
+//! compare-exchange against a value that is null or a node; if it finds
+//! `DONE + outcome` instead, it runs its callback itself. Every transition
+//! is a read-modify-write of the one word, so each callback is either in
+//! the stack the finisher displaced or sees `DONE`: it runs exactly once.
+//! The word also answers `is_finished`, so a task needs no other flag.
 
 use std::fmt;
 use std::future::Future;
@@ -42,7 +50,7 @@ use super::worker::WorkerThread;
 use std::sync::Arc;
 
 use super::task_set::TaskKey;
-use crate::loom::{lock, AtomicU64, AtomicU8, Mutex, Ordering};
+use crate::loom::{AtomicPtr, AtomicU64, Ordering};
 
 /// How a task ended, as told to [`JoinHandle::on_finish`] callbacks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -89,91 +97,119 @@ impl std::error::Error for JoinError {}
 
 type Callback = Box<dyn FnOnce(Outcome) + Send + 'static>;
 
-const RUNNING: u8 = 0;
-const HAS_CALLBACKS: u8 = 1;
-const DONE: u8 = 2;
+/// `DONE + outcome` is stored in `TaskMeta::done` once the task ended.
+const DONE: usize = 1;
 
-/// Per-task data kept in the task's header by async-task.
+/// One registered callback in `TaskMeta::done`'s stack.
+struct CallbackNode {
+    callback: Callback,
+    /// The node registered before this one (null at the bottom).
+    next: *mut CallbackNode,
+}
+
+/// Per-task data kept in the task's header by async-task: three words.
 pub(crate) struct TaskMeta {
-    state: AtomicU8,
-    /// Boxed: callbacks are rare, and every task carries this field.
-    #[allow(clippy::box_collection)]
-    callbacks: Mutex<Option<Box<Vec<Callback>>>>,
-    /// The runtime whose live-task set holds this task (none in loom tests).
+    /// Null, a callback stack, or `DONE + outcome`; see the module doc.
+    done: AtomicPtr<CallbackNode>,
+    /// The runtime whose live-task set holds this task and whose queues it is
+    /// scheduled on (none in loom tests).
     registry: Option<Arc<Registry>>,
     /// This task's key in that set; written before the task is first
     /// scheduled, so every poll sees it (the queue push/pop synchronises).
     key: AtomicU64,
 }
 
-fn encode(o: Outcome) -> u8 {
-    DONE + o as u8
+// SAFETY: the callback nodes behind `done` are owned by the stack (moved in by
+// one registrar, taken out by the finisher once); callbacks are `Send`.
+unsafe impl Send for TaskMeta {}
+// SAFETY: as above; all shared access goes through the atomic word.
+unsafe impl Sync for TaskMeta {}
+
+fn encode(o: Outcome) -> *mut CallbackNode {
+    // A small integer, never dereferenced: nodes are aligned above it.
+    (DONE + o as usize) as *mut CallbackNode
 }
 
-fn decode(s: u8) -> Outcome {
-    match s - DONE {
-        0 => Outcome::Completed,
-        1 => Outcome::Panicked,
-        _ => Outcome::Cancelled,
+/// The outcome if `word` is `DONE + outcome`, else `None` (null or a node).
+fn decode(word: *mut CallbackNode) -> Option<Outcome> {
+    match (word as usize).wrapping_sub(DONE) {
+        0 => Some(Outcome::Completed),
+        1 => Some(Outcome::Panicked),
+        2 => Some(Outcome::Cancelled),
+        _ => None,
     }
 }
 
 impl TaskMeta {
     fn new(registry: Option<Arc<Registry>>) -> Self {
         TaskMeta {
-            state: AtomicU8::new(RUNNING),
-            callbacks: Mutex::new(None),
+            done: AtomicPtr::new(std::ptr::null_mut()),
             registry,
             key: AtomicU64::new(u64::MAX),
         }
     }
 
     /// Records the outcome, leaves the live-task set and runs the
-    /// registered callbacks (once).
+    /// registered callbacks (once). Only the first call counts.
     fn finish(&self, outcome: Outcome) {
+        if self.outcome().is_some() {
+            return;
+        }
         if let Some(r) = &self.registry {
             r.tasks
                 .remove(TaskKey::from_raw(self.key.load(Ordering::Relaxed)));
         }
-        // AcqRel: acquire the registrar's push (made before its CAS under the
-        // mutex), release nothing in particular but keep it one RMW.
-        let prev = self.state.swap(encode(outcome), Ordering::AcqRel);
-        if prev == HAS_CALLBACKS {
-            self.finish_cold(outcome);
+        // AcqRel: acquire the registrars' nodes (released by their CAS).
+        let prev = self.done.swap(encode(outcome), Ordering::AcqRel);
+        if !prev.is_null() && decode(prev).is_none() {
+            finish_cold(prev, outcome);
         }
     }
 
-    #[cold]
-    fn finish_cold(&self, outcome: Outcome) {
-        let callbacks = lock(&self.callbacks).take();
-        run_callbacks(callbacks.map_or_else(Vec::new, |b| *b), outcome);
-    }
-
     fn on_finish(&self, cb: Callback) {
-        let mut list = lock(&self.callbacks);
+        let node = Box::into_raw(Box::new(CallbackNode {
+            callback: cb,
+            next: std::ptr::null_mut(),
+        }));
+        let mut head = self.done.load(Ordering::Acquire);
         loop {
-            let s = self.state.load(Ordering::Acquire);
-            if s >= DONE {
-                drop(list);
-                run_callbacks(vec![cb], decode(s));
+            if let Some(outcome) = decode(head) {
+                // SAFETY: never shared: the push below did not happen.
+                let node = unsafe { Box::from_raw(node) };
+                run_callbacks(vec![node.callback], outcome);
                 return;
             }
-            if s == HAS_CALLBACKS
-                || self
-                    .state
-                    .compare_exchange(RUNNING, HAS_CALLBACKS, Ordering::AcqRel, Ordering::Acquire)
-                    .is_ok()
+            // SAFETY: the node is still ours until the CAS succeeds.
+            unsafe { (*node).next = head };
+            // Release: the finisher that displaces this node sees it whole.
+            match self
+                .done
+                .compare_exchange(head, node, Ordering::AcqRel, Ordering::Acquire)
             {
-                list.get_or_insert_with(Box::default).push(cb);
-                return;
+                Ok(_) => return,
+                Err(now) => head = now,
             }
         }
     }
 
     fn outcome(&self) -> Option<Outcome> {
-        let s = self.state.load(Ordering::Acquire);
-        (s >= DONE).then(|| decode(s))
+        decode(self.done.load(Ordering::Acquire))
     }
+}
+
+/// Runs the callback stack a finisher displaced, oldest first.
+#[cold]
+fn finish_cold(mut top: *mut CallbackNode, outcome: Outcome) {
+    let mut callbacks = Vec::new();
+    while !top.is_null() {
+        // SAFETY: the finisher's swap made it the sole owner of the stack;
+        // every node came from `Box::into_raw` in `on_finish`.
+        let node = unsafe { Box::from_raw(top) };
+        top = node.next;
+        callbacks.push(node.callback);
+    }
+    callbacks.reverse();
+    run_callbacks(callbacks, outcome);
 }
 
 fn run_callbacks(callbacks: Vec<Callback>, outcome: Outcome) {
@@ -191,7 +227,6 @@ fn run_callbacks(callbacks: Vec<Callback>, outcome: Outcome) {
 struct TaskFuture<'m, F> {
     fut: F,
     meta: &'m TaskMeta,
-    finished: bool,
 }
 
 impl<F: Future> Future for TaskFuture<'_, F> {
@@ -208,7 +243,6 @@ impl<F: Future> Future for TaskFuture<'_, F> {
             Ok(Poll::Ready(v)) => Ok(v),
             Err(p) => Err(p),
         };
-        this.finished = true;
         this.meta.finish(if result.is_ok() {
             Outcome::Completed
         } else {
@@ -220,9 +254,8 @@ impl<F: Future> Future for TaskFuture<'_, F> {
 
 impl<F> Drop for TaskFuture<'_, F> {
     fn drop(&mut self) {
-        if !self.finished {
-            self.meta.finish(Outcome::Cancelled);
-        }
+        // A no-op if the future completed (`finish` counts the first call).
+        self.meta.finish(Outcome::Cancelled);
     }
 }
 
@@ -262,18 +295,31 @@ unsafe fn discard_task(ptr: NonNull<()>) {
     drop(unsafe { Runnable::<TaskMeta>::from_raw(ptr) });
 }
 
-/// Where a woken task goes (see module doc).
-fn schedule(registry: &Arc<Registry>, runnable: Runnable<TaskMeta>, info: ScheduleInfo) {
-    let job = task_job(runnable);
+/// Where a woken task goes (see module doc). The runtime is the one in the
+/// task's metadata; the schedule function itself is zero-sized, which also
+/// spares async-task a reference-count round trip per wake-up.
+fn schedule(runnable: Runnable<TaskMeta>, info: ScheduleInfo) {
+    let Some(registry) = runnable.metadata().registry.as_ref() else {
+        // Only the loom models make tasks without a runtime, and never run them.
+        unreachable!("tutti: a task without a runtime was scheduled");
+    };
     match WorkerThread::current() {
         Some(w) if Arc::ptr_eq(w.registry(), registry) => {
+            // The worker holds the runtime; the task's metadata may be freed
+            // as soon as the job is queued and is not touched after that.
+            let job = task_job(runnable);
             if info.woken_while_running {
                 w.push_fifo(job);
             } else {
                 w.push_run_next(job);
             }
         }
-        _ => registry.inject(job),
+        _ => {
+            // Hold the runtime: once queued (or discarded, by a runtime that
+            // shut down) the task and the reference in its metadata may go.
+            let registry = Arc::clone(registry);
+            registry.inject(task_job(runnable));
+        }
     }
 }
 
@@ -309,23 +355,15 @@ where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
 {
-    let reg = Arc::clone(registry);
-    let sched = WithInfo(move |r: Runnable<TaskMeta>, info: ScheduleInfo| schedule(&reg, r, info));
+    let sched = WithInfo(schedule);
     // SAFETY: the future and its output are `Send + 'static`; the only
     // borrow is of the task's own metadata, which async-task keeps alive for
     // as long as the future exists; the schedule closure is `Send + Sync +
-    // 'static`. These are exactly the conditions of `spawn_unchecked`.
+    // 'static` (a plain function). These are exactly the conditions of `spawn_unchecked`.
     let (runnable, task) = unsafe {
         async_task::Builder::new()
             .metadata(TaskMeta::new(Some(Arc::clone(registry))))
-            .spawn_unchecked(
-                move |meta| TaskFuture {
-                    fut: future,
-                    meta,
-                    finished: false,
-                },
-                sched,
-            )
+            .spawn_unchecked(move |meta| TaskFuture { fut: future, meta }, sched)
     };
     let meta = NonNull::from(task.metadata());
     let worker = WorkerThread::current().filter(|w| Arc::ptr_eq(w.registry(), registry));
@@ -571,11 +609,11 @@ mod loom_tests {
 mod tests {
     use super::TaskMeta;
 
-    /// Every task carries a `TaskMeta`; keep it to five words.
+    /// Every task carries a `TaskMeta`; keep it to three words.
     #[test]
     fn task_meta_stays_small() {
         assert!(
-            std::mem::size_of::<TaskMeta>() <= 40,
+            std::mem::size_of::<TaskMeta>() <= 24,
             "{}",
             std::mem::size_of::<TaskMeta>()
         );

@@ -7,7 +7,10 @@
 //! stopped, every remaining task is woken; the registry is terminated, so the
 //! wake-up discards the task's `Runnable`, which drops the future and reports
 //! `Cancelled`. The set is sharded by spawning worker so that spawns on
-//! different workers do not contend.
+//! different workers do not contend. Each shard keeps its slots in
+//! fixed-size pages, so a set of `n` tasks costs 16 bytes per task plus at
+//! most one partly used page — no doubling slack, which for small tasks
+//! (actors) would be a fifth of their size.
 
 use std::task::Waker;
 
@@ -27,9 +30,18 @@ impl TaskKey {
     }
 }
 
+/// Slots per page.
+const PAGE: usize = 64;
+
+type Page = Box<[Option<Waker>; PAGE]>;
+
 #[derive(Default)]
 struct Shard {
-    slots: Vec<Option<Waker>>,
+    /// Boxed pages: growing moves page pointers, never slots.
+    #[allow(clippy::vec_box)]
+    pages: Vec<Page>,
+    /// Slots handed out so far (the next fresh slot).
+    used: u32,
     free: Vec<u32>,
     /// Drained at shutdown: later inserts are not recorded (those tasks are
     /// discarded as soon as they are scheduled) and removals are ignored.
@@ -55,16 +67,19 @@ impl TaskSet {
             return TaskKey(u64::MAX);
         }
         let index = match shard.free.pop() {
-            Some(i) => {
-                shard.slots[i as usize] = Some(waker);
+            Some(i) => i,
+            None => {
+                let i = shard.used;
+                shard.used = i
+                    .checked_add(1)
+                    .expect("tutti: more than 2^32 live tasks on one worker");
+                if i as usize / PAGE == shard.pages.len() {
+                    shard.pages.push(Box::new([const { None }; PAGE]));
+                }
                 i
             }
-            None => {
-                shard.slots.push(Some(waker));
-                u32::try_from(shard.slots.len() - 1)
-                    .expect("tutti: more than 2^32 live tasks on one worker")
-            }
         };
+        shard.pages[index as usize / PAGE][index as usize % PAGE] = Some(waker);
         TaskKey(((shard_index as u64) << 32) | u64::from(index))
     }
 
@@ -79,7 +94,7 @@ impl TaskSet {
             if shard.closed {
                 return;
             }
-            let w = shard.slots[index as usize].take();
+            let w = shard.pages[index as usize / PAGE][index as usize % PAGE].take();
             if w.is_some() {
                 shard.free.push(index);
             }
@@ -94,10 +109,13 @@ impl TaskSet {
         let mut all = Vec::new();
         for shard in self.shards.iter() {
             let mut shard = lock(shard);
-            let slots = std::mem::take(&mut shard.slots);
+            let pages = std::mem::take(&mut shard.pages);
             shard.free.clear();
+            shard.used = 0;
             shard.closed = true;
-            all.extend(slots.into_iter().flatten());
+            for page in pages {
+                all.extend(page.into_iter().flatten());
+            }
         }
         all
     }
@@ -107,7 +125,10 @@ impl TaskSet {
     pub(crate) fn len(&self) -> usize {
         self.shards
             .iter()
-            .map(|s| lock(s).slots.iter().filter(|w| w.is_some()).count())
+            .map(|s| {
+                let shard = lock(s);
+                shard.pages.iter().flat_map(|p| p.iter()).flatten().count()
+            })
             .sum()
     }
 }
