@@ -45,6 +45,10 @@ enum Command {
     /// CSP demos: shared channel ends (client-server), non-blocking barrier.
     #[command(subcommand)]
     CspDemo(apps::csp_demo::DemoCommand),
+    /// Thesis 000's client-server database on actors vs Unix sockets vs channels.
+    Db(apps::db::DbArgs),
+    /// Thesis 000's weather service on actors: registry, subscriptions, a crash, shutdown.
+    Weather(apps::weather::WeatherArgs),
     /// Micro-benchmarks of the runtime against its peers.
     #[command(subcommand)]
     Bench(BenchCommand),
@@ -93,6 +97,8 @@ fn main() {
     let (json, outcome) = match &cli.command {
         Command::Sort(a) => (a.json, apps::sort::run(a)),
         Command::Gauss(a) => (a.json, apps::gauss::run(a)),
+        Command::Db(a) => (a.json, apps::db::run(a)),
+        Command::Weather(a) => (a.json, apps::weather::run(a)),
         Command::Hello(a) => (a.json, apps::hello::run(a)),
         Command::Mad(a) => (a.json, apps::mad::run(a)),
         Command::CspDemo(d) => (d.json(), d.run()),
@@ -171,6 +177,13 @@ mod tests {
             &["tutti", "bench", "codec", "--elements", "0"],
             &["tutti", "bench", "codec", "--hostile", "-1"],
             &["tutti", "bench", "actor"],
+            &["tutti", "weather", "--clients", "1"],
+            &["tutti", "weather", "--stations", "0"],
+            &["tutti", "weather", "--seconds", "-1"],
+            &["tutti", "db", "--clients", "0"],
+            &["tutti", "db", "--clients", "9..3"],
+            &["tutti", "db", "--strategy", "sleep"],
+            &["tutti", "db", "--requests", "0"],
             &["tutti", "bench", "actor", "pingpong"],
             &["tutti", "bench", "actor", "tell", "--actors", "0"],
             &["tutti", "bench", "actor", "all", "--peers", "akka"],
@@ -264,6 +277,27 @@ mod tests {
             &[
                 "tutti", "bench", "actor", "all", "--peers", "actix", "--runs", "1",
             ],
+            &[
+                "tutti",
+                "weather",
+                "--stations",
+                "2",
+                "--clients",
+                "4",
+                "--seconds",
+                "0.5",
+            ],
+            &[
+                "tutti",
+                "db",
+                "--clients",
+                "7",
+                "--requests",
+                "100",
+                "--strategy",
+                "wait",
+            ],
+            &["tutti", "db", "--clients", "1..16", "--peers", "uds"],
             &[
                 "tutti", "bench", "actor", "memory", "--idle", "10", "--peers", "kameo",
             ],

@@ -1,0 +1,301 @@
+//! `tutti db`: thesis 000's client–server database (§4.5) and its message
+//! strategies (Figure 4.8), beside the same protocol over Unix domain sockets
+//! and over crossbeam channels between OS threads.
+//!
+//! A key–value store serves `N` clients; each client sends `R` requests,
+//! alternately a `put` of a fresh key and a `get` of the key it just put, and
+//! waits for each reply before sending the next. Every reply is checked (a
+//! put of a fresh key finds no old value; a get finds what was put), and at
+//! the end the store must hold exactly `N·⌈R/2⌉` keys.
+//!
+//! * **tutti** — the store is an actor with a `Get` and a `Put` handler; the
+//!   clients are async tasks that `ask` it. Three message strategies:
+//!   - `immediate`: the store runs one long handler that serves its mailbox
+//!     with `has_messages`/`try_next` and yields when it is empty, on a
+//!     runtime whose idle workers spin (`IdleStrategy::Spin`);
+//!   - `wait`: plain handlers; idle workers yield (`IdleStrategy::Yield`);
+//!   - `notify`: plain handlers; idle workers park (`IdleStrategy::Park`,
+//!     the default).
+//! * **uds** — one server thread multiplexing `N` Unix domain socket
+//!   connections with `poll(2)`, one thread per client, a fixed 17-byte
+//!   request and 9-byte reply.
+//! * **crossbeam** — one server thread receiving from a shared channel, one
+//!   thread per client with its own reply channel.
+//!
+//! Reported per `N`: total requests per second (all requests ÷ wall time)
+//! and per client (`R` ÷ the mean time a client took), medians over
+//! `--runs`. Ratios are throughputs, tutti ÷ peer, at `N = 7` (the issue's
+//! target: ≥ 10× the Unix sockets) or else at the largest `N` measured.
+
+mod channels;
+mod store;
+mod tutti_db;
+mod uds;
+
+use std::time::Duration;
+
+use clap::{Args, ValueEnum};
+
+use crate::measure::{Progress, RunOpts};
+use crate::report::{Report, Stats};
+
+pub use store::{Request, Store};
+
+/// Arguments of `tutti db`.
+#[derive(Args, Debug)]
+pub struct DbArgs {
+    /// Clients: one count (`7`), a list (`1,2,4`) or a range (`1..16`, inclusive).
+    #[arg(long, default_value = "1..16", value_parser = parse_clients)]
+    clients: ClientCounts,
+    /// Requests per client.
+    #[arg(long, default_value_t = 5_000, value_parser = clap::value_parser!(u64).range(1..=100_000_000))]
+    requests: u64,
+    /// tutti's message strategy (all three if not given).
+    #[arg(long, value_enum)]
+    strategy: Option<Strategy>,
+    /// Peers to run beside tutti (comma-separated).
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "uds,crossbeam"
+    )]
+    peers: Vec<Peer>,
+    /// Worker threads of tutti's runtime.
+    #[arg(long, default_value_t = crate::default_workers(), value_parser = crate::parse_workers)]
+    workers: usize,
+    #[command(flatten)]
+    run: RunOpts,
+    /// Print one JSON object instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Thesis 000's message strategies.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Strategy {
+    /// `message_immediate`: the store polls its mailbox; workers spin.
+    Immediate,
+    /// `message_wait`: idle workers yield the CPU.
+    Wait,
+    /// `message_notify`: idle workers park.
+    Notify,
+}
+
+impl Strategy {
+    fn name(self) -> &'static str {
+        match self {
+            Strategy::Immediate => "immediate",
+            Strategy::Wait => "wait",
+            Strategy::Notify => "notify",
+        }
+    }
+}
+
+/// The peers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Peer {
+    /// Unix domain sockets, a thread per client, a polling server thread.
+    Uds,
+    /// crossbeam channels between OS threads.
+    Crossbeam,
+}
+
+/// The client counts to measure.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClientCounts(pub Vec<usize>);
+
+fn parse_clients(s: &str) -> Result<ClientCounts, String> {
+    let one = |t: &str| -> Result<usize, String> {
+        let n: usize = t
+            .trim()
+            .parse()
+            .map_err(|_| format!("`{t}` is not a client count"))?;
+        if !(1..=1024).contains(&n) {
+            return Err(format!("client counts must be in 1..=1024, got {n}"));
+        }
+        Ok(n)
+    };
+    let counts = if let Some((a, b)) = s.split_once("..") {
+        let (a, b) = (one(a)?, one(b)?);
+        if a > b {
+            return Err(format!("empty client range {s}"));
+        }
+        (a..=b).collect()
+    } else {
+        s.split(',').map(one).collect::<Result<Vec<_>, _>>()?
+    };
+    Ok(ClientCounts(counts))
+}
+
+/// One measured run of one implementation with `n` clients.
+#[derive(Clone, Copy, Debug)]
+pub struct Outcome {
+    /// Wall time from the clients' start until the last one finished.
+    pub wall: Duration,
+    /// Mean time one client took for its requests.
+    pub per_client: Duration,
+    /// Every reply and the store's final size checked out.
+    pub ok: bool,
+}
+
+/// The expected request `i` of client `c`, and the reply it must get.
+pub fn script(c: usize, i: u64) -> (Request, Option<u64>) {
+    let key = ((c as u64) << 40) | (i / 2);
+    let value = key.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    if i % 2 == 0 {
+        (Request::Put(key, value), None)
+    } else {
+        (Request::Get(key), Some(value))
+    }
+}
+
+/// Keys the store holds after `n` clients made `r` requests each.
+pub fn final_size(n: usize, r: u64) -> usize {
+    n * r.div_ceil(2) as usize
+}
+
+/// Mean of the clients' times.
+pub fn mean(times: &[Duration]) -> Duration {
+    if times.is_empty() {
+        return Duration::ZERO;
+    }
+    times.iter().sum::<Duration>() / times.len() as u32
+}
+
+/// Runs `tutti db`.
+pub fn run(args: &DbArgs) -> Result<Report, String> {
+    let plan = args.run.plan(3);
+    let r = args.requests;
+    let counts = &args.clients.0;
+    let strategies: Vec<Strategy> = match args.strategy {
+        Some(s) => vec![s],
+        None => vec![Strategy::Immediate, Strategy::Wait, Strategy::Notify],
+    };
+    let mut report = Report::new("db");
+    report
+        .param("clients", counts.clone())
+        .param("requests", r)
+        .param(
+            "strategies",
+            strategies.iter().map(|s| s.name()).collect::<Vec<_>>(),
+        )
+        .param("workers", args.workers)
+        .param("runs", plan.runs)
+        .param("warmup", plan.warmup);
+
+    let impls = strategies.len() + args.peers.len();
+    let progress = Progress::new(impls * counts.len() * plan.total(), args.json);
+    // (impl name, n, total/s samples, per-client/s samples)
+    let mut measured: Vec<(String, usize, Vec<f64>, Vec<f64>)> = Vec::new();
+    let mut record = |name: &str,
+                      n: usize,
+                      one_run: &mut dyn FnMut() -> Result<Outcome, String>|
+     -> Result<(), String> {
+        progress.stage(&format!("{name}, {n} clients"));
+        let (mut total, mut per_client) = (Vec::new(), Vec::new());
+        for k in 0..plan.total() {
+            let o = one_run()?;
+            report.verify(o.ok);
+            if !o.ok {
+                eprintln!("tutti db: {name} with {n} clients got a wrong reply");
+            }
+            if k >= plan.warmup {
+                total.push((n as u64 * r) as f64 / o.wall.as_secs_f64());
+                per_client.push(r as f64 / o.per_client.as_secs_f64());
+            }
+            progress.tick();
+        }
+        measured.push((name.to_string(), n, total, per_client));
+        Ok(())
+    };
+
+    for &s in &strategies {
+        let db = tutti_db::TuttiDb::new(args.workers, s)?;
+        let name = format!("tutti/{}", s.name());
+        for &n in counts {
+            record(&name, n, &mut || db.run(n, r))?;
+        }
+    }
+    for p in &args.peers {
+        for &n in counts {
+            match p {
+                Peer::Uds => record("uds", n, &mut || uds::run(n, r))?,
+                Peer::Crossbeam => record("crossbeam", n, &mut || channels::run(n, r))?,
+            }
+        }
+    }
+    progress.finish();
+
+    for (name, n, total, per_client) in &measured {
+        if let (Some(t), Some(p)) = (Stats::of(total), Stats::of(per_client)) {
+            report.result(name, &format!("total@{n}"), t, "requests/s");
+            report.result(name, &format!("per_client@{n}"), p, "requests/s");
+        }
+    }
+    let at = if counts.contains(&7) {
+        7
+    } else {
+        counts.iter().copied().max().unwrap_or(1)
+    };
+    let median_at = |name: &str| {
+        measured
+            .iter()
+            .find(|(m, n, _, _)| m == name && *n == at)
+            .and_then(|(_, _, t, _)| Stats::of(t))
+            .map(|s| s.median)
+    };
+    for &s in &strategies {
+        let ours = median_at(&format!("tutti/{}", s.name()));
+        for peer in ["uds", "crossbeam"] {
+            if let (Some(o), Some(p)) = (ours, median_at(peer)) {
+                report.ratio(
+                    &format!("throughput_tutti_{}_over_{peer}@{at}", s.name()),
+                    o / p,
+                );
+            }
+        }
+    }
+    Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn client_counts_parse() {
+        assert_eq!(parse_clients("7").unwrap().0, [7]);
+        assert_eq!(parse_clients("1,2,4").unwrap().0, [1, 2, 4]);
+        assert_eq!(parse_clients("1..4").unwrap().0, [1, 2, 3, 4]);
+        for bad in ["0", "x", "4..1", "1..2000", "", "1,,2"] {
+            assert!(parse_clients(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn the_script_puts_then_gets_distinct_keys() {
+        let mut store = Store::default();
+        for c in 0..3 {
+            for i in 0..11 {
+                let (req, expect) = script(c, i);
+                assert_eq!(store.apply(req), expect, "client {c} request {i}");
+            }
+        }
+        assert_eq!(store.len(), final_size(3, 11));
+    }
+
+    #[test]
+    fn every_implementation_serves_the_script() {
+        for s in [Strategy::Immediate, Strategy::Wait, Strategy::Notify] {
+            let db = tutti_db::TuttiDb::new(2, s).unwrap();
+            for n in [1, 3] {
+                assert!(db.run(n, 101).unwrap().ok, "tutti {s:?} n={n}");
+            }
+        }
+        for n in [1, 3] {
+            assert!(uds::run(n, 101).unwrap().ok, "uds n={n}");
+            assert!(channels::run(n, 101).unwrap().ok, "crossbeam n={n}");
+        }
+    }
+}
