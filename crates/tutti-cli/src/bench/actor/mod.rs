@@ -75,7 +75,7 @@ pub struct ActorArgs {
     /// Idle actors of the memory benchmark.
     #[arg(long, default_value_t = 100_000, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
     idle: u64,
-    /// Peers to run beside tutti (comma-separated).
+    /// Peers to run beside tutti (comma-separated; `none` for tutti alone).
     #[arg(long, value_enum, value_delimiter = ',', default_value = "actix,kameo")]
     peers: Vec<PeerName>,
     /// Worker threads of each runtime.
@@ -95,6 +95,8 @@ pub enum PeerName {
     Actix,
     /// kameo 0.17 (tokio tasks).
     Kameo,
+    /// No peer (profiling tutti alone).
+    None,
 }
 
 /// Actors spawned at a time by the memory benchmark.
@@ -259,6 +261,7 @@ pub fn run(args: &ActorArgs) -> Result<Report, String> {
         match p {
             PeerName::Actix => libs.push(Box::new(actix_impl::Actix::new(w)?)),
             PeerName::Kameo => libs.push(Box::new(kameo_impl::Kameo::new(w)?)),
+            PeerName::None => {}
         }
     }
     // Measurements per library: tell, ask and ask_thread, spawn, memory.
