@@ -403,3 +403,59 @@ fn exceeding_the_restart_intensity_stops_the_supervisor() {
     assert!(other.is_stopped());
     assert_eq!(rx.recv().unwrap().reason, reason);
 }
+
+/// Records when each incarnation started.
+#[derive(Clone)]
+struct Timed(Arc<std::sync::Mutex<Vec<std::time::Instant>>>);
+impl Actor for Timed {
+    fn started(&mut self, _: &mut Context<Self>) {
+        self.0.lock().unwrap().push(std::time::Instant::now());
+    }
+}
+impl Handler<Crash> for Timed {
+    async fn handle(&mut self, _: Crash, _: &mut Context<Self>) {
+        panic!("injected crash")
+    }
+}
+
+#[test]
+fn restarts_back_off_exponentially_up_to_the_cap() {
+    const MIN: Duration = Duration::from_millis(20);
+    let rt = rt();
+    let _g = rt.enter();
+    let starts = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let t = Timed(starts.clone());
+    let sup = Supervisor::builder()
+        .intensity(10, Duration::from_secs(3600))
+        .backoff(MIN, 2 * MIN)
+        .child("t", move || t.clone())
+        .spawn();
+    // Only lower bounds: a restart never comes before its backoff has passed
+    // (min, then doubled, then capped at max).
+    let mut crashed_at = Vec::new();
+    for round in 1..=3 {
+        let t = sup
+            .ask_blocking(Child::<Timed>::named("t"))
+            .unwrap()
+            .unwrap();
+        crashed_at.push(std::time::Instant::now());
+        t.tell(Crash).unwrap();
+        restarts(&sup, round);
+        // The new incarnation runs `started` in its own task, a little later.
+        while starts.lock().unwrap().len() < round + 1 {
+            std::thread::yield_now();
+        }
+    }
+    let starts = starts.lock().unwrap().clone();
+    assert_eq!(starts.len(), 4);
+    for (k, want) in [MIN, 2 * MIN, 2 * MIN].into_iter().enumerate() {
+        let waited = starts[k + 1] - crashed_at[k];
+        assert!(
+            waited >= want,
+            "restart {} after {waited:?} < {want:?}",
+            k + 1
+        );
+    }
+    sup.stop();
+    sup.wait_blocking();
+}
