@@ -48,7 +48,7 @@ use super::lifecycle::panic_text;
 use super::monitor::Down;
 use super::{registry, system, Actor, StopReason};
 use crate::loom::lock;
-use crate::msg::{NoReply, Running};
+use crate::msg::{NoReply, Running, Spare};
 
 /// Messages handled per turn before the actor yields its worker.
 pub(crate) const BATCH: u32 = 64;
@@ -130,6 +130,8 @@ impl<A: Actor> ActorRun<A> {
         let ctx = cell.ctx_ptr();
         let actor = cell.actor_ptr();
         let mut budget = BATCH;
+        // The block of a handler that completed, for the next one (see `msg::running`).
+        let mut spare = Spare::default();
         let st = self.st();
         loop {
             if let Some(run) = st.current.as_mut() {
@@ -155,7 +157,9 @@ impl<A: Actor> ActorRun<A> {
                         return Poll::Pending;
                     }
                     Ok(Poll::Ready(())) => {
-                        st.current = None;
+                        if let Some(done) = st.current.take() {
+                            done.recycle(&mut spare);
+                        }
                         if st.awaiting {
                             st.awaiting = false;
                             cell.mailbox.state.clear_awaiting();
@@ -216,7 +220,9 @@ impl<A: Actor> ActorRun<A> {
                     // SAFETY: consumer; `actor` and `ctx` stay valid and unborrowed by
                     // the loop until the placed future completes or is dropped (see
                     // the module documentation); the state is present until `finish`.
-                    let r = catch_unwind(AssertUnwindSafe(|| unsafe { env.start(actor, ctx) }));
+                    let r = catch_unwind(AssertUnwindSafe(|| unsafe {
+                        env.start(actor, ctx, &mut spare)
+                    }));
                     match r {
                         Ok(run) => st.current = Some(run),
                         Err(p) => return self.finish(StopReason::Panicked(panic_text(&*p))),

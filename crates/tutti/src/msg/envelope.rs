@@ -38,7 +38,7 @@ use std::task::{Context, Poll};
 
 use super::arena;
 use super::reply::{NoReply, Reply, ReplyCell, Responder};
-use super::running::{Handle, Running};
+use super::running::{Handle, Running, Spare};
 use super::{Handler, Message, Object};
 
 #[cfg(loom)]
@@ -71,10 +71,14 @@ pub(crate) struct Header<O: Object> {
     vtable: &'static VTable<O>,
 }
 
+/// Moves the message out and places its handler's future (in the spare block if it fits).
+type StartFn<O> =
+    unsafe fn(NonNull<Header<O>>, *mut O, *mut <O as Object>::Context, &mut Spare) -> Running;
+
 /// What the erased code can do with an envelope; one `'static` table per `(O, M, kind)`.
 struct VTable<O: Object> {
     /// Moves the message out and places its handler's future.
-    start: unsafe fn(NonNull<Header<O>>, *mut O, *mut O::Context) -> Running,
+    start: StartFn<O>,
     /// Drops the message unhandled; an asker learns why.
     discard: unsafe fn(NonNull<Header<O>>, NoReply),
     /// Moves `(M, Option<Responder<M::Reply>>)` into `*out` and frees what is left.
@@ -146,15 +150,23 @@ impl<O: Handler<M>, M: Message> TellNode<O, M> {
         }
     }
 
-    unsafe fn start(h: NonNull<Header<O>>, obj: *mut O, ctx: *mut O::Context) -> Running {
+    unsafe fn start(
+        h: NonNull<Header<O>>,
+        obj: *mut O,
+        ctx: *mut O::Context,
+        spare: &mut Spare,
+    ) -> Running {
         // SAFETY: the caller owns the envelope; see `Envelope::start` for `obj`/`ctx`.
         unsafe {
             let msg = Self::unpack(h);
             let fut = (*obj).handle(msg, &mut *ctx);
-            Running::place(Answer {
-                fut,
-                responder: None,
-            })
+            Running::place_with(
+                Answer {
+                    fut,
+                    responder: None,
+                },
+                spare,
+            )
         }
     }
 
@@ -209,15 +221,23 @@ impl<O: Handler<M>, M: Message> AskNode<O, M> {
         }
     }
 
-    unsafe fn start(h: NonNull<Header<O>>, obj: *mut O, ctx: *mut O::Context) -> Running {
+    unsafe fn start(
+        h: NonNull<Header<O>>,
+        obj: *mut O,
+        ctx: *mut O::Context,
+        spare: &mut Spare,
+    ) -> Running {
         // SAFETY: as in `TellNode::start`.
         unsafe {
             let (msg, responder) = Self::unpack(h);
             let fut = (*obj).handle(msg, &mut *ctx);
-            Running::place(Answer {
-                fut,
-                responder: Some(responder),
-            })
+            Running::place_with(
+                Answer {
+                    fut,
+                    responder: Some(responder),
+                },
+                spare,
+            )
         }
     }
 
@@ -452,18 +472,24 @@ impl<O: Object> Envelope<O> {
     /// ```
     pub fn handle<'a>(self, obj: &'a mut O, ctx: &'a mut O::Context) -> Handle<'a> {
         // SAFETY: the borrows live for 'a, which the returned future carries.
-        unsafe { Handle::new(self.start(obj, ctx)) }
+        unsafe { Handle::new(self.start(obj, ctx, &mut Spare::default())) }
     }
 
     /// Moves the message out, calls the handler and places its future for polling.
     ///
     /// # Safety
     /// `obj` and `ctx` are valid, and used by nobody else, until the returned
-    /// [`Running`] has completed or been dropped.
-    pub(crate) unsafe fn start(self, obj: *mut O, ctx: *mut O::Context) -> Running {
+    /// [`Running`] has completed or been dropped. The future goes into `spare`'s
+    /// block if it fits.
+    pub(crate) unsafe fn start(
+        self,
+        obj: *mut O,
+        ctx: *mut O::Context,
+        spare: &mut Spare,
+    ) -> Running {
         let this = ManuallyDrop::new(self);
         // SAFETY: we own the envelope and give it up; the caller vouches for obj/ctx.
-        unsafe { (this.vtable().start)(this.header, obj, ctx) }
+        unsafe { (this.vtable().start)(this.header, obj, ctx, spare) }
     }
 
     /// Drops the message unhandled; an asker learns `why`.

@@ -118,7 +118,7 @@ pub use registry::{
 pub use remote::{MsgId, Remote};
 pub use reply::{NoReply, Reply, Responder};
 pub use running::Handle;
-pub(crate) use running::Running;
+pub(crate) use running::{Running, Spare};
 
 /// A message: a type that can be sent to an object implementing [`Handler`] for it.
 ///
