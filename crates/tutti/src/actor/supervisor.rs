@@ -189,6 +189,8 @@ struct ChildSlot {
 /// while sup.ask_blocking(Stats).unwrap().restarts < 1 { std::thread::yield_now(); }
 /// let w2 = sup.ask_blocking(Child::<Worker>::named("worker")).unwrap().unwrap();
 /// assert_ne!(w.id(), w2.id());
+/// // It runs its `started` hook in its own task, shortly.
+/// while starts.load(Ordering::SeqCst) < 2 { std::thread::yield_now(); }
 /// assert_eq!(starts.load(Ordering::SeqCst), 2);
 /// ```
 pub struct Supervisor {
