@@ -11,7 +11,6 @@ mod bench;
 mod measure;
 mod mem;
 mod mpi_bench;
-mod network;
 mod report;
 mod rng;
 

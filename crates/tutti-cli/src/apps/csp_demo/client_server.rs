@@ -21,7 +21,6 @@ use std::time::Instant;
 use clap::Args;
 use tutti::csp::{channel, Par, Rx, Tx};
 
-use crate::network::finish;
 use crate::report::{Report, Stats};
 use crate::rng::Rng;
 
@@ -187,7 +186,8 @@ pub fn run_network(
     }
     drop(requests_tx);
     let start = Instant::now();
-    rt.block_on(rt.spawn(finish(net.run())))?;
+    rt.block_on(rt.spawn(net.run()))
+        .map_err(|d| d.to_string())?;
     let secs = start.elapsed().as_secs_f64();
     let seen = std::mem::take(&mut *seen.lock().unwrap_or_else(|p| p.into_inner()));
     Ok((seen, secs))

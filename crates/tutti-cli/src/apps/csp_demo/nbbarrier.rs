@@ -30,7 +30,6 @@ use clap::Args;
 use tutti::csp::{par, Barrier, Enrollment};
 
 use crate::measure::{check_memory, repeat, Progress, Run, RunOpts};
-use crate::network::finish;
 use crate::report::{Report, Stats};
 
 /// Arguments of `tutti csp-demo nbbarrier`.
@@ -229,7 +228,7 @@ pub fn run_once(
         }
     }));
     let start = Instant::now();
-    rt.block_on(rt.spawn(finish(net)))?;
+    rt.block_on(rt.spawn(net)).map_err(|d| d.to_string())?;
     let secs = start.elapsed().as_secs_f64();
     Ok(Outcome {
         values: rod.values(steps),

@@ -17,9 +17,11 @@
 //!   deadlock: every trial must end with a consistent pair of reports, counted
 //!   as move won / search won / both.
 //!
-//! The controller and both monitors are the three processes of one `PAR`,
-//! every channel end is held by one of them, and they never block a thread:
-//! so the runtime can tell when the network can no longer progress.
+//! The controller and both monitors are the three processes of one `PAR`, run
+//! by a process (`MADsystem`) that makes every channel, so that the network
+//! owns them all; nobody outside holds an end and nobody blocks a thread. So
+//! when the network can no longer progress the runtime says so: the `par`
+//! returns a [`Deadlock`] naming each process and what it waits on.
 
 pub mod controller;
 pub mod monitor;
@@ -28,9 +30,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use clap::Args;
-use tutti::csp::{self, buffered_named, channel_named, Barrier, Par, ParFuture, Rx, Tx};
+use serde::Serialize;
+use tutti::csp::{buffered_named, channel_named, Barrier, Deadlock, Par, ParFuture};
 
-use crate::network::{finish, DeadlockReport};
 use crate::report::{Report, Stats};
 use controller::{Config, Winner};
 use monitor::Mode;
@@ -118,45 +120,38 @@ pub struct Outcome {
     /// The trials finished.
     pub tally: Tally,
     /// The runtime's report if the network deadlocked.
-    pub deadlock: Option<DeadlockReport>,
+    pub deadlock: Option<Deadlock>,
     /// Wall time of the whole run, in seconds.
     pub secs: f64,
 }
 
-/// A rendezvous channel named `name` (names appear in deadlock reports).
-fn chan<T>(name: &'static str) -> (Tx<T>, Rx<T>) {
-    channel_named(name)
-}
-
-/// A one-place channel named `name`.
-fn one_place<T>(name: &'static str) -> (Tx<T>, Rx<T>) {
-    buffered_named(1, name)
-}
-
-/// The MAD system: `PAR (controller, monitor (move, …), monitor (search, …))`, built
-/// inside the network (`csp::run`) so that its channels belong to it and a deadlock
-/// among them is reported.
-pub fn network(cfg: Config, tally: &Arc<Mutex<Tally>>) -> ParFuture<'static> {
+/// The MAD system, `PROC MADsystem`: a process that makes the channels and
+/// runs `PAR (controller, monitor (move, …), monitor (search, …))`.
+pub fn system(cfg: Config, tally: &Arc<Mutex<Tally>>) -> ParFuture<'static> {
     let tally = tally.clone();
-    csp::run(async move {
-        system(cfg, &tally)
-            .await
-            .expect("a nested par never reports the deadlock itself");
-    })
+    Par::new()
+        .process("MADsystem", async move {
+            // A deadlock is returned by the root `par` (this one), which cancels every
+            // process of the network, this one included; the inner `par` returns only
+            // once its processes have all ended.
+            let _ = network(cfg, &tally).await;
+        })
+        .run()
 }
 
-/// The processes of the MAD system and their channels.
-fn system(cfg: Config, tally: &Arc<Mutex<Tally>>) -> ParFuture<'static> {
-    let (move_cmd_tx, move_cmd) = chan("move command");
-    let (search_cmd_tx, search_cmd) = chan("search command");
-    let (motor_tx, motor) = chan("motor sensor");
-    let (camera_tx, camera) = chan("camera sensor");
-    let (move_report, move_report_rx) = one_place("move report");
-    let (search_report, search_report_rx) = one_place("search report");
+/// The channels and the three processes; called by the `MADsystem` process,
+/// so that the network owns every channel.
+fn network(cfg: Config, tally: &Arc<Mutex<Tally>>) -> ParFuture<'static> {
+    let (move_cmd_tx, move_cmd) = channel_named("move command");
+    let (search_cmd_tx, search_cmd) = channel_named("search command");
+    let (motor_tx, motor) = channel_named("motor sensor");
+    let (camera_tx, camera) = channel_named("camera sensor");
+    let (move_report, move_report_rx) = buffered_named(1, "move report");
+    let (search_report, search_report_rx) = buffered_named(1, "search report");
     // CHAN KILL a, b: the move monitor kills on b and is killed on a.
-    let (a_tx, a_rx) = chan("kill a (search kills move)");
-    let (b_tx, b_rx) = chan("kill b (move kills search)");
-    let hold = Barrier::new();
+    let (a_tx, a_rx) = channel_named("kill a (search kills move)");
+    let (b_tx, b_rx) = channel_named("kill b (move kills search)");
+    let hold = Barrier::named("overlap hold");
     let (move_hold, search_hold) = if cfg.force_overlap {
         (Some(hold.enroll()), Some(hold.enroll()))
     } else {
@@ -202,9 +197,9 @@ fn system(cfg: Config, tally: &Arc<Mutex<Tally>>) -> ParFuture<'static> {
 /// Runs the MAD system on `rt` until its trials are done or it deadlocks.
 pub fn run_trials(rt: &tutti::Runtime, cfg: Config) -> Outcome {
     let tally = Arc::new(Mutex::new(Tally::default()));
-    let net = network(cfg, &tally);
+    let net = system(cfg, &tally);
     let start = Instant::now();
-    let ended = rt.block_on(rt.spawn(finish(net)));
+    let ended = rt.block_on(rt.spawn(net));
     let secs = start.elapsed().as_secs_f64();
     let tally = *tally.lock().unwrap_or_else(|p| p.into_inner());
     Outcome {
@@ -225,18 +220,31 @@ pub fn expected(cfg: &Config, o: &Outcome) -> bool {
                 && t.inconsistent == 0
                 && (!overlap || t.both == cfg.trials)
         }
-        // Deadlocks in the first trial, the report naming both monitors.
-        (false, true) => {
-            t.trials == 0
-                && o.deadlock
-                    .as_deref()
-                    .is_some_and(|r| r.contains("move monitor") && r.contains("search monitor"))
-        }
+        // Deadlocks in the first trial, both monitors waiting to send a kill.
+        (false, true) => t.trials == 0 && o.deadlock.as_ref().is_some_and(monitors_kill_each_other),
         // May deadlock (then reported) or not; the trials run are consistent.
         (false, false) => {
             t.inconsistent == 0 && t.both == 0 && (o.deadlock.is_some() || t.trials == cfg.trials)
         }
     }
+}
+
+/// Whether a deadlock report shows the MAD deadlock: each monitor waiting to
+/// send a kill to the other.
+pub fn monitors_kill_each_other(d: &Deadlock) -> bool {
+    let sends_kill = |who: &str| {
+        d.processes().iter().any(|p| {
+            p.name().ends_with(who) && p.waits().contains("send") && p.waits().contains("kill")
+        })
+    };
+    sends_kill("move monitor") && sends_kill("search monitor")
+}
+
+/// A blocked process of a deadlock report, for the JSON output.
+#[derive(Serialize)]
+struct Blocked<'a> {
+    name: &'a str,
+    waits: &'a str,
 }
 
 /// Runs `tutti mad`.
@@ -285,8 +293,19 @@ pub fn run(args: &MadArgs) -> Result<Report, String> {
         );
     }
     if let Some(d) = &o.deadlock {
-        report.param("deadlock_report", d);
-        if !args.json {
+        if args.json {
+            report.param("deadlock_report", d.to_string());
+            let blocked: Vec<Blocked<'_>> = d
+                .processes()
+                .iter()
+                .map(|p| Blocked {
+                    name: p.name(),
+                    waits: p.waits(),
+                })
+                .collect();
+            report.param("deadlock_processes", blocked);
+            report.param("deadlock_cycle", d.cycle());
+        } else {
             println!(
                 "the MAD system deadlocked after {} trials:\n{d}\n",
                 t.trials
@@ -346,8 +365,8 @@ mod tests {
     }
 
     #[test]
-    fn expectations() {
-        let ok = |trials, both, deadlock: Option<&str>| Outcome {
+    fn expectations_without_deadlock() {
+        let ok = |trials, both| Outcome {
             tally: Tally {
                 trials,
                 move_won: trials - both,
@@ -355,23 +374,73 @@ mod tests {
                 both,
                 inconsistent: 0,
             },
-            deadlock: deadlock.map(str::to_string),
+            deadlock: None,
             secs: 0.0,
         };
-        let naive_overlap = cfg(false, 10, true);
-        assert!(expected(
-            &naive_overlap,
-            &ok(0, 0, Some("`move monitor` … `search monitor`"))
-        ));
-        assert!(!expected(&naive_overlap, &ok(10, 0, None)));
-        assert!(!expected(&naive_overlap, &ok(0, 0, Some("something else"))));
-        let revised = cfg(true, 10, false);
-        assert!(expected(&revised, &ok(10, 3, None)));
-        assert!(!expected(&revised, &ok(9, 0, Some("deadlock"))));
-        let naive = cfg(false, 10, false);
-        assert!(expected(&naive, &ok(10, 0, None)));
-        assert!(expected(&naive, &ok(4, 0, Some("deadlock"))));
-        assert!(!expected(&naive, &ok(4, 0, None)));
+        assert!(!expected(&cfg(false, 10, true), &ok(10, 0)));
+        assert!(expected(&cfg(true, 10, false), &ok(10, 3)));
+        assert!(!expected(&cfg(true, 10, false), &ok(9, 0)));
+        assert!(!expected(&cfg(true, 10, true), &ok(10, 3)));
+        assert!(expected(&cfg(false, 10, false), &ok(10, 0)));
+        assert!(!expected(&cfg(false, 10, false), &ok(4, 0)));
+    }
+
+    #[test]
+    fn naive_with_forced_overlap_deadlocks_and_says_so() {
+        let rt = rt();
+        let c = cfg(false, 10, true);
+        let o = run_trials(&rt, c);
+        assert!(expected(&c, &o), "{o:?}");
+        let d = o.deadlock.unwrap();
+        assert!(monitors_kill_each_other(&d), "{d}");
+        assert!(d.to_string().contains("controller"), "{d}");
+    }
+
+    #[test]
+    fn naive_trials_end_or_deadlock_with_a_report() {
+        let rt = rt();
+        let c = cfg(false, 2000, false);
+        let o = run_trials(&rt, c);
+        assert!(expected(&c, &o), "{o:?}");
+        if let Some(d) = &o.deadlock {
+            assert!(monitors_kill_each_other(d), "{d}");
+        }
+    }
+
+    /// The revised system must not be reported deadlocked while another
+    /// runtime of the process goes idle now and then (each runtime's idle
+    /// workers may only judge the networks running on it).
+    #[test]
+    fn revised_trials_beside_another_runtime() {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let stop = Arc::new(AtomicBool::new(false));
+        let other = {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                let rt = tutti::Runtime::builder().workers(2).build().unwrap();
+                while !stop.load(Ordering::Relaxed) {
+                    rt.block_on(rt.spawn(async { 1 }));
+                    std::thread::sleep(std::time::Duration::from_micros(50));
+                }
+            })
+        };
+        let rt = rt();
+        let outcomes: Vec<Outcome> = (0..10)
+            .map(|seed| {
+                run_trials(
+                    &rt,
+                    Config {
+                        seed,
+                        ..cfg(true, 1000, false)
+                    },
+                )
+            })
+            .collect();
+        stop.store(true, Ordering::Relaxed);
+        other.join().unwrap();
+        for o in outcomes {
+            assert!(expected(&cfg(true, 1000, false), &o), "{o:?}");
+        }
     }
 
     /// A soak of the revised system: `TUTTI_MAD_SOAK_TRIALS` trials (default

@@ -28,7 +28,6 @@
 use tutti::csp::{Alt, Enrollment, Par, RecvError, Rx, SendError, Tx};
 
 use super::{Kill, Verdict};
-use crate::network::finish;
 
 /// What a monitor's sensor readings measure.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -190,7 +189,7 @@ async fn kill_and_listen(kill_you: &Tx<Kill>, kill_me: &Rx<Kill>) -> Result<Kill
             *heard2.lock().unwrap_or_else(|p| p.into_inner()) = got;
         })
         .run();
-    finish(par).await.map_err(|_| Ended)?;
+    par.await.map_err(|_| Ended)?;
     let heard = heard.lock().unwrap_or_else(|p| p.into_inner()).take();
     match heard {
         Some(k) if sent.load(std::sync::atomic::Ordering::Relaxed) => Ok(k),

@@ -20,7 +20,6 @@ use tutti::csp::{channel, Alt, Par, Rx, Tx};
 
 use super::Ctx;
 use crate::measure::{repeat, timed, Progress, Run};
-use crate::network::finish;
 use crate::report::{Report, Stats};
 use crate::rng::Rng;
 
@@ -82,7 +81,7 @@ pub async fn tutti_alt(g: u64, n: u64, seed: u64) -> bool {
             result.store(check.ok && check.next == n, Ordering::Relaxed);
         })
         .run();
-    finish(net).await.is_ok() && verified.load(Ordering::Relaxed)
+    net.await.is_ok() && verified.load(Ordering::Relaxed)
 }
 
 /// crossbeam-channel: a producer thread and the calling thread selecting.

@@ -9,7 +9,6 @@ use tutti::csp::{par, Barrier};
 
 use super::{go_stats, Ctx};
 use crate::measure::{repeat, timed, Progress, Run};
-use crate::network::finish;
 use crate::report::{Report, Stats};
 
 /// `k` processes, `s` syncs each, doing nothing else (as the Go peer); true
@@ -30,7 +29,7 @@ pub async fn tutti_barrier(k: u64, s: u64) -> bool {
             counted.fetch_add(s, Ordering::Relaxed);
         }
     }));
-    finish(net).await.is_ok() && syncs.load(Ordering::Relaxed) == k * s
+    net.await.is_ok() && syncs.load(Ordering::Relaxed) == k * s
 }
 
 pub(super) fn run(ctx: &Ctx<'_>, report: &mut Report) -> Result<(), String> {

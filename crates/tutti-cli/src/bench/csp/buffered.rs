@@ -11,7 +11,6 @@ use tutti::csp::{buffered, Par};
 
 use super::{go_stats, Ctx};
 use crate::measure::{repeat, timed, Progress, Run};
-use crate::network::finish;
 use crate::report::{Report, Stats};
 
 /// The sum of `1..=n`, what the consumer must see.
@@ -40,7 +39,7 @@ pub async fn tutti_buffered(n: u64, cap: usize) -> bool {
             total.store(s, Ordering::Relaxed);
         })
         .run();
-    finish(net).await.is_ok() && sum.load(Ordering::Relaxed) == expected(n)
+    net.await.is_ok() && sum.load(Ordering::Relaxed) == expected(n)
 }
 
 /// crossbeam-channel: a producer thread and the calling thread consuming.

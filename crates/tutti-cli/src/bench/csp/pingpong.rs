@@ -9,7 +9,6 @@ use tutti::csp::{channel, Par};
 
 use super::{go_stats, Ctx};
 use crate::measure::{repeat, timed, Progress, Run};
-use crate::network::finish;
 use crate::report::{Report, Stats};
 
 /// `messages / 2` round trips; returns whether the counter came back intact.
@@ -41,7 +40,7 @@ pub async fn pingpong(messages: u64) -> bool {
             }
         })
         .run();
-    finish(net).await.is_ok() && last.load(Ordering::Relaxed) == rounds
+    net.await.is_ok() && last.load(Ordering::Relaxed) == rounds
 }
 
 pub(super) fn run(ctx: &Ctx<'_>, report: &mut Report) -> Result<(), String> {
