@@ -8,11 +8,16 @@
 //! * **The idle hook**: a function a layer above installs once; a worker that has found no
 //!   work for a while calls it, but only while the whole runtime is quiet — every worker
 //!   idle and no timer armed — and hands it that condition to check again.
+//!
+//! A process may run several runtimes; each has its own idle workers, and one runtime
+//! being quiet says nothing about another. So whatever the hook judges by quietness must
+//! know which runtime it belongs to: a [`RuntimeRef`] names one and tells whether it is
+//! quiet.
 
 use std::cell::Cell;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock, Weak};
 
-use super::registry::Registry;
+use super::registry::{with_current_registry, Registry};
 
 /// The idle hook: called with a check that the runtime is still quiet.
 pub(crate) type IdleHook = fn(&dyn Fn() -> bool);
@@ -62,8 +67,31 @@ pub(crate) fn on_idle(registry: &Registry) {
     let Some(hook) = IDLE_HOOK.get() else {
         return;
     };
-    let quiet = || registry.all_idle() && super::timer::pending_timers() == 0;
+    let quiet = || is_quiet(registry);
     if quiet() {
         hook(&quiet);
+    }
+}
+
+/// Every worker of `registry` idle with empty queues, and no timer armed.
+fn is_quiet(registry: &Registry) -> bool {
+    registry.all_idle() && super::timer::pending_timers() == 0
+}
+
+/// Names a runtime, to ask later whether it is quiet. It does not keep the runtime
+/// running: once the runtime is shut down it counts as never quiet (its tasks were
+/// cancelled, so nothing of it waits any more).
+pub(crate) struct RuntimeRef(Weak<Registry>);
+
+impl RuntimeRef {
+    /// The current runtime: the calling worker's, else the one entered on this thread,
+    /// else the global one — where a task spawned here would run.
+    pub(crate) fn current() -> RuntimeRef {
+        RuntimeRef(with_current_registry(Arc::downgrade))
+    }
+
+    /// Whether that runtime is quiet now (see [`on_idle`]).
+    pub(crate) fn is_quiet(&self) -> bool {
+        self.0.upgrade().is_some_and(|r| is_quiet(&r))
     }
 }

@@ -15,7 +15,7 @@ use super::task_set::TaskSet;
 use super::worker::WorkerThread;
 use std::sync::Arc;
 
-use crate::loom::{fence, lock, AtomicBool, Mutex, Ordering};
+use crate::loom::{fence, lock, AtomicBool, AtomicUsize, Mutex, Ordering};
 
 /// What every other thread may see of one worker.
 pub(crate) struct ThreadInfo {
@@ -39,6 +39,8 @@ pub(crate) struct Registry {
     pub(crate) pollers: IdlePollers,
     terminated: AtomicBool,
     handles: Mutex<Vec<ThreadHandle<()>>>,
+    /// Idle workers inside a search for work (see [`Registry::all_idle`]).
+    searching: AtomicUsize,
 }
 
 impl Registry {
@@ -66,6 +68,7 @@ impl Registry {
             pollers: IdlePollers::default(),
             terminated: AtomicBool::new(false),
             handles: Mutex::new(Vec::with_capacity(n)),
+            searching: AtomicUsize::new(0),
         });
         for (index, (deque, fifo)) in locals.into_iter().enumerate() {
             let mut thread = std::thread::Builder::new().name(builder.name_of(index));
@@ -112,8 +115,35 @@ impl Registry {
 
     /// Every worker is in its idle loop and no queue holds work: nothing runs or
     /// is about to run (until something outside the workers wakes a task).
+    ///
+    /// An idle worker that finds work takes it out of its queue *before* it leaves
+    /// the idle count, so the count and the queues alone would call a runtime quiet
+    /// while such a worker holds a job it has not started (for as long as it is
+    /// preempted). Idle workers therefore announce each search
+    /// ([`begin_idle_search`](Self::begin_idle_search), SeqCst, before touching a
+    /// queue) and withdraw it only after leaving the idle count or finding nothing;
+    /// this reads the count and the queues first and the searches last, so a job
+    /// taken before the queues were read is seen either in the count or here.
     pub(crate) fn all_idle(&self) -> bool {
-        self.sleep.counters().idle() == self.thread_infos.len() as u64 && !self.has_visible_work()
+        self.sleep.counters().idle() == self.thread_infos.len() as u64
+            && !self.has_visible_work()
+            && {
+                fence(Ordering::SeqCst);
+                self.searching.load(Ordering::SeqCst) == 0
+            }
+    }
+
+    /// An idle worker is about to look for work (see [`all_idle`](Self::all_idle)).
+    #[inline]
+    pub(crate) fn begin_idle_search(&self) {
+        self.searching.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// The search of [`begin_idle_search`](Self::begin_idle_search) is over: it
+    /// found nothing, or the worker has left the idle count with what it found.
+    #[inline]
+    pub(crate) fn end_idle_search(&self) {
+        self.searching.fetch_sub(1, Ordering::SeqCst);
     }
 
     /// Any queue of any worker, or the injector, holds work. Used for the

@@ -301,11 +301,20 @@ impl WorkerThread {
         let mut idle = false;
         let mut rounds = 0u32;
         while !latch.probe() {
-            if let Some(job) = self.find_work() {
-                if idle {
+            // An idle worker's search is announced, so that a job it takes is never
+            // out of every queue while it still counts as idle (`Registry::all_idle`).
+            if idle {
+                self.registry.begin_idle_search();
+            }
+            let found = self.find_work();
+            if idle {
+                if found.is_some() {
                     sleep.stop_looking();
                     idle = false;
                 }
+                self.registry.end_idle_search();
+            }
+            if let Some(job) = found {
                 rounds = 0;
                 self.execute(job);
                 continue;

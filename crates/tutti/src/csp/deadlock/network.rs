@@ -4,7 +4,10 @@
 //! # When the detector runs
 //!
 //! Only when the runtime is *quiet*: every worker idle with empty queues and no timer
-//! armed (`runtime/context.rs`, the idle hook). Then no task runs or is queued, so every
+//! armed (`runtime/context.rs`, the idle hook). A network is judged by the quietness of
+//! *its own* runtime (the one its root `par` was started on, where all its processes
+//! run), whichever runtime's idle worker runs the scan: another runtime being quiet says
+//! nothing about this one's queues. Then no task runs or is queued, so every
 //! member that is not finished is parked in some future, and nothing inside the runtime
 //! can wake it. What can still wake a member: a timer (none is armed), a party outside
 //! the runtime's tasks (a plain thread, or a task woken by one), or something the CSP
@@ -42,6 +45,8 @@ use std::sync::atomic::AtomicU32;
 use crate::loom::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, RwLock, Weak};
 use std::task::Waker;
+
+use crate::runtime::context::RuntimeRef;
 
 use super::home::{HomeInner, Object, Side};
 use super::member::{self, Member, Snapshot, Wait};
@@ -99,6 +104,8 @@ pub(crate) struct Network {
     report: OnceLock<Deadlock>,
     /// Flat position where the last scan met a member that was not blocked.
     resume: AtomicU32,
+    /// The runtime the network's processes run on.
+    runtime: RuntimeRef,
 }
 
 impl Network {
@@ -110,6 +117,7 @@ impl Network {
             outside_epoch: AtomicU32::new(0),
             report: OnceLock::new(),
             resume: AtomicU32::new(0),
+            runtime: RuntimeRef::current(),
         });
         let mut all = lock(&NETWORKS);
         if all.len() >= 64 && all.len().is_power_of_two() {
@@ -267,7 +275,7 @@ fn split(id: u32) -> (usize, usize) {
 /// The idle hook: looks for deadlocked networks while the runtime is quiet.
 fn on_idle(quiet: &dyn Fn() -> bool) {
     if super::enabled() {
-        serialize(scanner(), quiet, || scan(quiet));
+        serialize(scanner(), quiet, scan);
     }
 }
 
@@ -309,15 +317,15 @@ fn serialize(state: &AtomicU8, quiet: &dyn Fn() -> bool, mut scan: impl FnMut())
     }
 }
 
-/// Checks every network once.
-fn scan(quiet: &dyn Fn() -> bool) {
+/// Checks every network once, each by its own runtime's quietness.
+fn scan() {
     let nets: Vec<Arc<Network>> = {
         let mut all = lock(&NETWORKS);
         all.retain(|w| w.strong_count() > 0);
         all.iter().filter_map(Weak::upgrade).collect()
     };
     for net in nets {
-        if let Some((report, wakers)) = net.check(quiet) {
+        if let Some((report, wakers)) = net.check(&|| net.runtime.is_quiet()) {
             eprintln!("{report}");
             if net.report.set(report).is_ok() {
                 for w in wakers {
