@@ -25,12 +25,14 @@ pub mod actor;
 pub mod csp;
 pub(crate) mod loom;
 pub mod msg;
+pub mod rmi;
 pub mod runtime;
 pub mod sync;
 #[cfg(test)]
 pub(crate) mod test_util;
 pub mod world;
 
+pub use rmi::spmd;
 pub use runtime::{
     block_on, join, par_chunks_mut, par_for, scope, sleep, sleep_until, spawn, timeout, BuildError,
     Builder, Elapsed, IdleStrategy, JoinError, JoinHandle, Outcome, Runtime, Scope,

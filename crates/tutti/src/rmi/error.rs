@@ -1,0 +1,38 @@
+//! [`RmiError`]: what a collective RMI operation can report.
+
+use std::fmt;
+
+/// An error from a collective RMI operation; every location gets the same one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RmiError {
+    /// The locations did not register the same types in the same order: the
+    /// `index`-th registration was of `first` on some location and of `second`
+    /// on another (type names, smallest and largest seen).
+    RegistrationMismatch {
+        /// Which registration (0 for a location's first).
+        index: u64,
+        /// One type registered there.
+        first: String,
+        /// Another type registered there.
+        second: String,
+    },
+}
+
+impl fmt::Display for RmiError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RmiError::RegistrationMismatch {
+                index,
+                first,
+                second,
+            } => write!(
+                f,
+                "registration #{index} differs between locations: `{first}` on one, \
+                 `{second}` on another (every location must register the same types \
+                 in the same order)"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for RmiError {}

@@ -1,0 +1,217 @@
+//! Layer 4: distributed objects — ARMI's remote method invocation on the world.
+//!
+//! A program runs SPMD: [`spmd`] (or [`run`] on a given [`World`]) runs one body
+//! per location of the world, each as a task of the rank's runtime; the body
+//! gets its [`Location`] (`id()`, `count()`). Locations **register** objects
+//! collectively ([`Location::register`]): every location owns its own
+//! *representative* and gets the same [`Handle`]. Methods are the message
+//! core's handlers (DESIGN principle 5): an object accepts message `M` by
+//! implementing [`Handler<M>`](crate::msg::Handler), and
+//!
+//! * [`async_rmi`](Location::async_rmi)`(dest, &h, msg)` — a statement: the
+//!   request goes into the world (aggregated per destination) and executes on
+//!   `dest`'s representative;
+//! * [`sync_rmi`](Location::sync_rmi)`(dest, &h, msg)` — a question: waits for
+//!   the method's reply, executing incoming requests meanwhile (nested RMI);
+//! * [`broadcast_rmi`](Location::broadcast_rmi) — to every representative;
+//! * [`reduce_rmi`](Location::reduce_rmi)`(&h, msg, op)` — collective: every
+//!   location runs the method on its own representative and the replies are
+//!   combined along the world's tree;
+//! * [`fence`](Location::fence) — collective: returns when every RMI issued
+//!   anywhere, including those issued by methods to any depth and those still
+//!   in aggregation buffers, has executed (the world's quiescence detection);
+//!   [`poll`](Location::poll) executes what has arrived, [`wait`](Location::wait)
+//!   waits for the next request; every n-th communication call polls
+//!   ([`Location::set_poll_every`]).
+//!
+//! ```
+//! use tutti::msg::{Handler, Message, Object};
+//! use tutti::rmi;
+//!
+//! struct Add(u64);
+//! impl Message for Add { type Reply = (); }
+//! struct Get;
+//! impl Message for Get { type Reply = u64; }
+//!
+//! struct Counter(u64);
+//! impl Object for Counter { type Context = rmi::Location; }
+//! impl Handler<Add> for Counter {
+//!     async fn handle(&mut self, m: Add, _: &mut rmi::Location) { self.0 += m.0; }
+//! }
+//! impl Handler<Get> for Counter {
+//!     async fn handle(&mut self, _: Get, _: &mut rmi::Location) -> u64 { self.0 }
+//! }
+//!
+//! let world = tutti::world::World::builder().locations(4).workers(2).build().unwrap();
+//! let got = rmi::run(&world, |loc| async move {
+//!     let h = loc.register(Counter(0)).await.unwrap();
+//!     // Everyone adds its id + 1 to location 0's counter…
+//!     loc.async_rmi(0, &h, Add(loc.id() as u64 + 1)).await;
+//!     loc.fence().await;
+//!     // …and asks for it.
+//!     loc.sync_rmi(0, &h, Get).await
+//! });
+//! assert_eq!(got, [10, 10, 10, 10]);
+//! ```
+//!
+//! # Execution model and guarantees (ARMI §III.C–D)
+//!
+//! A location is one task; it executes incoming requests only **inside its own
+//! RMI calls** — `poll`, `wait`, `fence`, `sync_rmi` while it waits, the
+//! collectives, and every n-th communication call — never behind the back of
+//! the body's code. Hence:
+//!
+//! * **Order.** Requests from one location to another execute in issue order
+//!   (the world delivers them in order; a deferred request — below — holds back
+//!   the later ones from the same sender).
+//! * **Atomicity.** A method runs with `&mut` access to its representative; no
+//!   other method of that representative, and none of the location's own code,
+//!   runs until it returns — except at its own `.await`s on RMI calls, where
+//!   requests for *other* objects may execute (nested RMI, as in ARMI).
+//! * **By value.** Arguments move (in-process nothing is copied or serialized).
+//!
+//! **Exclusive access between calls.** The body reaches its own representative
+//! through [`Location::local`], a guard that borrows the `Location` mutably.
+//! Every call that executes requests takes `&self`, so holding the guard across
+//! one is a **compile-time error**, not a race (see the `compile_fail` example on
+//! [`Location`]). A method reaches its representative as `&mut self`, and other
+//! objects through its context (`&mut Location`), with the same rule.
+//!
+//! **Busy representatives.** While a method waits in a `sync_rmi`, its
+//! representative is taken out of the table. A request for it that arrives
+//! meanwhile is *deferred* — and so is every later request from the same
+//! sender, to keep issue order — and executes as soon as the method returns
+//! (before `fence` contributes to a quiescence wave, so fence still only ends
+//! when it has run). Because a method keeps `&mut self` while it waits, a
+//! chain of `sync_rmi`s may not come back to a representative a method in the
+//! chain holds (ARMI allows such re-entry; Rust's exclusive borrows do not):
+//! each `sync_rmi` issued by a method carries the representatives held by the
+//! methods waiting for it, and a request that would have to wait for one of
+//! them is reported as a deadlock (the location panics naming the method and
+//! the chain) instead of hanging. Nested chains through *different* objects —
+//! or different locations — are fine.
+//! [`Location::local`] on a representative a method of which is executing is
+//! a clear panic, never aliasing.
+//!
+//! **Nesting.** Each request a location executes while already inside a method
+//! nests one level deeper (a sync_rmi chain that keeps returning to this
+//! location). Beyond [`Location::set_max_nesting`] levels (default
+//! [`DEFAULT_MAX_NESTING`]) the location panics with a message naming the
+//! method, instead of overflowing its stack.
+//!
+//! **Contexts.** A method's context is what its object's
+//! [`Object::Context`](crate::msg::Object) says, from [`HandlerContext`]: a
+//! [`Location`] (to issue RMIs from methods), or `()` — an object with
+//! `Context = ()` has handlers that need nothing from an RMI endpoint, and an
+//! actor that owns such an object can forward its messages to the very same
+//! handlers.
+//!
+//! # Where it runs
+//!
+//! Threads mode: one process, many locations (the in-process transport), where
+//! requests move as typed values. Across ranks (MPI), requests must be
+//! serialized through the `msg` codec; that is not built yet, and a world of
+//! several ranks is refused by [`run`] with a clear message.
+
+mod error;
+mod handle;
+mod local;
+mod location;
+mod request;
+
+#[cfg(all(test, not(loom)))]
+mod tests;
+
+use std::future::Future;
+
+pub use error::RmiError;
+pub use handle::Handle;
+pub use local::Local;
+pub use location::Location;
+
+use crate::world::World;
+
+/// Default of [`Location::set_max_nesting`].
+pub const DEFAULT_MAX_NESTING: usize = 64;
+
+/// Default of [`Location::set_poll_every`]: every 64th communication call
+/// executes what has arrived.
+pub const DEFAULT_POLL_EVERY: usize = 64;
+
+/// What a method gets as its context, made from the executing location.
+///
+/// Implemented for [`Location`] (methods that issue RMIs) and `()`.
+pub trait HandlerContext: Send + 'static {
+    /// The context for one method executing on `loc`.
+    fn from_location(loc: Location) -> Self;
+}
+
+impl HandlerContext for Location {
+    fn from_location(loc: Location) -> Self {
+        loc
+    }
+}
+
+impl HandlerContext for () {
+    fn from_location(_: Location) -> Self {}
+}
+
+/// Runs `body` once per location of `world` (ARMI's `execute_parallel_task`)
+/// and returns the results in location order. A closing [`Location::fence`]
+/// after the body makes sure every RMI it issued has executed.
+///
+/// # Panics
+/// If a location panics (its message names it), or the world has several ranks
+/// (RMI across processes is not built yet).
+///
+/// ```
+/// let world = tutti::world::World::builder().locations(3).workers(1).build().unwrap();
+/// let ids = tutti::rmi::run(&world, |loc| async move { (loc.id(), loc.count()) });
+/// assert_eq!(ids, [(0, 3), (1, 3), (2, 3)]);
+/// ```
+pub fn run<F, Fut>(world: &World, body: F) -> Vec<Fut::Output>
+where
+    F: Fn(Location) -> Fut,
+    Fut: Future + Send + 'static,
+    Fut::Output: Send + 'static,
+{
+    if world.ranks() > 1 {
+        world.abort(&format!(
+            "tutti::rmi runs in one process so far; this world has {} ranks",
+            world.ranks()
+        ));
+    }
+    world.run(|wloc| {
+        let loc = Location::new(wloc);
+        let closing = loc.share();
+        let fut = body(loc);
+        async move {
+            let out = fut.await;
+            closing.fence().await;
+            out
+        }
+    })
+}
+
+/// [`run`] on a world configured by the environment (`TUTTI_LOCATIONS`,
+/// `TUTTI_WORKERS`, …; see [`crate::world::WorldBuilder`]).
+///
+/// # Panics
+/// If the world cannot be built (the error says which setting), and as [`run`].
+///
+/// ```
+/// let n = tutti::spmd(|loc| async move { loc.count() });
+/// assert!(n.iter().all(|&c| c == n.len()));
+/// ```
+pub fn spmd<F, Fut>(body: F) -> Vec<Fut::Output>
+where
+    F: Fn(Location) -> Fut,
+    Fut: Future + Send + 'static,
+    Fut::Output: Send + 'static,
+{
+    let world = match World::from_env() {
+        Ok(w) => w,
+        Err(e) => panic!("tutti::spmd: cannot start the world: {e}"),
+    };
+    run(&world, body)
+}

@@ -1,0 +1,120 @@
+//! What travels between locations: a [`Request`] (a method call on a registered
+//! object, its message type erased) and, for a `sync_rmi`, a [`Response`].
+
+use std::any::{Any, TypeId};
+use std::future::Future;
+use std::marker::PhantomData;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use super::{HandlerContext, Location};
+use crate::msg::{Handler, Message};
+
+/// A representative, type-erased while it sits in its location's table.
+pub(crate) type Rep = Box<dyn Any + Send>;
+
+/// A running method: yields the representative back and the reply.
+pub(crate) type Running = Pin<Box<dyn Future<Output = (Rep, Box<dyn Any + Send>)> + Send>>;
+
+/// One method call with its message; `T` is the object type.
+pub(crate) trait Call: Send {
+    /// The object type the method belongs to.
+    fn object(&self) -> TypeId;
+    /// The message type's name (for errors).
+    fn message(&self) -> &'static str;
+    /// Starts the handler on `rep` (whose type is `object()`).
+    fn start(self: Box<Self>, rep: Rep, ctx: Location) -> Running;
+}
+
+/// `Call` for object type `T` and message `M`.
+pub(crate) struct Invoke<T, M> {
+    pub(crate) msg: M,
+    _object: PhantomData<fn() -> T>,
+}
+
+impl<T, M> Invoke<T, M> {
+    pub(crate) fn new(msg: M) -> Self {
+        Invoke {
+            msg,
+            _object: PhantomData,
+        }
+    }
+}
+
+impl<T, M> Call for Invoke<T, M>
+where
+    T: Handler<M>,
+    T::Context: HandlerContext,
+    M: Message,
+{
+    fn object(&self) -> TypeId {
+        TypeId::of::<T>()
+    }
+
+    fn message(&self) -> &'static str {
+        std::any::type_name::<M>()
+    }
+
+    fn start(self: Box<Self>, rep: Rep, ctx: Location) -> Running {
+        let Ok(mut obj) = rep.downcast::<T>() else {
+            unreachable!("the caller checks the representative's type")
+        };
+        let msg = self.msg;
+        Box::pin(async move {
+            let mut ctx = T::Context::from_location(ctx);
+            let reply = obj.handle(msg, &mut ctx).await;
+            (obj as Rep, Box::new(reply) as Box<dyn Any + Send>)
+        })
+    }
+}
+
+/// A method call for the object registered as `object`; `corr` is 0 for an
+/// `async_rmi`, else the number the caller's `sync_rmi` waits for.
+pub(crate) struct Request {
+    pub(crate) object: u32,
+    pub(crate) corr: u64,
+    pub(crate) call: Box<dyn Call>,
+    /// For a `sync_rmi` issued by a method: the representatives held by the
+    /// methods that wait, through `sync_rmi`s, for this request's reply.
+    pub(crate) chain: Option<Arc<Chain>>,
+}
+
+/// One representative held by a method waiting in a `sync_rmi`, and the chain
+/// that waits for that method's own request in turn.
+pub(crate) struct Chain {
+    pub(crate) location: usize,
+    pub(crate) object: u32,
+    pub(crate) parent: Option<Arc<Chain>>,
+}
+
+impl Chain {
+    /// The objects held on `location` by methods waiting for this chain.
+    pub(crate) fn held_on(&self, location: usize) -> impl Iterator<Item = u32> + '_ {
+        let mut c = Some(self);
+        std::iter::from_fn(move || {
+            while let Some(link) = c {
+                c = link.parent.as_deref();
+                if link.location == location {
+                    return Some(link.object);
+                }
+            }
+            None
+        })
+    }
+}
+
+impl std::fmt::Display for Chain {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "object #{} on location {}", self.object, self.location)?;
+        if let Some(p) = &self.parent {
+            write!(f, " <- {p}")?;
+        }
+        Ok(())
+    }
+}
+
+/// The reply to the `sync_rmi` numbered `corr`.
+pub(crate) struct Response {
+    pub(crate) corr: u64,
+    pub(crate) reply: Box<dyn Any + Send>,
+}
