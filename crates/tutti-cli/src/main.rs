@@ -72,6 +72,8 @@ enum BenchCommand {
     World(bench::world::WorldArgs),
     /// Actors: tell, ask, spawn+stop, memory; tutti vs actix vs kameo.
     Actor(bench::actor::ActorArgs),
+    /// Distributed objects: empty method, ping-pong and fence vs direct calls, an atomic flag and std::sync::Barrier.
+    Rmi(bench::rmi::RmiArgs),
 }
 
 /// One worker per available core.
@@ -109,6 +111,7 @@ fn main() {
         Command::Bench(BenchCommand::World(a)) => (a.json, bench::world::run(a)),
         Command::MpiBench(a) => (a.json, mpi_bench::run(a)),
         Command::Bench(BenchCommand::Actor(a)) => (a.json, bench::actor::run(a)),
+        Command::Bench(BenchCommand::Rmi(a)) => (a.json, bench::rmi::run(a)),
     };
     match outcome {
         Ok(report) => {

@@ -5,5 +5,6 @@ pub mod codec;
 pub mod csp;
 pub mod fib;
 pub mod idle;
+pub mod rmi;
 pub mod spawn;
 pub mod world;

@@ -1,0 +1,357 @@
+//! `tutti bench rmi`: the cost of ARMI's remote method invocation on the
+//! in-process world (seed 004, Tables II–III and Figures 10–11, threads mode).
+//!
+//! * **empty method** (Table II): `--calls` calls of a method that does
+//!   nothing, made directly, through a function pointer, and as a local
+//!   `async_rmi` (one location sending to itself, executed by the automatic
+//!   poll and the closing fence). Reported per call.
+//! * **ping-pong** (Table III): `--messages` round trips between two locations
+//!   with `async_rmi` (each side waits for the next request with `wait`), and
+//!   with `sync_rmi` (the other side serves inside `fence`), beside the
+//!   explicit version: two threads passing a counter through one atomic word
+//!   (spinning briefly, then yielding). Reported per one-way message.
+//! * **fence** (Figures 10–11): `--fences` fences in a row on `--locations`
+//!   locations with no traffic, beside `std::sync::Barrier::wait` on as many
+//!   threads. Reported per fence.
+
+use std::hint::black_box;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Barrier};
+
+use clap::Args;
+
+use crate::measure::{repeat, timed, Measurement, Progress, Run, RunOpts};
+use crate::report::{Report, Stats};
+use tutti::msg::{Handler, Message, Object};
+use tutti::rmi::{self, Handle};
+use tutti::world::{TransportKind, World};
+
+/// Arguments of `tutti bench rmi`.
+#[derive(Args, Debug)]
+pub struct RmiArgs {
+    /// Calls per empty-method measurement.
+    #[arg(long, default_value_t = 1_000_000, value_parser = clap::value_parser!(u64).range(1..=1_000_000_000))]
+    calls: u64,
+    /// Round trips per ping-pong measurement.
+    #[arg(long, default_value_t = 50_000, value_parser = clap::value_parser!(u64).range(1..=1_000_000_000))]
+    messages: u64,
+    /// Fences (and barrier waits) per fence measurement.
+    #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..=1_000_000_000))]
+    fences: u64,
+    /// Locations (and barrier threads) of the fence measurement.
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u64).range(1..=1024))]
+    locations: u64,
+    /// Worker threads of the world's runtime.
+    #[arg(long, default_value_t = 2, value_parser = crate::parse_workers)]
+    workers: usize,
+    #[command(flatten)]
+    run: RunOpts,
+    /// Print one JSON object instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn world(locations: usize, workers: usize) -> Result<World, String> {
+    World::builder()
+        .ignore_env()
+        .transport(TransportKind::InProcess)
+        .locations(locations)
+        .workers(workers)
+        .aggregation(1)
+        .build()
+        .map_err(|e| e.to_string())
+}
+
+// ---- the empty method ----
+
+/// The empty method's message.
+struct Empty;
+impl Message for Empty {
+    type Reply = ();
+}
+
+/// An object whose method does nothing but count (so the runs can check that
+/// every call executed).
+#[derive(Default)]
+struct Target {
+    calls: u64,
+}
+
+impl Target {
+    #[inline(never)]
+    fn empty(&mut self) {
+        self.calls += 1;
+    }
+}
+
+impl Object for Target {
+    type Context = ();
+}
+
+impl Handler<Empty> for Target {
+    async fn handle(&mut self, _: Empty, _: &mut ()) {
+        self.empty();
+    }
+}
+
+fn direct(n: u64) -> Run {
+    let mut t = Target::default();
+    let ((), elapsed) = timed(|| {
+        for _ in 0..n {
+            black_box(&mut t).empty();
+        }
+    });
+    Run {
+        elapsed,
+        ok: t.calls == n,
+    }
+}
+
+fn fn_pointer(n: u64) -> Run {
+    let mut t = Target::default();
+    let f: fn(&mut Target) = black_box(Target::empty);
+    let ((), elapsed) = timed(|| {
+        for _ in 0..n {
+            f(black_box(&mut t));
+        }
+    });
+    Run {
+        elapsed,
+        ok: t.calls == n,
+    }
+}
+
+fn local_async_rmi(w: &World, n: u64) -> Run {
+    let (calls, elapsed) = timed(|| {
+        rmi::run(w, move |mut loc| async move {
+            let Ok(h) = loc.register(Target::default()).await else {
+                return 0;
+            };
+            for _ in 0..n {
+                loc.async_rmi(0, &h, Empty).await;
+            }
+            loc.fence().await;
+            let calls = loc.local(&h).calls;
+            calls
+        })
+    });
+    Run {
+        elapsed,
+        ok: calls == [n],
+    }
+}
+
+// ---- ping-pong ----
+
+/// Hit the ball back (`async_rmi` chain) or answer (`sync_rmi`).
+struct Ball(u64);
+impl Message for Ball {
+    type Reply = u64;
+}
+
+struct Player {
+    me: Option<Handle<Player>>,
+    last: u64,
+}
+
+impl Object for Player {
+    type Context = rmi::Location;
+}
+
+impl Handler<Ball> for Player {
+    async fn handle(&mut self, m: Ball, ctx: &mut rmi::Location) -> u64 {
+        self.last = m.0;
+        // In the async chain location 1 hits back; location 0's body counts.
+        if ctx.id() == 1 {
+            if let Some(h) = self.me {
+                if m.0 & (1 << 63) != 0 {
+                    ctx.async_rmi(0, &h, Ball(m.0 + 1)).await;
+                }
+            }
+        }
+        m.0 + 1
+    }
+}
+
+const CHAIN: u64 = 1 << 63;
+
+fn pingpong_async(w: &World, n: u64) -> Run {
+    let (out, elapsed) = timed(|| {
+        rmi::run(w, move |mut loc| async move {
+            let Ok(h) = loc.register(Player { me: None, last: 0 }).await else {
+                return u64::MAX;
+            };
+            loc.local(&h).me = Some(h);
+            loc.barrier().await;
+            for i in 0..n {
+                if loc.id() == 0 {
+                    loc.async_rmi(1, &h, Ball(CHAIN | (2 * i))).await;
+                }
+                loc.wait().await;
+            }
+            let last = loc.local(&h).last;
+            last & !CHAIN
+        })
+    });
+    Run {
+        elapsed,
+        ok: out == [2 * n - 1, 2 * n - 2],
+    }
+}
+
+fn pingpong_sync(w: &World, n: u64) -> Run {
+    let (out, elapsed) = timed(|| {
+        rmi::run(w, move |loc| async move {
+            let Ok(h) = loc.register(Player { me: None, last: 0 }).await else {
+                return false;
+            };
+            let mut ok = true;
+            if loc.id() == 0 {
+                for i in 0..n {
+                    ok &= loc.sync_rmi(1, &h, Ball(i)).await == i + 1;
+                }
+            }
+            loc.fence().await;
+            ok
+        })
+    });
+    Run {
+        elapsed,
+        ok: out == [true, true],
+    }
+}
+
+/// Two threads passing a counter through one atomic word: the odd values
+/// are the ping's, the even ones the pong's.
+fn pingpong_atomic(n: u64) -> Run {
+    fn await_value(flag: &AtomicU64, want: u64) {
+        let mut spins = 0u32;
+        while flag.load(Ordering::Acquire) != want {
+            if spins < 1 << 10 {
+                std::hint::spin_loop();
+                spins += 1;
+            } else {
+                std::thread::yield_now();
+            }
+        }
+    }
+    let flag = Arc::new(AtomicU64::new(0));
+    let f = Arc::clone(&flag);
+    let ((), elapsed) = timed(|| {
+        let other = std::thread::spawn(move || {
+            for i in 0..n {
+                await_value(&f, 2 * i + 1);
+                f.store(2 * i + 2, Ordering::Release);
+            }
+        });
+        for i in 0..n {
+            flag.store(2 * i + 1, Ordering::Release);
+            await_value(&flag, 2 * i + 2);
+        }
+        let _ = other.join();
+    });
+    Run {
+        elapsed,
+        ok: flag.load(Ordering::Acquire) == 2 * n,
+    }
+}
+
+// ---- fence ----
+
+fn fences(w: &World, n: u64) -> Run {
+    let (out, elapsed) = timed(|| {
+        rmi::run(w, move |loc| async move {
+            for _ in 0..n {
+                loc.fence().await;
+            }
+            true
+        })
+    });
+    Run {
+        elapsed,
+        ok: out.iter().all(|&b| b),
+    }
+}
+
+fn barriers(threads: usize, n: u64) -> Run {
+    let barrier = Arc::new(Barrier::new(threads));
+    let (leaders, elapsed) = timed(|| {
+        let hs: Vec<_> = (0..threads)
+            .map(|_| {
+                let b = Arc::clone(&barrier);
+                std::thread::spawn(move || (0..n).filter(|_| b.wait().is_leader()).count())
+            })
+            .collect();
+        hs.into_iter().map(|h| h.join().unwrap_or(0)).sum::<usize>()
+    });
+    Run {
+        elapsed,
+        ok: leaders as u64 == n,
+    }
+}
+
+/// Runs the benchmark.
+pub fn run(a: &RmiArgs) -> Result<Report, String> {
+    let plan = a.run.plan(5);
+    let one = world(1, a.workers)?;
+    let two = world(2, a.workers)?;
+    let many = world(a.locations as usize, a.workers)?;
+    let progress = Progress::new(plan.total() * 8, a.json);
+    let mut report = Report::new("bench rmi");
+    report
+        .param("calls", a.calls)
+        .param("messages", a.messages)
+        .param("fences", a.fences)
+        .param("locations", a.locations)
+        .param("workers", a.workers)
+        .param("runs", plan.runs);
+
+    progress.stage("empty method: direct");
+    let direct_m = repeat(plan, &progress, || direct(a.calls));
+    progress.stage("empty method: fn pointer");
+    let ptr_m = repeat(plan, &progress, || fn_pointer(a.calls));
+    progress.stage("empty method: local async_rmi");
+    let rmi_m = repeat(plan, &progress, || local_async_rmi(&one, a.calls));
+    progress.stage("ping-pong: async_rmi");
+    let pp_async = repeat(plan, &progress, || pingpong_async(&two, a.messages));
+    progress.stage("ping-pong: sync_rmi");
+    let pp_sync = repeat(plan, &progress, || pingpong_sync(&two, a.messages));
+    progress.stage("ping-pong: atomic flag");
+    let pp_atomic = repeat(plan, &progress, || pingpong_atomic(a.messages));
+    progress.stage("fence");
+    let fence_m = repeat(plan, &progress, || fences(&many, a.fences));
+    progress.stage("std::sync::Barrier");
+    let barrier_m = repeat(plan, &progress, || barriers(a.locations as usize, a.fences));
+    progress.finish();
+
+    let per = |m: &Measurement, k: u64| {
+        Stats::of(&m.map(|s| s * 1e9 / k as f64)).unwrap_or(Stats::single(f64::NAN))
+    };
+    let d = per(&direct_m, a.calls);
+    let p = per(&ptr_m, a.calls);
+    let r = per(&rmi_m, a.calls);
+    let pa = per(&pp_async, 2 * a.messages);
+    let ps = per(&pp_sync, 2 * a.messages);
+    let px = per(&pp_atomic, 2 * a.messages);
+    let f = per(&fence_m, a.fences);
+    let b = per(&barrier_m, a.fences);
+    report.result("direct call", "empty method", d, "ns/call");
+    report.result("function pointer", "empty method", p, "ns/call");
+    report.result("tutti local async_rmi", "empty method", r, "ns/call");
+    report.result("tutti async_rmi", "ping-pong one-way", pa, "ns");
+    report.result("tutti sync_rmi", "ping-pong one-way", ps, "ns");
+    report.result("atomic flag", "ping-pong one-way", px, "ns");
+    report.result("tutti fence", "fence", f, "ns/fence");
+    report.result("std::sync::Barrier", "fence", b, "ns/fence");
+    report.ratio("time_fn_pointer_over_direct", p.median / d.median);
+    report.ratio("time_async_rmi_over_direct", r.median / d.median);
+    report.ratio("latency_async_rmi_over_atomic_flag", pa.median / px.median);
+    report.ratio("latency_sync_rmi_over_atomic_flag", ps.median / px.median);
+    report.ratio("time_fence_over_std_barrier", f.median / b.median);
+    for m in [
+        &direct_m, &ptr_m, &rmi_m, &pp_async, &pp_sync, &pp_atomic, &fence_m, &barrier_m,
+    ] {
+        report.verify(m.ok);
+    }
+    Ok(report)
+}
