@@ -54,6 +54,13 @@ pub struct MpiBenchArgs {
     /// Computation of the overlap test, in milliseconds.
     #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u64).range(1..=100_000))]
     compute_ms: u64,
+    /// Which measurements to run.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "latency,bandwidth,rate,overlap"
+    )]
+    what: Vec<Part>,
     #[command(flatten)]
     run: RunOpts,
     /// Print the world's configuration on stderr.
@@ -62,6 +69,19 @@ pub struct MpiBenchArgs {
     /// Print one JSON object instead of a table.
     #[arg(long)]
     pub json: bool,
+}
+
+/// The parts of the benchmark.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Part {
+    /// Ping-pong latency.
+    Latency,
+    /// Streaming bandwidth per message size.
+    Bandwidth,
+    /// 8-byte message rate.
+    Rate,
+    /// Overlap of communication with computation.
+    Overlap,
 }
 
 /// Bytes streamed per bandwidth measurement.
@@ -370,18 +390,54 @@ fn run_mpi(a: &MpiBenchArgs) -> Result<Report, String> {
                 .trim()
                 .to_string(),
         );
-    let stat = |v: Vec<f64>| Stats::of(&v).unwrap_or(Stats::single(f64::NAN));
     let mut all_ok = true;
 
-    // Latency.
+    let wants = |p: Part| a.what.contains(&p);
+    if wants(Part::Latency) {
+        latency(a, &world, plan, &progress, &mut report, &mut all_ok)?;
+    }
+    if wants(Part::Bandwidth) {
+        bandwidth(a, &world, plan, &progress, &mut report, &mut all_ok);
+    }
+    if wants(Part::Rate) {
+        rate(a, &world, plan, &progress, &mut report, &mut all_ok);
+    }
+    if wants(Part::Overlap) {
+        overlap(a, &world, plan, &progress, &mut report, &mut all_ok);
+    }
+    progress.finish();
+    // Both ranks verified what they received.
+    let all_ok = world
+        .run(move |loc| async move { loc.all_reduce(all_ok, |a, b| a && b).await })
+        .into_iter()
+        .all(|ok| ok);
+    report.verify(all_ok);
+    if me != 0 {
+        // Only rank 0 reports; the others end quietly.
+        drop(world);
+        std::process::exit(if all_ok { 0 } else { 1 });
+    }
+    Ok(report)
+}
+
+#[cfg(feature = "mpi")]
+fn latency(
+    a: &MpiBenchArgs,
+    world: &World,
+    plan: crate::measure::Plan,
+    progress: &Progress,
+    report: &mut Report,
+    all_ok: &mut bool,
+) -> Result<(), String> {
+    let stat = |v: Vec<f64>| Stats::of(&v).unwrap_or(Stats::single(f64::NAN));
     let n = a.iters;
     progress.stage("latency: rsmpi");
-    let lat_raw = repeat(plan, &progress, || {
-        raw::on_mpi(&world, move |c| raw::pingpong(c, n))
+    let lat_raw = repeat(plan, progress, || {
+        raw::on_mpi(world, move |c| raw::pingpong(c, n))
     });
     progress.stage("latency: tutti");
-    let lat_t = repeat(plan, &progress, || {
-        on_world(&world, move |loc| tutti_pingpong(loc, n))
+    let lat_t = repeat(plan, progress, || {
+        on_world(world, move |loc| tutti_pingpong(loc, n))
     });
     let threads = World::builder()
         .ignore_env()
@@ -392,7 +448,7 @@ fn run_mpi(a: &MpiBenchArgs) -> Result<Report, String> {
         .build()
         .map_err(|e| e.to_string())?;
     progress.stage("latency: tutti thread to thread");
-    let lat_tt = repeat(plan, &progress, || thread_pingpong(&threads, n));
+    let lat_tt = repeat(plan, progress, || thread_pingpong(&threads, n));
     drop(threads);
     let one_way_us = |m: &Measurement| m.map(|s| s * 1e6 / (2 * n) as f64);
     let (l_raw, l_t, l_tt) = (
@@ -408,20 +464,31 @@ fn run_mpi(a: &MpiBenchArgs) -> Result<Report, String> {
         "latency_thread_to_thread_over_process_to_process",
         l_tt.median / l_t.median,
     );
-    all_ok &= lat_raw.ok && lat_t.ok && lat_tt.ok;
+    *all_ok &= lat_raw.ok && lat_t.ok && lat_tt.ok;
+    Ok(())
+}
 
-    // Bandwidth.
+#[cfg(feature = "mpi")]
+fn bandwidth(
+    a: &MpiBenchArgs,
+    world: &World,
+    plan: crate::measure::Plan,
+    progress: &Progress,
+    report: &mut Report,
+    all_ok: &mut bool,
+) {
+    let stat = |v: Vec<f64>| Stats::of(&v).unwrap_or(Stats::single(f64::NAN));
     for &size in &a.sizes {
         let size = size as usize;
         let count = (STREAM_BYTES / size as u64).max(8);
         let bytes = (count * size as u64) as f64;
         progress.stage(&format!("bandwidth {size} B: rsmpi"));
-        let raw_m = repeat(plan, &progress, || {
-            raw::on_mpi(&world, move |c| raw::stream(c, count, size))
+        let raw_m = repeat(plan, progress, || {
+            raw::on_mpi(world, move |c| raw::stream(c, count, size))
         });
         progress.stage(&format!("bandwidth {size} B: tutti"));
-        let t_m = repeat(plan, &progress, || {
-            on_world(&world, move |loc| tutti_stream(loc, count, size, 1))
+        let t_m = repeat(plan, progress, || {
+            on_world(world, move |loc| tutti_stream(loc, count, size, 1))
         });
         let mbs = |m: &Measurement| m.map(|s| bytes / s / 1e6);
         let (r, t) = (stat(mbs(&raw_m)), stat(mbs(&t_m)));
@@ -432,23 +499,33 @@ fn run_mpi(a: &MpiBenchArgs) -> Result<Report, String> {
             &format!("bandwidth_{size}B_tutti_over_rsmpi"),
             t.median / r.median,
         );
-        all_ok &= raw_m.ok && t_m.ok;
+        *all_ok &= raw_m.ok && t_m.ok;
     }
+}
 
-    // Message rate of 8-byte messages.
+#[cfg(feature = "mpi")]
+fn rate(
+    a: &MpiBenchArgs,
+    world: &World,
+    plan: crate::measure::Plan,
+    progress: &Progress,
+    report: &mut Report,
+    all_ok: &mut bool,
+) {
+    let stat = |v: Vec<f64>| Stats::of(&v).unwrap_or(Stats::single(f64::NAN));
     let m = a.messages;
     progress.stage("rate: rsmpi");
-    let rate_raw = repeat(plan, &progress, || {
-        raw::on_mpi(&world, move |c| raw::stream(c, m, 8))
+    let rate_raw = repeat(plan, progress, || {
+        raw::on_mpi(world, move |c| raw::stream(c, m, 8))
     });
     progress.stage("rate: tutti unaggregated");
-    let rate_1 = repeat(plan, &progress, || {
-        on_world(&world, move |loc| tutti_stream(loc, m, 8, 1))
+    let rate_1 = repeat(plan, progress, || {
+        on_world(world, move |loc| tutti_stream(loc, m, 8, 1))
     });
     let factor = a.factor as usize;
     progress.stage("rate: tutti aggregated");
-    let rate_f = repeat(plan, &progress, || {
-        on_world(&world, move |loc| tutti_stream(loc, m, 8, factor))
+    let rate_f = repeat(plan, progress, || {
+        on_world(world, move |loc| tutti_stream(loc, m, 8, factor))
     });
     let per_sec = |x: &Measurement| x.map(|s| m as f64 / s);
     let (r_raw, r_1, r_f) = (
@@ -476,27 +553,36 @@ fn run_mpi(a: &MpiBenchArgs) -> Result<Report, String> {
         "throughput_tutti_aggregated_over_rsmpi",
         r_f.median / r_raw.median,
     );
-    all_ok &= rate_raw.ok && rate_1.ok && rate_f.ok;
+    *all_ok &= rate_raw.ok && rate_1.ok && rate_f.ok;
+}
 
-    // Overlap of communication with computation.
+#[cfg(feature = "mpi")]
+fn overlap(
+    a: &MpiBenchArgs,
+    world: &World,
+    plan: crate::measure::Plan,
+    progress: &Progress,
+    report: &mut Report,
+    all_ok: &mut bool,
+) {
+    let stat = |v: Vec<f64>| Stats::of(&v).unwrap_or(Stats::single(f64::NAN));
     let bytes = a.overlap_bytes as usize;
     let work = Duration::from_millis(a.compute_ms);
     let secs = |x: &Measurement| x.median_secs();
     progress.stage("overlap: rsmpi");
-    let raw_comm = repeat(plan, &progress, || {
-        raw::on_mpi(&world, move |c| raw::overlap(c, bytes, Duration::ZERO))
+    let raw_comm = repeat(plan, progress, || {
+        raw::on_mpi(world, move |c| raw::overlap(c, bytes, Duration::ZERO))
     });
-    let raw_both = repeat(plan, &progress, || {
-        raw::on_mpi(&world, move |c| raw::overlap(c, bytes, work))
+    let raw_both = repeat(plan, progress, || {
+        raw::on_mpi(world, move |c| raw::overlap(c, bytes, work))
     });
     progress.stage("overlap: tutti");
-    let t_comm = repeat(plan, &progress, || {
-        on_world(&world, move |loc| tutti_overlap(loc, bytes, Duration::ZERO))
+    let t_comm = repeat(plan, progress, || {
+        on_world(world, move |loc| tutti_overlap(loc, bytes, Duration::ZERO))
     });
-    let t_both = repeat(plan, &progress, || {
-        on_world(&world, move |loc| tutti_overlap(loc, bytes, work))
+    let t_both = repeat(plan, progress, || {
+        on_world(world, move |loc| tutti_overlap(loc, bytes, work))
     });
-    progress.finish();
     let overlap = |comm: f64, both: f64| {
         let w = work.as_secs_f64();
         ((comm + w - both) / comm.min(w)).clamp(0.0, 1.0)
@@ -529,18 +615,5 @@ fn run_mpi(a: &MpiBenchArgs) -> Result<Report, String> {
     );
     report.result("rsmpi", "overlap", Stats::single(o_raw), "fraction hidden");
     report.result("tutti", "overlap", Stats::single(o_t), "fraction hidden");
-    all_ok &= raw_comm.ok && raw_both.ok && t_comm.ok && t_both.ok;
-
-    // Both ranks verified what they received.
-    let all_ok = world
-        .run(move |loc| async move { loc.all_reduce(all_ok, |a, b| a && b).await })
-        .into_iter()
-        .all(|ok| ok);
-    report.verify(all_ok);
-    if me != 0 {
-        // Only rank 0 reports; the others end quietly.
-        drop(world);
-        std::process::exit(if all_ok { 0 } else { 1 });
-    }
-    Ok(report)
+    *all_ok &= raw_comm.ok && raw_both.ok && t_comm.ok && t_both.ok;
 }

@@ -220,6 +220,14 @@ impl Runtime {
         self.registry.pollers.add(poller);
     }
 
+    /// Stops idle workers from calling the pollers until the guard is dropped
+    /// (while something else drives the engine, so that idle workers do not
+    /// compete with it for the cores).
+    pub(crate) fn pause_idle_pollers(&self) -> PollersPaused<'_> {
+        self.registry.pollers.pause();
+        PollersPaused { rt: self }
+    }
+
     /// Shuts the runtime down now; the same as dropping it.
     pub fn shutdown(self) {}
 }
@@ -228,6 +236,17 @@ impl Drop for Runtime {
     fn drop(&mut self) {
         self.registry.terminate();
         self.registry.join_workers();
+    }
+}
+
+/// Keeps a runtime's idle pollers paused; see `Runtime::pause_idle_pollers`.
+pub(crate) struct PollersPaused<'a> {
+    rt: &'a Runtime,
+}
+
+impl Drop for PollersPaused<'_> {
+    fn drop(&mut self) {
+        self.rt.registry.pollers.resume();
     }
 }
 

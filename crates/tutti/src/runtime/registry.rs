@@ -15,7 +15,7 @@ use super::task_set::TaskSet;
 use super::worker::WorkerThread;
 use std::sync::Arc;
 
-use crate::loom::{fence, lock, AtomicBool, AtomicUsize, Mutex, Ordering};
+use crate::loom::{fence, lock, AtomicBool, AtomicU64, AtomicUsize, Mutex, Ordering};
 
 /// What every other thread may see of one worker.
 pub(crate) struct ThreadInfo {
@@ -282,12 +282,20 @@ pub(crate) type IdlePoller = Arc<dyn Fn() -> bool + Send + Sync>;
 /// An idle worker calls every poller before each idle round; the list's lock is
 /// only *tried*, so one worker polls at a time and the others go on idling
 /// (this serializes the engine's progress as `MPI_THREAD_SERIALIZED` requires).
-/// While any poller is registered, parked workers wake every
+/// After a poll that moved something, idle workers poll continuously for
+/// [`SPIN_FOR`](IdlePollers::SPIN_FOR), then yield between polls, and only then
+/// fall back to the runtime's idle strategy; parked workers wake every
 /// [`POLL_INTERVAL`](IdlePollers::POLL_INTERVAL) to poll, since an external
 /// engine cannot wake them.
 pub(crate) struct IdlePollers {
     list: Mutex<Vec<IdlePoller>>,
     active: AtomicBool,
+    /// Pauses in force (`Runtime::pause_idle_pollers`); while any is, the
+    /// pollers are not called.
+    paused: AtomicUsize,
+    /// When a poll last moved something, in microseconds since `epoch`.
+    last_moved: AtomicU64,
+    epoch: std::time::Instant,
 }
 
 impl Default for IdlePollers {
@@ -295,6 +303,9 @@ impl Default for IdlePollers {
         IdlePollers {
             list: Mutex::new(Vec::new()),
             active: AtomicBool::new(false),
+            paused: AtomicUsize::new(0),
+            last_moved: AtomicU64::new(0),
+            epoch: std::time::Instant::now(),
         }
     }
 }
@@ -302,25 +313,51 @@ impl Default for IdlePollers {
 impl IdlePollers {
     /// How long a parked worker sleeps between polls while pollers exist.
     pub(crate) const POLL_INTERVAL: std::time::Duration = std::time::Duration::from_micros(100);
+    /// After a poll moved something, idle workers keep polling without pause for
+    /// this long (traffic tends to continue: a ping-pong's reply is due within
+    /// a round trip), then yield between polls for [`Self::YIELD_FOR`], then park.
+    pub(crate) const SPIN_FOR: std::time::Duration = std::time::Duration::from_micros(200);
+    /// See [`Self::SPIN_FOR`].
+    pub(crate) const YIELD_FOR: std::time::Duration = std::time::Duration::from_millis(2);
 
     pub(crate) fn add(&self, p: IdlePoller) {
         lock(&self.list).push(p);
         self.active.store(true, Ordering::Release);
     }
 
-    /// Whether any poller is registered.
+    /// Whether any poller is registered and polling is not paused.
     #[inline]
     pub(crate) fn active(&self) -> bool {
-        self.active.load(Ordering::Relaxed)
+        self.active.load(Ordering::Relaxed) && self.paused.load(Ordering::Relaxed) == 0
+    }
+
+    pub(crate) fn pause(&self) {
+        self.paused.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn resume(&self) {
+        self.paused.fetch_sub(1, Ordering::Relaxed);
     }
 
     /// Runs the pollers unless another worker is running them; true if anything
     /// moved.
     pub(crate) fn poll(&self) -> bool {
-        match self.list.try_lock() {
+        let moved = match self.list.try_lock() {
             Ok(list) => list.iter().fold(false, |moved, p| p() | moved),
             Err(_) => false,
+        };
+        if moved {
+            self.last_moved
+                .store(self.epoch.elapsed().as_micros() as u64, Ordering::Relaxed);
         }
+        moved
+    }
+
+    /// Time since a poll last moved something.
+    pub(crate) fn since_moved(&self) -> std::time::Duration {
+        let now = self.epoch.elapsed().as_micros() as u64;
+        let then = self.last_moved.load(Ordering::Relaxed);
+        std::time::Duration::from_micros(now.saturating_sub(then))
     }
 }
 

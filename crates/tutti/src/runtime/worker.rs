@@ -34,7 +34,7 @@ use crossbeam_deque::{Steal, Worker};
 use super::builder::IdleStrategy;
 use super::job::JobRef;
 use super::latch::CoreLatch;
-use super::registry::Registry;
+use super::registry::{IdlePollers, Registry};
 use std::sync::Arc;
 
 /// Consecutive `run_next` turns before the slot yields to the FIFO.
@@ -334,8 +334,20 @@ impl WorkerThread {
     /// next round number.
     fn idle_round(&self, rounds: u32, latch: &CoreLatch) -> u32 {
         let pollers = &self.registry.pollers;
-        if pollers.active() && pollers.poll() {
-            return 0;
+        if pollers.active() {
+            if pollers.poll() {
+                return 0;
+            }
+            // Recent traffic: keep polling (see `IdlePollers::SPIN_FOR`).
+            let quiet = pollers.since_moved();
+            if quiet < IdlePollers::SPIN_FOR {
+                crate::loom::spin_hint();
+                return 0;
+            }
+            if quiet < IdlePollers::YIELD_FOR {
+                std::thread::yield_now();
+                return 0;
+            }
         }
         let (spins, yields, park) = match self.registry.idle {
             IdleStrategy::Spin => (u32::MAX, 0, false),
@@ -360,9 +372,7 @@ impl WorkerThread {
         if park {
             let registry = &self.registry;
             super::context::on_idle(registry);
-            let max = pollers
-                .active()
-                .then_some(super::registry::IdlePollers::POLL_INTERVAL);
+            let max = pollers.active().then_some(IdlePollers::POLL_INTERVAL);
             registry
                 .sleep
                 .sleep(self.index, latch, max, || registry.has_visible_work());

@@ -523,8 +523,6 @@ pub(crate) fn poll_result<T: Clone + 'static>(
     // is still running (only non-takers complete with `None`).
     if round.result.is_none() && (round.driving || round.arrived < local.per_rank) {
         round.wakers[me] = Some(cx.waker().clone());
-        drop(map);
-        loc.progress_while_waiting();
         return Poll::Pending;
     }
     let value = round

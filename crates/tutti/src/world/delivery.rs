@@ -15,7 +15,7 @@ pub(crate) enum Content {
     /// Bytes owned by this delivery.
     Bytes(Vec<u8>),
     /// Bytes inside a frame from another rank, shared with its other messages.
-    Shared(Arc<Vec<u8>>, Range<usize>),
+    Shared(Arc<[u8]>, Range<usize>),
     /// The value was taken out.
     Taken,
 }

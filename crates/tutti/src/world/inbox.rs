@@ -53,7 +53,7 @@ pub(crate) enum Parcel {
     #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
     Frame {
         from: LocationId,
-        head: Vec<u8>,
+        head: std::sync::Arc<[u8]>,
         inline: u32,
         body: Option<Vec<u8>>,
     },

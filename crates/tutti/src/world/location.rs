@@ -26,7 +26,7 @@ enum Cursor {
     Batch(LocationId, std::vec::IntoIter<Payload>),
     Frame {
         from: LocationId,
-        head: Arc<Vec<u8>>,
+        head: Arc<[u8]>,
         pos: usize,
         left: u32,
         body: Option<Vec<u8>>,
@@ -45,7 +45,7 @@ impl Cursor {
                 body,
             } => Cursor::Frame {
                 from,
-                head: Arc::new(head),
+                head,
                 pos: HEADER,
                 left: inline,
                 body,
@@ -215,13 +215,18 @@ impl Location {
             self.send_local(to, Payload::Bytes(bytes));
             return;
         }
-        self.slot().sent.fetch_add(1, Ordering::Relaxed);
+        let slot = self.slot();
+        slot.sent.fetch_add(1, Ordering::Relaxed);
         let mut remote = false;
-        let first =
-            lock(&self.slot().outbox).push_remote(to, rank, bytes, self.limits(), &mut |o| {
+        let first = {
+            let mut outbox = lock(&slot.outbox);
+            let first = outbox.push_remote(to, rank, bytes, self.limits(), &mut |o| {
                 remote = true;
                 shared.dispatch(o)
             });
+            slot.buffered.store(!outbox.is_empty(), Ordering::Relaxed);
+            first
+        };
         self.after_dispatch(first, remote);
     }
 
@@ -240,7 +245,12 @@ impl Location {
             }
             return;
         }
-        let first = lock(&slot.outbox).push_local(to, payload, limits, &mut |o| shared.dispatch(o));
+        let first = {
+            let mut outbox = lock(&slot.outbox);
+            let first = outbox.push_local(to, payload, limits, &mut |o| shared.dispatch(o));
+            slot.buffered.store(!outbox.is_empty(), Ordering::Relaxed);
+            first
+        };
         self.after_dispatch(first, false);
     }
 
@@ -251,24 +261,28 @@ impl Location {
         if first {
             shared.arm_sweeper();
         }
-        if remote && shared.transport.polled() {
-            shared.transport.progress();
+        if remote {
+            shared.transport.start_sends();
         }
     }
 
     /// Sends everything this location has buffered.
     pub fn flush(&self) {
         let shared = self.shared();
+        let slot = self.slot();
+        // Only this location buffers into its outbox, so it sees its own
+        // `true`; a stale `true` (the sweeper flushed) just takes the lock.
+        if !slot.buffered.load(Ordering::Relaxed) {
+            return;
+        }
         let mut remote = false;
         {
-            let mut outbox = lock(&self.slot().outbox);
-            if outbox.is_empty() {
-                return;
-            }
+            let mut outbox = lock(&slot.outbox);
             outbox.flush(shared.limits, &mut |o| {
                 remote |= matches!(o, Outgoing::Remote(..));
                 shared.dispatch(o)
             });
+            slot.buffered.store(false, Ordering::Relaxed);
         }
         self.after_dispatch(false, remote);
     }
@@ -277,11 +291,13 @@ impl Location {
     /// whether a message is waiting (ARMI's `rmi_poll`).
     pub fn poll(&self) -> bool {
         self.flush();
-        self.progress_while_waiting();
+        self.progress_now();
         !matches!(*lock(&self.cursor), Cursor::Idle) || !self.slot().inbox.is_empty()
     }
 
-    pub(crate) fn progress_while_waiting(&self) {
+    /// In polling mode, drives the engine once. Waiting futures do not call it:
+    /// the worker that runs them polls as soon as it is idle.
+    fn progress_now(&self) {
         let t = &self.shared().transport;
         if t.polled() {
             t.progress();
@@ -370,7 +386,6 @@ impl Location {
             cx.waker().wake_by_ref();
             return Poll::Pending;
         }
-        self.progress_while_waiting();
         Poll::Pending
     }
 

@@ -152,7 +152,13 @@ impl Outbox {
         }
         let slot = self.slot(to);
         let buf = slot.get_or_insert_with(|| {
-            Buf::Remote(DataBuilder::new(from.raw(), to.raw(), lim.bytes.min(4096)))
+            // Room for `factor` messages like this one, within the byte limit.
+            let room = (ENTRY_PREFIX + msg.len()).saturating_mul(lim.factor);
+            Buf::Remote(DataBuilder::new(
+                from.raw(),
+                to.raw(),
+                (HEADER + room).min(lim.bytes),
+            ))
         });
         let Buf::Remote(b) = buf else {
             unreachable_buffer_kind(to)

@@ -32,6 +32,9 @@ pub(crate) struct Slot {
     epoch: AtomicU64,
     /// This location's aggregation factor; 0 for the world's.
     pub(crate) factor: AtomicUsize,
+    /// Whether the outbox holds anything (a hint kept under the outbox lock, so
+    /// that flushing an empty outbox takes no lock).
+    pub(crate) buffered: AtomicBool,
     /// A `Location` handle for this slot exists.
     taken: AtomicBool,
 }
@@ -46,6 +49,7 @@ impl Slot {
             handled: AtomicU64::new(0),
             epoch: AtomicU64::new(0),
             factor: AtomicUsize::new(0),
+            buffered: AtomicBool::new(false),
             taken: AtomicBool::new(false),
         }
     }
@@ -93,7 +97,7 @@ impl Sink for Local {
     fn deliver(
         &self,
         from_rank: usize,
-        head: Vec<u8>,
+        head: Arc<[u8]>,
         body: Option<Vec<u8>>,
     ) -> Result<(), String> {
         match frame::parse(&head, body.is_some()).map_err(|e| e.0)? {
@@ -199,16 +203,19 @@ async fn sweep(world: Weak<Shared>, after: std::time::Duration) {
                 continue;
             };
             match outbox.since() {
-                Some(t) if t.elapsed() >= after => outbox.flush(shared.limits, &mut |o| {
-                    remote |= matches!(o, Outgoing::Remote(..));
-                    shared.dispatch(o)
-                }),
+                Some(t) if t.elapsed() >= after => {
+                    outbox.flush(shared.limits, &mut |o| {
+                        remote |= matches!(o, Outgoing::Remote(..));
+                        shared.dispatch(o)
+                    });
+                    slot.buffered.store(false, Ordering::Relaxed);
+                }
                 Some(_) => left = true,
                 None => {}
             }
         }
-        if remote && shared.transport.polled() {
-            shared.transport.progress();
+        if remote {
+            shared.transport.start_sends();
         }
         if !left || shared.sweeper_armed.swap(true, Ordering::AcqRel) {
             return;
@@ -310,7 +317,10 @@ impl World {
         for w in config.warnings() {
             eprintln!("tutti: warning: {w}");
         }
-        let runtime = Runtime::builder()
+        // The runtime's own settings (TUTTI_IDLE) apply; the world sets the
+        // worker count.
+        let runtime = crate::Builder::from_env()
+            .map_err(WorldError::Runtime)?
             .workers(config.workers())
             .thread_name(|i| format!("tutti-world-{i}"))
             .build()
@@ -531,6 +541,9 @@ impl World {
         &self,
         f: impl FnOnce(&mpi::topology::SimpleCommunicator) -> R + Send + 'static,
     ) -> Option<R> {
+        // Idle workers would only compete with `f` for the cores (in polling
+        // mode they cannot get the engine while `f` has it).
+        let _paused = self.shared.runtime.pause_idle_pollers();
         super::transport::mpi::with_mpi(&self.shared.transport, f)
     }
 

@@ -27,6 +27,8 @@ impl Transport for InProcess {
         false
     }
 
+    fn start_sends(&self) {}
+
     fn polled(&self) -> bool {
         false
     }

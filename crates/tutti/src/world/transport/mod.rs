@@ -11,6 +11,8 @@ pub(crate) mod inproc;
 #[cfg(feature = "mpi")]
 pub(crate) mod mpi;
 
+use std::sync::Arc;
+
 use super::frame::Frame;
 
 /// Where a transport delivers what arrives: the world of this rank.
@@ -18,8 +20,12 @@ use super::frame::Frame;
 pub(crate) trait Sink: Send + Sync {
     /// A frame from `from_rank`, in the order that rank sent it. An error means
     /// the frame is malformed; the transport then takes the job down naming it.
-    fn deliver(&self, from_rank: usize, head: Vec<u8>, body: Option<Vec<u8>>)
-        -> Result<(), String>;
+    fn deliver(
+        &self,
+        from_rank: usize,
+        head: Arc<[u8]>,
+        body: Option<Vec<u8>>,
+    ) -> Result<(), String>;
 }
 
 /// Moves frames between the ranks of a world.
@@ -32,6 +38,9 @@ pub(crate) trait Transport: Send + Sync {
     /// Drives the engine once if nobody else does (polling mode); returns whether
     /// anything moved. A no-op for engines with their own progress thread.
     fn progress(&self) -> bool;
+    /// Starts sending the frames handed over so far, if nobody else does
+    /// (polling mode; cheaper than a full [`progress`](Self::progress)).
+    fn start_sends(&self);
     /// Whether waiting locations and idle workers must call [`progress`](Self::progress).
     fn polled(&self) -> bool;
     /// Takes the whole job down with `why` (naming this rank); never returns.

@@ -60,8 +60,11 @@ const TAG_BULK: i32 = 3;
 pub(crate) const EAGER: usize = 64 * 1024;
 /// Receives kept posted on the data communicator.
 pub(crate) const POSTED: usize = 16;
-/// Send requests in flight before further frames wait in the queue.
-pub(crate) const MAX_IN_FLIGHT: usize = 4096;
+/// Send requests in flight before further frames wait in the queue (testing
+/// requests costs time linear in their number).
+pub(crate) const MAX_IN_FLIGHT: usize = 512;
+/// In-flight sends beyond which [`Engine::start_sends`] also completes sends.
+const COMPLETE_AT: usize = 16;
 /// Default largest MPI message of a body.
 pub(crate) const DEFAULT_CHUNK: usize = 1 << 30;
 
@@ -88,7 +91,7 @@ struct Chunk {
 /// A frame from one source, complete or waiting for its body's chunks.
 struct Inbound {
     id: u64,
-    head: Vec<u8>,
+    head: Arc<[u8]>,
     /// The body: capacity `body_len`, length 0 until every chunk has arrived.
     body: Option<Vec<u8>>,
     body_len: usize,
@@ -244,6 +247,16 @@ impl Engine {
         moved
     }
 
+    /// Starts the queued frames, completing finished sends when many are in
+    /// flight (a sender that never idles keeps its request array short).
+    pub(crate) fn start_sends(&mut self) {
+        self.start_queued();
+        if self.send_reqs.len() >= COMPLETE_AT {
+            self.complete_sends();
+            self.start_queued();
+        }
+    }
+
     /// One round of work; returns whether anything moved.
     pub(crate) fn progress(&mut self) -> bool {
         self.stats.progress_calls += 1;
@@ -358,7 +371,7 @@ impl Engine {
         let inbound = match st.tag {
             TAG_FRAME => Inbound {
                 id,
-                head: bytes.to_vec(),
+                head: Arc::from(bytes),
                 body: None,
                 body_len: 0,
                 chunks_left: 0,
@@ -373,7 +386,7 @@ impl Engine {
                         "a body announcement of {n} bytes from rank {src} (at least 8 expected)"
                     ))
                 };
-                let head = bytes[8..].to_vec();
+                let head: Arc<[u8]> = Arc::from(&bytes[8..]);
                 let len = match usize::try_from(len) {
                     Ok(l) if l <= isize::MAX as usize => l,
                     _ => self.abort(&format!("rank {src} announces a body of {len} bytes")),

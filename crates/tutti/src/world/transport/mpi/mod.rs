@@ -405,6 +405,16 @@ impl Transport for Mpi {
         g.as_mut().is_some_and(Engine::progress)
     }
 
+    fn start_sends(&self) {
+        if let Some(e) = &self.engine {
+            if let Ok(mut g) = e.try_lock() {
+                if let Some(engine) = g.as_mut() {
+                    engine.start_sends();
+                }
+            }
+        }
+    }
+
     fn polled(&self) -> bool {
         self.engine.is_some()
     }
