@@ -74,7 +74,15 @@ fn main() {
 }
 
 fn run_all(world: &World) {
-    for (name, body) in BODIES {
+    // Off by default (4 GiB of memory per pair of ranks): a message above 2^31
+    // bytes, which MPI counts cannot describe in one message.
+    let huge = std::env::var("TUTTI_TEST_HUGE").is_ok();
+    let extra: &[(&str, Body)] = if huge {
+        &[("message_above_2_gib", message_above_2_gib)]
+    } else {
+        &[]
+    };
+    for (name, body) in BODIES.iter().chain(extra) {
         body(world);
         // A later test's messages must not reach a location still in this one.
         world.run(|loc| async move { loc.barrier().await });
@@ -357,6 +365,35 @@ fn typed_values_within_a_rank(world: &World) {
         }
         from.sort();
         assert_eq!(from, mine);
+        loc.barrier().await;
+    });
+}
+
+fn message_above_2_gib(world: &World) {
+    const LEN: usize = (1 << 31) + 17;
+    world.run(|loc| async move {
+        let n = loc.world().locations();
+        let me = loc.id().index();
+        let last = n - 1;
+        if me == 0 && last != 0 {
+            let mut big = vec![0u8; LEN];
+            for (i, b) in big.iter_mut().enumerate().step_by(4093) {
+                *b = (i % 251) as u8;
+            }
+            big[LEN - 1] = 0xAB;
+            loc.send_bytes(id(last), big).unwrap();
+        }
+        if me == last && last != 0 {
+            let mut d = loc.recv().await;
+            let b = d.take_bytes().unwrap();
+            assert_eq!(b.len(), LEN);
+            assert_eq!(b[LEN - 1], 0xAB);
+            assert!(b
+                .iter()
+                .enumerate()
+                .step_by(4093)
+                .all(|(i, &x)| x == (i % 251) as u8));
+        }
         loc.barrier().await;
     });
 }

@@ -90,10 +90,16 @@ pub enum ProgressMode {
 }
 
 impl Default for ProgressMode {
-    /// [`ProgressMode::Thread`]: chosen by `tutti mpi-bench` on a 2-core machine
-    /// (see the README's MPI section for the figures).
+    /// [`ProgressMode::Poll`], chosen by `tutti mpi-bench` (2 ranks on a 2-core
+    /// machine, README's MPI section): a progress thread needs a core of its
+    /// own; sharing the cores with the workers, every message pays a hand-over
+    /// between threads (about 100× the one-way latency and a tenth of the
+    /// unaggregated message rate of polling), which outweighs its better
+    /// large-message bandwidth (about 2×) and its overlap of transfers with
+    /// computation. On machines with a spare core per rank, try
+    /// `TUTTI_PROGRESS=thread`.
     fn default() -> Self {
-        ProgressMode::Thread
+        ProgressMode::Poll
     }
 }
 

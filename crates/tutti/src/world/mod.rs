@@ -46,10 +46,11 @@
 //! # Transports and progress
 //!
 //! One trait, one file each (`transport/`): in-process, and MPI (feature `mpi`).
-//! With MPI, one progress thread owns every MPI call by default
-//! ([`ProgressMode::Thread`], `MPI_THREAD_FUNNELED`); [`ProgressMode::Poll`] lets
-//! idle workers and waiting locations drive MPI instead, one at a time
-//! (`MPI_THREAD_SERIALIZED`). A rank whose location panics, or that receives a
+//! With MPI, either one progress thread owns every MPI call
+//! ([`ProgressMode::Thread`], `MPI_THREAD_FUNNELED`, thesis 002's design), or
+//! idle workers drive MPI one at a time ([`ProgressMode::Poll`],
+//! `MPI_THREAD_SERIALIZED`); polling is the default, chosen by benchmark (see
+//! [`ProgressMode`]'s `Default`). A rank whose location panics, or that receives a
 //! frame that does not parse, takes the whole job down with `MPI_Abort` and a
 //! message naming the rank and the cause, instead of leaving the others hanging.
 //!

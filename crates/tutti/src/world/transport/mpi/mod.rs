@@ -1,12 +1,13 @@
 //! The MPI transport (feature `mpi`): Open MPI or MPICH through rsmpi.
 //!
 //! One thread owns MPI: it calls `MPI_Init_thread` and `MPI_Finalize`. In
-//! [`ProgressMode::Thread`] (the default) it is also the progress thread that
-//! makes every other MPI call, so `MPI_THREAD_FUNNELED` suffices (thesis 002):
-//! locations hand it frames through a lock-free queue ([`Mailslot`]) and it
-//! delivers what arrives to the locations' inboxes, waking them. In
-//! [`ProgressMode::Poll`] the owner thread only initializes and finalizes; the
-//! engine sits behind a mutex and idle workers and waiting locations drive it
+//! [`ProgressMode::Thread`] it is also the progress thread that makes every
+//! other MPI call, so `MPI_THREAD_FUNNELED` suffices (thesis 002): locations
+//! hand it frames through a lock-free queue ([`Mailslot`]) and it delivers what
+//! arrives to the locations' inboxes, waking them. In [`ProgressMode::Poll`]
+//! (the default, see its documentation for why) the owner thread only
+//! initializes and finalizes; the engine sits behind a mutex, locations start
+//! their sends themselves and idle workers drive the rest, one at a time
 //! (`MPI_THREAD_SERIALIZED`).
 //!
 //! The progress thread spins while there is traffic, then yields, then parks
