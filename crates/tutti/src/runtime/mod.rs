@@ -223,6 +223,7 @@ impl Runtime {
     /// Stops idle workers from calling the pollers until the guard is dropped
     /// (while something else drives the engine, so that idle workers do not
     /// compete with it for the cores).
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
     pub(crate) fn pause_idle_pollers(&self) -> PollersPaused<'_> {
         self.registry.pollers.pause();
         PollersPaused { rt: self }
@@ -240,6 +241,7 @@ impl Drop for Runtime {
 }
 
 /// Keeps a runtime's idle pollers paused; see `Runtime::pause_idle_pollers`.
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
 pub(crate) struct PollersPaused<'a> {
     rt: &'a Runtime,
 }

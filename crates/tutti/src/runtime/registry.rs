@@ -331,10 +331,12 @@ impl IdlePollers {
         self.active.load(Ordering::Relaxed) && self.paused.load(Ordering::Relaxed) == 0
     }
 
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
     pub(crate) fn pause(&self) {
         self.paused.fetch_add(1, Ordering::Relaxed);
     }
 
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
     pub(crate) fn resume(&self) {
         self.paused.fetch_sub(1, Ordering::Relaxed);
     }
