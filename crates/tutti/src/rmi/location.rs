@@ -51,6 +51,9 @@ struct State {
     stack: Vec<Frame>,
     objects: Vec<Slot>,
     deferred: VecDeque<Deferred>,
+    /// Requests this location sent to itself: they bypass the world and run
+    /// before anything else is received, in issue order.
+    own: VecDeque<Request>,
     /// Outstanding `sync_rmi`s: `None` until the reply arrives.
     replies: HashMap<u64, Option<Box<dyn Any + Send>>>,
 }
@@ -343,6 +346,9 @@ impl Location {
             if let Some(r) = self.reply_for(corr) {
                 break r;
             }
+            if self.run_own().await > 0 {
+                continue;
+            }
             let d = self.inner.world.recv().await;
             self.handle(d).await;
         };
@@ -393,9 +399,10 @@ impl Location {
         self.collective_only("reduce_rmi");
         let rep = self.take(h.id(), "reduce_rmi");
         let call: Box<dyn Call> = Box::new(Invoke::<T, M>::new(msg));
-        let (rep, reply) = self.run_method(h.id(), None, call, rep).await;
-        self.put_back(h.id(), rep);
-        self.drain_deferred().await;
+        let (reply, deferred) = self.run_method(h.id(), None, call, rep).await;
+        if deferred {
+            self.drain_deferred().await;
+        }
         let Ok(mine) = reply.downcast::<M::Reply>() else {
             unreachable!("the method's reply has its message's reply type")
         };
@@ -407,19 +414,34 @@ impl Location {
     /// buffers first) and returns how many messages it handled (ARMI's
     /// `rmi_poll`).
     pub async fn poll(&self) -> usize {
+        let mut n = self.run_own().await;
         self.inner.world.poll();
-        let mut n = 0;
         while let Some(d) = self.inner.world.try_recv() {
             self.handle(d).await;
-            n += 1;
+            n += 1 + self.run_own().await;
         }
         n
     }
 
     /// Waits for the next incoming message and handles it (ARMI's `rmi_wait`).
     pub async fn wait(&self) {
+        if self.run_own().await > 0 {
+            return;
+        }
         let d = self.inner.world.recv().await;
         self.handle(d).await;
+        self.run_own().await;
+    }
+
+    /// Executes the requests this location sent itself; returns how many.
+    async fn run_own(&self) -> usize {
+        let mut n = 0;
+        loop {
+            let next = lock(&self.inner.state).own.pop_front();
+            let Some(req) = next else { return n };
+            self.execute(self.inner.world.id(), req).await;
+            n += 1;
+        }
     }
 
     /// Collective: returns on every location once all have called it and every
@@ -432,8 +454,13 @@ impl Location {
     pub async fn fence(&self) {
         self.collective_only("fence");
         self.drain_deferred().await;
+        // Requests to itself are not counted by the world: each contribution
+        // to a quiescence wave (inside `recv_until_quiet`) comes right after
+        // they have all run, so what they sent is counted.
+        self.run_own().await;
         while let Some(d) = self.inner.world.recv_until_quiet().await {
             self.handle(d).await;
+            self.run_own().await;
         }
     }
 
@@ -476,6 +503,10 @@ impl Location {
             call,
             chain,
         };
+        if dest == self.id() {
+            lock(&self.inner.state).own.push_back(req);
+            return;
+        }
         if let Err(e) = self.inner.world.send(LocationId::new(dest as u32), req) {
             panic!("tutti::rmi: cannot send to location {dest}: {e}");
         }
@@ -512,6 +543,7 @@ impl Location {
     async fn serve_until<F: Future>(&self, fut: F) -> F::Output {
         let mut fut = pin!(fut);
         loop {
+            self.run_own().await;
             let next = poll_fn(|cx| {
                 if let Poll::Ready(v) = fut.as_mut().poll(cx) {
                     return Poll::Ready(Ok(v));
@@ -621,8 +653,9 @@ impl Location {
                 }
             }
         };
-        self.execute_on(from, req, rep).await;
-        self.drain_deferred().await;
+        if self.execute_on(from, req, rep).await {
+            self.drain_deferred().await;
+        }
     }
 
     /// Whether deferring `req` (for busy object `object`) would deadlock: a
@@ -643,7 +676,9 @@ impl Location {
     /// Executes deferred requests whose object is free, in order per sender.
     async fn drain_deferred(&self) {
         while let Some((d, rep)) = self.next_deferred() {
-            self.execute_on(d.from, d.req, rep).await;
+            if !self.execute_on(d.from, d.req, rep).await {
+                return;
+            }
         }
     }
 
@@ -672,7 +707,8 @@ impl Location {
 
     /// Runs the method of `req` on `rep` (taken out of slot `req.object`), puts
     /// the representative back and answers a `sync_rmi`.
-    async fn execute_on(&self, from: LocationId, req: Request, rep: Rep) {
+    /// Returns whether requests are deferred.
+    async fn execute_on(&self, from: LocationId, req: Request, rep: Rep) -> bool {
         let Request {
             object,
             corr,
@@ -680,24 +716,26 @@ impl Location {
             chain,
         } = req;
         let waiting = if corr != 0 { chain } else { None };
-        let (rep, reply) = self.run_method(object, waiting, call, rep).await;
-        self.put_back(object, rep);
+        let (reply, deferred) = self.run_method(object, waiting, call, rep).await;
         if corr != 0 {
             let resp = Response { corr, reply };
             if let Err(e) = self.inner.world.send(from, resp) {
                 panic!("tutti::rmi: cannot answer location {from}: {e}");
             }
         }
+        deferred
     }
 
-    /// Runs one method one level deeper, checking the nesting limit.
+    /// Runs one method one level deeper, checking the nesting limit, and puts
+    /// the representative back. Returns the reply and whether requests are
+    /// deferred.
     async fn run_method(
         &self,
         object: u32,
         waiting: Option<Arc<Chain>>,
         call: Box<dyn Call>,
         rep: Rep,
-    ) -> (Rep, Box<dyn Any + Send>) {
+    ) -> (Box<dyn Any + Send>, bool) {
         let depth = self.inner.depth.load(Ordering::Relaxed) + 1;
         let max = self.inner.max_depth.load(Ordering::Relaxed);
         if depth > max {
@@ -713,9 +751,14 @@ impl Location {
         lock(&self.inner.state)
             .stack
             .push(Frame { object, waiting });
-        let out = call.start(rep, self.share()).await;
-        lock(&self.inner.state).stack.pop();
+        let (rep, reply) = call.start(rep, self.share()).await;
+        let deferred = {
+            let mut st = lock(&self.inner.state);
+            st.stack.pop();
+            st.objects[object as usize].entry = Entry::Here(rep);
+            !st.deferred.is_empty()
+        };
         self.inner.depth.store(depth - 1, Ordering::Relaxed);
-        out
+        (reply, deferred)
     }
 }
