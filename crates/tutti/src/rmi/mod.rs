@@ -63,7 +63,10 @@
 //!
 //! * **Order.** Requests from one location to another execute in issue order
 //!   (the world delivers them in order; a deferred request — below — holds back
-//!   the later ones from the same sender).
+//!   the later ones from the same sender). Requests a location sends itself
+//!   skip the world: they wait in a queue of the location's own and run, in
+//!   order, before it receives anything else (and before `fence` contributes
+//!   to a quiescence wave, so what they send is counted).
 //! * **Atomicity.** A method runs with `&mut` access to its representative; no
 //!   other method of that representative, and none of the location's own code,
 //!   runs until it returns — except at its own `.await`s on RMI calls, where
