@@ -275,18 +275,19 @@ fn split(id: u32) -> (usize, usize) {
 /// The idle hook: looks for deadlocked networks while the runtime is quiet.
 fn on_idle(quiet: &dyn Fn() -> bool) {
     if super::enabled() {
-        serialize(scanner(), quiet, scan);
+        let _ = quiet; // each network is judged by its own runtime (see `scan`)
+        serialize(scanner(), scan);
     }
 }
 
 /// Runs `scan` for the calling idle worker, one scanner at a time, without losing a
 /// request: a worker that finds a scan under way leaves `SCAN_AGAIN` and returns; the
 /// scanner, before it finishes, sees the request (its compare-and-swap back to
-/// `SCAN_IDLE` fails) and scans again — unless the runtime is no longer quiet, in which
-/// case whichever worker makes it quiet again scans then. Everything a requester did
-/// before its request happens-before the repeated scan (AcqRel on `state`).
-/// Model-checked in `loom_tests`.
-fn serialize(state: &AtomicU8, quiet: &dyn Fn() -> bool, mut scan: impl FnMut()) {
+/// `SCAN_IDLE` fails) and scans again. The requester may belong to another runtime than
+/// the scanner (each network is judged by its own runtime), so a request is never
+/// dropped. Everything a requester did before its request happens-before the repeated
+/// scan (AcqRel on `state`). Model-checked in `loom_tests`.
+fn serialize(state: &AtomicU8, mut scan: impl FnMut()) {
     let mut now = state.load(Ordering::Acquire);
     loop {
         let (from, to) = match now {
@@ -310,10 +311,6 @@ fn serialize(state: &AtomicU8, quiet: &dyn Fn() -> bool, mut scan: impl FnMut())
         }
         // A request came in meanwhile (`SCAN_AGAIN`, read with Acquire).
         state.store(SCANNING, Ordering::Relaxed);
-        if !quiet() {
-            state.store(SCAN_IDLE, Ordering::Release);
-            return;
-        }
     }
 }
 
@@ -473,7 +470,7 @@ mod loom_tests {
                     let (state, flags, seen) = (state.clone(), flags.clone(), seen.clone());
                     thread::spawn(move || {
                         flags[i].store(true, Ordering::Relaxed);
-                        serialize(&state, &|| true, || {
+                        serialize(&state, || {
                             let both = flags[0].load(Ordering::Relaxed)
                                 && flags[1].load(Ordering::Relaxed);
                             seen.lock().unwrap().push(both);
