@@ -41,7 +41,9 @@ fn main() {
         }
         other => panic!("TUTTI_ABORT_TEST={other:?}: expected panic or frame"),
     }
-    println!("NOT ABORTED: rank {} finished normally", world.rank());
+    // A rank may finish its part before the failing one aborts the job;
+    // the job as a whole must still fail (checked by `.ci/run`).
+    println!("rank {} finished its part", world.rank());
 }
 
 fn in_process() {

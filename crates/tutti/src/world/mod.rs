@@ -144,6 +144,17 @@ pub(crate) fn cast<A: 'static, B: 'static>(a: A) -> Result<B, A> {
     }
 }
 
+/// Writes one line to stderr in a single write, so that an MPI launcher that
+/// forwards the ranks' output does not split it.
+pub(crate) fn say(line: &str) {
+    use std::io::Write;
+    let mut text = String::with_capacity(line.len() + 8);
+    text.push_str("tutti: ");
+    text.push_str(line);
+    text.push('\n');
+    let _ = std::io::stderr().lock().write_all(text.as_bytes());
+}
+
 /// The text of a panic payload.
 pub(crate) fn payload_text(payload: &(dyn Any + Send)) -> &str {
     if let Some(s) = payload.downcast_ref::<&'static str>() {

@@ -85,10 +85,10 @@ impl Local {
     /// A broken internal invariant: say so and stop the process.
     #[cold]
     pub(crate) fn fail_invariant(&self, what: &str) -> ! {
-        eprintln!(
-            "tutti: rank {} of {}: broken invariant: {what}",
+        crate::world::say(&format!(
+            "rank {} of {}: broken invariant: {what}",
             self.rank, self.ranks
-        );
+        ));
         std::process::abort()
     }
 }
@@ -250,11 +250,11 @@ impl Drop for Shared {
             })
             .sum();
         if left > 0 {
-            eprintln!(
-                "tutti: rank {}: the world ended with {left} message(s) never received \
+            crate::world::say(&format!(
+                "rank {}: the world ended with {left} message(s) never received \
                  (end with a fence: recv_until_quiet)",
                 self.local.rank
-            );
+            ));
         }
     }
 }
@@ -315,7 +315,7 @@ impl World {
     pub(crate) fn start(b: WorldBuilder) -> Result<World, WorldError> {
         let mut config = b.resolve(&|k| std::env::var(k).ok())?;
         for w in config.warnings() {
-            eprintln!("tutti: warning: {w}");
+            crate::world::say(&format!("warning: {w}"));
         }
         // The runtime's own settings (TUTTI_IDLE) apply; the world sets the
         // worker count.

@@ -34,7 +34,7 @@ impl Transport for InProcess {
     }
 
     fn abort(&self, why: &str) -> ! {
-        eprintln!("tutti: the world cannot continue: {why}");
+        crate::world::say(&format!("the world cannot continue: {why}"));
         std::process::abort()
     }
 

@@ -212,10 +212,10 @@ impl Engine {
     /// Takes the job down (from the engine's own thread).
     #[cold]
     pub(crate) fn abort(&self, why: &str) -> ! {
-        eprintln!(
-            "tutti: rank {} of {} aborts the job: {why}",
+        crate::world::say(&format!(
+            "rank {} of {} aborts the job: {why}",
             self.rank, self.ranks
-        );
+        ));
         self.world.abort(1)
     }
 
@@ -526,11 +526,11 @@ impl Engine {
             loop {
                 if let Some(st) = raw::test(&mut self.posted_reqs[i]) {
                     if !st.cancelled {
-                        eprintln!(
-                            "tutti: rank {}: a message from rank {} arrived during shutdown, \
+                        crate::world::say(&format!(
+                            "rank {}: a message from rank {} arrived during shutdown, \
                              after every announced frame",
                             self.rank, st.source
-                        );
+                        ));
                     }
                     break;
                 }

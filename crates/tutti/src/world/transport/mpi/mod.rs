@@ -439,10 +439,10 @@ impl Transport for Mpi {
                 thread::sleep(Duration::from_secs(10));
             }
         }
-        eprintln!(
-            "tutti: rank {} of {}: MPI did not end the job; stopping this process: {why}",
+        crate::world::say(&format!(
+            "rank {} of {}: MPI did not end the job; stopping this process: {why}",
             self.rank, self.ranks
-        );
+        ));
         std::process::abort()
     }
 
@@ -467,7 +467,7 @@ impl Transport for Mpi {
             None => self.control.push(Command::Shutdown),
         }
         if owner.join().is_err() {
-            eprintln!("tutti: rank {}: the MPI thread panicked", self.rank);
+            crate::world::say(&format!("rank {}: the MPI thread panicked", self.rank));
         }
     }
 
