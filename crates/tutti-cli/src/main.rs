@@ -93,6 +93,18 @@ pub fn parse_workers(s: &str) -> Result<usize, String> {
     Ok(w)
 }
 
+/// Parses a duration in seconds for the commands' `--seconds` options (0.01 to 3600).
+pub fn parse_seconds(s: &str) -> Result<f64, String> {
+    let v: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{s}` is not a number of seconds"))?;
+    if !(0.01..=3600.0).contains(&v) {
+        return Err(format!("seconds must be in 0.01..=3600, got {s}"));
+    }
+    Ok(v)
+}
+
 fn main() {
     let cli = Cli::parse();
     let (json, outcome) = match &cli.command {

@@ -39,7 +39,7 @@ pub struct WeatherArgs {
     #[arg(long, default_value_t = 12, value_parser = clap::value_parser!(u64).range(2..=100_000))]
     clients: u64,
     /// Length of the run, in seconds.
-    #[arg(long, default_value_t = 2.0, value_parser = parse_seconds)]
+    #[arg(long, default_value_t = 2.0, value_parser = crate::parse_seconds)]
     seconds: f64,
     /// Pause between two broadcasts of a station, in microseconds.
     #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
@@ -50,17 +50,6 @@ pub struct WeatherArgs {
     /// Print one JSON object instead of a table.
     #[arg(long)]
     pub json: bool,
-}
-
-fn parse_seconds(s: &str) -> Result<f64, String> {
-    let v: f64 = s
-        .trim()
-        .parse()
-        .map_err(|_| format!("`{s}` is not a number of seconds"))?;
-    if !(0.01..=3600.0).contains(&v) {
-        return Err(format!("seconds must be in 0.01..=3600, got {s}"));
-    }
-    Ok(v)
 }
 
 // ----- messages -----

@@ -22,7 +22,7 @@ use crate::report::{Report, Stats};
 #[derive(Args, Debug)]
 pub struct IdleArgs {
     /// Length of the idle window, in seconds.
-    #[arg(long, default_value_t = 2.0, value_parser = parse_seconds)]
+    #[arg(long, default_value_t = 2.0, value_parser = crate::parse_seconds)]
     seconds: f64,
     /// Workers of each runtime.
     #[arg(long, default_value_t = crate::default_workers(), value_parser = crate::parse_workers)]
@@ -30,17 +30,6 @@ pub struct IdleArgs {
     /// Print one JSON object instead of a table.
     #[arg(long)]
     pub json: bool,
-}
-
-fn parse_seconds(s: &str) -> Result<f64, String> {
-    let v: f64 = s
-        .trim()
-        .parse()
-        .map_err(|_| format!("`{s}` is not a number of seconds"))?;
-    if !(0.01..=3600.0).contains(&v) {
-        return Err(format!("seconds must be in 0.01..=3600, got {s}"));
-    }
-    Ok(v)
 }
 
 /// Pause between dropping one runtime and measuring the next, so the
@@ -182,11 +171,11 @@ mod tests {
 
     #[test]
     fn seconds_are_validated() {
-        assert!(parse_seconds("2").is_ok());
-        assert!(parse_seconds("0").is_err());
-        assert!(parse_seconds("-1").is_err());
-        assert!(parse_seconds("nan").is_err());
-        assert!(parse_seconds("x").is_err());
+        assert!(crate::parse_seconds("2").is_ok());
+        assert!(crate::parse_seconds("0").is_err());
+        assert!(crate::parse_seconds("-1").is_err());
+        assert!(crate::parse_seconds("nan").is_err());
+        assert!(crate::parse_seconds("x").is_err());
     }
 
     #[test]
