@@ -29,7 +29,9 @@
 //! Frames handed over by the locations wait in a lock-free queue; the engine
 //! starts an `Isend` per message (at most [`MAX_IN_FLIGHT`] requests in flight;
 //! beyond that frames wait in the queue) and keeps each buffer until its request
-//! completes.
+//! completes. Requests are kept in the order they started and completion passes
+//! test the oldest ones (and, now and then, all), so their cost does not grow
+//! with the number in flight.
 //!
 //! # Shutdown
 //!
@@ -65,6 +67,10 @@ pub(crate) const POSTED: usize = 16;
 pub(crate) const MAX_IN_FLIGHT: usize = 512;
 /// In-flight sends beyond which [`Engine::start_sends`] also completes sends.
 const COMPLETE_AT: usize = 16;
+/// How many of the oldest in-flight sends a completion pass tests.
+const TEST_WINDOW: usize = 32;
+/// Every this many completion passes test every in-flight send.
+const FULL_TEST_EVERY: u32 = 64;
 /// Default largest MPI message of a body.
 pub(crate) const DEFAULT_CHUNK: usize = 1 << 30;
 
@@ -133,6 +139,10 @@ pub(crate) struct Engine {
     sink: Arc<dyn Sink>,
     tester: Tester,
     done: Vec<(usize, Status)>,
+    /// Scratch of `complete_sends`: which tested requests completed.
+    gone: Vec<bool>,
+    /// Completion passes so far.
+    sweeps: u32,
     pub(crate) stats: EngineStats,
 }
 
@@ -178,6 +188,8 @@ impl Engine {
             sink,
             tester: Tester::new(),
             done: Vec::new(),
+            gone: Vec::new(),
+            sweeps: 0,
             stats: EngineStats::default(),
         };
         for i in 0..POSTED {
@@ -322,18 +334,40 @@ impl Engine {
     }
 
     fn complete_sends(&mut self) -> bool {
+        // Sends complete roughly in the order they started, so testing the
+        // oldest few finds the completed ones at a cost independent of how many
+        // are in flight; now and then every request is tested, in case an old
+        // one to a slow rank hides newer completed ones.
+        let n = self.send_reqs.len();
+        self.sweeps = self.sweeps.wrapping_add(1);
+        let k = if self.sweeps % FULL_TEST_EVERY == 0 {
+            n
+        } else {
+            n.min(TEST_WINDOW)
+        };
         self.done.clear();
-        self.tester.test_some(&mut self.send_reqs, &mut self.done);
+        self.tester
+            .test_some(&mut self.send_reqs[..k], &mut self.done);
         if self.done.is_empty() {
             return false;
         }
-        // Descending indices, so each swap_remove moves an element that is not
-        // among the completed ones still to remove.
-        self.done.sort_unstable_by_key(|d| std::cmp::Reverse(d.0));
+        // Drop the completed requests and their buffers, keeping the order.
+        self.gone.clear();
+        self.gone.resize(k, false);
         for &(i, _) in &self.done {
-            self.send_reqs.swap_remove(i);
-            self.sending.swap_remove(i);
+            self.gone[i] = true;
         }
+        let mut w = 0;
+        for r in 0..n {
+            if r < k && self.gone[r] {
+                continue;
+            }
+            self.send_reqs.swap(w, r);
+            self.sending.swap(w, r);
+            w += 1;
+        }
+        self.send_reqs.truncate(w);
+        self.sending.truncate(w);
         true
     }
 
