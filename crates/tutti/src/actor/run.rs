@@ -48,7 +48,7 @@ use super::lifecycle::panic_text;
 use super::monitor::Down;
 use super::{registry, system, Actor, StopReason};
 use crate::loom::lock;
-use crate::msg::{NoReply, Running, Spare};
+use crate::msg::{Batch, NoReply, Running};
 
 /// Messages handled per turn before the actor yields its worker.
 pub(crate) const BATCH: u32 = 64;
@@ -130,8 +130,9 @@ impl<A: Actor> ActorRun<A> {
         let ctx = cell.ctx_ptr();
         let actor = cell.actor_ptr();
         let mut budget = BATCH;
-        // The block of a handler that completed, for the next one (see `msg::running`).
-        let mut spare = Spare::default();
+        // The block of a handler that completed, for the next one, and the envelope
+        // frees of this turn (see `msg::Batch`).
+        let mut batch = Batch::default();
         let st = self.st();
         loop {
             if let Some(run) = st.current.as_mut() {
@@ -158,7 +159,7 @@ impl<A: Actor> ActorRun<A> {
                     }
                     Ok(Poll::Ready(())) => {
                         if let Some(done) = st.current.take() {
-                            done.recycle(&mut spare);
+                            done.recycle(&mut batch.spare);
                         }
                         if st.awaiting {
                             st.awaiting = false;
@@ -221,7 +222,7 @@ impl<A: Actor> ActorRun<A> {
                     // the loop until the placed future completes or is dropped (see
                     // the module documentation); the state is present until `finish`.
                     let r = catch_unwind(AssertUnwindSafe(|| unsafe {
-                        env.start(actor, ctx, &mut spare)
+                        env.start(actor, ctx, &mut batch)
                     }));
                     match r {
                         Ok(run) => st.current = Some(run),

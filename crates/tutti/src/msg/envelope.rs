@@ -38,7 +38,8 @@ use std::task::{Context, Poll};
 
 use super::arena;
 use super::reply::{NoReply, Reply, ReplyCell, Responder};
-use super::running::{Handle, Running, Spare};
+use super::running::{Handle, Running};
+use super::Batch;
 use super::{Handler, Message, Object};
 
 #[cfg(loom)]
@@ -71,9 +72,10 @@ pub(crate) struct Header<O: Object> {
     vtable: &'static VTable<O>,
 }
 
-/// Moves the message out and places its handler's future (in the spare block if it fits).
+/// Moves the message out and places its handler's future (in the batch's spare block if
+/// it fits, counting the envelope's free in the batch).
 type StartFn<O> =
-    unsafe fn(NonNull<Header<O>>, *mut O, *mut <O as Object>::Context, &mut Spare) -> Running;
+    unsafe fn(NonNull<Header<O>>, *mut O, *mut <O as Object>::Context, &mut Batch) -> Running;
 
 /// What the erased code can do with an envelope; one `'static` table per `(O, M, kind)`.
 struct VTable<O: Object> {
@@ -139,13 +141,19 @@ impl<O: Handler<M>, M: Message> TellNode<O, M> {
 
     /// Moves the message out and frees the node.
     unsafe fn unpack(h: NonNull<Header<O>>) -> M {
+        // SAFETY: forwarded; the batch settles when dropped.
+        unsafe { Self::unpack_into(h, &mut arena::FreeBatch::default()) }
+    }
+
+    /// Moves the message out and frees the node, counting the free in `frees`.
+    unsafe fn unpack_into(h: NonNull<Header<O>>, frees: &mut arena::FreeBatch) -> M {
         let node = h.cast::<Self>().as_ptr();
         // SAFETY: `h` is a live TellNode owned by the caller; the message is moved out
         // once and the node freed without dropping it again (nothing else in it needs
         // dropping).
         unsafe {
             let msg = ManuallyDrop::take(&mut (*node).msg);
-            arena::free_for(NonNull::new_unchecked(node));
+            frees.free_for(NonNull::new_unchecked(node));
             msg
         }
     }
@@ -154,18 +162,18 @@ impl<O: Handler<M>, M: Message> TellNode<O, M> {
         h: NonNull<Header<O>>,
         obj: *mut O,
         ctx: *mut O::Context,
-        spare: &mut Spare,
+        batch: &mut Batch,
     ) -> Running {
         // SAFETY: the caller owns the envelope; see `Envelope::start` for `obj`/`ctx`.
         unsafe {
-            let msg = Self::unpack(h);
+            let msg = Self::unpack_into(h, &mut batch.frees);
             let fut = (*obj).handle(msg, &mut *ctx);
             Running::place_with(
                 Answer {
                     fut,
                     responder: None,
                 },
-                spare,
+                &mut batch.spare,
             )
         }
     }
@@ -225,7 +233,7 @@ impl<O: Handler<M>, M: Message> AskNode<O, M> {
         h: NonNull<Header<O>>,
         obj: *mut O,
         ctx: *mut O::Context,
-        spare: &mut Spare,
+        batch: &mut Batch,
     ) -> Running {
         // SAFETY: as in `TellNode::start`.
         unsafe {
@@ -236,7 +244,7 @@ impl<O: Handler<M>, M: Message> AskNode<O, M> {
                     fut,
                     responder: Some(responder),
                 },
-                spare,
+                &mut batch.spare,
             )
         }
     }
@@ -472,24 +480,24 @@ impl<O: Object> Envelope<O> {
     /// ```
     pub fn handle<'a>(self, obj: &'a mut O, ctx: &'a mut O::Context) -> Handle<'a> {
         // SAFETY: the borrows live for 'a, which the returned future carries.
-        unsafe { Handle::new(self.start(obj, ctx, &mut Spare::default())) }
+        unsafe { Handle::new(self.start(obj, ctx, &mut Batch::default())) }
     }
 
     /// Moves the message out, calls the handler and places its future for polling.
     ///
     /// # Safety
     /// `obj` and `ctx` are valid, and used by nobody else, until the returned
-    /// [`Running`] has completed or been dropped. The future goes into `spare`'s
-    /// block if it fits.
+    /// [`Running`] has completed or been dropped. The future goes into the batch's
+    /// spare block if it fits; the envelope's free is counted in the batch.
     pub(crate) unsafe fn start(
         self,
         obj: *mut O,
         ctx: *mut O::Context,
-        spare: &mut Spare,
+        batch: &mut Batch,
     ) -> Running {
         let this = ManuallyDrop::new(self);
         // SAFETY: we own the envelope and give it up; the caller vouches for obj/ctx.
-        unsafe { (this.vtable().start)(this.header, obj, ctx, spare) }
+        unsafe { (this.vtable().start)(this.header, obj, ctx, batch) }
     }
 
     /// Drops the message unhandled; an asker learns `why`.

@@ -120,6 +120,15 @@ pub use reply::{NoReply, Reply, Responder};
 pub use running::Handle;
 pub(crate) use running::{Running, Spare};
 
+/// What a caller that handles many messages in a row (the actor loop's turn) keeps
+/// between them: the block of a handler that completed, for the next one, and envelope
+/// frees not yet counted in their chunk. Dropping it settles both.
+#[derive(Default)]
+pub(crate) struct Batch {
+    pub(crate) spare: Spare,
+    pub(crate) frees: arena::FreeBatch,
+}
+
 /// A message: a type that can be sent to an object implementing [`Handler`] for it.
 ///
 /// `Reply` is the type of the answer; use `()` for messages that are only told.
