@@ -143,20 +143,7 @@ impl<A: Actor> ActorRun<A> {
                     }
                 }
                 match catch_unwind(AssertUnwindSafe(|| run.poll(cx))) {
-                    Ok(Poll::Pending) => {
-                        if !st.awaiting {
-                            st.awaiting = true;
-                            // Retire what was taken, so that the count shows only what
-                            // waits behind the handler (`mailbox_len`, `has_messages`).
-                            // At worst a sender now sees zero and wakes us needlessly.
-                            let _ = cell.retire();
-                            if cell.mailbox.state.set_awaiting() {
-                                // An event came before `AWAITING`: look at it now.
-                                cx.waker().wake_by_ref();
-                            }
-                        }
-                        return Poll::Pending;
-                    }
+                    Ok(Poll::Pending) => return suspend(st, &cell, cx),
                     Ok(Poll::Ready(())) => {
                         if let Some(done) = st.current.take() {
                             done.recycle(&mut batch.spare);
@@ -221,11 +208,16 @@ impl<A: Actor> ActorRun<A> {
                     // SAFETY: consumer; `actor` and `ctx` stay valid and unborrowed by
                     // the loop until the placed future completes or is dropped (see
                     // the module documentation); the state is present until `finish`.
+                    // The handler runs at once, in place; only one that awaits is kept.
                     let r = catch_unwind(AssertUnwindSafe(|| unsafe {
-                        env.start(actor, ctx, &mut batch)
+                        env.run(actor, ctx, &mut batch, cx)
                     }));
                     match r {
-                        Ok(run) => st.current = Some(run),
+                        Ok(None) => {}
+                        Ok(Some(run)) => {
+                            st.current = Some(run);
+                            return suspend(st, &cell, cx);
+                        }
                         Err(p) => return self.finish(StopReason::Panicked(panic_text(&*p))),
                     }
                 }
@@ -338,6 +330,23 @@ impl<A: Actor> ActorRun<A> {
         }
         Poll::Ready(())
     }
+}
+
+/// The handler is waiting at an `.await`: the task waits too, with `AWAITING` set (so
+/// that a stop request wakes it).
+fn suspend<A: Actor>(st: &mut RunState, cell: &Cell<A>, cx: &mut TaskContext<'_>) -> Poll<()> {
+    if !st.awaiting {
+        st.awaiting = true;
+        // Retire what was taken, so that the count shows only what waits behind the
+        // handler (`mailbox_len`, `has_messages`). At worst a sender now sees zero and
+        // wakes us needlessly.
+        let _ = cell.retire();
+        if cell.mailbox.state.set_awaiting() {
+            // An event came before `AWAITING`: look at it now.
+            cx.waker().wake_by_ref();
+        }
+    }
+    Poll::Pending
 }
 
 /// A producer is mid-push: spin a little for its message.

@@ -77,10 +77,22 @@ pub(crate) struct Header<O: Object> {
 type StartFn<O> =
     unsafe fn(NonNull<Header<O>>, *mut O, *mut <O as Object>::Context, &mut Batch) -> Running;
 
+/// Moves the message out and runs its handler's future in the batch's spare block until
+/// it first returns `Pending` (then it is returned, placed) or completes (`None`).
+type RunFn<O> = unsafe fn(
+    NonNull<Header<O>>,
+    *mut O,
+    *mut <O as Object>::Context,
+    &mut Batch,
+    &mut Context<'_>,
+) -> Option<Running>;
+
 /// What the erased code can do with an envelope; one `'static` table per `(O, M, kind)`.
 struct VTable<O: Object> {
     /// Moves the message out and places its handler's future.
     start: StartFn<O>,
+    /// Moves the message out and polls its handler's future once, in place.
+    run: RunFn<O>,
     /// Drops the message unhandled; an asker learns why.
     discard: unsafe fn(NonNull<Header<O>>, NoReply),
     /// Moves `(M, Option<Responder<M::Reply>>)` into `*out` and frees what is left.
@@ -132,6 +144,7 @@ impl<F: Future<Output = R>, R> Future for Answer<F, R> {
 impl<O: Handler<M>, M: Message> TellNode<O, M> {
     const VTABLE: VTable<O> = VTable {
         start: Self::start,
+        run: Self::run,
         discard: Self::discard,
         take: Self::take,
         type_id: TypeId::of::<M>,
@@ -178,6 +191,28 @@ impl<O: Handler<M>, M: Message> TellNode<O, M> {
         }
     }
 
+    unsafe fn run(
+        h: NonNull<Header<O>>,
+        obj: *mut O,
+        ctx: *mut O::Context,
+        batch: &mut Batch,
+        cx: &mut Context<'_>,
+    ) -> Option<Running> {
+        // SAFETY: as in `start`.
+        unsafe {
+            let msg = Self::unpack_into(h, &mut batch.frees);
+            let fut = (*obj).handle(msg, &mut *ctx);
+            Running::run_with(
+                Answer {
+                    fut,
+                    responder: None,
+                },
+                &mut batch.spare,
+                cx,
+            )
+        }
+    }
+
     unsafe fn discard(h: NonNull<Header<O>>, _why: NoReply) {
         // SAFETY: the caller owns the envelope.
         drop(unsafe { Self::unpack(h) });
@@ -197,6 +232,7 @@ impl<O: Handler<M>, M: Message> TellNode<O, M> {
 impl<O: Handler<M>, M: Message> AskNode<O, M> {
     const VTABLE: VTable<O> = VTable {
         start: Self::start,
+        run: Self::run,
         discard: Self::discard,
         take: Self::take,
         type_id: TypeId::of::<M>,
@@ -245,6 +281,28 @@ impl<O: Handler<M>, M: Message> AskNode<O, M> {
                     responder: Some(responder),
                 },
                 &mut batch.spare,
+            )
+        }
+    }
+
+    unsafe fn run(
+        h: NonNull<Header<O>>,
+        obj: *mut O,
+        ctx: *mut O::Context,
+        batch: &mut Batch,
+        cx: &mut Context<'_>,
+    ) -> Option<Running> {
+        // SAFETY: as in `TellNode::start`.
+        unsafe {
+            let (msg, responder) = Self::unpack(h);
+            let fut = (*obj).handle(msg, &mut *ctx);
+            Running::run_with(
+                Answer {
+                    fut,
+                    responder: Some(responder),
+                },
+                &mut batch.spare,
+                cx,
             )
         }
     }
@@ -498,6 +556,25 @@ impl<O: Object> Envelope<O> {
         let this = ManuallyDrop::new(self);
         // SAFETY: we own the envelope and give it up; the caller vouches for obj/ctx.
         unsafe { (this.vtable().start)(this.header, obj, ctx, batch) }
+    }
+
+    /// Moves the message out and runs its handler until it first returns `Pending`
+    /// (then its placed future is returned, for the caller to poll on) or completes
+    /// (`None`). The future runs in the batch's spare block; the envelope's free is
+    /// counted in the batch.
+    ///
+    /// # Safety
+    /// As for [`start`](Envelope::start).
+    pub(crate) unsafe fn run(
+        self,
+        obj: *mut O,
+        ctx: *mut O::Context,
+        batch: &mut Batch,
+        cx: &mut Context<'_>,
+    ) -> Option<Running> {
+        let this = ManuallyDrop::new(self);
+        // SAFETY: we own the envelope and give it up; the caller vouches for obj/ctx.
+        unsafe { (this.vtable().run)(this.header, obj, ctx, batch, cx) }
     }
 
     /// Drops the message unhandled; an asker learns `why`.

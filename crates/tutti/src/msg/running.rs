@@ -180,6 +180,17 @@ impl Spare {
     }
 }
 
+impl Spare {
+    /// Keeps a cached-alignment block of `size` bytes (giving back the one it had).
+    fn keep(&mut self, p: *mut u8, size: usize) {
+        if let Some((q, s)) = self.0.take() {
+            // SAFETY: a block of `s` bytes we own, not used after.
+            unsafe { put_block(q.as_ptr(), s, BLOCK_ALIGN) };
+        }
+        self.0 = NonNull::new(p).map(|p| (p, size));
+    }
+}
+
 impl Drop for Spare {
     fn drop(&mut self) {
         if let Some((p, s)) = self.0.take() {
@@ -251,6 +262,84 @@ impl Running {
             p.add(offset).cast::<F>().write(future);
             Running {
                 block: NonNull::new_unchecked(block),
+            }
+        }
+    }
+
+    /// Moves `future` into `spare`'s block (or a fresh one) and polls it there once. If
+    /// it completes — the common case — it is dropped in place, the block stays in
+    /// `spare` for the next future and `None` is returned: no header is written and the
+    /// poll is a direct call. If it is pending, the block gets its header and becomes
+    /// the returned `Running`. A panic while polling drops the future in place, keeps
+    /// the block, and propagates.
+    ///
+    /// # Safety
+    /// As for [`place_with`](Running::place_with).
+    pub(crate) unsafe fn run_with<F: Future<Output = ()> + Send>(
+        future: F,
+        spare: &mut Spare,
+        cx: &mut Context<'_>,
+    ) -> Option<Running> {
+        let header = Layout::new::<BlockHeader>();
+        let (with_fut, offset) = header
+            .extend(Layout::new::<F>())
+            .expect("tutti: handler future too large");
+        if Layout::new::<F>().align() > BLOCK_ALIGN {
+            // Rare: a dedicated block, polled through the general path.
+            // SAFETY: forwarded.
+            let mut r = unsafe { Running::place_with(future, spare) };
+            return match r.poll(cx) {
+                Poll::Ready(()) => None,
+                Poll::Pending => Some(r),
+            };
+        }
+        let (p, size) = spare.take(with_fut.size());
+        // SAFETY: the block is large enough for `F` at `offset` and aligned for it.
+        let fut = unsafe { p.add(offset).cast::<F>() };
+        // SAFETY: as above; the block is ours.
+        unsafe { fut.write(future) };
+
+        /// If the poll panics: drop the future in place, keep the block.
+        struct Unwind<'s, F> {
+            fut: *mut F,
+            block: (*mut u8, usize),
+            spare: &'s mut Spare,
+        }
+        impl<F> Drop for Unwind<'_, F> {
+            fn drop(&mut self) {
+                // The block first, so that it is not lost if the drop panics too.
+                self.spare.keep(self.block.0, self.block.1);
+                // SAFETY: the future is live in the block and dropped once.
+                unsafe { ptr::drop_in_place(self.fut) };
+            }
+        }
+        let unwind = Unwind {
+            fut,
+            block: (p, size),
+            spare,
+        };
+        // SAFETY: the future stays in place until it is dropped (it is pinned there).
+        let polled = unsafe { Pin::new_unchecked(&mut *fut) }.poll(cx);
+        match polled {
+            // The guard keeps the block and drops the finished future.
+            Poll::Ready(()) => None,
+            Poll::Pending => {
+                std::mem::forget(unwind);
+                let block = p.cast::<BlockHeader>();
+                // SAFETY: the block's start is free for the header and aligned for it.
+                unsafe {
+                    block.write(BlockHeader {
+                        size,
+                        align: BLOCK_ALIGN,
+                        offset,
+                        done: false,
+                        poll: poll_in_place::<F>,
+                        drop: drop_in_place::<F>,
+                    });
+                    Some(Running {
+                        block: NonNull::new_unchecked(block),
+                    })
+                }
             }
         }
     }
@@ -416,6 +505,56 @@ mod tests {
             [a.block.as_ptr() as usize, b.block.as_ptr() as usize].contains(&block),
             "the spare went to the cache"
         );
+    }
+
+    #[test]
+    fn run_with_polls_in_the_spare_block_and_keeps_it_unless_pending() {
+        let mut spare = Spare::default();
+        let waker = std::task::Waker::noop();
+        let mut cx = Context::from_waker(waker);
+        let drops = Arc::new(AtomicUsize::new(0));
+        let d = CountDrop(drops.clone());
+        // SAFETY: the futures borrow nothing.
+        let done = unsafe { Running::run_with(async move { drop(d) }, &mut spare, &mut cx) };
+        assert!(done.is_none());
+        assert_eq!(drops.load(Ordering::SeqCst), 1);
+        let block = spare.0.expect("the block stays as the spare").0.as_ptr() as usize;
+        // A pending future keeps the block (and the spare is empty meanwhile).
+        let d = CountDrop(drops.clone());
+        // SAFETY: as above.
+        let pending = unsafe {
+            Running::run_with(
+                async move {
+                    let _d = d;
+                    std::future::pending::<()>().await
+                },
+                &mut spare,
+                &mut cx,
+            )
+        }
+        .expect("pending");
+        assert_eq!(pending.block.as_ptr() as usize, block);
+        assert!(spare.0.is_none());
+        drop(pending);
+        assert_eq!(drops.load(Ordering::SeqCst), 2);
+        // A panicking future is dropped in place and its block kept.
+        let d = CountDrop(drops.clone());
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            // SAFETY: as above.
+            unsafe {
+                Running::run_with(
+                    async move {
+                        let _d = d;
+                        panic!("handler panic");
+                    },
+                    &mut spare,
+                    &mut cx,
+                )
+            }
+        }));
+        assert!(r.is_err());
+        assert_eq!(drops.load(Ordering::SeqCst), 3);
+        assert!(spare.0.is_some());
     }
 
     #[test]
