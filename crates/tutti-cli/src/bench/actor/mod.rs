@@ -25,7 +25,13 @@
 //! spreads its actors over all of them; ask and spawn use the driver's
 //! arbiter, as `Actor::start` does). Drivers run as tasks of their runtime.
 //!
-//! Times are medians over `--runs` after `--warmup`; ratios are tutti ÷ peer.
+//! Times are medians over `--runs` after `--warmup`, taken in rounds (each library
+//! once per round, in turn, so that the machine's load changing over time favours none
+//! of them); ratios are tutti ÷ peer. Beside
+//! each wall time the report gives the process's CPU time per unit (`*_cpu`: all its
+//! threads, spinning included, setup of the run's actors included), with its own
+//! ratios: on a machine shared with other work the wall time also measures how long
+//! the benchmark waited for a core, the CPU time only the work it did.
 
 mod actix_impl;
 mod kameo_impl;
@@ -36,7 +42,7 @@ use std::sync::Arc;
 
 use clap::{Args, ValueEnum};
 
-use crate::measure::{repeat, Progress, Run, RunOpts};
+use crate::measure::{process_cpu_time, Progress, Run, RunOpts};
 use crate::report::{Report, Stats};
 
 /// Which measurement to run.
@@ -209,21 +215,55 @@ impl Timing<'_> {
         unit: &str,
         f: &mut dyn FnMut(&mut dyn Library) -> Run,
     ) {
-        let mut ours = f64::NAN;
-        for lib in self.libs.iter_mut() {
+        // Rounds: each library runs once per round, in turn, so that a change in the
+        // machine's load over time does not favour whichever runs first.
+        let libs = self.libs.len();
+        let mut wall: Vec<Vec<f64>> = vec![Vec::new(); libs];
+        // CPU time of the whole process per run (every thread, spinning included): on
+        // a shared machine it shows the work done even when the wall time mostly
+        // shows waiting for a core.
+        let mut cpu: Vec<Vec<f64>> = vec![Vec::new(); libs];
+        let mut ok = vec![true; libs];
+        for round in 0..self.plan.total() {
+            for (i, lib) in self.libs.iter_mut().enumerate() {
+                self.progress.stage(&format!("{} {metric}", lib.name()));
+                let before = process_cpu_time();
+                let run = f(lib.as_mut());
+                let after = process_cpu_time();
+                ok[i] &= run.ok;
+                if round >= self.plan.warmup {
+                    wall[i].push(run.elapsed.as_secs_f64() * 1e9 / count as f64);
+                    if let (Some(b), Some(a)) = (before, after) {
+                        cpu[i].push((a - b).as_secs_f64() * 1e9 / count as f64);
+                    }
+                }
+                self.progress.tick();
+            }
+        }
+        let (mut ours, mut ours_cpu) = (f64::NAN, f64::NAN);
+        for (i, lib) in self.libs.iter().enumerate() {
             let name = lib.name();
-            self.progress.stage(&format!("{name} {metric}"));
-            let m = repeat(self.plan, self.progress, || f(lib.as_mut()));
-            self.report.verify(m.ok);
-            if let Some(s) = Stats::of(&m.map(|s| s * 1e9 / count as f64)) {
+            self.report.verify(ok[i]);
+            let (w, c) = (Stats::of(&wall[i]), Stats::of(&cpu[i]));
+            if let Some(s) = w {
                 self.report.result(name, metric, s, unit);
             }
+            if let Some(s) = c {
+                self.report
+                    .result(name, &format!("{metric}_cpu"), s, &format!("cpu {unit}"));
+            }
+            let (w, c) = (
+                w.map_or(f64::NAN, |s| s.median),
+                c.map_or(f64::NAN, |s| s.median),
+            );
             if name == "tutti" {
-                ours = m.median_secs();
+                (ours, ours_cpu) = (w, c);
             } else {
+                self.report
+                    .ratio(&format!("time_tutti_over_{name}_{metric}"), ours / w);
                 self.report.ratio(
-                    &format!("time_tutti_over_{name}_{metric}"),
-                    ours / m.median_secs(),
+                    &format!("cpu_time_tutti_over_{name}_{metric}"),
+                    ours_cpu / c,
                 );
             }
         }
