@@ -24,7 +24,7 @@
 //!
 //! Reported per `N`: total requests per second (all requests ÷ wall time)
 //! and per client (`R` ÷ the mean time a client took), medians over
-//! `--runs`. Ratios are throughputs, tutti ÷ peer, at `N = 7` (the issue's
+//! `--runs`, taken in rounds (every implementation once per round, in turn). Ratios are throughputs, tutti ÷ peer, at `N = 7` (the issue's
 //! target: ≥ 10× the Unix sockets) or else at the largest `N` measured.
 
 mod channels;
@@ -99,6 +99,23 @@ pub enum Peer {
     Uds,
     /// crossbeam channels between OS threads.
     Crossbeam,
+}
+
+/// One implementation under test.
+#[derive(Clone, Copy, Debug)]
+enum Impl {
+    Tutti(Strategy),
+    Peer(Peer),
+}
+
+impl Impl {
+    fn name(self) -> String {
+        match self {
+            Impl::Tutti(s) => format!("tutti/{}", s.name()),
+            Impl::Peer(Peer::Uds) => "uds".into(),
+            Impl::Peer(Peer::Crossbeam) => "crossbeam".into(),
+        }
+    }
 }
 
 /// The client counts to measure.
@@ -184,44 +201,39 @@ pub fn run(args: &DbArgs) -> Result<Report, String> {
         .param("runs", plan.runs)
         .param("warmup", plan.warmup);
 
-    let impls = strategies.len() + args.peers.len();
-    let progress = Progress::new(impls * counts.len() * plan.total(), args.json);
+    // The implementations, in the order of the report.
+    let mut impls: Vec<Impl> = strategies.iter().map(|&s| Impl::Tutti(s)).collect();
+    impls.extend(args.peers.iter().map(|&p| Impl::Peer(p)));
+    let progress = Progress::new(impls.len() * counts.len() * plan.total(), args.json);
     // (impl name, n, total/s samples, per-client/s samples)
     let mut measured: Vec<(String, usize, Vec<f64>, Vec<f64>)> = Vec::new();
-    let mut record = |name: &str,
-                      n: usize,
-                      one_run: &mut dyn FnMut() -> Result<Outcome, String>|
-     -> Result<(), String> {
-        progress.stage(&format!("{name}, {n} clients"));
-        let (mut total, mut per_client) = (Vec::new(), Vec::new());
+    for &n in counts {
+        let first = measured.len();
+        for i in &impls {
+            measured.push((i.name(), n, Vec::new(), Vec::new()));
+        }
+        // Rounds: every implementation once per round, in turn, so that the machine's
+        // load changing over time favours none of them. A tutti runtime lives for one
+        // run only (an idle `immediate` runtime spins and would slow the others).
         for k in 0..plan.total() {
-            let o = one_run()?;
-            report.verify(o.ok);
-            if !o.ok {
-                eprintln!("tutti db: {name} with {n} clients got a wrong reply");
-            }
-            if k >= plan.warmup {
-                total.push((n as u64 * r) as f64 / o.wall.as_secs_f64());
-                per_client.push(r as f64 / o.per_client.as_secs_f64());
-            }
-            progress.tick();
-        }
-        measured.push((name.to_string(), n, total, per_client));
-        Ok(())
-    };
-
-    for &s in &strategies {
-        let db = tutti_db::TuttiDb::new(args.workers, s)?;
-        let name = format!("tutti/{}", s.name());
-        for &n in counts {
-            record(&name, n, &mut || db.run(n, r))?;
-        }
-    }
-    for p in &args.peers {
-        for &n in counts {
-            match p {
-                Peer::Uds => record("uds", n, &mut || uds::run(n, r))?,
-                Peer::Crossbeam => record("crossbeam", n, &mut || channels::run(n, r))?,
+            for (j, i) in impls.iter().enumerate() {
+                let name = i.name();
+                progress.stage(&format!("{name}, {n} clients"));
+                let o = match i {
+                    Impl::Tutti(s) => tutti_db::TuttiDb::new(args.workers, *s)?.run(n, r)?,
+                    Impl::Peer(Peer::Uds) => uds::run(n, r)?,
+                    Impl::Peer(Peer::Crossbeam) => channels::run(n, r)?,
+                };
+                report.verify(o.ok);
+                if !o.ok {
+                    eprintln!("tutti db: {name} with {n} clients got a wrong reply");
+                }
+                if k >= plan.warmup {
+                    let m = &mut measured[first + j];
+                    m.2.push((n as u64 * r) as f64 / o.wall.as_secs_f64());
+                    m.3.push(r as f64 / o.per_client.as_secs_f64());
+                }
+                progress.tick();
             }
         }
     }
