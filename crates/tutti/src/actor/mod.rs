@@ -53,9 +53,11 @@
 //! [`AskError::Stopped`]). Beware of asking an actor that is, directly or through
 //! others, waiting for you: that is a deadlock, as in any actor system.
 //!
-//! The handler's future is not boxed: the loop places it in a per-thread reusable
-//! block and polls it in place, so a message costs one allocation (its envelope; an
-//! `ask` shares that allocation with its reply slot) and nothing else in steady state.
+//! The handler's future is not boxed: the loop moves it into a reusable block and
+//! polls it there, so a message costs one allocation (its envelope; an `ask` shares
+//! that allocation with its reply slot) and nothing else in steady state. A turn keeps
+//! that block from one message to the next and counts the envelopes it frees per
+//! arena chunk, settling them once at the end (see `msg::Batch`).
 //!
 //! # Mailboxes
 //!

@@ -24,8 +24,11 @@
 //!
 //! # One message at a time
 //!
-//! The loop starts a handler by placing its future in a reusable block and polls it in
-//! place. While a handler is suspended, the loop touches neither the actor's state nor
+//! The loop moves a handler's future into the turn's spare block and polls it there at
+//! once (`Envelope::run`); most handlers complete on that poll
+//! and leave the block for the next message. One that returns `Pending` becomes the
+//! loop's current handler, polled in place whenever the task is woken. While a handler
+//! is suspended, the loop touches neither the actor's state nor
 //! its context — only the state word, the aux lock (for an interrupting stop request)
 //! and the handler's future — so the handler's `&mut` borrows stay exclusive. New
 //! messages queue behind it; priority-lane messages and system events wait too, except

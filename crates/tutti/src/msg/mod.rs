@@ -61,8 +61,9 @@
 //! the message out, runs the handler and routes its result into the slot. Dropping an
 //! unhandled envelope closes the slot: the asker gets [`NoReply`], never a hang.
 //!
-//! The handler's future is not boxed: it is placed in a per-thread reusable block and
-//! polled in place (see `running.rs`), so handling a message allocates nothing in steady
+//! The handler's future is not boxed: it is moved into a reusable block (per thread, or
+//! kept by the actor loop across a turn) and polled there (see `running.rs`), so
+//! handling a message allocates nothing in steady
 //! state. A `tell` is one allocation (the envelope, freed before the handler runs) and
 //! an `ask` is one allocation (envelope and reply slot together); small envelopes are
 //! bump-allocated from per-thread chunks (see `arena.rs`) because a message is typically

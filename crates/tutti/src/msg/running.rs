@@ -16,7 +16,10 @@
 //!
 //! A caller that handles many messages in a row (the actor loop's turn) keeps the block
 //! of a handler that completed as a [`Spare`] and places the next handler's future in it,
-//! so a batch touches the thread's cache once, not twice per message.
+//! so a batch touches the thread's cache once, not twice per message. It also uses
+//! [`Running::run_with`], which moves the future into the spare block and polls it there
+//! directly: a future that completes on that first poll — most handlers — never gets a
+//! header, and its block stays the spare.
 //!
 //! Blocks are at least [`MIN_BLOCK`] bytes, aligned to [`BLOCK_ALIGN`]; a future that
 //! needs a stricter alignment gets a dedicated block that is freed, not cached. Each
