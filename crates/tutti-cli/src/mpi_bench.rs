@@ -14,7 +14,9 @@
 //!   all, at least 8 messages) and rank 1 answers with one byte when it has them
 //!   all.
 //! * **message rate**: rank 0 sends `--messages` 8-byte messages; rsmpi with
-//!   blocking sends, tutti unaggregated (factor 1) and aggregated (`--factor`).
+//!   blocking sends, tutti unaggregated (factor 1) and aggregated (`--factor`),
+//!   with `send_slice` from one reused buffer as rsmpi (messages above 4 KiB
+//!   are built per message and moved with `send_bytes`).
 //! * **overlap** (asynchronous progress): rank 0 starts sending `--overlap-bytes`
 //!   and then computes for `--compute-ms` without calling MPI or the world;
 //!   overlap = (t_comm + t_compute − t_both) / min(t_comm, t_compute), 1 meaning
@@ -42,8 +44,8 @@ pub struct MpiBenchArgs {
     /// Messages of the message-rate measurements.
     #[arg(long, default_value_t = 200_000, value_parser = clap::value_parser!(u64).range(1..=1_000_000_000))]
     messages: u64,
-    /// Aggregation factor of the aggregated message rate.
-    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    /// Aggregation factor of the aggregated message rate (the MPI default).
+    #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     factor: u64,
     /// Message sizes of the bandwidth measurement, in bytes.
     #[arg(long, value_delimiter = ',', default_value = "1024,65536,1048576,16777216", value_parser = clap::value_parser!(u64).range(1..=(1u64 << 31)))]
@@ -83,6 +85,10 @@ pub enum Part {
     /// Overlap of communication with computation.
     Overlap,
 }
+
+/// Largest message the benchmark sends with `send_slice` (copied) rather than
+/// `send_bytes` (moved).
+const SLICE_MAX: usize = 4096;
 
 /// Bytes streamed per bandwidth measurement.
 const STREAM_BYTES: u64 = 64 << 20;
@@ -141,10 +147,18 @@ async fn tutti_stream(loc: Location, count: u64, size: usize, factor: usize) -> 
     let start = Instant::now();
     let mut ok = true;
     if loc.rank() == 0 {
+        // Small messages are copied into the aggregation buffer from one reused
+        // buffer (as rsmpi sends from one); large ones are built and moved.
+        let mut buf = vec![0u8; size];
         for i in 0..count {
-            let mut m = vec![0u8; size];
-            m[0] = i as u8;
-            let _ = loc.send_bytes(other, m);
+            if size <= SLICE_MAX {
+                buf[0] = i as u8;
+                let _ = loc.send_slice(other, &buf);
+            } else {
+                let mut m = vec![0u8; size];
+                m[0] = i as u8;
+                let _ = loc.send_bytes(other, m);
+            }
         }
         let d = loc.recv().await;
         ok &= d.bytes() == Some(&[1]);
@@ -191,6 +205,33 @@ async fn tutti_overlap(loc: Location, bytes: usize, work: Duration) -> Run {
         elapsed: start.elapsed(),
         ok,
     }
+}
+
+/// Runs the measurements of `impls` in turn, round by round (warm-up rounds
+/// unrecorded), so that a change in the machine's load affects them alike.
+fn interleaved(
+    plan: crate::measure::Plan,
+    progress: &Progress,
+    impls: &mut [&mut dyn FnMut() -> Run],
+) -> Vec<Measurement> {
+    let mut ms: Vec<Measurement> = impls
+        .iter()
+        .map(|_| Measurement {
+            secs: Vec::with_capacity(plan.runs),
+            ok: true,
+        })
+        .collect();
+    for i in 0..plan.total() {
+        for (f, m) in impls.iter_mut().zip(ms.iter_mut()) {
+            let run = f();
+            m.ok &= run.ok;
+            if i >= plan.warmup {
+                m.secs.push(run.elapsed.as_secs_f64());
+            }
+            progress.tick();
+        }
+    }
+    ms
 }
 
 /// Runs `body` on the (single) location of every rank; rank 0's run.
@@ -431,14 +472,17 @@ fn latency(
 ) -> Result<(), String> {
     let stat = |v: Vec<f64>| Stats::of(&v).unwrap_or(Stats::single(f64::NAN));
     let n = a.iters;
-    progress.stage("latency: rsmpi");
-    let lat_raw = repeat(plan, progress, || {
-        raw::on_mpi(world, move |c| raw::pingpong(c, n))
-    });
-    progress.stage("latency: tutti");
-    let lat_t = repeat(plan, progress, || {
-        on_world(world, move |loc| tutti_pingpong(loc, n))
-    });
+    progress.stage("latency: rsmpi and tutti");
+    let mut ms = interleaved(
+        plan,
+        progress,
+        &mut [
+            &mut || raw::on_mpi(world, move |c| raw::pingpong(c, n)),
+            &mut || on_world(world, move |loc| tutti_pingpong(loc, n)),
+        ],
+    );
+    let lat_t = ms.pop().unwrap_or_default();
+    let lat_raw = ms.pop().unwrap_or_default();
     let threads = World::builder()
         .ignore_env()
         .transport(TransportKind::InProcess)
@@ -482,14 +526,17 @@ fn bandwidth(
         let size = size as usize;
         let count = (STREAM_BYTES / size as u64).max(8);
         let bytes = (count * size as u64) as f64;
-        progress.stage(&format!("bandwidth {size} B: rsmpi"));
-        let raw_m = repeat(plan, progress, || {
-            raw::on_mpi(world, move |c| raw::stream(c, count, size))
-        });
-        progress.stage(&format!("bandwidth {size} B: tutti"));
-        let t_m = repeat(plan, progress, || {
-            on_world(world, move |loc| tutti_stream(loc, count, size, 1))
-        });
+        progress.stage(&format!("bandwidth {size} B"));
+        let mut ms = interleaved(
+            plan,
+            progress,
+            &mut [
+                &mut || raw::on_mpi(world, move |c| raw::stream(c, count, size)),
+                &mut || on_world(world, move |loc| tutti_stream(loc, count, size, 1)),
+            ],
+        );
+        let t_m = ms.pop().unwrap_or_default();
+        let raw_m = ms.pop().unwrap_or_default();
         let mbs = |m: &Measurement| m.map(|s| bytes / s / 1e6);
         let (r, t) = (stat(mbs(&raw_m)), stat(mbs(&t_m)));
         let metric = format!("bandwidth {size} B");
@@ -514,19 +561,20 @@ fn rate(
 ) {
     let stat = |v: Vec<f64>| Stats::of(&v).unwrap_or(Stats::single(f64::NAN));
     let m = a.messages;
-    progress.stage("rate: rsmpi");
-    let rate_raw = repeat(plan, progress, || {
-        raw::on_mpi(world, move |c| raw::stream(c, m, 8))
-    });
-    progress.stage("rate: tutti unaggregated");
-    let rate_1 = repeat(plan, progress, || {
-        on_world(world, move |loc| tutti_stream(loc, m, 8, 1))
-    });
     let factor = a.factor as usize;
-    progress.stage("rate: tutti aggregated");
-    let rate_f = repeat(plan, progress, || {
-        on_world(world, move |loc| tutti_stream(loc, m, 8, factor))
-    });
+    progress.stage("rate");
+    let mut ms = interleaved(
+        plan,
+        progress,
+        &mut [
+            &mut || raw::on_mpi(world, move |c| raw::stream(c, m, 8)),
+            &mut || on_world(world, move |loc| tutti_stream(loc, m, 8, 1)),
+            &mut || on_world(world, move |loc| tutti_stream(loc, m, 8, factor)),
+        ],
+    );
+    let rate_f = ms.pop().unwrap_or_default();
+    let rate_1 = ms.pop().unwrap_or_default();
+    let rate_raw = ms.pop().unwrap_or_default();
     let per_sec = |x: &Measurement| x.map(|s| m as f64 / s);
     let (r_raw, r_1, r_f) = (
         stat(per_sec(&rate_raw)),
@@ -569,20 +617,21 @@ fn overlap(
     let bytes = a.overlap_bytes as usize;
     let work = Duration::from_millis(a.compute_ms);
     let secs = |x: &Measurement| x.median_secs();
-    progress.stage("overlap: rsmpi");
-    let raw_comm = repeat(plan, progress, || {
-        raw::on_mpi(world, move |c| raw::overlap(c, bytes, Duration::ZERO))
-    });
-    let raw_both = repeat(plan, progress, || {
-        raw::on_mpi(world, move |c| raw::overlap(c, bytes, work))
-    });
-    progress.stage("overlap: tutti");
-    let t_comm = repeat(plan, progress, || {
-        on_world(world, move |loc| tutti_overlap(loc, bytes, Duration::ZERO))
-    });
-    let t_both = repeat(plan, progress, || {
-        on_world(world, move |loc| tutti_overlap(loc, bytes, work))
-    });
+    progress.stage("overlap");
+    let mut ms = interleaved(
+        plan,
+        progress,
+        &mut [
+            &mut || raw::on_mpi(world, move |c| raw::overlap(c, bytes, Duration::ZERO)),
+            &mut || raw::on_mpi(world, move |c| raw::overlap(c, bytes, work)),
+            &mut || on_world(world, move |loc| tutti_overlap(loc, bytes, Duration::ZERO)),
+            &mut || on_world(world, move |loc| tutti_overlap(loc, bytes, work)),
+        ],
+    );
+    let t_both = ms.pop().unwrap_or_default();
+    let t_comm = ms.pop().unwrap_or_default();
+    let raw_both = ms.pop().unwrap_or_default();
+    let raw_comm = ms.pop().unwrap_or_default();
     let overlap = |comm: f64, both: f64| {
         let w = work.as_secs_f64();
         ((comm + w - both) / comm.min(w)).clamp(0.0, 1.0)

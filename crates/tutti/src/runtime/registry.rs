@@ -283,8 +283,8 @@ pub(crate) type IdlePoller = Arc<dyn Fn() -> bool + Send + Sync>;
 /// only *tried*, so one worker polls at a time and the others go on idling
 /// (this serializes the engine's progress as `MPI_THREAD_SERIALIZED` requires).
 /// After a poll that moved something, idle workers poll continuously for
-/// [`SPIN_FOR`](IdlePollers::SPIN_FOR), then yield between polls, and only then
-/// fall back to the runtime's idle strategy; parked workers wake every
+/// [`SPIN_POLLS`](IdlePollers::SPIN_POLLS) polls, then yield between polls, and
+/// only then fall back to the runtime's idle strategy; parked workers wake every
 /// [`POLL_INTERVAL`](IdlePollers::POLL_INTERVAL) to poll, since an external
 /// engine cannot wake them.
 pub(crate) struct IdlePollers {
@@ -293,9 +293,8 @@ pub(crate) struct IdlePollers {
     /// Pauses in force (`Runtime::pause_idle_pollers`); while any is, the
     /// pollers are not called.
     paused: AtomicUsize,
-    /// When a poll last moved something, in microseconds since `epoch`.
-    last_moved: AtomicU64,
-    epoch: std::time::Instant,
+    /// Polls so far that moved something (any worker's).
+    moves: AtomicU64,
 }
 
 impl Default for IdlePollers {
@@ -304,8 +303,7 @@ impl Default for IdlePollers {
             list: Mutex::new(Vec::new()),
             active: AtomicBool::new(false),
             paused: AtomicUsize::new(0),
-            last_moved: AtomicU64::new(0),
-            epoch: std::time::Instant::now(),
+            moves: AtomicU64::new(0),
         }
     }
 }
@@ -313,12 +311,14 @@ impl Default for IdlePollers {
 impl IdlePollers {
     /// How long a parked worker sleeps between polls while pollers exist.
     pub(crate) const POLL_INTERVAL: std::time::Duration = std::time::Duration::from_micros(100);
-    /// After a poll moved something, idle workers keep polling without pause for
-    /// this long (traffic tends to continue: a ping-pong's reply is due within
-    /// a round trip), then yield between polls for [`Self::YIELD_FOR`], then park.
-    pub(crate) const SPIN_FOR: std::time::Duration = std::time::Duration::from_micros(200);
-    /// See [`Self::SPIN_FOR`].
-    pub(crate) const YIELD_FOR: std::time::Duration = std::time::Duration::from_millis(2);
+    /// After a poll moved something, idle workers keep polling without pause
+    /// for this many polls that move nothing (about 0.2–0.5 ms: traffic tends to
+    /// continue, and a ping-pong's reply is due within a round trip), then yield
+    /// between polls for [`Self::YIELD_POLLS`] more, then use the runtime's idle
+    /// strategy. Counting polls instead of reading a clock keeps the loop short.
+    pub(crate) const SPIN_POLLS: u32 = 2048;
+    /// See [`Self::SPIN_POLLS`].
+    pub(crate) const YIELD_POLLS: u32 = 2048;
 
     pub(crate) fn add(&self, p: IdlePoller) {
         lock(&self.list).push(p);
@@ -349,17 +349,15 @@ impl IdlePollers {
             Err(_) => false,
         };
         if moved {
-            self.last_moved
-                .store(self.epoch.elapsed().as_micros() as u64, Ordering::Relaxed);
+            self.moves.fetch_add(1, Ordering::Relaxed);
         }
         moved
     }
 
-    /// Time since a poll last moved something.
-    pub(crate) fn since_moved(&self) -> std::time::Duration {
-        let now = self.epoch.elapsed().as_micros() as u64;
-        let then = self.last_moved.load(Ordering::Relaxed);
-        std::time::Duration::from_micros(now.saturating_sub(then))
+    /// How many polls have moved something so far (for workers to notice that
+    /// another worker's poll did).
+    pub(crate) fn moves(&self) -> u64 {
+        self.moves.load(Ordering::Relaxed)
     }
 }
 

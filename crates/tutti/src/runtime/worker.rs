@@ -63,6 +63,10 @@ pub(crate) struct WorkerThread {
     tick: Cell<u32>,
     /// How many async-task polls are on this thread's stack right now.
     task_depth: Cell<u32>,
+    /// Idle pollers: polls by this worker that moved nothing since traffic was
+    /// last seen, and the pollers' move count when it was.
+    quiet_polls: Cell<u32>,
+    seen_moves: Cell<u64>,
     rng: Cell<u64>,
     index: usize,
     registry: Arc<Registry>,
@@ -98,6 +102,8 @@ impl WorkerThread {
             run_next_streak: Cell::new(0),
             tick: Cell::new(0),
             task_depth: Cell::new(0),
+            quiet_polls: Cell::new(u32::MAX / 2),
+            seen_moves: Cell::new(0),
             rng: Cell::new(0x9E37_79B9_7F4A_7C15 ^ ((index as u64 + 1) << 17)),
             index,
             registry,
@@ -336,15 +342,22 @@ impl WorkerThread {
         let pollers = &self.registry.pollers;
         if pollers.active() {
             if pollers.poll() {
+                self.quiet_polls.set(0);
                 return 0;
             }
-            // Recent traffic: keep polling (see `IdlePollers::SPIN_FOR`).
-            let quiet = pollers.since_moved();
-            if quiet < IdlePollers::SPIN_FOR {
+            // Recent traffic (ours or another worker's): keep polling.
+            let moves = pollers.moves();
+            if moves != self.seen_moves.get() {
+                self.seen_moves.set(moves);
+                self.quiet_polls.set(0);
+            }
+            let quiet = self.quiet_polls.get().saturating_add(1);
+            self.quiet_polls.set(quiet);
+            if quiet < IdlePollers::SPIN_POLLS {
                 crate::loom::spin_hint();
                 return 0;
             }
-            if quiet < IdlePollers::YIELD_FOR {
+            if quiet < IdlePollers::SPIN_POLLS + IdlePollers::YIELD_POLLS {
                 std::thread::yield_now();
                 return 0;
             }

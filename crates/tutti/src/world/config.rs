@@ -19,13 +19,18 @@ use std::time::Duration;
 
 use super::error::WorldError;
 
-/// Default aggregation factor between locations of one process (see
-/// `tutti bench world`: batching typed values saves one queue operation and one
-/// wake-up check per message, but a ping-pong pays the flush on every wait).
+/// Default aggregation factor between locations of one process: none. `tutti
+/// bench world` (2 workers, medians of 5 runs, three times) streams 2.5–4.2 M
+/// typed messages/s unaggregated and 4.1–5.2 M/s at factor 64: batching saves
+/// one queue operation and wake-up check per message, too little to make
+/// messages wait for a flush or the time bound.
 pub const DEFAULT_AGGREGATION_INPROC: usize = 1;
-/// Default aggregation factor towards other ranks (see `tutti mpi-bench`: an MPI
-/// message costs microseconds, so coalescing small messages multiplies the rate).
-pub const DEFAULT_AGGREGATION_MPI: usize = 64;
+/// Default aggregation factor towards other ranks. `tutti mpi-bench --what rate
+/// --factor F` on 2 ranks (8-byte messages, medians of 5 runs, twice each):
+/// 5.5–6.9 M messages/s at 32, 6.7–7.4 M at 64, 7.9–8.3 M at 128, 9.4–9.8 M at
+/// 256, against 0.6–1 M unaggregated; 256 such messages still fit one 4 KiB
+/// eager MPI message.
+pub const DEFAULT_AGGREGATION_MPI: usize = 256;
 /// Default largest batch, in bytes, towards another rank.
 pub const DEFAULT_AGGREGATION_BYTES: usize = 16 * 1024;
 /// Default time bound after which a buffered message is sent anyway.

@@ -13,7 +13,7 @@ use super::delivery::{Content, Delivery};
 use super::error::SendError;
 use super::frame::{next_entry, HEADER};
 use super::inbox::{Parcel, Payload};
-use super::outbox::{Limits, Outgoing};
+use super::outbox::{Bytes, Limits, Outgoing};
 use super::wire::Wire;
 use super::world::{Shared, Slot};
 use super::{cast, LocationId, World};
@@ -207,11 +207,39 @@ impl Location {
         Ok(())
     }
 
+    /// Sends a copy of `bytes` to any location: for small messages towards
+    /// another rank this copies them straight into the aggregation buffer, with
+    /// no allocation per message.
+    ///
+    /// ```
+    /// use tutti::world::{LocationId, World};
+    /// let world = World::builder().locations(1).workers(1).build().unwrap();
+    /// let loc = world.location(0).unwrap();
+    /// loc.send_slice(loc.id(), b"hi").unwrap();
+    /// assert_eq!(loc.recv_blocking().bytes(), Some(&b"hi"[..]));
+    /// assert!(loc.send_slice(LocationId::new(7), b"x").is_err());
+    /// ```
+    pub fn send_slice(&self, to: LocationId, bytes: &[u8]) -> Result<(), SendError<()>> {
+        if to.index() >= self.world.locations() {
+            return Err(SendError::NoSuchLocation(to, ()));
+        }
+        self.push(to, Bytes::Borrowed(bytes));
+        Ok(())
+    }
+
     /// Sends bytes to `to`, a location of the world.
     fn push_bytes(&self, to: LocationId, bytes: Vec<u8>) {
+        self.push(to, Bytes::Owned(bytes));
+    }
+
+    fn push(&self, to: LocationId, bytes: Bytes<'_>) {
         let shared = self.shared();
         let rank = to.rank(shared.local.per_rank);
         if rank == shared.local.rank {
+            let bytes = match bytes {
+                Bytes::Owned(v) => v,
+                Bytes::Borrowed(s) => s.to_vec(),
+            };
             self.send_local(to, Payload::Bytes(bytes));
             return;
         }

@@ -5,15 +5,15 @@
 //! another rank builds a data frame. A buffer is sent when it holds `aggregation`
 //! messages, when a frame would exceed `aggregation_bytes`, when its location
 //! flushes (every wait, poll, collective and fence does), and at the latest
-//! `flush_after` after its oldest message was buffered (the world's sweeper).
+//! `flush_after` after its oldest message was buffered: the world's sweeper
+//! visits non-empty outboxes every `flush_after / 2` and sends those it already
+//! found non-empty at its previous visit.
 //!
 //! tutti's senders are locations, which are tasks that may move between worker
 //! threads, so the buffers belong to the sending *location* (ARMI's sending thread
 //! was its location): per-pair FIFO order then holds even when the task migrates.
 //! The outbox sits behind a mutex that only its location takes, except for the
 //! sweeper's `try_lock`, so the lock is uncontended.
-
-use std::time::Instant;
 
 use super::frame::{DataBuilder, Frame, ENTRY_PREFIX, HEADER};
 use super::inbox::{Parcel, Payload};
@@ -31,6 +31,33 @@ enum Buf {
 pub(crate) enum Outgoing {
     Local(LocationId, Parcel),
     Remote(usize, Frame),
+}
+
+/// A message's bytes, owned (moved into a frame's body if large) or borrowed
+/// (copied into a batch).
+pub(crate) enum Bytes<'a> {
+    Owned(Vec<u8>),
+    Borrowed(&'a [u8]),
+}
+
+impl Bytes<'_> {
+    fn len(&self) -> usize {
+        self.as_slice().len()
+    }
+
+    fn as_slice(&self) -> &[u8] {
+        match self {
+            Bytes::Owned(v) => v,
+            Bytes::Borrowed(s) => s,
+        }
+    }
+
+    fn into_vec(self) -> Vec<u8> {
+        match self {
+            Bytes::Owned(v) => v,
+            Bytes::Borrowed(s) => s.to_vec(),
+        }
+    }
 }
 
 /// The limits an outbox works with.
@@ -56,8 +83,8 @@ pub(crate) struct Outbox {
     bufs: Vec<Option<Buf>>,
     /// Destinations whose buffer holds something.
     dirty: Vec<u32>,
-    /// When the oldest buffered message was buffered.
-    since: Option<Instant>,
+    /// The sweeper has seen this outbox non-empty (and not emptied since).
+    seen: bool,
 }
 
 impl Outbox {
@@ -66,7 +93,7 @@ impl Outbox {
             from,
             bufs: Vec::new(),
             dirty: Vec::new(),
-            since: None,
+            seen: false,
         }
     }
 
@@ -75,9 +102,15 @@ impl Outbox {
         self.dirty.is_empty()
     }
 
-    /// When the oldest buffered message was buffered.
-    pub(crate) fn since(&self) -> Option<Instant> {
-        self.since
+    /// The sweeper's visit: `true` if the outbox was already non-empty at its
+    /// previous visit (its oldest message has waited at least one sweep
+    /// interval), else it notes that it is non-empty now. Stamping visits instead
+    /// of reading a clock per buffered message keeps sends cheap.
+    pub(crate) fn sweep_due(&mut self) -> bool {
+        if self.dirty.is_empty() {
+            return false;
+        }
+        std::mem::replace(&mut self.seen, true)
     }
 
     fn slot(&mut self, to: LocationId) -> &mut Option<Buf> {
@@ -92,9 +125,6 @@ impl Outbox {
         let first = self.dirty.is_empty();
         if !self.dirty.contains(&to.raw()) {
             self.dirty.push(to.raw());
-        }
-        if first {
-            self.since = Some(Instant::now());
         }
         first
     }
@@ -131,19 +161,20 @@ impl Outbox {
         &mut self,
         to: LocationId,
         rank: usize,
-        msg: Vec<u8>,
+        msg: Bytes<'_>,
         lim: Limits,
         out: &mut impl FnMut(Outgoing),
     ) -> bool {
         let from = self.from;
         if msg.len() > lim.inline_max() {
             // Too large to batch: whatever is buffered for `to` goes first (order),
-            // then this message on its own, as a body (never copied).
+            // then this message on its own, as a body (an owned one is not copied).
             self.flush_one(to, lim, out);
             let b = DataBuilder::new(from.raw(), to.raw(), HEADER);
-            out(Outgoing::Remote(rank, b.finish(Some(msg))));
+            out(Outgoing::Remote(rank, b.finish(Some(msg.into_vec()))));
             return false;
         }
+        let msg = msg.as_slice();
         let slot = self.slot(to);
         if let Some(Buf::Remote(b)) = slot {
             if b.len_with(msg.len()) > lim.bytes {
@@ -163,7 +194,7 @@ impl Outbox {
         let Buf::Remote(b) = buf else {
             unreachable_buffer_kind(to)
         };
-        b.push(&msg);
+        b.push(msg);
         if b.count() as usize >= lim.factor {
             self.flush_one(to, lim, out);
             return false;
@@ -176,7 +207,7 @@ impl Outbox {
             self.dirty.swap_remove(i);
         }
         if self.dirty.is_empty() {
-            self.since = None;
+            self.seen = false;
         }
     }
 
@@ -200,7 +231,7 @@ impl Outbox {
         while let Some(&to) = self.dirty.last() {
             self.flush_one(LocationId::new(to), lim, out);
         }
-        self.since = None;
+        self.seen = false;
     }
 }
 
@@ -254,12 +285,14 @@ mod tests {
                 out.push(x)
             })
         );
-        assert!(out.is_empty() && !o.is_empty() && o.since().is_some());
+        assert!(out.is_empty() && !o.is_empty());
+        assert!(!o.sweep_due(), "first visit: noted");
+        assert!(o.sweep_due(), "second visit: due");
         o.push_local(LocationId::new(1), Payload::Bytes(vec![]), LIM, &mut |x| {
             out.push(x)
         });
         assert_eq!(ids(&out), ["L1x3"]);
-        assert!(o.is_empty() && o.since().is_none());
+        assert!(o.is_empty() && !o.sweep_due());
         o.push_local(LocationId::new(0), Payload::Bytes(vec![]), LIM, &mut |x| {
             out.push(x)
         });
@@ -274,20 +307,20 @@ mod tests {
         let mut out = Vec::new();
         // Location 3 is on rank 1 (two per rank).
         let to = LocationId::new(3);
-        o.push_remote(to, 1, vec![1; 4], LIM, &mut |x| out.push(x));
-        o.push_remote(to, 1, vec![2; 4], LIM, &mut |x| out.push(x));
-        o.push_remote(to, 1, vec![3; 4], LIM, &mut |x| out.push(x));
+        o.push_remote(to, 1, Bytes::Owned(vec![1; 4]), LIM, &mut |x| out.push(x));
+        o.push_remote(to, 1, Bytes::Owned(vec![2; 4]), LIM, &mut |x| out.push(x));
+        o.push_remote(to, 1, Bytes::Owned(vec![3; 4]), LIM, &mut |x| out.push(x));
         assert_eq!(ids(&out), ["R1:3x3"]);
         // Bytes: 20 header + 2×(4+16) = 60 fits 64; a third would not.
         out.clear();
-        o.push_remote(to, 1, vec![4; 16], LIM, &mut |x| out.push(x));
-        o.push_remote(to, 1, vec![5; 16], LIM, &mut |x| out.push(x));
+        o.push_remote(to, 1, Bytes::Owned(vec![4; 16]), LIM, &mut |x| out.push(x));
+        o.push_remote(to, 1, Bytes::Owned(vec![5; 16]), LIM, &mut |x| out.push(x));
         assert!(out.is_empty());
-        o.push_remote(to, 1, vec![6; 16], LIM, &mut |x| out.push(x));
+        o.push_remote(to, 1, Bytes::Owned(vec![6; 16]), LIM, &mut |x| out.push(x));
         assert_eq!(ids(&out), ["R1:3x2"]);
         // A large message flushes what is buffered first, then goes alone.
         out.clear();
-        o.push_remote(to, 1, vec![7; 100], LIM, &mut |x| out.push(x));
+        o.push_remote(to, 1, Bytes::Owned(vec![7; 100]), LIM, &mut |x| out.push(x));
         assert_eq!(ids(&out), ["R1:3x1", "R1:3x0+body"]);
         let Outgoing::Remote(_, f) = &out[0] else {
             panic!()

@@ -185,11 +185,12 @@ impl Shared {
     }
 }
 
-/// The sweeper: after the time bound, sends every buffer that has waited that
-/// long, and re-arms itself while younger ones remain. Holds the world weakly.
+/// The sweeper: every half time bound, sends the outboxes that were already
+/// non-empty at its previous visit (so no message waits longer than the bound),
+/// and re-arms itself while any outbox holds something. Holds the world weakly.
 async fn sweep(world: Weak<Shared>, after: std::time::Duration) {
     loop {
-        crate::sleep(after).await;
+        crate::sleep(after / 2).await;
         let Some(shared) = world.upgrade() else {
             return;
         };
@@ -202,17 +203,14 @@ async fn sweep(world: Weak<Shared>, after: std::time::Duration) {
                 left = true;
                 continue;
             };
-            match outbox.since() {
-                Some(t) if t.elapsed() >= after => {
-                    outbox.flush(shared.limits, &mut |o| {
-                        remote |= matches!(o, Outgoing::Remote(..));
-                        shared.dispatch(o)
-                    });
-                    slot.buffered.store(false, Ordering::Relaxed);
-                }
-                Some(_) => left = true,
-                None => {}
+            if outbox.sweep_due() {
+                outbox.flush(shared.limits, &mut |o| {
+                    remote |= matches!(o, Outgoing::Remote(..));
+                    shared.dispatch(o)
+                });
+                slot.buffered.store(false, Ordering::Relaxed);
             }
+            left |= !outbox.is_empty();
         }
         if remote {
             shared.transport.start_sends();

@@ -14,9 +14,10 @@
 //! # Receiving
 //!
 //! [`POSTED`] receives of [`EAGER`] bytes are kept posted on the data
-//! communicator for any source and tag. MPI matches a source's messages to
-//! receives in posting order, so completed receives are handled strictly in
-//! posting order (a later one waits for an earlier, still transferring one).
+//! communicator for any source and tag. MPI matches messages to receives in
+//! posting order, so the engine only tests the oldest posted receive and
+//! handles completions strictly in posting order (a later one waits for an
+//! earlier, still transferring one).
 //! An announcement makes the engine post the body's chunk receives on the bulk
 //! communicator for that source, into one buffer of the announced size; bulk
 //! messages from one source match those receives in order (non-overtaking).
@@ -83,8 +84,6 @@ enum Keep {
 /// One posted receive of the data communicator.
 struct Posted {
     buf: Box<[u8]>,
-    /// Set when its request completed; handled in posting order.
-    done: Option<Status>,
 }
 
 /// One chunk receive of a body.
@@ -195,7 +194,6 @@ impl Engine {
         for i in 0..POSTED {
             e.posted.push(Posted {
                 buf: vec![0u8; EAGER].into_boxed_slice(),
-                done: None,
             });
             e.posted_reqs.push(raw::null_request());
             e.post(i);
@@ -205,10 +203,10 @@ impl Engine {
 
     fn post(&mut self, i: usize) {
         let p = &mut self.posted[i];
-        p.done = None;
         // SAFETY: the boxed buffer stays allocated and untouched until the
-        // request completes: it is only read after `done` is set, and freed only
-        // after the request is completed or cancelled and completed (`shutdown`).
+        // request completes: it is only read after `test` reported completion,
+        // and freed only after the request is completed or cancelled and
+        // completed (`shutdown`).
         self.posted_reqs[i] = unsafe {
             raw::irecv(
                 p.buf.as_mut_ptr(),
@@ -372,15 +370,12 @@ impl Engine {
     }
 
     fn complete_receives(&mut self) -> bool {
-        self.done.clear();
-        self.tester.test_some(&mut self.posted_reqs, &mut self.done);
-        for k in 0..self.done.len() {
-            let (i, st) = self.done[k];
-            self.posted[i].done = Some(st);
-        }
+        // The receives match messages in posting order, so only the oldest one
+        // can hold the next message to handle: test it, and on completion the
+        // next one.
         let mut moved = false;
         while let Some(&i) = self.order.front() {
-            let Some(st) = self.posted[i].done.take() else {
+            let Some(st) = raw::test(&mut self.posted_reqs[i]) else {
                 break;
             };
             self.order.pop_front();
