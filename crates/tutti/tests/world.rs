@@ -8,6 +8,7 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
+use serde::{Deserialize, Serialize};
 use tutti::world::{LocationId, TransportKind, World};
 
 type Body = fn(&World);
@@ -188,11 +189,29 @@ fn collectives(world: &World) {
                 (a.0.max(b.0), a.1.min(b.1))
             })
             .await;
-        (sum, order, bcast, prod, max)
+        // A user type: collectives carry any serde value.
+        let span = loc
+            .all_reduce(
+                Span {
+                    lo: me as i64,
+                    hi: me as i64,
+                    who: vec![format!("loc{me}")],
+                },
+                Span::join,
+            )
+            .await;
+        (sum, order, bcast, prod, (max, span))
     });
     let want_order: String = (0..n).map(|i| format!("{i},")).collect();
     let fact: u64 = (1..=n as u64).product();
-    for ((sum, order, bcast, prod, max), me) in out.into_iter().zip(world.local_locations()) {
+    let want_span = Span {
+        lo: 0,
+        hi: n as i64 - 1,
+        who: (0..n).map(|i| format!("loc{i}")).collect(),
+    };
+    for ((sum, order, bcast, prod, (max, span)), me) in out.into_iter().zip(world.local_locations())
+    {
+        assert_eq!(span, want_span);
         assert_eq!(sum, (n * (n - 1) / 2) as u64);
         assert_eq!(order, want_order);
         assert_eq!(bcast, vec![7, (n - 1) as u64]);
@@ -202,6 +221,23 @@ fn collectives(world: &World) {
             assert_eq!(prod, None);
         }
         assert_eq!(max, ((n - 1) as i32, -((n - 1) as f64)));
+    }
+}
+
+/// A collective value of the user's own type.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+struct Span {
+    lo: i64,
+    hi: i64,
+    who: Vec<String>,
+}
+
+impl Span {
+    fn join(mut a: Span, b: Span) -> Span {
+        a.lo = a.lo.min(b.lo);
+        a.hi = a.hi.max(b.hi);
+        a.who.extend(b.who);
+        a
     }
 }
 

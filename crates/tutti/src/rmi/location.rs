@@ -9,11 +9,14 @@ use std::pin::{pin, Pin};
 use std::sync::Arc;
 use std::task::Poll;
 
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
 use super::request::{Call, Chain, Invoke, Rep, Request, Response};
 use super::{Handle, HandlerContext, Local, RmiError, DEFAULT_MAX_NESTING, DEFAULT_POLL_EVERY};
 use crate::loom::{lock, AtomicU64, AtomicUsize, Mutex, Ordering};
 use crate::msg::{Handler, Message, Object};
-use crate::world::{self, Delivery, LocationId, Wire};
+use crate::world::{self, Delivery, LocationId};
 
 /// A representative's place in its location's table.
 enum Entry {
@@ -393,7 +396,7 @@ impl Location {
         T: Handler<M>,
         T::Context: HandlerContext,
         M: Message,
-        M::Reply: Wire + Clone,
+        M::Reply: Serialize + DeserializeOwned + Clone,
         F: Fn(M::Reply, M::Reply) -> M::Reply + Send + Sync + 'static,
     {
         self.collective_only("reduce_rmi");

@@ -26,6 +26,11 @@
 //!    woken; each clones it. The round is removed once every location that needs
 //!    the result has taken it and the driver is done.
 //!
+//! Values cross ranks in the message codec's serde format
+//! ([`codec::encode`]/[`codec::decode`], guarded against malformed bytes); within
+//! a rank they move as typed values. A value that fails to encode or decode takes
+//! the job down with a message naming the collective and the rank.
+//!
 //! A location's contribution is made when it calls the collective; the returned
 //! future only waits. So `let b = loc.barrier(); …; b.await` is a non-blocking
 //! barrier (MPI_Ibarrier), and dropping the future does not withdraw the
@@ -40,12 +45,15 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
 use super::frame::{self, CollectiveTag, Phase};
 use super::transport::Transport;
-use super::wire::{self, Wire};
 use super::world::Local;
 use super::Location;
 use crate::loom::{lock, Mutex};
+use crate::msg::codec;
 
 /// The kinds of collectives, as sent in frames.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -231,7 +239,7 @@ pub(crate) fn arrive<T>(
     op: Option<Op<T>>,
 ) -> u64
 where
-    T: Wire + Clone + Send + 'static,
+    T: Serialize + DeserializeOwned + Clone + Send + 'static,
 {
     let shared = loc.shared();
     let local = &shared.local;
@@ -343,7 +351,7 @@ struct Driver<T> {
     op: Option<Op<T>>,
 }
 
-impl<T: Wire + Clone + Send + 'static> Driver<T> {
+impl<T: Serialize + DeserializeOwned + Clone + Send + 'static> Driver<T> {
     fn send(&self, to_rank: usize, phase: Phase, value: Vec<u8>) {
         let tag = CollectiveTag {
             epoch: self.epoch,
@@ -361,8 +369,21 @@ impl<T: Wire + Clone + Send + 'static> Driver<T> {
         self.transport.send(to_rank, f);
     }
 
+    /// The value's bytes in the codec's format; a value that cannot be encoded
+    /// (its `Serialize` implementation fails) takes the job down.
+    fn encode(&self, value: &T) -> Vec<u8> {
+        let mut out = Vec::new();
+        match codec::encode(value, &mut out) {
+            Ok(()) => out,
+            Err(e) => self.transport.abort(&format!(
+                "collective #{} on rank {}: {e}",
+                self.epoch, self.local.rank
+            )),
+        }
+    }
+
     fn decode(&self, from: &str, bytes: &[u8]) -> T {
-        match wire::from_bytes::<T>(bytes) {
+        match codec::decode::<T>(bytes) {
             Ok(v) => v,
             Err(e) => self.transport.abort(&format!(
                 "collective #{}: the value from {from} does not decode as {}: {e}",
@@ -388,7 +409,7 @@ impl<T: Wire + Clone + Send + 'static> Driver<T> {
                 let rel = (me + p - root_rank) % p;
                 let (value, bytes) = match partial {
                     Some(v) if rel == 0 => {
-                        let b = wire::to_bytes(&v);
+                        let b = self.encode(&v);
                         (v, b)
                     }
                     _ => {
@@ -412,14 +433,14 @@ impl<T: Wire + Clone + Send + 'static> Driver<T> {
                     acc = self.combine(acc, v);
                 }
                 if me != 0 {
-                    self.send(parent(me), Phase::Up, wire::to_bytes(&acc));
+                    self.send(parent(me), Phase::Up, self.encode(&acc));
                 }
                 match self.kind {
                     Kind::Reduce => {
                         if me == 0 && root_rank == 0 {
                             Some(acc)
                         } else if me == 0 {
-                            self.send(root_rank, Phase::Down, wire::to_bytes(&acc));
+                            self.send(root_rank, Phase::Down, self.encode(&acc));
                             None
                         } else if me == root_rank {
                             let b = Message::down(&self.local, self.epoch).await;
@@ -430,7 +451,7 @@ impl<T: Wire + Clone + Send + 'static> Driver<T> {
                     }
                     _ => {
                         let (value, bytes) = if me == 0 {
-                            let b = wire::to_bytes(&acc);
+                            let b = self.encode(&acc);
                             (acc, b)
                         } else {
                             let b = Message::down(&self.local, self.epoch).await;

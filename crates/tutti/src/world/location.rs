@@ -8,13 +8,15 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
 use super::collective::{self, Collective, Kind, Op, Reduction};
 use super::delivery::{Content, Delivery};
 use super::error::SendError;
 use super::frame::{next_entry, HEADER};
 use super::inbox::{Parcel, Payload};
 use super::outbox::{Bytes, Limits, Outgoing};
-use super::wire::Wire;
 use super::world::{Shared, Slot};
 use super::{cast, LocationId, World};
 use crate::loom::{lock, Mutex, Ordering};
@@ -455,7 +457,7 @@ impl Location {
     /// ```
     pub fn broadcast<T>(&self, root: LocationId, value: Option<T>) -> Collective<'_, T>
     where
-        T: Wire + Clone + Send + 'static,
+        T: Serialize + DeserializeOwned + Clone + Send + 'static,
     {
         self.check_root(root, "broadcast");
         if root == self.id() && value.is_none() {
@@ -483,7 +485,7 @@ impl Location {
     /// ```
     pub fn all_reduce<T, F>(&self, value: T, op: F) -> Collective<'_, T>
     where
-        T: Wire + Clone + Send + 'static,
+        T: Serialize + DeserializeOwned + Clone + Send + 'static,
         F: Fn(T, T) -> T + Send + Sync + 'static,
     {
         self.flush();
@@ -506,7 +508,7 @@ impl Location {
     /// ```
     pub fn reduce<T, F>(&self, root: LocationId, value: T, op: F) -> Reduction<'_, T>
     where
-        T: Wire + Clone + Send + 'static,
+        T: Serialize + DeserializeOwned + Clone + Send + 'static,
         F: Fn(T, T) -> T + Send + Sync + 'static,
     {
         self.check_root(root, "reduce");

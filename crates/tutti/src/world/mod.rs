@@ -105,7 +105,6 @@ mod inbox;
 mod location;
 mod outbox;
 mod transport;
-mod wire;
 #[allow(clippy::module_inception)]
 mod world;
 
@@ -123,7 +122,6 @@ pub use delivery::Delivery;
 pub use error::{LocationPanic, SendError, WorldError};
 pub use id::LocationId;
 pub use location::{Location, Recv, UntilQuiet};
-pub use wire::{Wire, WireError};
 pub use world::World;
 
 use std::any::Any;
