@@ -22,7 +22,8 @@ use clap::Args;
 
 use crate::measure::{repeat, timed, Measurement, Progress, Run, RunOpts};
 use crate::report::{Report, Stats};
-use tutti::msg::{Handler, Message, Object};
+use serde::{Deserialize, Serialize};
+use tutti::msg::{Dispatch, Handler, Message, Object, RegistryError, Remote};
 use tutti::rmi::{self, Handle};
 use tutti::world::{TransportKind, World};
 
@@ -65,9 +66,13 @@ fn world(locations: usize, workers: usize) -> Result<World, String> {
 // ---- the empty method ----
 
 /// The empty method's message.
+#[derive(Serialize, Deserialize)]
 struct Empty;
 impl Message for Empty {
     type Reply = ();
+}
+impl Remote for Empty {
+    const NAME: &'static str = "bench.rmi.Empty";
 }
 
 /// An object whose method does nothing but count (so the runs can check that
@@ -144,9 +149,13 @@ fn local_async_rmi(w: &World, n: u64) -> Run {
 // ---- ping-pong ----
 
 /// Hit the ball back (`async_rmi` chain) or answer (`sync_rmi`).
+#[derive(Serialize, Deserialize)]
 struct Ball(u64);
 impl Message for Ball {
     type Reply = u64;
+}
+impl Remote for Ball {
+    const NAME: &'static str = "bench.rmi.Ball";
 }
 
 struct Player {
@@ -156,6 +165,10 @@ struct Player {
 
 impl Object for Player {
     type Context = rmi::Location;
+    fn remote(table: &mut Dispatch<Self>) -> Result<(), RegistryError> {
+        table.register::<Ball>()?;
+        Ok(())
+    }
 }
 
 impl Handler<Ball> for Player {

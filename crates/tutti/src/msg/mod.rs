@@ -168,6 +168,45 @@ pub trait Message: Send + 'static {
 pub trait Object: Send + 'static {
     /// What a handler gets besides the message (`&mut`), for the duration of its call.
     type Context: Send + 'static;
+
+    /// The message types this object accepts from other locations, which may be in
+    /// other processes: adds each to `table` (`table.register::<M>()?`). Read by
+    /// [`rmi`](crate::rmi) when the object is registered; an RMI of a message type
+    /// not listed here is refused (naming it) unless it goes to the sender's own
+    /// location. The default accepts none.
+    ///
+    /// ```
+    /// use serde::{Deserialize, Serialize};
+    /// use tutti::msg::{Dispatch, Handler, Message, Object, RegistryError, Remote};
+    ///
+    /// #[derive(Serialize, Deserialize)]
+    /// struct Add(u64);
+    /// impl Message for Add { type Reply = (); }
+    /// impl Remote for Add { const NAME: &'static str = "counter.Add"; }
+    ///
+    /// struct Counter(u64);
+    /// impl Object for Counter {
+    ///     type Context = ();
+    ///     fn remote(table: &mut Dispatch<Self>) -> Result<(), RegistryError> {
+    ///         table.register::<Add>()?;
+    ///         Ok(())
+    ///     }
+    /// }
+    /// impl Handler<Add> for Counter {
+    ///     async fn handle(&mut self, m: Add, _: &mut ()) { self.0 += m.0; }
+    /// }
+    ///
+    /// let mut table = Dispatch::new();
+    /// Counter::remote(&mut table).unwrap();
+    /// assert!(table.accepts(Add::ID));
+    /// ```
+    fn remote(table: &mut Dispatch<Self>) -> Result<(), RegistryError>
+    where
+        Self: Sized,
+    {
+        let _ = table;
+        Ok(())
+    }
 }
 
 /// Handling of message type `M` by an object: `async fn handle`.

@@ -16,6 +16,16 @@ pub enum RmiError {
         /// Another type registered there.
         second: String,
     },
+    /// The `index`-th registration, of `object`, accepts different message types
+    /// from other locations on different locations (its
+    /// [`Object::remote`](crate::msg::Object::remote) differs: ranks running
+    /// different builds).
+    MethodsMismatch {
+        /// Which registration.
+        index: u64,
+        /// The object type.
+        object: String,
+    },
 }
 
 impl fmt::Display for RmiError {
@@ -30,6 +40,12 @@ impl fmt::Display for RmiError {
                 "registration #{index} differs between locations: `{first}` on one, \
                  `{second}` on another (every location must register the same types \
                  in the same order)"
+            ),
+            RmiError::MethodsMismatch { index, object } => write!(
+                f,
+                "registration #{index} (`{object}`) accepts different message types on \
+                 different locations (its Object::remote differs: do all ranks run the \
+                 same build?)"
             ),
         }
     }

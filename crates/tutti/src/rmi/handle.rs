@@ -6,7 +6,8 @@ use std::marker::PhantomData;
 
 /// The name of an object registered on every location (ARMI's `rmi_handle`):
 /// the same value on every location, each of which owns its own
-/// representative. Handles are small, `Copy`, and may be sent in RMI arguments.
+/// representative. Handles are small, `Copy`, and may be sent in RMI arguments
+/// (they serialize as their registration number).
 ///
 /// ```
 /// use tutti::rmi;
@@ -64,5 +65,18 @@ impl<T> Hash for Handle<T> {
 impl<T> fmt::Debug for Handle<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "Handle<{}>(#{})", std::any::type_name::<T>(), self.id)
+    }
+}
+
+/// A handle travels as its registration number.
+impl<T> serde::Serialize for Handle<T> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u32(self.id)
+    }
+}
+
+impl<'de, T> serde::Deserialize<'de> for Handle<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        u32::deserialize(d).map(Handle::new)
     }
 }

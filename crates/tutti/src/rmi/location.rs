@@ -9,14 +9,65 @@ use std::pin::{pin, Pin};
 use std::sync::Arc;
 use std::task::Poll;
 
-use serde::de::DeserializeOwned;
-use serde::Serialize;
-
-use super::request::{Call, Chain, Invoke, Rep, Request, Response};
+use super::request::{Answer, Call, Chain, Decoded, Encoded, Invoke, Rep, Request, Response};
 use super::{Handle, HandlerContext, Local, RmiError, DEFAULT_MAX_NESTING, DEFAULT_POLL_EVERY};
 use crate::loom::{lock, AtomicU64, AtomicUsize, Mutex, Ordering};
-use crate::msg::{Handler, Message, Object};
+use crate::msg::codec::{self, Frame as CodecFrame, FrameKind, Header};
+use crate::msg::{Dispatch, DispatchError, Handler, MsgId, Object, Remote};
 use crate::world::{self, Delivery, LocationId};
+
+/// Decodes a request frame from another rank into a call on the object type.
+type DecodeFn = dyn Fn(&CodecFrame<'_>) -> Result<Box<dyn Call>, DispatchError> + Send + Sync;
+
+/// What an object type accepts from other locations (its
+/// [`Object::remote`] table), and how to decode it.
+struct Methods {
+    /// Sorted.
+    accepts: Vec<MsgId>,
+    decode: Box<DecodeFn>,
+}
+
+impl Methods {
+    fn of<T>() -> Methods
+    where
+        T: Object,
+        T::Context: HandlerContext,
+    {
+        let mut table = Dispatch::<T>::new();
+        if let Err(e) = T::remote(&mut table) {
+            panic!(
+                "tutti::rmi: register: the message types of `{}` (its Object::remote): {e}",
+                std::any::type_name::<T>()
+            );
+        }
+        let accepts: Vec<MsgId> = table.message_types().map(|(id, _)| id).collect();
+        let decode = move |frame: &CodecFrame<'_>| -> Result<Box<dyn Call>, DispatchError> {
+            let incoming = table.incoming(frame)?;
+            let name = table
+                .message_types()
+                .find(|&(id, _)| id == frame.header().msg)
+                .map_or("?", |(_, name)| name);
+            Ok(Box::new(Decoded::<T> {
+                envelope: incoming.envelope,
+                reply: incoming.reply,
+                name,
+            }) as Box<dyn Call>)
+        };
+        Methods {
+            accepts,
+            decode: Box::new(decode),
+        }
+    }
+
+    /// A digest of the accepted ids, compared between locations at registration.
+    fn digest(&self) -> u64 {
+        self.accepts
+            .iter()
+            .fold(self.accepts.len() as u64, |h, id| {
+                (h.rotate_left(23) ^ id.get()).wrapping_mul(0x9e37_79b9_7f4a_7c15)
+            })
+    }
+}
 
 /// A representative's place in its location's table.
 enum Entry {
@@ -32,6 +83,7 @@ struct Slot {
     entry: Entry,
     type_id: TypeId,
     type_name: &'static str,
+    methods: Arc<Methods>,
 }
 
 /// A request that arrived while its object was busy, or behind one from the
@@ -39,6 +91,12 @@ struct Slot {
 struct Deferred {
     from: LocationId,
     req: Request,
+}
+
+/// A message from another rank, decoded.
+enum FromRank {
+    Request(Request),
+    Reply(u64, Box<dyn Any + Send>),
 }
 
 /// A method executing on this location: the representative it holds, and
@@ -75,6 +133,11 @@ pub(crate) struct Inner {
     poll_every: AtomicUsize,
     calls: AtomicUsize,
     next_corr: AtomicU64,
+    /// This location's rank, and the locations per rank.
+    rank: usize,
+    per_rank: usize,
+    /// Where requests and replies to other ranks are encoded.
+    scratch: Mutex<Vec<u8>>,
 }
 
 /// One location's RMI endpoint (ARMI's location): the SPMD body gets one, and so
@@ -112,8 +175,12 @@ impl fmt::Debug for Location {
 
 impl Location {
     pub(crate) fn new(world: world::Location) -> Location {
+        let (rank, per_rank) = (world.rank(), world.world().locations_per_rank());
         Location {
             inner: Arc::new(Inner {
+                rank,
+                per_rank,
+                scratch: Mutex::new(Vec::new()),
                 world,
                 state: Mutex::new(State::default()),
                 depth: AtomicUsize::new(0),
@@ -194,32 +261,47 @@ impl Location {
     {
         self.collective_only("register");
         let name = std::any::type_name::<T>();
+        let methods = Arc::new(Methods::of::<T>());
+        let digest = methods.digest();
         let index = {
             let mut st = lock(&self.inner.state);
             st.objects.push(Slot {
                 entry: Entry::Here(Box::new(obj)),
                 type_id: TypeId::of::<T>(),
                 type_name: name,
+                methods,
             });
             st.objects.len() - 1
         };
+        let i = index as u64;
         let mine = (
-            index as u64,
-            index as u64,
-            name.to_string(),
-            name.to_string(),
+            (i, i),
+            (name.to_string(), name.to_string()),
+            (digest, digest),
         );
         let seen = self
             .serve_until(self.inner.world.all_reduce(mine, |a, b| {
-                (a.0.min(b.0), a.1.max(b.1), a.2.min(b.2), a.3.max(b.3))
+                (
+                    (a.0 .0.min(b.0 .0), a.0 .1.max(b.0 .1)),
+                    (a.1 .0.min(b.1 .0), a.1 .1.max(b.1 .1)),
+                    (a.2 .0.min(b.2 .0), a.2 .1.max(b.2 .1)),
+                )
             }))
             .await;
-        if seen.0 != seen.1 || seen.2 != seen.3 {
+        let ((low, high), (first, second), (d0, d1)) = seen;
+        if low != high || first != second {
             lock(&self.inner.state).objects[index].entry = Entry::Gone;
             return Err(RmiError::RegistrationMismatch {
-                index: seen.0,
-                first: seen.2,
-                second: seen.3,
+                index: low,
+                first,
+                second,
+            });
+        }
+        if d0 != d1 {
+            lock(&self.inner.state).objects[index].entry = Entry::Gone;
+            return Err(RmiError::MethodsMismatch {
+                index: low,
+                object: first,
             });
         }
         Ok(Handle::new(index as u32))
@@ -296,19 +378,23 @@ impl Location {
 
     /// Sends `msg` to `dest`'s representative of `h`, to be executed there (a
     /// statement: returns at once; ARMI's `async_rmi`). Requests from one
-    /// location to another execute in the order they were issued. The message
-    /// moves; it is not copied or serialized. Every `n`-th communication call
-    /// also executes what has arrived here ([`set_poll_every`](Self::set_poll_every)).
+    /// location to another execute in the order they were issued. Within a rank
+    /// the message moves (it is not copied or serialized); to a location of
+    /// another rank it is serialized through the `msg` codec. Every `n`-th
+    /// communication call also executes what has arrived here
+    /// ([`set_poll_every`](Self::set_poll_every)).
     ///
     /// # Panics
-    /// If `dest` is not a location of the world.
+    /// If `dest` is not a location of the world; if `dest` is another location
+    /// and `T` does not accept `M` from other locations (its
+    /// [`Object::remote`] table does not list it); if `M` cannot be serialized.
     pub async fn async_rmi<T, M>(&self, dest: usize, h: &Handle<T>, msg: M)
     where
         T: Handler<M>,
         T::Context: HandlerContext,
-        M: Message,
+        M: Remote,
     {
-        self.send(dest, h.id(), 0, None, Box::new(Invoke::<T, M>::new(msg)));
+        self.send::<T, M>(dest, h.id(), 0, None, msg);
         self.counted_call().await;
     }
 
@@ -317,13 +403,14 @@ impl Location {
     /// executing incoming requests (nested RMI) up to the maximum nesting depth.
     ///
     /// # Panics
-    /// If `dest` is not a location of the world; if executing a request while
-    /// waiting would exceed the maximum nesting depth.
+    /// As [`async_rmi`](Self::async_rmi); if executing a request while waiting
+    /// would exceed the maximum nesting depth. A reply from another rank that
+    /// does not decode takes the job down, naming the message type and cause.
     pub async fn sync_rmi<T, M>(&self, dest: usize, h: &Handle<T>, msg: M) -> M::Reply
     where
         T: Handler<M>,
         T::Context: HandlerContext,
-        M: Message,
+        M: Remote,
     {
         let corr = self.inner.next_corr.fetch_add(1, Ordering::Relaxed);
         let chain = {
@@ -337,13 +424,7 @@ impl Location {
                 })
             })
         };
-        self.send(
-            dest,
-            h.id(),
-            corr,
-            chain,
-            Box::new(Invoke::<T, M>::new(msg)),
-        );
+        self.send::<T, M>(dest, h.id(), corr, chain, msg);
         self.counted_call().await;
         let reply = loop {
             if let Some(r) = self.reply_for(corr) {
@@ -355,31 +436,38 @@ impl Location {
             let d = self.inner.world.recv().await;
             self.handle(d).await;
         };
-        match reply.downcast::<M::Reply>() {
-            Ok(r) => *r,
-            Err(_) => self.inner.world.world().abort(&format!(
-                "tutti::rmi: the reply to `{}` has the wrong type",
-                std::any::type_name::<M>()
+        let reply = match reply.downcast::<M::Reply>() {
+            Ok(r) => return *r,
+            Err(other) => other,
+        };
+        match reply.downcast::<Encoded>() {
+            Ok(bytes) => match codec::decode::<M::Reply>(&bytes.0) {
+                Ok(r) => r,
+                Err(e) => self.fail(&format!(
+                    "the reply to `{}` from location {dest} does not decode: {e}",
+                    M::NAME
+                )),
+            },
+            Err(_) => self.fail(&format!(
+                "the reply to `{}` from location {dest} has the wrong type",
+                M::NAME
             )),
         }
     }
 
     /// Sends `msg` (cloned) to every location's representative of `h`,
     /// including this one's (ARMI's `broadcast_rmi`).
+    ///
+    /// # Panics
+    /// As [`async_rmi`](Self::async_rmi).
     pub async fn broadcast_rmi<T, M>(&self, h: &Handle<T>, msg: M)
     where
         T: Handler<M>,
         T::Context: HandlerContext,
-        M: Message + Clone,
+        M: Remote + Clone,
     {
         for dest in 0..self.count() {
-            self.send(
-                dest,
-                h.id(),
-                0,
-                None,
-                Box::new(Invoke::<T, M>::new(msg.clone())),
-            );
+            self.send::<T, M>(dest, h.id(), 0, None, msg.clone());
         }
         self.counted_call().await;
     }
@@ -395,8 +483,8 @@ impl Location {
     where
         T: Handler<M>,
         T::Context: HandlerContext,
-        M: Message,
-        M::Reply: Serialize + DeserializeOwned + Clone,
+        M: Remote,
+        M::Reply: Clone,
         F: Fn(M::Reply, M::Reply) -> M::Reply + Send + Sync + 'static,
     {
         self.collective_only("reduce_rmi");
@@ -485,34 +573,115 @@ impl Location {
         }
     }
 
-    fn send(
-        &self,
-        dest: usize,
-        object: u32,
-        corr: u64,
-        chain: Option<Arc<Chain>>,
-        call: Box<dyn Call>,
-    ) {
+    /// Sends a request for object `object` to `dest`: to itself into its own
+    /// queue, within the rank as a typed value, across ranks as frames of the
+    /// codec (a `Control` frame with the chain, if any, then a `Tell` or `Ask`).
+    fn send<T, M>(&self, dest: usize, object: u32, corr: u64, chain: Option<Arc<Chain>>, msg: M)
+    where
+        T: Handler<M>,
+        T::Context: HandlerContext,
+        M: Remote,
+    {
         let count = self.count();
         if dest >= count {
             panic!(
                 "tutti::rmi: `{}` sent to location {dest}, but the world has {count} locations",
-                call.message()
+                M::NAME
             );
         }
-        let req = Request {
-            object,
-            corr,
-            call,
-            chain,
-        };
-        if dest == self.id() {
+        let me = self.id();
+        if dest == me {
+            let req = Request {
+                object,
+                corr,
+                call: Box::new(Invoke::<T, M>::new(msg)),
+                chain,
+            };
             lock(&self.inner.state).own.push_back(req);
             return;
         }
-        if let Err(e) = self.inner.world.send(LocationId::new(dest as u32), req) {
+        self.check_accepts(dest, object, M::ID, M::NAME);
+        let to = LocationId::new(dest as u32);
+        if dest / self.inner.per_rank == self.inner.rank {
+            let req = Request {
+                object,
+                corr,
+                call: Box::new(Invoke::<T, M>::new(msg)),
+                chain,
+            };
+            if let Err(e) = self.inner.world.send(to, req) {
+                panic!("tutti::rmi: cannot send to location {dest}: {e}");
+            }
+            return;
+        }
+        let mut buf = lock(&self.inner.scratch);
+        buf.clear();
+        let head = |kind| Header {
+            src: me as u32,
+            dst: dest as u32,
+            ..Header::new(kind)
+        };
+        let encoded = chain
+            .map_or(Ok(0), |c| {
+                codec::encode_frame(&head(FrameKind::Control), &c.links(), &mut buf)
+            })
+            .and_then(|_| {
+                let kind = if corr == 0 {
+                    FrameKind::Tell
+                } else {
+                    FrameKind::Ask
+                };
+                let h = Header {
+                    msg: M::ID,
+                    target: object as u64,
+                    corr,
+                    ..head(kind)
+                };
+                codec::encode_frame(&h, &msg, &mut buf)
+            });
+        if let Err(e) = encoded {
+            panic!(
+                "tutti::rmi: `{}` for location {dest} cannot be serialized: {e}",
+                M::NAME
+            );
+        }
+        if let Err(e) = self.inner.world.send_slice(to, &buf) {
             panic!("tutti::rmi: cannot send to location {dest}: {e}");
         }
+    }
+
+    /// Panics unless object `object`'s type accepts message `id` from other
+    /// locations (requests to other locations must be able to cross ranks, so
+    /// that the same program runs in every world shape).
+    fn check_accepts(&self, dest: usize, object: u32, id: MsgId, name: &str) {
+        let st = lock(&self.inner.state);
+        let Some(slot) = st.objects.get(object as usize) else {
+            drop(st);
+            panic!(
+                "tutti::rmi: `{name}` sent for object #{object}, which was never registered \
+                 on location {}",
+                self.id()
+            );
+        };
+        if slot.methods.accepts.binary_search(&id).is_err() {
+            let tname = slot.type_name;
+            drop(st);
+            panic!(
+                "tutti::rmi: location {} sends `{name}` to location {dest}, but `{tname}` does \
+                 not accept it from other locations: list it in `{tname}`'s \
+                 `Object::remote` (`table.register::<...>()?` for the type named \"{name}\")",
+                self.id()
+            );
+        }
+    }
+
+    /// Takes the whole job down with `why` (from this location).
+    fn fail(&self, why: &str) -> ! {
+        self.inner.world.world().abort(&format!(
+            "tutti::rmi: location {} (rank {}): {why}",
+            self.id(),
+            self.inner.rank
+        ))
     }
 
     /// Counts a communication call and polls on every n-th.
@@ -568,29 +737,120 @@ impl Location {
     /// delivery is dropped (counted as handled) only after the method has run
     /// and its reply has been sent, as quiescence detection requires.
     async fn handle(&self, mut d: Delivery<'_>) {
-        if let Some(req) = d.take::<Request>() {
+        if let Some(bytes) = d.bytes() {
+            match self.parse(d.from(), bytes) {
+                FromRank::Request(req) => self.execute(d.from(), req).await,
+                FromRank::Reply(corr, reply) => self.file_reply(corr, reply),
+            }
+        } else if let Some(req) = d.take::<Request>() {
             self.execute(d.from(), req).await;
         } else if let Some(resp) = d.take::<Response>() {
-            let mut st = lock(&self.inner.state);
-            match st.replies.get_mut(&resp.corr) {
-                Some(slot @ None) => *slot = Some(resp.reply),
-                _ => {
-                    drop(st);
-                    self.inner.world.world().abort(&format!(
-                        "tutti::rmi: location {} got a reply nobody waits for",
-                        self.id()
-                    ))
-                }
-            }
+            self.file_reply(resp.corr, resp.reply);
         } else {
             panic!(
                 "tutti::rmi: location {} received a message that is not an RMI ({d:?}) \
-                 from location {}; RMI runs in one process so far",
+                 from location {}",
                 self.id(),
                 d.from()
             );
         }
         drop(d);
+    }
+
+    /// Files the reply to the `sync_rmi` numbered `corr`.
+    fn file_reply(&self, corr: u64, reply: Box<dyn Any + Send>) {
+        let mut st = lock(&self.inner.state);
+        match st.replies.get_mut(&corr) {
+            Some(slot @ None) => *slot = Some(reply),
+            _ => {
+                drop(st);
+                self.fail(&format!("got a reply (#{corr}) nobody waits for"))
+            }
+        }
+    }
+
+    /// Decodes a message from another rank: a request (an optional `Control`
+    /// frame with its chain, then a `Tell` or `Ask`), or the answer to one of
+    /// this location's `sync_rmi`s (`Reply`, or `Fault`). Anything else takes
+    /// the job down, naming the sender and what is wrong.
+    fn parse(&self, from: LocationId, bytes: &[u8]) -> FromRank {
+        let bad = |why: &dyn fmt::Display| -> ! {
+            self.fail(&format!(
+                "a malformed RMI message from location {from}: {why}"
+            ))
+        };
+        let mut frames = codec::frames(bytes);
+        let mut next = || match frames.next() {
+            Some(Ok(f)) => {
+                let h = f.header();
+                if h.src as usize != from.index() || h.dst as usize != self.id() {
+                    bad(&format_args!(
+                        "a frame from location {} to location {}",
+                        h.src, h.dst
+                    ));
+                }
+                Some(f)
+            }
+            Some(Err(e)) => bad(&e),
+            None => None,
+        };
+        let Some(mut frame) = next() else {
+            bad(&"no frame")
+        };
+        let mut chain = None;
+        if frame.header().kind == FrameKind::Control {
+            let links: Vec<(u32, u32)> = frame.decode().unwrap_or_else(|e| bad(&e));
+            chain = Chain::from_links(&links);
+            frame = next().unwrap_or_else(|| bad(&"a chain without its request"));
+        }
+        let h = *frame.header();
+        let out = match h.kind {
+            FrameKind::Tell | FrameKind::Ask => {
+                let methods = {
+                    let st = lock(&self.inner.state);
+                    let slot = usize::try_from(h.target)
+                        .ok()
+                        .and_then(|i| st.objects.get(i));
+                    match slot {
+                        Some(slot) => Arc::clone(&slot.methods),
+                        None => {
+                            drop(st);
+                            bad(&format_args!(
+                                "a request (message id {}) for object #{}, which was never \
+                                 registered here",
+                                h.msg, h.target
+                            ))
+                        }
+                    }
+                };
+                let call = (methods.decode)(&frame).unwrap_or_else(|e| bad(&e));
+                FromRank::Request(Request {
+                    object: h.target as u32,
+                    corr: h.corr,
+                    call,
+                    chain: if h.kind == FrameKind::Ask {
+                        chain
+                    } else {
+                        None
+                    },
+                })
+            }
+            FrameKind::Reply if chain.is_none() => {
+                FromRank::Reply(h.corr, Box::new(Encoded(frame.payload().to_vec())))
+            }
+            FrameKind::Fault if chain.is_none() => {
+                let text: String = frame.decode().unwrap_or_else(|e| bad(&e));
+                self.fail(&format!(
+                    "the sync_rmi #{} to location {from} got no reply: {text}",
+                    h.corr
+                ))
+            }
+            kind => bad(&format_args!("an unexpected {kind:?} frame")),
+        };
+        if next().is_some() {
+            bad(&"more frames than one RMI message");
+        }
+        out
     }
 
     /// Executes `req` (or defers it, if its object is busy or an earlier
@@ -721,12 +981,48 @@ impl Location {
         let waiting = if corr != 0 { chain } else { None };
         let (reply, deferred) = self.run_method(object, waiting, call, rep).await;
         if corr != 0 {
-            let resp = Response { corr, reply };
-            if let Err(e) = self.inner.world.send(from, resp) {
-                panic!("tutti::rmi: cannot answer location {from}: {e}");
+            if from.index() / self.inner.per_rank == self.inner.rank {
+                let resp = Response { corr, reply };
+                if let Err(e) = self.inner.world.send(from, resp) {
+                    panic!("tutti::rmi: cannot answer location {from}: {e}");
+                }
+            } else {
+                self.answer_rank(from, corr, reply);
             }
         }
         deferred
+    }
+
+    /// Sends the answer to a `sync_rmi` from another rank: a `Reply` frame with
+    /// the encoded reply, or a `Fault` frame saying why there is none.
+    fn answer_rank(&self, to: LocationId, corr: u64, reply: Box<dyn Any + Send>) {
+        let head = |kind| Header {
+            src: self.id() as u32,
+            dst: to.raw(),
+            corr,
+            ..Header::new(kind)
+        };
+        let mut buf = lock(&self.inner.scratch);
+        buf.clear();
+        let done = match reply.downcast::<Answer>().map(|a| a.0) {
+            Ok(Some(Ok(bytes))) => {
+                codec::encode_raw_frame(&head(FrameKind::Reply), &bytes, &mut buf)
+            }
+            Ok(Some(Err(e))) => {
+                codec::encode_frame(&head(FrameKind::Fault), &e.to_string(), &mut buf)
+            }
+            _ => codec::encode_frame(
+                &head(FrameKind::Fault),
+                "the request was not sent as a question",
+                &mut buf,
+            ),
+        };
+        if let Err(e) = done {
+            panic!("tutti::rmi: cannot answer location {to}: {e}");
+        }
+        if let Err(e) = self.inner.world.send_slice(to, &buf) {
+            panic!("tutti::rmi: cannot answer location {to}: {e}");
+        }
     }
 
     /// Runs one method one level deeper, checking the nesting limit, and puts

@@ -24,17 +24,33 @@
 //!   waits for the next request; every n-th communication call polls
 //!   ([`Location::set_poll_every`]).
 //!
+//! RMI messages are [`Remote`](crate::msg::Remote) types (serde, with a stable
+//! name), because the same program must run in every world shape, and a request
+//! to a location of another rank is serialized. An object lists the message types
+//! it accepts from other locations in [`Object::remote`](crate::msg::Object::remote).
+//!
 //! ```
-//! use tutti::msg::{Handler, Message, Object};
+//! use serde::{Deserialize, Serialize};
+//! use tutti::msg::{Dispatch, Handler, Message, Object, RegistryError, Remote};
 //! use tutti::rmi;
 //!
+//! #[derive(Serialize, Deserialize)]
 //! struct Add(u64);
 //! impl Message for Add { type Reply = (); }
+//! impl Remote for Add { const NAME: &'static str = "counter.Add"; }
+//! #[derive(Serialize, Deserialize)]
 //! struct Get;
 //! impl Message for Get { type Reply = u64; }
+//! impl Remote for Get { const NAME: &'static str = "counter.Get"; }
 //!
 //! struct Counter(u64);
-//! impl Object for Counter { type Context = rmi::Location; }
+//! impl Object for Counter {
+//!     type Context = rmi::Location;
+//!     fn remote(table: &mut Dispatch<Self>) -> Result<(), RegistryError> {
+//!         table.register::<Add>()?.register::<Get>()?;
+//!         Ok(())
+//!     }
+//! }
 //! impl Handler<Add> for Counter {
 //!     async fn handle(&mut self, m: Add, _: &mut rmi::Location) { self.0 += m.0; }
 //! }
@@ -71,7 +87,8 @@
 //!   other method of that representative, and none of the location's own code,
 //!   runs until it returns — except at its own `.await`s on RMI calls, where
 //!   requests for *other* objects may execute (nested RMI, as in ARMI).
-//! * **By value.** Arguments move (in-process nothing is copied or serialized).
+//! * **By value.** Arguments move between locations of one rank (nothing is
+//!   copied or serialized) and are serialized across ranks.
 //!
 //! **Exclusive access between calls.** The body reaches its own representative
 //! through [`Location::local`], a guard that borrows the `Location` mutably.
@@ -111,10 +128,39 @@
 //!
 //! # Where it runs
 //!
-//! Threads mode: one process, many locations (the in-process transport), where
-//! requests move as typed values. Across ranks (MPI), requests must be
-//! serialized through the `msg` codec; that is not built yet, and a world of
-//! several ranks is refused by [`run`] with a clear message.
+//! Unchanged on every world shape: threads (one process, many locations), MPI
+//! (one location per rank) and mixed (ranks × threads, one flat numbering).
+//! A request to the sender's own location goes into its own queue; to another
+//! location of the same rank it moves through the world as a typed value; to a
+//! location of another rank it is encoded with the `msg` codec and its bytes
+//! travel through the world (aggregated like any message, and counted by the
+//! quiescence detection, so [`Location::fence`] stays exact):
+//!
+//! * a request is a `Tell` (`async_rmi`, `broadcast_rmi`) or `Ask` (`sync_rmi`)
+//!   frame — message id, target object, correlation id — preceded, for a
+//!   `sync_rmi` issued by a method, by a `Control` frame with the chain of
+//!   representatives held by the waiting methods (for the deadlock check);
+//! * the receiver decodes it with the object type's
+//!   [`Dispatch`](crate::msg::Dispatch) table, built at registration from
+//!   [`Object::remote`](crate::msg::Object::remote), and executes it exactly
+//!   as a local request (same ordering, deferral and nesting rules);
+//! * the answer to a `sync_rmi` is a `Reply` frame with the encoded reply,
+//!   decoded by the asker, or a `Fault` frame with the reason there is none.
+//!
+//! **The bound.** Every RMI message is [`Remote`](crate::msg::Remote) (so its
+//! reply is serializable too), and a request to any *other* location — even one
+//! of the same rank, where it is not serialized — must be listed in the target
+//! type's `Object::remote`; otherwise the sender panics naming the message and
+//! object types. So a program that runs in threads mode runs unchanged under
+//! MPI. Requests a location sends to itself never cross ranks and need no
+//! listing. Registration also compares each object type's list between
+//! locations ([`RmiError::MethodsMismatch`]).
+//!
+//! **Bad bytes.** A message from another rank that does not decode — a broken
+//! frame, a request for an object never registered or a message type its
+//! object does not accept, a reply that is not a value of the expected type —
+//! takes the whole job down, naming the rank, the locations and the cause;
+//! it never panics or runs undefined behaviour.
 
 mod error;
 mod handle;
@@ -163,9 +209,12 @@ impl HandlerContext for () {
 /// and returns the results in location order. A closing [`Location::fence`]
 /// after the body makes sure every RMI it issued has executed.
 ///
+/// With several ranks, each rank runs the body on its own locations and gets
+/// their results (in location order).
+///
 /// # Panics
-/// If a location panics (its message names it), or the world has several ranks
-/// (RMI across processes is not built yet).
+/// If a location panics (its message names it; with several ranks the job is
+/// taken down).
 ///
 /// ```
 /// let world = tutti::world::World::builder().locations(3).workers(1).build().unwrap();
@@ -178,12 +227,6 @@ where
     Fut: Future + Send + 'static,
     Fut::Output: Send + 'static,
 {
-    if world.ranks() > 1 {
-        world.abort(&format!(
-            "tutti::rmi runs in one process so far; this world has {} ranks",
-            world.ranks()
-        ));
-    }
     world.run(|wloc| {
         let loc = Location::new(wloc);
         let closing = loc.share();

@@ -1,5 +1,8 @@
 //! What travels between locations: a [`Request`] (a method call on a registered
 //! object, its message type erased) and, for a `sync_rmi`, a [`Response`].
+//! Between locations of one rank they move as typed values; across ranks as
+//! frames of the `msg` codec (see `location.rs`), decoded into a [`Decoded`]
+//! call on arrival.
 
 use std::any::{Any, TypeId};
 use std::future::Future;
@@ -8,7 +11,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use super::{HandlerContext, Location};
-use crate::msg::{Handler, Message};
+use crate::msg::{Envelope, Handler, Message, RemoteReply, ReplyError};
 
 /// A representative, type-erased while it sits in its location's table.
 pub(crate) type Rep = Box<dyn Any + Send>;
@@ -68,6 +71,56 @@ where
     }
 }
 
+/// A request that came from another rank, decoded by the object type's
+/// [`Dispatch`](crate::msg::Dispatch) (its [`Object::remote`](crate::msg::Object::remote)
+/// table). Its reply is [`Answer`]: the encoded reply for an `Ask`.
+pub(crate) struct Decoded<T: crate::msg::Object> {
+    pub(crate) envelope: Envelope<T>,
+    pub(crate) reply: Option<RemoteReply>,
+    /// The message type's stable name.
+    pub(crate) name: &'static str,
+}
+
+/// What a [`Decoded`] call yields: for an `Ask`, the encoded reply (or why there
+/// is none); `None` for a `Tell`.
+pub(crate) struct Answer(pub(crate) Option<Result<Vec<u8>, ReplyError>>);
+
+impl<T> Call for Decoded<T>
+where
+    T: crate::msg::Object,
+    T::Context: HandlerContext,
+{
+    fn object(&self) -> TypeId {
+        TypeId::of::<T>()
+    }
+
+    fn message(&self) -> &'static str {
+        self.name
+    }
+
+    fn start(self: Box<Self>, rep: Rep, ctx: Location) -> Running {
+        let Ok(mut obj) = rep.downcast::<T>() else {
+            unreachable!("the caller checks the representative's type")
+        };
+        let Decoded {
+            envelope, reply, ..
+        } = *self;
+        Box::pin(async move {
+            let mut ctx = T::Context::from_location(ctx);
+            envelope.handle(&mut obj, &mut ctx).await;
+            let answer = match reply {
+                Some(r) => Answer(Some(r.await)),
+                None => Answer(None),
+            };
+            (obj as Rep, Box::new(answer) as Box<dyn Any + Send>)
+        })
+    }
+}
+
+/// The encoded reply to a `sync_rmi` that crossed ranks, decoded by the asker
+/// (which knows its type).
+pub(crate) struct Encoded(pub(crate) Vec<u8>);
+
 /// A method call for the object registered as `object`; `corr` is 0 for an
 /// `async_rmi`, else the number the caller's `sync_rmi` waits for.
 pub(crate) struct Request {
@@ -88,6 +141,32 @@ pub(crate) struct Chain {
 }
 
 impl Chain {
+    /// The chain as it travels across ranks: (location, object) links, innermost
+    /// first.
+    pub(crate) fn links(&self) -> Vec<(u32, u32)> {
+        let mut out = Vec::new();
+        let mut c = Some(self);
+        while let Some(link) = c {
+            out.push((link.location as u32, link.object));
+            c = link.parent.as_deref();
+        }
+        out
+    }
+
+    /// Rebuilds a chain from its links (innermost first).
+    pub(crate) fn from_links(links: &[(u32, u32)]) -> Option<Arc<Chain>> {
+        links
+            .iter()
+            .rev()
+            .fold(None, |parent, &(location, object)| {
+                Some(Arc::new(Chain {
+                    location: location as usize,
+                    object,
+                    parent,
+                }))
+            })
+    }
+
     /// The objects held on `location` by methods waiting for this chain.
     pub(crate) fn held_on(&self, location: usize) -> impl Iterator<Item = u32> + '_ {
         let mut c = Some(self);

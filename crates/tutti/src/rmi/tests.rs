@@ -3,8 +3,19 @@
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
+use serde::{Deserialize, Serialize};
+
 use super::*;
-use crate::msg::{Handler, Message, Object};
+use crate::msg::{Dispatch, Handler, Message, Object, RegistryError};
+
+/// `Remote` for a test message, named after it.
+macro_rules! remote {
+    ($($t:ident),*) => {$(
+        impl crate::msg::Remote for $t {
+            const NAME: &'static str = concat!("rmi.tests.", stringify!($t));
+        }
+    )*};
+}
 use crate::world::{TransportKind, World};
 
 fn world(locations: usize, aggregation: usize) -> World {
@@ -26,25 +37,38 @@ fn panic_text(f: impl FnOnce()) -> String {
 
 // ---- a counter ----
 
-#[derive(Clone)]
+#[derive(Clone, Serialize, Deserialize)]
 struct Add(u64);
 impl Message for Add {
     type Reply = ();
 }
+remote!(Add);
+#[derive(Serialize, Deserialize)]
 struct Get;
 impl Message for Get {
     type Reply = u64;
 }
+remote!(Get);
 /// Adds and returns the new value.
+#[derive(Serialize, Deserialize)]
 struct FetchAdd(u64);
 impl Message for FetchAdd {
     type Reply = u64;
 }
+remote!(FetchAdd);
 
 #[derive(Default)]
 struct Counter(u64);
 impl Object for Counter {
     type Context = Location;
+    fn remote(t: &mut Dispatch<Self>) -> std::result::Result<(), RegistryError> {
+        t.register::<Add>()?
+            .register::<Get>()?
+            .register::<FetchAdd>()?
+            .register::<AskBack>()?
+            .register::<Hop>()?;
+        Ok(())
+    }
 }
 impl Handler<Add> for Counter {
     async fn handle(&mut self, m: Add, _: &mut Location) {
@@ -97,14 +121,20 @@ fn counters_updated_from_every_location_see_every_update() {
 
 // ---- ordering ----
 
+#[derive(Serialize, Deserialize)]
 struct Record(usize, u64);
 impl Message for Record {
     type Reply = ();
 }
+remote!(Record);
 #[derive(Default)]
 struct Log(Vec<(usize, u64)>);
 impl Object for Log {
     type Context = ();
+    fn remote(t: &mut Dispatch<Self>) -> std::result::Result<(), RegistryError> {
+        t.register::<Record>()?;
+        Ok(())
+    }
 }
 impl Handler<Record> for Log {
     async fn handle(&mut self, m: Record, _: &mut ()) {
@@ -142,12 +172,14 @@ fn requests_from_one_location_to_another_execute_in_issue_order() {
 /// Passes a question on along the ring of locations, and along a ring of
 /// `levels` objects, until `hops` is 0; answers the number of methods it went
 /// through.
+#[derive(Serialize, Deserialize)]
 struct Relay {
     hops: u32,
 }
 impl Message for Relay {
     type Reply = u32;
 }
+remote!(Relay);
 /// Level `level` of a ring of objects (all levels' handles in `all`).
 struct Ring {
     level: usize,
@@ -155,6 +187,10 @@ struct Ring {
 }
 impl Object for Ring {
     type Context = Location;
+    fn remote(t: &mut Dispatch<Self>) -> std::result::Result<(), RegistryError> {
+        t.register::<Relay>()?;
+        Ok(())
+    }
 }
 impl Handler<Relay> for Ring {
     async fn handle(&mut self, m: Relay, ctx: &mut Location) -> u32 {
@@ -231,10 +267,12 @@ fn a_sync_rmi_cycle_back_to_a_held_representative_is_a_clear_error() {
 // ---- deferral: a busy representative ----
 
 /// On location 0: asks location 1 to add to this very counter, and reads it.
+#[derive(Serialize, Deserialize)]
 struct AskBack(Handle<Counter>, Handle<Pinger>);
 impl Message for AskBack {
     type Reply = u64;
 }
+remote!(AskBack);
 impl Handler<AskBack> for Counter {
     async fn handle(&mut self, m: AskBack, ctx: &mut Location) -> u64 {
         let before = self.0;
@@ -244,13 +282,19 @@ impl Handler<AskBack> for Counter {
         self.0
     }
 }
+#[derive(Serialize, Deserialize)]
 struct Poke(Handle<Counter>);
 impl Message for Poke {
     type Reply = ();
 }
+remote!(Poke);
 struct Pinger;
 impl Object for Pinger {
     type Context = Location;
+    fn remote(t: &mut Dispatch<Self>) -> std::result::Result<(), RegistryError> {
+        t.register::<Poke>()?;
+        Ok(())
+    }
 }
 impl Handler<Poke> for Pinger {
     async fn handle(&mut self, m: Poke, ctx: &mut Location) {
@@ -278,10 +322,12 @@ fn a_request_for_a_busy_representative_waits_until_its_method_returns() {
 
 #[test]
 fn local_on_a_representative_whose_method_runs_is_a_clear_error() {
+    #[derive(Serialize, Deserialize)]
     struct Peek(Handle<Counter>);
     impl Message for Peek {
         type Reply = ();
     }
+    remote!(Peek);
     impl Handler<Peek> for Counter {
         async fn handle(&mut self, m: Peek, ctx: &mut Location) {
             let _ = ctx.local(&m.0).0;
@@ -301,10 +347,12 @@ fn local_on_a_representative_whose_method_runs_is_a_clear_error() {
 
 #[test]
 fn broadcast_and_reduce_with_user_operations() {
+    #[derive(Serialize, Deserialize)]
     struct Name;
     impl Message for Name {
         type Reply = String;
     }
+    remote!(Name);
     impl Handler<Name> for Counter {
         async fn handle(&mut self, _: Name, ctx: &mut Location) -> String {
             format!("{}:{}", ctx.id(), self.0)
@@ -328,6 +376,7 @@ fn broadcast_and_reduce_with_user_operations() {
 // ---- fence ----
 
 /// Forwards itself around the ring `left` more times, counting visits.
+#[derive(Serialize, Deserialize)]
 struct Hop {
     left: u32,
     me: Handle<Counter>,
@@ -335,6 +384,7 @@ struct Hop {
 impl Message for Hop {
     type Reply = ();
 }
+remote!(Hop);
 impl Handler<Hop> for Counter {
     async fn handle(&mut self, m: Hop, ctx: &mut Location) {
         self.0 += 1;
@@ -371,27 +421,39 @@ fn fence_waits_for_multi_hop_chains_issued_by_methods() {
 
 // master–worker (ARMI §III.D): the master hands out work with async_rmi and
 // only fences; workers send results back from their methods.
+#[derive(Serialize, Deserialize)]
 struct Work(u64, Handle<Collector>);
 impl Message for Work {
     type Reply = ();
 }
+remote!(Work);
 struct Worker;
 impl Object for Worker {
     type Context = Location;
+    fn remote(t: &mut Dispatch<Self>) -> std::result::Result<(), RegistryError> {
+        t.register::<Work>()?;
+        Ok(())
+    }
 }
 impl Handler<Work> for Worker {
     async fn handle(&mut self, m: Work, ctx: &mut Location) {
         ctx.async_rmi(0, &m.1, Result(m.0 * m.0)).await;
     }
 }
+#[derive(Serialize, Deserialize)]
 struct Result(u64);
 impl Message for Result {
     type Reply = ();
 }
+remote!(Result);
 #[derive(Default)]
 struct Collector(u64, u64);
 impl Object for Collector {
     type Context = ();
+    fn remote(t: &mut Dispatch<Self>) -> std::result::Result<(), RegistryError> {
+        t.register::<Result>()?;
+        Ok(())
+    }
 }
 impl Handler<Result> for Collector {
     async fn handle(&mut self, m: Result, _: &mut ()) {
@@ -481,10 +543,12 @@ fn a_request_for_an_unregistered_object_is_a_clear_error() {
 
 #[test]
 fn collectives_inside_methods_are_refused() {
+    #[derive(Serialize, Deserialize)]
     struct Fence;
     impl Message for Fence {
         type Reply = ();
     }
+    remote!(Fence);
     impl Handler<Fence> for Counter {
         async fn handle(&mut self, _: Fence, ctx: &mut Location) {
             ctx.fence().await;
@@ -562,4 +626,36 @@ fn spmd_uses_the_environment_world() {
     for (i, (id, count)) in n.iter().enumerate() {
         assert_eq!((*id, *count), (i, n.len()));
     }
+}
+
+#[test]
+fn a_request_of_a_type_the_object_does_not_accept_from_others_is_a_clear_error() {
+    #[derive(Serialize, Deserialize)]
+    struct Secret;
+    impl Message for Secret {
+        type Reply = ();
+    }
+    remote!(Secret);
+    impl Handler<Secret> for Counter {
+        async fn handle(&mut self, _: Secret, _: &mut Location) {}
+    }
+    let w = world(2, 1);
+    // To itself it needs no listing…
+    let got = run(&w, |loc| async move {
+        let h = loc.register(Counter(1)).await.unwrap();
+        loc.sync_rmi(loc.id(), &h, Secret).await;
+        loc.id()
+    });
+    assert_eq!(got, [0, 1]);
+    // …to another location it does, even within one process.
+    let text = panic_text(|| {
+        run(&w, |loc| async move {
+            let h = loc.register(Counter(1)).await.unwrap();
+            loc.async_rmi(1 - loc.id(), &h, Secret).await;
+        });
+    });
+    assert!(
+        text.contains("rmi.tests.Secret") && text.contains("Object::remote"),
+        "{text}"
+    );
 }
