@@ -33,6 +33,10 @@ pub const DEFAULT_AGGREGATION_INPROC: usize = 1;
 pub const DEFAULT_AGGREGATION_MPI: usize = 256;
 /// Default largest batch, in bytes, towards another rank.
 pub const DEFAULT_AGGREGATION_BYTES: usize = 16 * 1024;
+/// Largest allowed [`aggregation_bytes`](WorldBuilder::aggregation_bytes): a
+/// batch must fit the MPI engine's posted receives (64 KiB, with room for a
+/// frame's announcement and padding).
+pub const MAX_AGGREGATION_BYTES: usize = 60 * 1024;
 /// Default time bound after which a buffered message is sent anyway.
 pub const DEFAULT_FLUSH_AFTER: Duration = Duration::from_micros(500);
 
@@ -246,8 +250,8 @@ impl WorldBuilder {
         self
     }
 
-    /// Largest batch towards another rank, in bytes (at least 64). A message larger
-    /// than this travels on its own.
+    /// Largest batch towards another rank, in bytes (64 to
+    /// [`MAX_AGGREGATION_BYTES`]). A message larger than this travels on its own.
     pub fn aggregation_bytes(mut self, bytes: usize) -> WorldBuilder {
         self.aggregation_bytes = Some(bytes);
         self
@@ -387,13 +391,17 @@ impl WorldBuilder {
             "a positive whole number of messages",
         )?
         .unwrap_or(default_aggregation);
-        let aggregation_bytes = positive(
-            "TUTTI_AGGREGATION_BYTES",
-            self.aggregation_bytes,
-            64,
-            "a number of bytes, at least 64",
-        )?
-        .unwrap_or(DEFAULT_AGGREGATION_BYTES);
+        const BYTES: &str = "a number of bytes from 64 to 61440";
+        let aggregation_bytes =
+            positive("TUTTI_AGGREGATION_BYTES", self.aggregation_bytes, 64, BYTES)?
+                .unwrap_or(DEFAULT_AGGREGATION_BYTES);
+        if aggregation_bytes > MAX_AGGREGATION_BYTES {
+            return Err(WorldError::BadSetting {
+                var: "TUTTI_AGGREGATION_BYTES",
+                value: aggregation_bytes.to_string(),
+                expected: BYTES,
+            });
+        }
         let flush_after = match self.flush_after {
             Some(d) => d,
             None => match positive(
@@ -603,6 +611,7 @@ mod tests {
             ("TUTTI_WORKERS", "many"),
             ("TUTTI_AGGREGATION", "-1"),
             ("TUTTI_AGGREGATION_BYTES", "10"),
+            ("TUTTI_AGGREGATION_BYTES", "61441"),
             ("TUTTI_TRANSPORT", "carrier-pigeon"),
             ("TUTTI_PROGRESS", "sometimes"),
         ] {

@@ -1,24 +1,34 @@
 //! The world's frames: what one rank hands its transport for another rank.
 //!
-//! A frame is a small **head** and an optional **body**. The head starts with a
-//! fixed 20-byte header; the body carries one large message (or a large collective
-//! value) so that it travels without being copied into a batch.
+//! A frame is a **head** and an optional **body**. The head is one frame of the
+//! message codec ([`msg::codec`](crate::msg::codec): 48-byte header, payload, zero
+//! padding to a multiple of 8) of kind [`Control`](FrameKind::Control), so every
+//! byte that crosses ranks starts with the codec's magic and version. The body
+//! carries one large message (or a large collective value) so that it travels
+//! without being copied into a batch.
+//!
+//! The world's fields sit in the codec header:
 //!
 //! ```text
-//! header  0..2  magic "tw"       2  version       3  kind (1 data, 2 collective)
-//!         4     flags (bit 0: the frame has a body)        5..8  zero
-//!         8..12 source (u32 LE)  12..16 destination (u32 LE)  16..20 count (u32 LE)
-//! data:       source/destination are locations; `count` messages follow the
-//!             header as (length u32 LE, bytes); with a body, the body is the last
-//!             message and is not among the inline ones.
-//! collective: source/destination are ranks; `count` is 0; then
-//!             epoch u64, phase u8 (1 up, 2 down), kind u8, root u32, and the value
-//!             (inline, or the body).
+//! flags        the world byte: bits 0..7 what (1 data, 2 collective),
+//!              bit 7 a body comes with the head; the codec's own flags are clear
+//! msg          none
+//! data:        src, dst = locations; target = number of messages (the body counts);
+//!              corr = 0; payload = the inline messages, each (length u32 LE, bytes);
+//!              with a body, the body is the last message.
+//! collective:  src, dst = ranks; target = epoch; corr = phase (1 up, 2 down)
+//!              | kind << 8 | root << 32; payload = the value (empty if it is the body).
 //! ```
 //!
-//! Parsing checks every length against what is there and never panics: a frame that
-//! does not parse is an error naming what is wrong (the receiving rank then takes the
-//! job down, since a peer that sends garbage cannot be trusted to follow the protocol).
+//! One codec header per batch, then 4-byte length prefixes: an aggregated 8-byte
+//! message costs 12 bytes, not a header of its own.
+//!
+//! Parsing first lets the codec check the header (magic, version, kind, flags,
+//! stated length against the bytes present, zero padding), then checks the world's
+//! fields and walks every inline message within the payload; it never panics, and a
+//! frame that does not parse is an error naming what is wrong (the receiving rank
+//! then takes the job down, since a peer that sends garbage cannot be trusted to
+//! follow the protocol).
 
 // Parsing is only needed where frames arrive from another process.
 #![cfg_attr(not(feature = "mpi"), allow(dead_code))]
@@ -26,20 +36,20 @@
 use std::fmt;
 use std::ops::Range;
 
-/// First bytes of every frame.
-pub(crate) const MAGIC: [u8; 2] = *b"tw";
-/// Frame format version.
-pub(crate) const VERSION: u8 = 1;
-/// Bytes of the fixed header.
-pub(crate) const HEADER: usize = 20;
-/// Bytes of a collective frame's fixed part after the header.
-pub(crate) const COLLECTIVE_FIXED: usize = 14;
+use crate::msg::codec::{self, Flags, FrameKind, Header, HEADER_LEN};
+use crate::msg::MsgId;
+
+/// Bytes before a frame's first inline message (the codec header).
+pub(crate) const HEADER: usize = HEADER_LEN;
 /// Bytes of the length prefix of an inline message.
 pub(crate) const ENTRY_PREFIX: usize = 4;
 
-const KIND_DATA: u8 = 1;
-const KIND_COLLECTIVE: u8 = 2;
-const FLAG_BODY: u8 = 1;
+/// World flag byte: a data frame.
+const WHAT_DATA: u8 = 1;
+/// World flag byte: a collective frame.
+const WHAT_COLLECTIVE: u8 = 2;
+/// World flag byte: a body comes with the head.
+const FLAG_BODY: u8 = 0x80;
 
 /// A frame on its way out.
 #[derive(Debug, Default)]
@@ -57,7 +67,8 @@ pub(crate) enum Phase {
     Down,
 }
 
-/// A parsed collective frame; `value` is a range of the head, or the whole body.
+/// A parsed collective frame; `inline` is the value's range of the head (empty if
+/// the value is the body).
 #[derive(Debug)]
 pub(crate) struct CollectiveHead {
     pub(crate) from_rank: u32,
@@ -65,7 +76,7 @@ pub(crate) struct CollectiveHead {
     pub(crate) inline: Range<usize>,
 }
 
-/// A parsed data frame: where it goes and where its inline messages are.
+/// A parsed data frame: where it goes and how many inline messages it holds.
 #[derive(Debug)]
 pub(crate) struct DataHead {
     pub(crate) from: u32,
@@ -100,42 +111,48 @@ fn u32_at(b: &[u8], at: usize) -> Option<u32> {
     Some(u32::from_le_bytes([s[0], s[1], s[2], s[3]]))
 }
 
-fn u64_at(b: &[u8], at: usize) -> Option<u64> {
-    let s = b.get(at..at.checked_add(8)?)?;
-    let mut a = [0u8; 8];
-    a.copy_from_slice(s);
-    Some(u64::from_le_bytes(a))
+/// A fresh head: room for the codec header, to be written by [`seal`].
+fn reserve(capacity: usize) -> Vec<u8> {
+    let mut h = Vec::with_capacity(capacity.max(HEADER) + 7);
+    h.resize(HEADER, 0);
+    h
 }
 
-fn header(kind: u8, body: bool, from: u32, to: u32, capacity: usize) -> Vec<u8> {
-    let mut h = Vec::with_capacity(capacity.max(HEADER));
-    h.extend_from_slice(&MAGIC);
-    h.push(VERSION);
-    h.push(kind);
-    h.push(if body { FLAG_BODY } else { 0 });
-    h.extend_from_slice(&[0, 0, 0]);
-    h.extend_from_slice(&from.to_le_bytes());
-    h.extend_from_slice(&to.to_le_bytes());
-    h.extend_from_slice(&0u32.to_le_bytes());
-    h
+/// Writes the codec header of a head built by appending to [`reserve`]'s buffer.
+fn seal(head: &mut Vec<u8>, what: u8, body: bool, src: u32, dst: u32, target: u64, corr: u64) {
+    let bits = what | if body { FLAG_BODY } else { 0 };
+    let header = Header {
+        flags: Flags::world(bits),
+        src,
+        dst,
+        target,
+        corr,
+        ..Header::new(FrameKind::Control)
+    };
+    codec::seal_frame(&header, head, 0);
 }
 
 /// Builds a data frame by appending messages.
 #[derive(Debug)]
 pub(crate) struct DataBuilder {
     head: Vec<u8>,
+    from: u32,
+    to: u32,
     count: u32,
 }
 
 impl DataBuilder {
     pub(crate) fn new(from: u32, to: u32, capacity: usize) -> DataBuilder {
         DataBuilder {
-            head: header(KIND_DATA, false, from, to, capacity),
+            head: reserve(capacity),
+            from,
+            to,
             count: 0,
         }
     }
 
-    /// Bytes the frame would have with one more inline message of `len` bytes.
+    /// Bytes the frame would have with one more inline message of `len` bytes
+    /// (before padding).
     pub(crate) fn len_with(&self, len: usize) -> usize {
         self.head.len() + ENTRY_PREFIX + len
     }
@@ -156,11 +173,16 @@ impl DataBuilder {
 
     /// The finished frame, with `body` (if any) as its last message.
     pub(crate) fn finish(mut self, body: Option<Vec<u8>>) -> Frame {
-        if body.is_some() {
-            self.head[4] = FLAG_BODY;
-            self.count += 1;
-        }
-        self.head[16..20].copy_from_slice(&self.count.to_le_bytes());
+        let count = u64::from(self.count) + u64::from(body.is_some());
+        seal(
+            &mut self.head,
+            WHAT_DATA,
+            body.is_some(),
+            self.from,
+            self.to,
+            count,
+            0,
+        );
         Frame {
             head: self.head,
             body,
@@ -180,6 +202,17 @@ pub(crate) struct CollectiveTag {
     pub(crate) root: u32,
 }
 
+impl CollectiveTag {
+    /// The tag's phase, kind and root packed into the header's `corr` field.
+    fn corr(&self) -> u64 {
+        let phase: u64 = match self.phase {
+            Phase::Up => 1,
+            Phase::Down => 2,
+        };
+        phase | u64::from(self.kind) << 8 | u64::from(self.root) << 32
+    }
+}
+
 /// A collective frame carrying `value`: inline if it is at most `inline_max`
 /// bytes, else as the body.
 pub(crate) fn collective(
@@ -189,136 +222,121 @@ pub(crate) fn collective(
     value: Vec<u8>,
     inline_max: usize,
 ) -> Frame {
-    let CollectiveTag {
-        epoch,
-        phase,
-        kind,
-        root,
-    } = tag;
     let as_body = value.len() > inline_max;
-    let mut head = header(
-        KIND_COLLECTIVE,
+    let mut head = reserve(HEADER + if as_body { 0 } else { value.len() });
+    let body = if as_body {
+        Some(value)
+    } else {
+        head.extend_from_slice(&value);
+        None
+    };
+    let corr = tag.corr();
+    seal(
+        &mut head,
+        WHAT_COLLECTIVE,
         as_body,
         from_rank,
         to_rank,
-        HEADER + COLLECTIVE_FIXED + if as_body { 0 } else { value.len() },
+        tag.epoch,
+        corr,
     );
-    head.extend_from_slice(&epoch.to_le_bytes());
-    head.push(match phase {
-        Phase::Up => 1,
-        Phase::Down => 2,
-    });
-    head.push(kind);
-    head.extend_from_slice(&root.to_le_bytes());
-    if as_body {
-        Frame {
-            head,
-            body: Some(value),
-        }
-    } else {
-        head.extend_from_slice(&value);
-        Frame { head, body: None }
-    }
+    Frame { head, body }
 }
 
 /// Parses and fully validates a frame's head (`has_body`: a body came with it).
 pub(crate) fn parse(head: &[u8], has_body: bool) -> Result<Parsed, FrameError> {
-    if head.len() < HEADER {
+    let frame = codec::decode_frame(head).map_err(|e| FrameError(e.to_string()))?;
+    let h = *frame.header();
+    let end = HEADER + frame.payload().len();
+    if h.kind != FrameKind::Control {
         return bad(format!(
-            "frame of {} bytes is shorter than the {HEADER}-byte header",
-            head.len()
+            "a {:?} frame where the world sends only Control frames",
+            h.kind
         ));
     }
-    if head[0..2] != MAGIC {
-        return bad(format!("bad magic {:02x}{:02x}", head[0], head[1]));
+    let bits = h.flags.world_bits();
+    if h.flags != Flags::world(bits) {
+        return bad(format!("codec flags {:?} on a world frame", h.flags));
     }
-    if head[2] != VERSION {
-        return bad(format!(
-            "frame version {} (this build speaks {VERSION})",
-            head[2]
-        ));
+    if h.msg != MsgId::NONE {
+        return bad("a world frame names a message type");
     }
-    let flags = head[4];
-    if flags & !FLAG_BODY != 0 || head[5..8] != [0, 0, 0] {
-        return bad(format!("unknown flags {flags:#04x}"));
-    }
-    if (flags & FLAG_BODY != 0) != has_body {
+    if (bits & FLAG_BODY != 0) != has_body {
         return bad(if has_body {
             "a body came with a frame that announces none"
         } else {
             "the frame announces a body that did not come"
         });
     }
-    // Every read below is within the checked header length.
-    let from = u32_at(head, 8).unwrap_or(0);
-    let to = u32_at(head, 12).unwrap_or(0);
-    let count = u32_at(head, 16).unwrap_or(0);
-    match head[3] {
-        KIND_DATA => {
-            let inline = if has_body {
-                match count.checked_sub(1) {
-                    Some(n) => n,
-                    None => return bad("a data frame with a body counts no messages"),
-                }
-            } else {
-                count
-            };
-            let mut pos = HEADER;
-            for i in 0..inline {
-                match next_entry(head, &mut pos) {
-                    Some(_) => {}
-                    None => {
-                        return bad(format!(
-                            "message {i} of {inline} runs past the end of the {}-byte frame",
-                            head.len()
-                        ))
-                    }
-                }
+    match bits & !FLAG_BODY {
+        WHAT_DATA => {
+            if h.corr != 0 {
+                return bad("a data frame with a correlation id");
             }
-            if pos != head.len() {
+            // Count the inline messages by walking them: each must end within
+            // the payload, and together they must fill it exactly.
+            let payload = &head[..end];
+            let mut pos = HEADER;
+            let mut inline = 0u64;
+            while pos < end {
+                if next_entry(payload, &mut pos).is_none() {
+                    return bad(format!(
+                        "message {inline} runs past the end of the {}-byte payload",
+                        end - HEADER
+                    ));
+                }
+                inline += 1;
+            }
+            let count = inline + u64::from(has_body);
+            if count != h.target {
                 return bad(format!(
-                    "{} stray bytes after the last of {inline} messages",
-                    head.len() - pos
+                    "a data frame says it holds {} messages and holds {count}",
+                    h.target
                 ));
             }
-            Ok(Parsed::Data(DataHead { from, to, inline }))
+            if count == 0 {
+                return bad("a data frame without messages");
+            }
+            Ok(Parsed::Data(DataHead {
+                from: h.src,
+                to: h.dst,
+                // At most a quarter of the payload's length.
+                inline: u32::try_from(inline)
+                    .map_err(|_| FrameError(format!("{inline} messages in one frame")))?,
+            }))
         }
-        KIND_COLLECTIVE => {
-            if count != 0 {
-                return bad("a collective frame with a message count");
-            }
-            let fixed = HEADER + COLLECTIVE_FIXED;
-            if head.len() < fixed {
-                return bad("collective frame shorter than its fixed part");
-            }
-            let epoch = u64_at(head, HEADER).unwrap_or(0);
-            let phase = match head[HEADER + 8] {
+        WHAT_COLLECTIVE => {
+            let phase = match h.corr & 0xff {
                 1 => Phase::Up,
                 2 => Phase::Down,
                 p => return bad(format!("unknown collective phase {p}")),
             };
-            let kind = head[HEADER + 9];
-            let root = u32_at(head, HEADER + 10).unwrap_or(0);
-            if has_body && head.len() != fixed {
+            if h.corr & 0xffff_0000 != 0 {
+                return bad(format!(
+                    "unknown bits in a collective tag: {:#018x}",
+                    h.corr
+                ));
+            }
+            if has_body && end != HEADER {
                 return bad("a collective frame with both an inline value and a body");
             }
             Ok(Parsed::Collective(CollectiveHead {
-                from_rank: from,
+                from_rank: h.src,
                 tag: CollectiveTag {
-                    epoch,
+                    epoch: h.target,
                     phase,
-                    kind,
-                    root,
+                    kind: (h.corr >> 8) as u8,
+                    root: (h.corr >> 32) as u32,
                 },
-                inline: fixed..head.len(),
+                inline: HEADER..end,
             }))
         }
-        k => bad(format!("unknown frame kind {k}")),
+        w => bad(format!("unknown world frame kind {w}")),
     }
 }
 
 /// The next inline message of a data frame: its byte range, advancing `pos`.
-/// `None` if it would run past the end (impossible for a parsed frame).
+/// `None` if it would run past the end of `head` (impossible for a parsed frame).
 pub(crate) fn next_entry(head: &[u8], pos: &mut usize) -> Option<Range<usize>> {
     let len = u32_at(head, *pos)? as usize;
     let start = pos.checked_add(ENTRY_PREFIX)?;
@@ -342,89 +360,141 @@ mod tests {
         b.finish(body)
     }
 
+    fn messages(f: &Frame) -> Vec<Vec<u8>> {
+        let Parsed::Data(h) = parse(&f.head, f.body.is_some()).unwrap() else {
+            panic!("not data")
+        };
+        let mut pos = HEADER;
+        (0..h.inline)
+            .map(|_| f.head[next_entry(&f.head, &mut pos).unwrap()].to_vec())
+            .collect()
+    }
+
     #[test]
-    fn data_frames_round_trip() {
+    fn data_frames_are_codec_frames_and_round_trip() {
         let f = data(&[b"ab", b"", b"xyz"], None);
+        let c = codec::decode_frame(&f.head).unwrap();
+        assert_eq!(c.header().kind, FrameKind::Control);
+        assert_eq!(f.head.len() % 8, 0);
+        // One header for the batch, then 4-byte prefixes.
+        assert_eq!(c.payload().len(), 3 * ENTRY_PREFIX + 5);
         let Parsed::Data(h) = parse(&f.head, false).unwrap() else {
             panic!("not data")
         };
         assert_eq!((h.from, h.to, h.inline), (3, 9, 3));
-        let mut pos = HEADER;
-        let got: Vec<&[u8]> = (0..3)
-            .map(|_| &f.head[next_entry(&f.head, &mut pos).unwrap()])
-            .collect();
-        assert_eq!(got, [&b"ab"[..], b"", b"xyz"]);
+        assert_eq!(messages(&f), [&b"ab"[..], b"", b"xyz"]);
 
         let f = data(&[b"q"], Some(vec![7; 100]));
-        let Parsed::Data(h) = parse(&f.head, true).unwrap() else {
-            panic!("not data")
-        };
-        assert_eq!(h.inline, 1);
+        assert_eq!(messages(&f), [b"q"]);
         assert!(
             parse(&f.head, false).is_err(),
             "missing body must be noticed"
         );
+        let f = data(&[], Some(vec![1]));
+        assert_eq!(f.head.len(), HEADER);
+        assert!(messages(&f).is_empty());
     }
 
     #[test]
     fn collective_frames_round_trip_inline_and_as_body() {
-        for (value, inline_max) in [(vec![1, 2, 3], 16), (vec![5; 40], 16)] {
-            let tag = CollectiveTag {
-                epoch: 42,
-                phase: Phase::Up,
-                kind: 3,
-                root: 7,
-            };
-            let f = collective(1, 0, tag, value.clone(), inline_max);
-            let Parsed::Collective(c) = parse(&f.head, f.body.is_some()).unwrap() else {
-                panic!("not collective")
-            };
-            assert_eq!((c.from_rank, c.tag), (1, tag));
-            match f.body {
-                Some(b) => assert_eq!(b, value),
-                None => assert_eq!(&f.head[c.inline], &value[..]),
+        for (value, inline_max) in [(vec![1, 2, 3], 16), (vec![5; 40], 16), (vec![], 16)] {
+            for phase in [Phase::Up, Phase::Down] {
+                let tag = CollectiveTag {
+                    epoch: u64::MAX - 3,
+                    phase,
+                    kind: 3,
+                    root: u32::MAX,
+                };
+                let f = collective(1, 0, tag, value.clone(), inline_max);
+                let Parsed::Collective(c) = parse(&f.head, f.body.is_some()).unwrap() else {
+                    panic!("not collective")
+                };
+                assert_eq!((c.from_rank, c.tag), (1, tag));
+                match f.body {
+                    Some(b) => assert_eq!(b, value),
+                    None => assert_eq!(&f.head[c.inline], &value[..]),
+                }
             }
         }
     }
 
+    /// Deterministic pseudo-random bytes.
+    fn noise(x: &mut u64) -> u8 {
+        *x ^= *x << 13;
+        *x ^= *x >> 7;
+        *x ^= *x << 17;
+        *x as u8
+    }
+
     #[test]
     fn every_truncation_and_many_mutations_are_rejected_without_panic() {
-        let f = data(&[b"hello", b"world", &[0; 30]], None);
-        for cut in 0..f.head.len() {
-            assert!(parse(&f.head[..cut], false).is_err(), "cut at {cut}");
-        }
-        // Flip every byte to every other value: must never panic; the frames that
-        // still parse must describe messages that lie inside the frame.
+        let frames = [
+            data(&[b"hello", b"world", &[0; 30]], None),
+            data(&[b"x"], Some(vec![1; 9])),
+            collective(
+                2,
+                1,
+                CollectiveTag {
+                    epoch: 5,
+                    phase: Phase::Down,
+                    kind: 4,
+                    root: 0,
+                },
+                vec![9; 11],
+                64,
+            ),
+        ];
         let mut accepted = 0;
-        for i in 0..f.head.len() {
-            for v in [0u8, 1, 2, 0x7f, 0x80, 0xff] {
-                let mut m = f.head.clone();
-                m[i] = v;
-                if let Ok(Parsed::Data(h)) = parse(&m, false) {
-                    accepted += 1;
-                    let mut pos = HEADER;
-                    for _ in 0..h.inline {
-                        let r = next_entry(&m, &mut pos).expect("validated");
-                        assert!(r.end <= m.len());
+        for f in &frames {
+            let body = f.body.is_some();
+            for cut in 0..f.head.len() {
+                assert!(parse(&f.head[..cut], body).is_err(), "cut at {cut}");
+            }
+            // Set every byte to several values: must never panic; the data frames
+            // that still parse must describe messages that lie inside the payload.
+            for i in 0..f.head.len() {
+                for v in [0u8, 1, 2, 0x7f, 0x80, 0xff] {
+                    let mut m = f.head.clone();
+                    m[i] = v;
+                    match parse(&m, body) {
+                        Ok(Parsed::Data(h)) => {
+                            accepted += 1;
+                            let end = HEADER + codec::decode_frame(&m).unwrap().payload().len();
+                            let mut pos = HEADER;
+                            for _ in 0..h.inline {
+                                let r = next_entry(&m, &mut pos).expect("validated");
+                                assert!(r.end <= end);
+                            }
+                        }
+                        Ok(Parsed::Collective(c)) => {
+                            accepted += 1;
+                            assert!(c.inline.end <= m.len());
+                        }
+                        Err(e) => assert!(!e.0.is_empty()),
                     }
                 }
             }
         }
         assert!(accepted > 0, "mutating message bytes keeps frames valid");
-        // Random garbage, deterministic.
+        // Random garbage, and random bytes behind a valid codec header.
         let mut x = 0x2545_f491_4f6c_dd1du64;
-        for len in 0..200 {
-            let bytes: Vec<u8> = (0..len)
-                .map(|_| {
-                    x ^= x << 13;
-                    x ^= x >> 7;
-                    x ^= x << 17;
-                    x as u8
-                })
-                .collect();
-            let _ = parse(&bytes, len % 2 == 0);
+        for len in 0..300 {
+            let bytes: Vec<u8> = (0..len).map(|_| noise(&mut x)).collect();
+            assert!(parse(&bytes, len % 2 == 0).is_err());
+            let mut framed = reserve(HEADER);
+            framed.extend_from_slice(&bytes);
+            seal(
+                &mut framed,
+                WHAT_DATA,
+                false,
+                0,
+                1,
+                u64::from(noise(&mut x) % 4),
+                0,
+            );
+            let _ = parse(&framed, false);
         }
-        // A huge claimed length is an error, not an allocation.
+        // A huge claimed message length is an error, not an allocation.
         let mut m = data(&[b"a"], None).head;
         m[HEADER..HEADER + 4].copy_from_slice(&u32::MAX.to_le_bytes());
         assert!(parse(&m, false).unwrap_err().0.contains("runs past"));
@@ -433,17 +503,38 @@ mod tests {
     #[test]
     fn errors_name_the_problem() {
         let f = data(&[b"x"], None);
+        let expect = |m: &[u8], body: bool, want: &str| {
+            let e = parse(m, body).unwrap_err().0;
+            assert!(e.contains(want), "{e:?} does not mention {want:?}");
+        };
         let mut m = f.head.clone();
         m[0] = b'X';
-        assert!(parse(&m, false).unwrap_err().0.contains("magic"));
+        expect(&m, false, "not a tutti frame");
         let mut m = f.head.clone();
-        m[2] = 9;
-        assert!(parse(&m, false).unwrap_err().0.contains("version 9"));
+        m[4] = 9;
+        expect(&m, false, "version 9");
         let mut m = f.head.clone();
-        m[3] = 5;
-        assert!(parse(&m, false).unwrap_err().0.contains("kind 5"));
+        m[5] = 9;
+        expect(&m, false, "kind 9");
         let mut m = f.head.clone();
-        m.push(0);
-        assert!(parse(&m, false).unwrap_err().0.contains("stray"));
+        m[5] = FrameKind::Tell as u8;
+        m[24] = 1;
+        expect(&m, false, "only Control frames");
+        let mut m = f.head.clone();
+        m[7] = 3;
+        expect(&m, false, "world frame kind 3");
+        let mut m = f.head.clone();
+        m[7] |= FLAG_BODY;
+        expect(&m, false, "announces a body");
+        expect(&f.head, true, "announces none");
+        let mut m = f.head.clone();
+        m[32] = 2;
+        expect(&m, false, "says it holds 2 messages and holds 1");
+        let mut m = f.head.clone();
+        m.extend_from_slice(&[0; 8]);
+        expect(&m, false, "left over");
+        let mut m = f.head.clone();
+        m[HEADER + 5] = 1;
+        expect(&m, false, "padding");
     }
 }

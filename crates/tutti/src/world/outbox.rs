@@ -248,7 +248,7 @@ mod tests {
 
     const LIM: Limits = Limits {
         factor: 3,
-        bytes: 64,
+        bytes: 96,
         per_rank: 2,
     };
 
@@ -311,7 +311,7 @@ mod tests {
         o.push_remote(to, 1, Bytes::Owned(vec![2; 4]), LIM, &mut |x| out.push(x));
         o.push_remote(to, 1, Bytes::Owned(vec![3; 4]), LIM, &mut |x| out.push(x));
         assert_eq!(ids(&out), ["R1:3x3"]);
-        // Bytes: 20 header + 2×(4+16) = 60 fits 64; a third would not.
+        // Bytes: 48 header + 2×(4+16) = 88 fits 96; a third would not.
         out.clear();
         o.push_remote(to, 1, Bytes::Owned(vec![4; 16]), LIM, &mut |x| out.push(x));
         o.push_remote(to, 1, Bytes::Owned(vec![5; 16]), LIM, &mut |x| out.push(x));

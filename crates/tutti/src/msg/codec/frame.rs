@@ -279,10 +279,32 @@ fn encode_with(
         out.truncate(start);
         return Err(e);
     }
+    Ok(seal(header, flags, out, start))
+}
+
+/// Writes `header` into the [`HEADER_LEN`] bytes reserved at `out[start..]` for the
+/// payload the caller has appended after them, then pads. Returns the frame's length.
+fn seal(header: &Header, flags: Flags, out: &mut Vec<u8>, start: usize) -> usize {
     let len = out.len() - start - HEADER_LEN;
     out.resize(out.len() + padding(len), 0);
     header.write(flags, len as u64, &mut out[start..start + HEADER_LEN]);
-    Ok(out.len() - start)
+    out.len() - start
+}
+
+/// Finishes a frame built in place: `out[start..start + HEADER_LEN]` was reserved
+/// (any bytes) and the raw payload appended after it; writes `header` there and the
+/// padding, and returns the frame's length. For the world layer, which appends
+/// messages to an aggregation buffer one at a time.
+///
+/// # Panics
+/// If no room was reserved, or `header` breaks its kind's rules (a caller's bug:
+/// the world only seals `Control` frames).
+pub(crate) fn seal_frame(header: &Header, out: &mut Vec<u8>, start: usize) -> usize {
+    assert!(
+        out.len() >= start + HEADER_LEN && header.check().is_ok(),
+        "seal_frame: no header room reserved, or an invalid header {header:?}"
+    );
+    seal(header, header.flags, out, start)
 }
 
 /// Appends one frame to `out`: `header`, then `payload` encoded with serde.

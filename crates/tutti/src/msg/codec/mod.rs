@@ -140,3 +140,5 @@ pub use frame::{
     MAGIC, VERSION,
 };
 pub use pod::PodVec;
+
+pub(crate) use frame::seal_frame;

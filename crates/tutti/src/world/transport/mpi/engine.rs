@@ -61,6 +61,9 @@ const TAG_BULK: i32 = 3;
 
 /// Bytes of each posted receive: the largest frame head (plus announcement).
 pub(crate) const EAGER: usize = 64 * 1024;
+// A head is at most the aggregation byte limit plus padding; with a body it is
+// announced by 8 more bytes.
+const _: () = assert!(crate::world::MAX_AGGREGATION_BYTES + 16 <= EAGER);
 /// Receives kept posted on the data communicator.
 pub(crate) const POSTED: usize = 16;
 /// Send requests in flight before further frames wait in the queue (testing
