@@ -8,11 +8,13 @@
 //! `TUTTI_RMI_ABORT=nesting` (a chain across the ranks nests deeper than the
 //! limit), `deadlock` (a chain comes back to a representative held on the other
 //! rank), `bytes` (location 0 sends the first location of rank 1 bytes that are
-//! not an RMI message).
+//! not an RMI message), `payload` (a well-formed request frame whose payload
+//! does not decode as its message type).
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use serde::{Deserialize, Serialize};
+use tutti::msg::codec::{encode_raw_frame, FrameKind, Header};
 use tutti::msg::{Dispatch, Handler, Message, Object, RegistryError, Remote};
 use tutti::rmi::{self, Handle, Location};
 use tutti::world::{LocationId, TransportKind, World};
@@ -101,7 +103,36 @@ fn main() {
                 loc.barrier().await;
             });
         }
-        other => panic!("TUTTI_RMI_ABORT={other:?}: expected nesting, deadlock or bytes"),
+        "payload" => {
+            rmi::run(&world, |loc| async move {
+                let h = loc
+                    .register(Ring {
+                        level: 0,
+                        all: Vec::new(),
+                    })
+                    .await
+                    .unwrap();
+                let first_of_rank_1 = loc.world().world().locations_per_rank();
+                if loc.id() == 0 {
+                    // A well-formed frame whose payload is not a `Relay`.
+                    let head = Header {
+                        src: 0,
+                        dst: first_of_rank_1 as u32,
+                        msg: Relay::ID,
+                        target: h.id() as u64,
+                        ..Header::new(FrameKind::Tell)
+                    };
+                    let mut bytes = Vec::new();
+                    encode_raw_frame(&head, &[0xff, 0xff, 0xff], &mut bytes).unwrap();
+                    let to = LocationId::new(first_of_rank_1 as u32);
+                    loc.world().send_bytes(to, bytes).unwrap();
+                }
+                loc.barrier().await;
+            });
+        }
+        other => {
+            panic!("TUTTI_RMI_ABORT={other:?}: expected nesting, deadlock, bytes or payload")
+        }
     }
     println!("rank {} finished its part", world.rank());
 }

@@ -775,9 +775,7 @@ impl Location {
     /// the job down, naming the sender and what is wrong.
     fn parse(&self, from: LocationId, bytes: &[u8]) -> FromRank {
         let bad = |why: &dyn fmt::Display| -> ! {
-            self.fail(&format!(
-                "a malformed RMI message from location {from}: {why}"
-            ))
+            self.fail(&format!("a malformed RMI message from {from}: {why}"))
         };
         let mut frames = codec::frames(bytes);
         let mut next = || match frames.next() {
@@ -841,7 +839,7 @@ impl Location {
             FrameKind::Fault if chain.is_none() => {
                 let text: String = frame.decode().unwrap_or_else(|e| bad(&e));
                 self.fail(&format!(
-                    "the sync_rmi #{} to location {from} got no reply: {text}",
+                    "the sync_rmi #{} to {from} got no reply: {text}",
                     h.corr
                 ))
             }
@@ -886,7 +884,7 @@ impl Location {
                     let name = slot.type_name;
                     drop(st);
                     panic!(
-                        "tutti::rmi: location {} got `{}` from location {from} for object \
+                        "tutti::rmi: location {} got `{}` from {from} for object \
                          #{id} (`{name}`), which was unregistered",
                         self.id(),
                         req.call.message()
@@ -984,7 +982,7 @@ impl Location {
             if from.index() / self.inner.per_rank == self.inner.rank {
                 let resp = Response { corr, reply };
                 if let Err(e) = self.inner.world.send(from, resp) {
-                    panic!("tutti::rmi: cannot answer location {from}: {e}");
+                    panic!("tutti::rmi: cannot answer {from}: {e}");
                 }
             } else {
                 self.answer_rank(from, corr, reply);
@@ -1018,10 +1016,10 @@ impl Location {
             ),
         };
         if let Err(e) = done {
-            panic!("tutti::rmi: cannot answer location {to}: {e}");
+            panic!("tutti::rmi: cannot answer {to}: {e}");
         }
         if let Err(e) = self.inner.world.send_slice(to, &buf) {
-            panic!("tutti::rmi: cannot answer location {to}: {e}");
+            panic!("tutti::rmi: cannot answer {to}: {e}");
         }
     }
 
