@@ -113,8 +113,8 @@ pub use dispatch::{Dispatch, DispatchError, Dispatched, Incoming, RemoteReply, R
 pub(crate) use envelope::{AtomicLinkPtr, Link};
 pub use envelope::{Envelope, Parts};
 pub use registry::{
-    check_digests, DecodeByIdError, Digest, Entry, Mismatch, Platform, RankMismatch, Registry,
-    RegistryError,
+    check_digests, register, registered, DecodeByIdError, Digest, Entry, Mismatch, Platform,
+    RankMismatch, Registry, RegistryError,
 };
 pub use remote::{MsgId, Remote};
 pub use reply::{NoReply, Reply, Responder};

@@ -8,10 +8,18 @@
 //! rank has and another lacks or names differently. So a job whose ranks were built
 //! from different code stops with a clear error before the first message, instead of
 //! misreading frames.
+//!
+//! The registry it checks is the **process's** one: [`register`] adds a type to it,
+//! [`registered`] copies it. The world compares the ranks' digests when it starts
+//! under MPI (`World::build`/`from_env`; the error is
+//! `WorldError::Registry`), so types are registered before the world is built.
+//! Per-object [`Dispatch`](super::Dispatch) tables are separate: they route what
+//! one object type accepts and are not compared across ranks.
 
 use std::any::{Any, TypeId};
 use std::collections::BTreeMap;
 use std::fmt;
+use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
 
@@ -294,6 +302,49 @@ impl Registry {
                 .collect(),
         }
     }
+}
+
+/// The process's registry: the types registered with [`register`].
+static PROCESS: Mutex<Registry> = Mutex::new(Registry {
+    entries: Vec::new(),
+});
+
+fn process() -> std::sync::MutexGuard<'static, Registry> {
+    // The registry is only ever changed by `insert`, which leaves it valid even
+    // if it panicked; a poisoned lock is still usable.
+    PROCESS.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Registers `M` in the process's registry, the one whose [`Digest`] the world
+/// compares across ranks when it starts under MPI.
+///
+/// Register every message type that crosses ranks **before building the
+/// world** (typically first thing in `main`, on every rank alike): a job whose
+/// ranks registered different types then fails at start-up with an error
+/// naming the ranks and the types ([`check_digests`]), before any frame is
+/// misread. Registering a type twice is harmless; two types with one id or one
+/// name are an error naming both.
+///
+/// ```
+/// use serde::{Deserialize, Serialize};
+/// use tutti::msg::{self, Message, Remote};
+///
+/// #[derive(Serialize, Deserialize)]
+/// struct Deposit(u64);
+/// impl Message for Deposit { type Reply = (); }
+/// impl Remote for Deposit { const NAME: &'static str = "doc.bank.Deposit"; }
+///
+/// msg::register::<Deposit>()?;
+/// assert_eq!(msg::registered().name(Deposit::ID), Some("doc.bank.Deposit"));
+/// # Ok::<(), tutti::msg::RegistryError>(())
+/// ```
+pub fn register<M: Remote>() -> Result<(), RegistryError> {
+    process().insert(Entry::of::<M>())
+}
+
+/// A copy of the process's registry (the types registered with [`register`]).
+pub fn registered() -> Registry {
+    process().clone()
 }
 
 /// Why [`Registry::decode`] failed.

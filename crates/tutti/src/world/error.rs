@@ -40,6 +40,10 @@ pub enum WorldError {
         /// That rank.
         rank: usize,
     },
+    /// The ranks registered different message types
+    /// ([`tutti::msg::register`](crate::msg::register)) or run on different
+    /// platforms: the error names each differing rank and type.
+    Registry(crate::msg::Mismatch),
 }
 
 impl fmt::Display for WorldError {
@@ -62,6 +66,11 @@ impl fmt::Display for WorldError {
                 "ranks disagree on locations per rank: {here} here, {there} on rank {rank} \
                  (set TUTTI_LOCATIONS the same everywhere)"
             ),
+            WorldError::Registry(m) => write!(
+                f,
+                "{m} (register the same types with tutti::msg::register on every rank \
+                 before building the world)"
+            ),
         }
     }
 }
@@ -70,6 +79,7 @@ impl Error for WorldError {
     fn source(&self) -> Option<&(dyn Error + 'static)> {
         match self {
             WorldError::Runtime(e) => Some(e),
+            WorldError::Registry(m) => Some(m),
             _ => None,
         }
     }

@@ -35,6 +35,14 @@
 //! bytes). Messages from one location to another arrive in order. A received
 //! [`Delivery`] counts as handled when it is dropped.
 //!
+//! Every byte that crosses ranks is in the `msg` codec's wire form: frames are
+//! codec frames (`frame.rs`: one 48-byte header per aggregated batch, then the
+//! length-prefixed messages) and collective values are serde values in the codec's
+//! format. When a world starts under MPI, the ranks exchange the digests of their
+//! process's message registry ([`crate::msg::register`]) and refuse to start
+//! ([`WorldError::Registry`], on every rank) if they differ, naming the ranks and
+//! the types: register message types before building the world.
+//!
 //! # Aggregation
 //!
 //! Small messages to one destination are coalesced in the sending location's

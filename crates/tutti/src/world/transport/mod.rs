@@ -13,7 +13,27 @@ pub(crate) mod mpi;
 
 use std::sync::Arc;
 
+use super::error::WorldError;
 use super::frame::Frame;
+use crate::msg::{check_digests, codec, Digest};
+
+/// The start-up check that every rank registered the same message types
+/// ([`crate::msg::register`]): `encoded[r]` is rank `r`'s [`Digest`] in the
+/// codec's format, as the ranks exchanged them. Every rank runs it on the same
+/// input, so all reach the same verdict and fail together.
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+pub(crate) fn agree_on_registries(encoded: &[&[u8]]) -> Result<(), WorldError> {
+    let mut digests = Vec::with_capacity(encoded.len());
+    for (rank, bytes) in encoded.iter().enumerate() {
+        let d = codec::decode::<Digest>(bytes).map_err(|e| {
+            WorldError::Transport(format!(
+                "rank {rank}'s message registry digest does not decode: {e}"
+            ))
+        })?;
+        digests.push(d);
+    }
+    check_digests(&digests).map_err(WorldError::Registry)
+}
 
 /// Where a transport delivers what arrives: the world of this rank.
 #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
@@ -51,4 +71,74 @@ pub(crate) trait Transport: Send + Sync {
     /// For transport-specific operations (e.g. running user MPI code).
     #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
     fn as_any(&self) -> &dyn std::any::Any;
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use serde::{Deserialize, Serialize};
+
+    use super::*;
+    use crate::msg::{Message, Registry, Remote};
+
+    #[derive(Serialize, Deserialize)]
+    struct Ping;
+    impl Message for Ping {
+        type Reply = ();
+    }
+    impl Remote for Ping {
+        const NAME: &'static str = "transport.test.Ping";
+    }
+
+    #[derive(Serialize, Deserialize)]
+    struct Pong;
+    impl Message for Pong {
+        type Reply = ();
+    }
+    impl Remote for Pong {
+        const NAME: &'static str = "transport.test.Pong";
+    }
+
+    fn encoded(r: &Registry) -> Vec<u8> {
+        let mut out = Vec::new();
+        codec::encode(&r.digest(), &mut out).unwrap();
+        out
+    }
+
+    #[test]
+    fn ranks_that_registered_different_types_fail_naming_ranks_and_types() {
+        let mut both = Registry::new();
+        both.register::<Ping>().unwrap().register::<Pong>().unwrap();
+        let mut one = Registry::new();
+        one.register::<Ping>().unwrap();
+        let (b, o) = (encoded(&both), encoded(&one));
+        assert!(agree_on_registries(&[&b, &b, &b]).is_ok());
+        assert!(agree_on_registries(&[]).is_ok());
+        let e = agree_on_registries(&[&b, &b, &o]).unwrap_err();
+        assert!(
+            matches!(&e, WorldError::Registry(m) if m.ranks.len() == 1 && m.ranks[0].rank == 2)
+        );
+        let text = e.to_string();
+        assert!(
+            text.contains("rank 2 vs rank 0: lacks \"transport.test.Pong\""),
+            "{text}"
+        );
+        assert!(text.contains("tutti::msg::register"), "{text}");
+        let e = agree_on_registries(&[&o, &b]).unwrap_err().to_string();
+        assert!(
+            e.contains("rank 1 vs rank 0: has \"transport.test.Pong\""),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_digest_that_does_not_decode_names_its_rank() {
+        let b = encoded(&Registry::new());
+        let e = agree_on_registries(&[&b, &[0xff, 0xff, 0xff]])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("rank 1's message registry digest does not decode"),
+            "{e}"
+        );
+    }
 }

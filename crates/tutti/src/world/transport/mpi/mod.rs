@@ -24,15 +24,17 @@ use std::task::{Wake, Waker};
 use std::thread::{self, JoinHandle, Thread};
 use std::time::{Duration, Instant};
 
+use mpi::datatype::PartitionMut;
 use mpi::environment::Universe;
 use mpi::topology::{Communicator, SimpleCommunicator};
 use mpi::traits::CommunicatorCollectives;
-use mpi::Threading;
+use mpi::{Count, Threading};
 
 pub(crate) use engine::EngineStats;
 use engine::{Engine, DEFAULT_CHUNK};
 
-use super::{Sink, Transport};
+use super::{agree_on_registries, Sink, Transport};
+use crate::msg::{codec, Digest};
 use crate::world::config::{ProgressMode, WorldConfig};
 use crate::world::error::WorldError;
 use crate::world::frame::Frame;
@@ -165,6 +167,9 @@ impl Mpi {
         let chunk = chunk_from_env()?;
         let mode = config.progress();
         let per_rank = config.locations() as u64;
+        // The process's registry as it is now: types must be registered before
+        // the world is built.
+        let digest = crate::msg::registered().digest();
         let outgoing = Arc::new(Mailslot::new());
         let control = Arc::new(Mailslot::new());
         let (hello_tx, hello_rx) = mpsc::channel::<Result<Hello, WorldError>>();
@@ -179,7 +184,7 @@ impl Mpi {
                     ProgressMode::Thread => Threading::Funneled,
                     ProgressMode::Poll => Threading::Serialized,
                 };
-                let Some(universe) = start_mpi(wanted, mode, per_rank, &hello_tx) else {
+                let Some(universe) = start_mpi(wanted, mode, per_rank, &digest, &hello_tx) else {
                     return;
                 };
                 let Ok(sink) = attach_rx.recv() else {
@@ -256,6 +261,7 @@ fn start_mpi(
     wanted: Threading,
     mode: ProgressMode,
     per_rank: u64,
+    digest: &Digest,
     hello: &mpsc::Sender<Result<Hello, WorldError>>,
 ) -> Option<Universe> {
     let fail = |why: String| {
@@ -297,6 +303,10 @@ fn start_mpi(
         );
         return None;
     }
+    if let Err(e) = exchange_registries(&world, digest) {
+        let _ = hello.send(Err(e));
+        return None;
+    }
     let lib = mpi::environment::library_version()
         .ok()
         .and_then(|v| {
@@ -320,6 +330,41 @@ fn start_mpi(
         ),
     }));
     Some(universe)
+}
+
+/// Every rank sends every other its registry digest (`MPI_Allgatherv`), and
+/// all check them alike ([`agree_on_registries`]).
+fn exchange_registries(world: &SimpleCommunicator, digest: &Digest) -> Result<(), WorldError> {
+    let mut mine = Vec::new();
+    codec::encode(digest, &mut mine).map_err(|e| {
+        WorldError::Transport(format!("cannot encode the message registry digest: {e}"))
+    })?;
+    let too_large = || {
+        WorldError::Transport(format!(
+            "the message registry digest of {} bytes is too large to exchange",
+            mine.len()
+        ))
+    };
+    let len = Count::try_from(mine.len()).map_err(|_| too_large())?;
+    let mut lens: Vec<Count> = vec![0; world.size() as usize];
+    world.all_gather_into(&len, &mut lens[..]);
+    let mut displs = Vec::with_capacity(lens.len());
+    let mut total: Count = 0;
+    for &l in &lens {
+        displs.push(total);
+        total = total.checked_add(l).ok_or_else(too_large)?;
+    }
+    let mut all = vec![0u8; total as usize];
+    {
+        let mut part = PartitionMut::new(&mut all[..], &lens[..], &displs[..]);
+        world.all_gather_varcount_into(&mine[..], &mut part);
+    }
+    let each: Vec<&[u8]> = lens
+        .iter()
+        .zip(&displs)
+        .map(|(&l, &d)| &all[d as usize..(d + l) as usize])
+        .collect();
+    agree_on_registries(&each)
 }
 
 /// The progress thread's loop (thread mode): it owns the engine until shutdown.
