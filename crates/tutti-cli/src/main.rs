@@ -159,6 +159,8 @@ mod tests {
             &["tutti", "sort", "--impl", "quick"],
             &["tutti", "sort", "--workers", "0"],
             &["tutti", "sort", "--runs", "0"],
+            &["tutti", "sort", "--impl", "rmi", "--aggregation", "0"],
+            &["tutti", "sort", "--impl", "alltoall", "--locations", "0"],
             &["tutti", "gauss", "--blocks", "0"],
             &["tutti", "gauss", "--blocks", "16000,x"],
             &["tutti", "gauss", "--points", "0"],

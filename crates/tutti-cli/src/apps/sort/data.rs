@@ -153,6 +153,30 @@ impl Fingerprint {
             xor,
         }
     }
+
+    /// The fingerprint as three words (length, sum, xor), to travel in a
+    /// reduction.
+    pub fn words(&self) -> [u64; 3] {
+        [self.len as u64, self.sum, self.xor]
+    }
+
+    /// The fingerprint whose [`words`](Self::words) are `w`.
+    pub fn from_words(w: [u64; 3]) -> Fingerprint {
+        Fingerprint {
+            len: w[0] as usize,
+            sum: w[1],
+            xor: w[2],
+        }
+    }
+
+    /// The fingerprint of the union of two multisets.
+    pub fn merge(self, other: Fingerprint) -> Fingerprint {
+        Fingerprint {
+            len: self.len + other.len,
+            sum: self.sum.wrapping_add(other.sum),
+            xor: self.xor ^ other.xor,
+        }
+    }
 }
 
 /// Whether `keys` is in non-decreasing order.

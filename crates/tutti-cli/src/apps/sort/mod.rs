@@ -13,9 +13,18 @@
 //! tutti runs on a `tutti::Runtime` and rayon on a `rayon::ThreadPool`, both
 //! with `--workers` threads; each is built before and dropped after its own
 //! measurements so an idle pool never competes with the one being measured.
+//!
+//! `rmi` and `alltoall` are the SPMD sample sorts of seed 004 §II.D on a
+//! `tutti::world::World` (see [`spmd`]): one location per worker in one
+//! process, or under `mpirun` one world over the ranks (then only these two
+//! run, since the others are single-process).
 
 pub mod data;
 pub mod sample_sort;
+pub mod spmd;
+
+use std::sync::Arc;
+use std::time::Duration;
 
 use clap::{Args, ValueEnum};
 use rayon::slice::ParallelSliceMut;
@@ -46,6 +55,15 @@ pub struct SortArgs {
     /// Key ranges of the sample sort, 2..=128 (rounded up to a power of two).
     #[arg(long, value_parser = clap::value_parser!(u64).range(2..=128))]
     buckets: Option<u64>,
+    /// Aggregation factor of the rmi sort's world (requests per destination
+    /// buffer) [default: the world's, `TUTTI_AGGREGATION` or the transport's].
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    aggregation: Option<u64>,
+    /// Locations per process of the rmi and alltoall sorts [default: one per
+    /// worker in one process; under mpirun `TUTTI_LOCATIONS` or the rank's
+    /// workers].
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1024))]
+    locations: Option<u64>,
     #[command(flatten)]
     run: RunOpts,
     /// Print one JSON object instead of a table.
@@ -64,6 +82,10 @@ enum Impl {
     Rayon,
     /// std's sequential `sort_unstable`.
     Std,
+    /// ARMI's sample sort: one `async_rmi` per key, a fence, a local sort.
+    Rmi,
+    /// The hand-coded version: one message per pair of locations.
+    Alltoall,
     /// All of them, side by side.
     All,
 }
@@ -73,11 +95,26 @@ pub fn run(args: &SortArgs) -> Result<Report, String> {
     let n = usize::try_from(args.n).map_err(|_| format!("--n {} is too large", args.n))?;
     let w = args.workers;
     let plan = args.run.plan(5);
-    let chosen = |i: Impl| args.implementation == Impl::All || args.implementation == i;
-    let impls = [Impl::Tasks, Impl::TasksFresh, Impl::Rayon, Impl::Std]
-        .into_iter()
-        .filter(|&i| chosen(i))
-        .count();
+    let wants = |i: Impl| args.implementation == Impl::All || args.implementation == i;
+    let spmd = wants(Impl::Rmi) || wants(Impl::Alltoall);
+    let locations = args.locations.map(|l| l as usize);
+    // A world across processes now; one in this process is built after the
+    // single-process sorts have run, so its idle workers never compete.
+    let mut world = if spmd { mpi_world(locations)? } else { None };
+    // Across ranks only the SPMD sorts run.
+    let ranks = world.as_ref().map_or(1, |w| w.ranks());
+    let chosen = |i: Impl| wants(i) && (ranks == 1 || matches!(i, Impl::Rmi | Impl::Alltoall));
+    let impls = [
+        Impl::Tasks,
+        Impl::TasksFresh,
+        Impl::Rayon,
+        Impl::Std,
+        Impl::Rmi,
+        Impl::Alltoall,
+    ]
+    .into_iter()
+    .filter(|&i| chosen(i))
+    .count();
 
     let mut report = Report::new("sort");
     report
@@ -96,9 +133,10 @@ pub fn run(args: &SortArgs) -> Result<Report, String> {
     };
     check_memory(n as u128 * (16 + workspace), &format!("sorting {n} keys"))?;
 
-    let progress = Progress::new(impls * plan.total(), args.json);
+    let first_rank = world.as_ref().is_none_or(|w| w.rank() == 0);
+    let progress = Progress::new(impls * plan.total(), args.json || !first_rank);
     progress.stage("generating input");
-    let input = data::generate(args.dist, n, args.seed);
+    let input = Arc::new(data::generate(args.dist, n, args.seed));
     let fingerprint = Fingerprint::of(&input);
     let mut work = vec![0u64; n];
 
@@ -153,6 +191,39 @@ pub fn run(args: &SortArgs) -> Result<Report, String> {
         progress.stage("std sort_unstable");
         std_m = Some(measure(&mut |v| v.sort_unstable()));
     }
+    let mut rmi_m = None;
+    let mut alltoall_m = None;
+    if spmd {
+        let world = match world.take() {
+            Some(w) => w,
+            None => inproc_world(w, locations)?,
+        };
+        let world = &world;
+        report
+            .param("ranks", world.ranks())
+            .param("locations", world.locations());
+        let outcome = |out: Vec<spmd::Outcome>| Run {
+            elapsed: Duration::from_secs_f64(out.first().map_or(0.0, |o| o.secs)),
+            ok: !out.is_empty() && out.iter().all(|o| o.ok),
+        };
+        if chosen(Impl::Rmi) {
+            let agg = args.aggregation.map(|a| a as usize);
+            report.param(
+                "aggregation",
+                agg.unwrap_or_else(|| world.config().aggregation()),
+            );
+            progress.stage("tutti rmi sample sort");
+            rmi_m = Some(repeat(plan, &progress, || {
+                outcome(spmd::rmi_sort(world, &input, fingerprint, args.seed, agg))
+            }));
+        }
+        if chosen(Impl::Alltoall) {
+            progress.stage("tutti all-to-all sample sort");
+            alltoall_m = Some(repeat(plan, &progress, || {
+                outcome(spmd::alltoall_sort(world, &input, fingerprint, args.seed))
+            }));
+        }
+    }
     progress.finish();
 
     let all = [
@@ -160,6 +231,8 @@ pub fn run(args: &SortArgs) -> Result<Report, String> {
         ("tutti_fresh", &fresh_m),
         ("rayon", &rayon_m),
         ("std", &std_m),
+        ("tutti_rmi", &rmi_m),
+        ("tutti_alltoall", &alltoall_m),
     ];
     for (name, m) in all {
         let Some(m) = m else { continue };
@@ -187,5 +260,43 @@ pub fn run(args: &SortArgs) -> Result<Report, String> {
             f.median_secs() / r.median_secs(),
         );
     }
+    if let Some(r) = &rmi_m {
+        let peers = [
+            ("time_rmi_over_tasks", &tutti_m),
+            ("time_rmi_over_alltoall", &alltoall_m),
+            ("time_rmi_over_rayon", &rayon_m),
+        ];
+        for (name, m) in peers {
+            if let Some(m) = m {
+                report.ratio(name, r.median_secs() / m.median_secs());
+            }
+        }
+    }
+    if let (Some(a), Some(t)) = (&alltoall_m, &tutti_m) {
+        report.ratio("time_alltoall_over_tasks", a.median_secs() / t.median_secs());
+    }
     Ok(report)
+}
+
+/// The SPMD sorts' world if it spans processes (under mpirun: the
+/// environment and the launcher decide the workers; one world per process),
+/// else `None`.
+fn mpi_world(locations: Option<usize>) -> Result<Option<tutti::world::World>, String> {
+    let mut b = tutti::world::World::builder();
+    if let Some(l) = locations {
+        b = b.locations(l);
+    }
+    let world = b.build().map_err(|e| format!("cannot start the world: {e}"))?;
+    Ok((world.config().transport() != tutti::world::TransportKind::InProcess).then_some(world))
+}
+
+/// The SPMD sorts' world in this process: `workers` threads and one location
+/// per worker unless `locations` says otherwise.
+fn inproc_world(workers: usize, locations: Option<usize>) -> Result<tutti::world::World, String> {
+    tutti::world::World::builder()
+        .transport(tutti::world::TransportKind::InProcess)
+        .workers(workers)
+        .locations(locations.unwrap_or(workers))
+        .build()
+        .map_err(|e| format!("cannot start the world: {e}"))
 }
