@@ -48,6 +48,10 @@ enum Command {
     Db(apps::db::DbArgs),
     /// Thesis 000's weather service on actors: registry, subscriptions, a crash, shutdown.
     Weather(apps::weather::WeatherArgs),
+    /// Jacobi for Poisson's equation in 1D, one halo exchange per iteration via RMI (seed 004).
+    Jacobi(apps::jacobi::JacobiArgs),
+    /// Strongly connected components by trim / pivot / mark with fine-grain RMI (seed 004).
+    Scc(apps::scc::SccArgs),
     /// Micro-benchmarks of the runtime against its peers.
     #[command(subcommand)]
     Bench(BenchCommand),
@@ -110,6 +114,8 @@ fn main() {
     let (json, outcome) = match &cli.command {
         Command::Sort(a) => (a.json, apps::sort::run(a)),
         Command::Gauss(a) => (a.json, apps::gauss::run(a)),
+        Command::Jacobi(a) => (a.json, apps::jacobi::run(a)),
+        Command::Scc(a) => (a.json, apps::scc::run(a)),
         Command::Db(a) => (a.json, apps::db::run(a)),
         Command::Weather(a) => (a.json, apps::weather::run(a)),
         Command::Hello(a) => (a.json, apps::hello::run(a)),
@@ -161,6 +167,13 @@ mod tests {
             &["tutti", "sort", "--runs", "0"],
             &["tutti", "sort", "--impl", "rmi", "--aggregation", "0"],
             &["tutti", "sort", "--impl", "alltoall", "--locations", "0"],
+            &["tutti", "jacobi", "--n", "0"],
+            &["tutti", "jacobi", "--iters", "0"],
+            &["tutti", "jacobi", "--workers", "0"],
+            &["tutti", "scc"],
+            &["tutti", "scc", "--mesh", "0"],
+            &["tutti", "scc", "--mesh", "10", "--graph", "g.txt"],
+            &["tutti", "scc", "--mesh", "10", "--tile", "0"],
             &["tutti", "gauss", "--blocks", "0"],
             &["tutti", "gauss", "--blocks", "16000,x"],
             &["tutti", "gauss", "--points", "0"],

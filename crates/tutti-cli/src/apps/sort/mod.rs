@@ -133,7 +133,7 @@ pub fn run(args: &SortArgs) -> Result<Report, String> {
     };
     check_memory(n as u128 * (16 + workspace), &format!("sorting {n} keys"))?;
 
-    let first_rank = world.as_ref().is_none_or(|w| w.rank() == 0);
+    let first_rank = world.as_ref().map_or(true, |w| w.rank() == 0);
     let progress = Progress::new(impls * plan.total(), args.json || !first_rank);
     progress.stage("generating input");
     let input = Arc::new(data::generate(args.dist, n, args.seed));
@@ -273,7 +273,10 @@ pub fn run(args: &SortArgs) -> Result<Report, String> {
         }
     }
     if let (Some(a), Some(t)) = (&alltoall_m, &tutti_m) {
-        report.ratio("time_alltoall_over_tasks", a.median_secs() / t.median_secs());
+        report.ratio(
+            "time_alltoall_over_tasks",
+            a.median_secs() / t.median_secs(),
+        );
     }
     Ok(report)
 }
@@ -286,7 +289,9 @@ fn mpi_world(locations: Option<usize>) -> Result<Option<tutti::world::World>, St
     if let Some(l) = locations {
         b = b.locations(l);
     }
-    let world = b.build().map_err(|e| format!("cannot start the world: {e}"))?;
+    let world = b
+        .build()
+        .map_err(|e| format!("cannot start the world: {e}"))?;
     Ok((world.config().transport() != tutti::world::TransportKind::InProcess).then_some(world))
 }
 

@@ -140,12 +140,7 @@ async fn gather_splitters(w: &world::Location, mine: Vec<u64>, p: usize) -> Vec<
     splitters(all, p)
 }
 
-async fn finish(
-    w: &world::Location,
-    bucket: &[u64],
-    secs: f64,
-    input: Fingerprint,
-) -> Outcome {
+async fn finish(w: &world::Location, bucket: &[u64], secs: f64, input: Fingerprint) -> Outcome {
     let p = w.world().locations();
     let me = w.id().index();
     let secs = w.all_reduce(secs, f64::max).await;
@@ -263,7 +258,8 @@ pub fn alltoall_sort(
                 let sent = if to.rank(per_rank) == loc.rank() {
                     loc.send(to, keys).map_err(|e| e.to_string())
                 } else {
-                    loc.send_bytes(to, to_bytes(&keys)).map_err(|e| e.to_string())
+                    loc.send_bytes(to, to_bytes(&keys))
+                        .map_err(|e| e.to_string())
                 };
                 if let Err(e) = sent {
                     panic!("sort alltoall: location {me} cannot send to {dest}: {e}");
@@ -391,7 +387,10 @@ mod tests {
         assert_eq!(bucket_of(&[3, 5], 3), 1);
         assert_eq!(bucket_of(&[3, 5], 9), 2);
         assert_eq!(block(10, 3, 2), 6..10);
-        assert_eq!(from_bytes(&to_bytes(&[1, u64::MAX])), Some(vec![1, u64::MAX]));
+        assert_eq!(
+            from_bytes(&to_bytes(&[1, u64::MAX])),
+            Some(vec![1, u64::MAX])
+        );
         assert_eq!(from_bytes(&[1, 2, 3]), None);
     }
 }
