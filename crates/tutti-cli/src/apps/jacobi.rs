@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 
 use clap::Args;
 use serde::{Deserialize, Serialize};
-use tutti::msg::{Handler, Message, Object, Remote};
+use tutti::msg::{Dispatch, Handler, Message, Object, RegistryError, Remote};
 use tutti::rmi;
 
 use crate::measure::{check_memory, repeat, timed, Progress, Run, RunOpts};
@@ -187,6 +187,11 @@ impl Halo {
 
 impl Object for Halo {
     type Context = ();
+    fn remote(table: &mut Dispatch<Self>) -> Result<(), RegistryError> {
+        table.register::<Ghost>()?;
+        table.register::<Partial>()?;
+        Ok(())
+    }
 }
 
 impl Handler<Ghost> for Halo {

@@ -32,7 +32,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
-use tutti::msg::{Handler, Message, Object, Remote};
+use tutti::msg::{Dispatch, Handler, Message, Object, RegistryError, Remote};
 use tutti::rmi::{self, Handle, Location};
 
 use super::graph::Graph;
@@ -107,6 +107,14 @@ async fn send_trims(ctx: &Location, g: &Graph, per: usize, h: Handle<Part>, v: u
 
 impl Object for Part {
     type Context = Location;
+    fn remote(table: &mut Dispatch<Self>) -> Result<(), RegistryError> {
+        table.register::<Count>()?;
+        table.register::<Trim>()?;
+        table.register::<Propose>()?;
+        table.register::<Pivot>()?;
+        table.register::<Mark>()?;
+        Ok(())
+    }
 }
 
 /// "`v` has a live neighbour of colour `color`" (on the `dir` side).

@@ -23,7 +23,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
-use tutti::msg::{Handler, Message, Object, Remote};
+use tutti::msg::{Dispatch, Handler, Message, Object, RegistryError, Remote};
 use tutti::rmi;
 use tutti::world::{self, LocationId, World};
 
@@ -173,6 +173,10 @@ impl Remote for Insert {
 
 impl Object for Bucket {
     type Context = ();
+    fn remote(table: &mut Dispatch<Self>) -> Result<(), RegistryError> {
+        table.register::<Insert>()?;
+        Ok(())
+    }
 }
 
 impl Handler<Insert> for Bucket {
