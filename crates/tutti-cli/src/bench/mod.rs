@@ -6,5 +6,6 @@ pub mod csp;
 pub mod fib;
 pub mod idle;
 pub mod rmi;
+pub mod rmi_sweep;
 pub mod spawn;
 pub mod world;

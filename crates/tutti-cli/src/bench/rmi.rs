@@ -13,6 +13,9 @@
 //! * **fence** (Figures 10–11): `--fences` fences in a row on `--locations`
 //!   locations with no traffic, beside `std::sync::Barrier::wait` on as many
 //!   threads. Reported per fence.
+//! * **aggregation sweep** (Figures 8–9): see [`super::rmi_sweep`]; with
+//!   `--sweep-only` it runs alone, on the environment's world (MPI under
+//!   mpirun).
 
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -45,6 +48,8 @@ pub struct RmiArgs {
     /// Worker threads of the world's runtime.
     #[arg(long, default_value_t = 2, value_parser = crate::parse_workers)]
     workers: usize,
+    #[command(flatten)]
+    sweep: super::rmi_sweep::SweepArgs,
     #[command(flatten)]
     run: RunOpts,
     /// Print one JSON object instead of a table.
@@ -305,11 +310,17 @@ fn barriers(threads: usize, n: u64) -> Run {
 
 /// Runs the benchmark.
 pub fn run(a: &RmiArgs) -> Result<Report, String> {
+    if a.sweep.sweep_only {
+        return super::rmi_sweep::run_only(&a.sweep, &a.run, a.json);
+    }
     let plan = a.run.plan(5);
     let one = world(1, a.workers)?;
     let two = world(2, a.workers)?;
     let many = world(a.locations as usize, a.workers)?;
-    let progress = Progress::new(plan.total() * 8, a.json);
+    let progress = Progress::new(
+        plan.total() * 8 + super::rmi_sweep::steps(&a.sweep, plan),
+        a.json,
+    );
     let mut report = Report::new("bench rmi");
     report
         .param("calls", a.calls)
@@ -335,6 +346,8 @@ pub fn run(a: &RmiArgs) -> Result<Report, String> {
     let fence_m = repeat(plan, &progress, || fences(&many, a.fences));
     progress.stage("std::sync::Barrier");
     let barrier_m = repeat(plan, &progress, || barriers(a.locations as usize, a.fences));
+    let sweep_ok = super::rmi_sweep::sweep(&a.sweep, &two, plan, &progress, &mut report)?;
+    report.verify(sweep_ok);
     progress.finish();
 
     let per = |m: &Measurement, k: u64| {
