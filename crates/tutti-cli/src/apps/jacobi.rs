@@ -335,12 +335,15 @@ pub fn run(a: &JacobiArgs) -> Result<Report, String> {
         .param("residual_tolerance", RESIDUAL_TOLERANCE)
         .param("runs", plan.runs);
 
+    // Under mpirun each rank times its own sequential run, one rank at a time.
     progress.stage("sequential");
     let mut seq = (Vec::new(), Vec::new());
-    let seq_m = repeat(plan, &progress, || {
-        let (out, elapsed) = timed(|| sequential(n, a.iters));
-        seq = out;
-        Run { elapsed, ok: true }
+    let seq_m = super::in_turns(&world, || {
+        repeat(plan, &progress, || {
+            let (out, elapsed) = timed(|| sequential(n, a.iters));
+            seq = out;
+            Run { elapsed, ok: true }
+        })
     });
     let (expect, seq_res) = (Arc::new(std::mem::take(&mut seq.0)), seq.1);
 

@@ -10,6 +10,26 @@ pub mod scc;
 pub mod sort;
 pub mod weather;
 
+/// Runs `f` on each rank of `world` in turn (the others wait at a barrier),
+/// so that a sequential reference timed on every rank never competes with
+/// its own copies on the other ranks.
+pub fn in_turns<R>(world: &tutti::world::World, f: impl FnOnce() -> R) -> R {
+    let mut f = Some(f);
+    let mut out = None;
+    for turn in 0..world.ranks() {
+        if turn == world.rank() {
+            out = f.take().map(|f| f());
+        }
+        if world.ranks() > 1 {
+            world.run(|loc| async move { loc.barrier().await });
+        }
+    }
+    match out {
+        Some(r) => r,
+        None => unreachable!("every rank has a turn"),
+    }
+}
+
 /// The world of an SPMD application: the environment (`TUTTI_*`) and the
 /// launcher decide what `workers` and `locations` (per process) leave open.
 pub fn spmd_world(

@@ -96,10 +96,12 @@ pub fn run(a: &SccArgs) -> Result<Report, String> {
 
     progress.stage("sequential Tarjan");
     let mut tarjan = Vec::new();
-    let seq_m = repeat(plan, &progress, || {
-        let (labels, elapsed) = timed(|| graph::tarjan(&g));
-        tarjan = labels;
-        Run { elapsed, ok: true }
+    let seq_m = super::in_turns(&world, || {
+        repeat(plan, &progress, || {
+            let (labels, elapsed) = timed(|| graph::tarjan(&g));
+            tarjan = labels;
+            Run { elapsed, ok: true }
+        })
     });
     let components = graph::count_components(&tarjan);
     let mut verdict = Ok(());
