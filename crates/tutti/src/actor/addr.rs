@@ -461,6 +461,33 @@ impl<A: Actor> Addr<A> {
         monitor::watch(self.signals(), sink)
     }
 
+    /// Queues a ready envelope (a message decoded from another rank, with its reply
+    /// slot if it is a question) as [`tell`](Addr::tell) queues a message. It never
+    /// waits: a full bounded mailbox refuses it whatever its policy (`DropOldest`
+    /// still makes room), and a stopped actor refuses it; the envelope is given back
+    /// with the reason, and dropping it tells its asker.
+    pub(crate) fn enqueue(&self, env: Envelope<A>) -> Result<(), (Envelope<A>, AskError)> {
+        self.cell
+            .offer(env, |e| e, None)
+            .map_err(|(e, why)| match why {
+                Refusal::Stopped => (e, AskError::Stopped),
+                Refusal::Full | Refusal::Wait => (e, AskError::Full),
+            })
+    }
+
+    /// Calls `f` with the actor's [`Down`] once it has stopped (at once if it has
+    /// already stopped), from the stopping actor's task: for runtime parts that are
+    /// not actors (`f` must not block).
+    pub(crate) fn on_stop(&self, f: impl Fn(Down) + Send + Sync + 'static) -> MonitorRef {
+        struct FnSink<F>(F);
+        impl<F: Fn(Down) + Send + Sync> DownSink for FnSink<F> {
+            fn down(&self, down: Down) {
+                (self.0)(down)
+            }
+        }
+        monitor::watch(self.signals(), Arc::new(FnSink(f)))
+    }
+
     /// Messages in the mailbox now (a snapshot; for an unbounded mailbox it may include
     /// messages the actor is handling in its current turn).
     ///

@@ -13,11 +13,13 @@
 //! the map (only if they still map to it). So a name is either refused (the actor had
 //! finished) or recorded before the actor took its list — and then removed by it.
 //!
-//! # World-wide names (later)
+//! # World-wide names
 //!
-//! A [`Name`] is a string today. When the world spans ranks, the same type will gain a
-//! scope (this process, or the whole world) and world names will be resolved through
-//! the world layer; the API (`register`, `lookup`, `unregister`) stays.
+//! This registry is the process's. Names for the whole world — registered on one
+//! location, looked up from any rank — are kept by the actor nodes of the world
+//! layer ([`world::Node::register`](crate::world::Node::register) and
+//! [`lookup`](crate::world::Node::lookup), with the same [`Name`] type), since the
+//! actor layer knows nothing of ranks.
 
 use std::any::Any;
 use std::collections::HashMap;

@@ -111,6 +111,7 @@ mod frame;
 mod id;
 mod inbox;
 mod location;
+pub mod node;
 mod outbox;
 mod transport;
 #[allow(clippy::module_inception)]
@@ -131,6 +132,9 @@ pub use delivery::Delivery;
 pub use error::{LocationPanic, SendError, WorldError};
 pub use id::LocationId;
 pub use location::{Location, Recv, UntilQuiet};
+pub use node::{
+    Node, NodeLookupError, NodeRegisterError, NodeStats, RemoteAddr, RemoteAsk, RemoteError,
+};
 pub use world::World;
 
 use std::any::Any;

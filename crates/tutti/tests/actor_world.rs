@@ -1,0 +1,543 @@
+//! Distributed actors' suite: the same bodies run on the in-process transport
+//! (plain `cargo test`, several locations in one process, each location its own
+//! actor node) and on MPI (`.ci/run` runs this binary under `mpirun -n 2` and
+//! `-n 4`). Every body checks its own results and panics on a mismatch; under
+//! MPI a panic takes the whole job down.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use tutti::actor::{self, Actor, Context};
+use tutti::msg::{Dispatch, Handler, Message, Remote};
+use tutti::world::{
+    LocationId, Node, NodeLookupError, NodeRegisterError, RemoteError, TransportKind, World,
+};
+
+type Body = fn(&World);
+
+const BODIES: &[(&str, Body)] = &[
+    ("remote_ask", remote_ask),
+    ("remote_tell_in_order", remote_tell_in_order),
+    ("registry_from_every_location", registry_from_every_location),
+    ("duplicate_name", duplicate_name),
+    ("ask_a_stopped_actor", ask_a_stopped_actor),
+    ("ask_after_a_node_left", ask_after_a_node_left),
+    ("malformed_frames", malformed_frames),
+    ("actors_ask_from_handlers", actors_ask_from_handlers),
+];
+
+fn main() {
+    let launched = ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE"]
+        .iter()
+        .any(|v| std::env::var(v).is_ok());
+    if launched {
+        let world = World::from_env().expect("world");
+        if world.config().transport() != TransportKind::Mpi && world.ranks() == 1 {
+            eprintln!("actor_world: launched by mpirun without MPI support; running in-process");
+        }
+        run_all(&world);
+        if world.rank() == 0 {
+            println!("actor_world: all passed on {} rank(s)", world.ranks());
+        }
+        return;
+    }
+    for (locations, workers, aggregation) in [(2, 2, 1), (4, 2, 8), (3, 1, 64)] {
+        let world = World::builder()
+            .ignore_env()
+            .transport(TransportKind::InProcess)
+            .locations(locations)
+            .workers(workers)
+            .aggregation(aggregation)
+            .flush_after(Duration::from_micros(200))
+            .build()
+            .expect("world");
+        println!(
+            "actor_world: {locations} locations, {workers} workers, aggregation {aggregation}"
+        );
+        run_all(&world);
+    }
+    println!("actor_world: all passed in-process");
+}
+
+fn run_all(world: &World) {
+    for (name, body) in BODIES {
+        body(world);
+        world.run(|loc| async move { loc.barrier().await });
+        if world.rank() == 0 {
+            println!("test {name} ... ok");
+        }
+    }
+}
+
+fn id(i: usize) -> LocationId {
+    LocationId::new(i as u32)
+}
+
+// ----- messages and actors -----
+
+#[derive(Serialize, Deserialize)]
+struct Square(u64);
+impl Message for Square {
+    type Reply = u64;
+}
+impl Remote for Square {
+    const NAME: &'static str = "test.Square";
+}
+
+#[derive(Serialize, Deserialize)]
+struct WhereAreYou;
+impl Message for WhereAreYou {
+    type Reply = u32;
+}
+impl Remote for WhereAreYou {
+    const NAME: &'static str = "test.WhereAreYou";
+}
+
+/// A numbered statement from a location.
+#[derive(Serialize, Deserialize)]
+struct Note {
+    from: u32,
+    seq: u32,
+}
+impl Message for Note {
+    type Reply = ();
+}
+impl Remote for Note {
+    const NAME: &'static str = "test.Note";
+}
+
+/// How many notes from `from` arrived, and were they in order?
+#[derive(Serialize, Deserialize)]
+struct Count {
+    from: u32,
+}
+impl Message for Count {
+    type Reply = (u32, bool);
+}
+impl Remote for Count {
+    const NAME: &'static str = "test.Count";
+}
+
+/// A question whose handler never finishes.
+#[derive(Serialize, Deserialize)]
+struct Stall;
+impl Message for Stall {
+    type Reply = ();
+}
+impl Remote for Stall {
+    const NAME: &'static str = "test.Stall";
+}
+
+/// A message `Calc` handles but does not put in its `Dispatch`.
+#[derive(Serialize, Deserialize)]
+struct NotExported;
+impl Message for NotExported {
+    type Reply = ();
+}
+impl Remote for NotExported {
+    const NAME: &'static str = "test.NotExported";
+}
+
+/// Same name as `Square`, another shape: its payload does not decode as one.
+#[derive(Serialize, Deserialize)]
+struct SquareV2(String, String);
+impl Message for SquareV2 {
+    type Reply = u64;
+}
+impl Remote for SquareV2 {
+    const NAME: &'static str = "test.Square";
+}
+
+struct Calc {
+    at: u32,
+    seen: Vec<(u32, bool)>,
+}
+impl Actor for Calc {}
+impl Handler<Square> for Calc {
+    async fn handle(&mut self, m: Square, _: &mut Context<Self>) -> u64 {
+        m.0 * m.0
+    }
+}
+impl Handler<WhereAreYou> for Calc {
+    async fn handle(&mut self, _: WhereAreYou, _: &mut Context<Self>) -> u32 {
+        self.at
+    }
+}
+impl Handler<Note> for Calc {
+    async fn handle(&mut self, m: Note, _: &mut Context<Self>) {
+        let s = &mut self.seen[m.from as usize];
+        s.1 &= m.seq == s.0;
+        s.0 += 1;
+    }
+}
+impl Handler<Count> for Calc {
+    async fn handle(&mut self, m: Count, _: &mut Context<Self>) -> (u32, bool) {
+        self.seen[m.from as usize]
+    }
+}
+impl Handler<Stall> for Calc {
+    async fn handle(&mut self, _: Stall, _: &mut Context<Self>) {
+        tutti::sleep(Duration::from_secs(3600)).await
+    }
+}
+impl Handler<NotExported> for Calc {
+    async fn handle(&mut self, _: NotExported, _: &mut Context<Self>) {}
+}
+impl Handler<SquareV2> for Calc {
+    async fn handle(&mut self, _: SquareV2, _: &mut Context<Self>) -> u64 {
+        0
+    }
+}
+
+fn calc_table() -> Dispatch<Calc> {
+    let mut t = Dispatch::new();
+    t.register::<Square>()
+        .unwrap()
+        .register::<WhereAreYou>()
+        .unwrap()
+        .register::<Note>()
+        .unwrap()
+        .register::<Count>()
+        .unwrap()
+        .register::<Stall>()
+        .unwrap();
+    t
+}
+
+fn spawn_calc(node: &Node) -> tutti::actor::Addr<Calc> {
+    actor::spawn(Calc {
+        at: node.id().index() as u32,
+        seen: vec![(0, true); node.world().locations()],
+    })
+}
+
+/// Every location exports a `Calc` registered as `calc/<location>`.
+async fn export_calcs(node: &Node) -> tutti::actor::Addr<Calc> {
+    let calc = spawn_calc(node);
+    let remote = node.export(&calc, calc_table());
+    node.register(format!("calc/{}", node.id().index()), &remote)
+        .await
+        .unwrap();
+    node.barrier().await;
+    calc
+}
+
+// ----- bodies -----
+
+fn remote_ask(world: &World) {
+    world.run(|loc| async move {
+        let node = Node::join(loc);
+        let n = node.world().locations();
+        let _calc = export_calcs(&node).await;
+        for i in 0..n {
+            let c = node.lookup::<Calc>(format!("calc/{i}")).await.unwrap();
+            assert_eq!(c.location(), id(i));
+            assert_eq!(c.ask(WhereAreYou).await, Ok(i as u32));
+            let x = (node.id().index() * 1000 + i) as u64;
+            assert_eq!(c.ask(Square(x)).await, Ok(x * x));
+        }
+        node.barrier().await;
+        node.leave().await;
+    });
+}
+
+fn remote_tell_in_order(world: &World) {
+    const K: u32 = 300;
+    world.run(|loc| async move {
+        let node = Node::join(loc);
+        let n = node.world().locations();
+        let me = node.id().index() as u32;
+        let _calc = export_calcs(&node).await;
+        let mut calcs = Vec::new();
+        for i in 0..n {
+            calcs.push(node.lookup::<Calc>(format!("calc/{i}")).await.unwrap());
+        }
+        for seq in 0..K {
+            for c in &calcs {
+                c.tell(Note { from: me, seq }).unwrap();
+            }
+        }
+        // A question after the statements is handled after them.
+        for c in &calcs {
+            assert_eq!(c.ask(Count { from: me }).await, Ok((K, true)));
+        }
+        assert_eq!(node.stats().undelivered, 0);
+        node.barrier().await;
+        node.leave().await;
+    });
+}
+
+fn registry_from_every_location(world: &World) {
+    world.run(|loc| async move {
+        let node = Node::join(loc);
+        let n = node.world().locations();
+        let _calc = export_calcs(&node).await;
+        // Every location agrees on every name's home.
+        let homes: u64 = (0..n)
+            .map(|i| node.home_of(format!("calc/{i}")).index() as u64)
+            .sum();
+        let agreed = node
+            .location()
+            .all_reduce((homes, homes), |a, b| (a.0.min(b.0), a.1.max(b.1)))
+            .await;
+        assert_eq!(agreed.0, agreed.1);
+        for i in 0..n {
+            let c = node.lookup::<Calc>(format!("calc/{i}")).await.unwrap();
+            assert_eq!(c.ask(WhereAreYou).await, Ok(i as u32));
+        }
+        // Unknown names and wrong types are errors naming what is wrong.
+        match node.lookup::<Calc>("nobody").await {
+            Err(NodeLookupError::NotFound { name }) => assert_eq!(name.as_str(), "nobody"),
+            other => panic!("lookup of an unknown name: {other:?}"),
+        }
+        struct Other;
+        impl Actor for Other {}
+        match node.lookup::<Other>("calc/0").await {
+            Err(NodeLookupError::WrongType {
+                expected, found, ..
+            }) => {
+                assert!(expected.ends_with("Other"), "{expected}");
+                assert!(found.ends_with("Calc"), "{found}");
+            }
+            other => panic!("lookup with a wrong type: {other:?}"),
+        }
+        node.barrier().await;
+        // Unregistering removes the name for everyone.
+        let mine = format!("calc/{}", node.id().index());
+        assert_eq!(node.unregister(mine.as_str()).await, Ok(true));
+        assert_eq!(node.unregister(mine.as_str()).await, Ok(false));
+        node.barrier().await;
+        for i in 0..n {
+            assert!(matches!(
+                node.lookup::<Calc>(format!("calc/{i}")).await,
+                Err(NodeLookupError::NotFound { .. })
+            ));
+        }
+        node.barrier().await;
+        node.leave().await;
+    });
+}
+
+fn duplicate_name(world: &World) {
+    let wins = world.run(|loc| async move {
+        let node = Node::join(loc);
+        let calc = spawn_calc(&node);
+        let remote = node.export(&calc, calc_table());
+        let won = match node.register("the-one", &remote).await {
+            Ok(()) => 1u64,
+            Err(NodeRegisterError::Taken { name, location, .. }) => {
+                assert_eq!(name.as_str(), "the-one");
+                assert_ne!(location, node.id());
+                0
+            }
+            Err(e) => panic!("register: {e}"),
+        };
+        // Registering again, even the same actor, is refused.
+        if won == 1 {
+            assert!(matches!(
+                node.register("the-one", &remote).await,
+                Err(NodeRegisterError::Taken { .. })
+            ));
+        }
+        let total = node.location().all_reduce(won, |a, b| a + b).await;
+        assert_eq!(total, 1, "exactly one location holds the name");
+        // Everyone finds the winner.
+        let one = node.lookup::<Calc>("the-one").await.unwrap();
+        let at = one.ask(WhereAreYou).await.unwrap();
+        let winner = node
+            .location()
+            .all_reduce(
+                if won == 1 {
+                    node.id().index() as u64
+                } else {
+                    0
+                },
+                |a, b| a + b,
+            )
+            .await;
+        assert_eq!(at as u64, winner);
+        node.barrier().await;
+        node.leave().await;
+        won
+    });
+    let _ = wins;
+}
+
+fn ask_a_stopped_actor(world: &World) {
+    world.run(|loc| async move {
+        let node = Node::join(loc);
+        let calc = export_calcs(&node).await;
+        let victim = node.lookup::<Calc>("calc/0").await.unwrap();
+        let alive = node
+            .lookup::<Calc>(format!("calc/{}", node.world().locations() - 1))
+            .await
+            .unwrap();
+        node.barrier().await;
+        if node.id().index() == 0 {
+            calc.stop();
+            calc.wait().await;
+        }
+        node.barrier().await;
+        // A question to a stopped actor is an error, not a hang.
+        assert_eq!(victim.ask(Square(3)).await, Err(RemoteError::Stopped));
+        // A statement to it is reported back as a dead letter: it is counted
+        // before the answer to a later question to that node arrives.
+        let before = node.stats().undelivered;
+        victim.tell(Note { from: 0, seq: 0 }).unwrap();
+        assert_eq!(victim.ask(WhereAreYou).await, Err(RemoteError::Stopped));
+        let stats = node.stats();
+        assert_eq!(stats.undelivered, before + 1, "{stats:?}");
+        assert!(
+            stats
+                .last_error
+                .as_deref()
+                .unwrap_or("")
+                .contains("not delivered"),
+            "{stats:?}"
+        );
+        // The others still answer.
+        if node.world().locations() > 1 {
+            assert!(alive.ask(WhereAreYou).await.is_ok());
+        }
+        // The stopped actor's name vanishes (its node told the home).
+        let mut tries = 0;
+        while node.lookup::<Calc>("calc/0").await.is_ok() {
+            tries += 1;
+            assert!(tries < 10_000, "calc/0 still registered");
+            tutti::sleep(Duration::from_millis(1)).await;
+        }
+        node.barrier().await;
+        node.leave().await;
+    });
+}
+
+fn ask_after_a_node_left(world: &World) {
+    if world.locations() < 2 {
+        return;
+    }
+    world.run(|loc| async move {
+        let node = Node::join(loc);
+        let n = node.world().locations();
+        let last = id(n - 1);
+        let calc = export_calcs(&node).await;
+        let far = node
+            .lookup::<Calc>(format!("calc/{}", n - 1))
+            .await
+            .unwrap();
+        // A question that is still being handled when its node leaves.
+        let in_flight = (node.id() != last).then(|| far.ask(Stall));
+        node.barrier().await;
+        if node.id() == last {
+            node.leave().await;
+            // After leaving, this node sends nothing more.
+            assert_eq!(far.ask(WhereAreYou).await, Err(RemoteError::NodeLeft(last)));
+        }
+        node.barrier().await;
+        assert!(node.has_left(last));
+        if let Some(q) = in_flight {
+            assert_eq!(q.await, Err(RemoteError::NodeLeft(last)));
+            assert_eq!(far.ask(WhereAreYou).await, Err(RemoteError::NodeLeft(last)));
+            assert_eq!(far.tell(Square(2)), Err(RemoteError::NodeLeft(last)));
+        }
+        // The stalled handler is cancelled (its reply, if any, is not sent).
+        calc.stop();
+        calc.wait().await;
+        node.barrier().await;
+        if node.id() != last {
+            node.leave().await;
+        }
+    });
+}
+
+fn malformed_frames(world: &World) {
+    world.run(|loc| async move {
+        let node = Node::join(loc);
+        let n = node.world().locations();
+        let _calc = export_calcs(&node).await;
+        let right = (node.id().index() + 1) % n;
+        let next = node.lookup::<Calc>(format!("calc/{right}")).await.unwrap();
+        // Bytes that are not a frame: counted there, reported back here.
+        node.send_raw(id(right), b"definitely not a frame").unwrap();
+        // A message type the actor handles but its node does not export.
+        match next.ask(NotExported).await {
+            Err(RemoteError::Fault(why)) => {
+                assert!(why.contains("handles no message type"), "{why}")
+            }
+            other => panic!("not exported: {other:?}"),
+        }
+        // A payload that does not decode as the type its id names.
+        match next.ask(SquareV2("a".into(), "b".into())).await {
+            Err(RemoteError::Fault(why)) => {
+                assert!(why.contains("cannot decode a \"test.Square\""), "{why}")
+            }
+            other => panic!("bad payload: {other:?}"),
+        }
+        // The node still works, and the report of the bad bytes came first.
+        assert_eq!(next.ask(Square(4)).await, Ok(16));
+        let s = node.stats();
+        assert_eq!(s.rejected, 1, "{s:?}");
+        assert!(
+            s.last_error
+                .as_deref()
+                .unwrap_or("")
+                .contains("not a node frame"),
+            "{s:?}"
+        );
+        node.barrier().await;
+        assert_eq!(node.stats().malformed, 1);
+        node.barrier().await;
+        node.leave().await;
+    });
+}
+
+// Actors on every location ask a service through their handlers.
+
+#[derive(Serialize, Deserialize)]
+struct Go(u64);
+impl Message for Go {
+    type Reply = Result<u64, String>;
+}
+
+struct Client {
+    service: tutti::world::RemoteAddr<Calc>,
+}
+impl Actor for Client {}
+impl Handler<Go> for Client {
+    async fn handle(&mut self, m: Go, _: &mut Context<Self>) -> Result<u64, String> {
+        let mut sum = 0;
+        for i in 0..m.0 {
+            sum += self
+                .service
+                .ask(Square(i))
+                .await
+                .map_err(|e| e.to_string())?;
+        }
+        Ok(sum)
+    }
+}
+
+fn actors_ask_from_handlers(world: &World) {
+    world.run(|loc| async move {
+        let node = Node::join(loc);
+        if node.id().index() == 0 {
+            let calc = spawn_calc(&node);
+            let remote = node.export(&calc, calc_table());
+            node.register("service", &remote).await.unwrap();
+        }
+        node.barrier().await;
+        let service = node.lookup::<Calc>("service").await.unwrap();
+        let clients: Vec<_> = (0..3)
+            .map(|_| {
+                actor::spawn(Client {
+                    service: service.clone(),
+                })
+            })
+            .collect();
+        let asks: Vec<_> = clients.iter().map(|c| c.ask(Go(20))).collect();
+        for a in asks {
+            assert_eq!(a.await, Ok(Ok((0..20u64).map(|i| i * i).sum())));
+        }
+        node.barrier().await;
+        node.leave().await;
+    });
+}
