@@ -52,6 +52,9 @@ enum Command {
     Jacobi(apps::jacobi::JacobiArgs),
     /// Strongly connected components by trim / pivot / mark with fine-grain RMI (seed 004).
     Scc(apps::scc::SccArgs),
+    /// Distributed actors: a registered service on location 0 asked by actors on
+    /// every location (`mpirun -n 4 tutti actor-world`, or threads without mpirun).
+    ActorWorld(apps::actor_world::ActorWorldArgs),
     /// Micro-benchmarks of the runtime against its peers.
     #[command(subcommand)]
     Bench(BenchCommand),
@@ -118,6 +121,7 @@ fn main() {
         Command::Scc(a) => (a.json, apps::scc::run(a)),
         Command::Db(a) => (a.json, apps::db::run(a)),
         Command::Weather(a) => (a.json, apps::weather::run(a)),
+        Command::ActorWorld(a) => (a.json, apps::actor_world::run(a)),
         Command::Hello(a) => (a.json, apps::hello::run(a)),
         Command::Mad(a) => (a.json, apps::mad::run(a)),
         Command::CspDemo(d) => (d.json(), d.run()),
@@ -210,6 +214,8 @@ mod tests {
             &["tutti", "bench", "codec", "--hostile", "-1"],
             &["tutti", "bench", "actor"],
             &["tutti", "weather", "--clients", "1"],
+            &["tutti", "actor-world", "--clients", "0"],
+            &["tutti", "actor-world", "--locations", "0"],
             &["tutti", "weather", "--stations", "0"],
             &["tutti", "weather", "--seconds", "-1"],
             &["tutti", "db", "--clients", "0"],

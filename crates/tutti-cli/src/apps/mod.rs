@@ -1,5 +1,6 @@
 //! The seed applications: real computations that verify their own results.
 
+pub mod actor_world;
 pub mod csp_demo;
 pub mod db;
 pub mod gauss;
