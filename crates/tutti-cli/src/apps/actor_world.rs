@@ -327,6 +327,14 @@ pub fn run(a: &ActorWorldArgs) -> Result<Report, String> {
         .iter()
         .any(|v| std::env::var(v).is_ok());
     let locations = a.locations.unwrap_or(if launched { 1 } else { 4 }) as usize;
+    // The ranks compare these when the world starts.
+    for r in [
+        tutti::msg::register::<Square>(),
+        tutti::msg::register::<Add>(),
+        tutti::msg::register::<Total>(),
+    ] {
+        r.map_err(|e| e.to_string())?;
+    }
     let mut builder = World::builder().locations(locations);
     if let Some(w) = a.workers {
         builder = builder.workers(w);

@@ -9,7 +9,10 @@
 //! any location of any rank, running the actor's own `Handler<M>` impls (the
 //! message is decoded by the `Dispatch` and queued in the actor's mailbox, in order
 //! with its local messages). Local [`Addr`]s are untouched: a node adds nothing to
-//! the local path.
+//! the local path. Register the message types with
+//! [`msg::register`](crate::msg::register) before building the world, so that
+//! ranks built from different code refuse to start instead of exchanging frames
+//! they read differently.
 //!
 //! ```
 //! use serde::{Deserialize, Serialize};
