@@ -798,14 +798,18 @@ impl Inner {
 
     /// The first step of leaving (idempotent).
     fn begin_leave(&self) {
-        // Names and exports first, while sends are still allowed.
+        // Marked left before the exports go, so that a question arriving in
+        // between is not answered `Stopped`: from now on requests are dead
+        // letters, and their askers learn of the leave from `Leaving`.
         let exports: Vec<(u64, Export)> = {
             let mut ex = lock(&self.exports);
-            if lock(&self.state).left {
-                Vec::new()
-            } else {
-                ex.drain().collect()
+            let mut st = lock(&self.state);
+            if st.left {
+                return;
             }
+            st.left = true;
+            drop(st);
+            ex.drain().collect()
         };
         for (actor, e) in &exports {
             e.monitor.clone().cancel();
@@ -813,10 +817,6 @@ impl Inner {
         }
         drop(exports);
         let mut st = lock(&self.state);
-        if st.left {
-            return;
-        }
-        st.left = true;
         let mut acks = 0;
         with_scratch(|buf| {
             for i in 0..self.locations {
