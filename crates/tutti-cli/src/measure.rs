@@ -110,6 +110,12 @@ pub fn timed<R>(f: impl FnOnce() -> R) -> (R, Duration) {
     (r, start.elapsed())
 }
 
+/// Runs `f`, which checks its own result, and times it.
+pub fn checked(f: impl FnOnce() -> bool) -> Run {
+    let (ok, elapsed) = timed(f);
+    Run { elapsed, ok }
+}
+
 /// CPU time consumed so far by every thread of this process, user plus
 /// system, from `CLOCK_PROCESS_CPUTIME_ID`; falls back to `getrusage`.
 pub fn process_cpu_time() -> Option<Duration> {

@@ -31,7 +31,7 @@ use std::time::{Duration, Instant};
 
 use clap::Args;
 
-use crate::measure::{repeat, timed, Measurement, Progress, Run, RunOpts};
+use crate::measure::{checked, repeat, Measurement, Progress, Run, RunOpts};
 use crate::report::{Report, Stats};
 use tutti::world::{Location, LocationId, TransportKind, World};
 
@@ -247,33 +247,6 @@ where
     })
 }
 
-/// A tutti ping-pong between two locations of one in-process world (typed).
-fn thread_pingpong(w: &World, n: u64) -> Run {
-    let (out, elapsed) = timed(|| {
-        w.run(move |loc| async move {
-            let other = peer(&loc);
-            let first = loc.id().index() == 0;
-            let mut last = 0u64;
-            if first {
-                let _ = loc.send(other, 0u64);
-            }
-            for i in 0..n {
-                let mut d = loc.recv().await;
-                last = d.take::<u64>().unwrap_or(u64::MAX);
-                drop(d);
-                if !(first && i + 1 == n) {
-                    let _ = loc.send(other, last + 1);
-                }
-            }
-            last
-        })
-    });
-    Run {
-        elapsed,
-        ok: out == [2 * n - 1, 2 * n - 2],
-    }
-}
-
 #[cfg(feature = "mpi")]
 mod raw {
     //! The same measurements in plain rsmpi, run inside `World::with_mpi`.
@@ -297,79 +270,88 @@ mod raw {
         let me = c.rank();
         let other = c.process_at_rank(1 - me);
         let mut buf = [0u8; 8];
-        let start = Instant::now();
-        let mut ok = true;
-        if me == 0 {
-            other.send(&0u64.to_le_bytes()[..]);
-        }
-        for i in 0..n {
-            other.receive_into(&mut buf[..]);
-            let v = u64::from_le_bytes(buf);
-            ok &= v == 2 * i + u64::from(me == 0);
-            if !(me == 0 && i + 1 == n) {
-                other.send(&(v + 1).to_le_bytes()[..]);
+        checked(|| {
+            let mut ok = true;
+            if me == 0 {
+                other.send(&0u64.to_le_bytes()[..]);
             }
-        }
-        Run {
-            elapsed: start.elapsed(),
-            ok,
-        }
+            for i in 0..n {
+                other.receive_into(&mut buf[..]);
+                let v = u64::from_le_bytes(buf);
+                ok &= v == 2 * i + u64::from(me == 0);
+                if !(me == 0 && i + 1 == n) {
+                    other.send(&(v + 1).to_le_bytes()[..]);
+                }
+            }
+            ok
+        })
     }
 
     pub fn stream(c: &SimpleCommunicator, count: u64, size: usize) -> Run {
         let me = c.rank();
         let other = c.process_at_rank(1 - me);
         let mut buf = vec![0u8; size];
-        let start = Instant::now();
-        let mut ok = true;
-        if me == 0 {
-            for i in 0..count {
-                buf[0] = i as u8;
-                other.send(&buf[..]);
+        checked(|| {
+            if me == 0 {
+                for i in 0..count {
+                    buf[0] = i as u8;
+                    other.send(&buf[..]);
+                }
+                receive_ack(&other)
+            } else {
+                let mut ok = true;
+                for i in 0..count {
+                    let st = other.receive_into(&mut buf[..]);
+                    ok &= st.count(u8::equivalent_datatype()) as usize == size && buf[0] == i as u8;
+                }
+                other.send(&[1u8][..]);
+                ok
             }
-            let mut ack = [0u8; 1];
-            other.receive_into(&mut ack[..]);
-            ok &= ack == [1];
-        } else {
-            for i in 0..count {
-                let st = other.receive_into(&mut buf[..]);
-                ok &= st.count(u8::equivalent_datatype()) as usize == size && buf[0] == i as u8;
-            }
-            other.send(&[1u8][..]);
-        }
-        Run {
-            elapsed: start.elapsed(),
-            ok,
-        }
+        })
     }
 
     pub fn overlap(c: &SimpleCommunicator, bytes: usize, work: Duration) -> Run {
         let me = c.rank();
         let other = c.process_at_rank(1 - me);
         let mut buf = vec![7u8; bytes];
-        let start = Instant::now();
-        let mut ok = true;
-        if me == 0 {
-            mpi::request::scope(|scope| {
-                let req = other.immediate_send(scope, &buf[..]);
-                if !work.is_zero() {
-                    compute(work);
-                }
-                req.wait();
-            });
-            let mut ack = [0u8; 1];
-            other.receive_into(&mut ack[..]);
-            ok &= ack == [1];
-        } else {
-            other.receive_into(&mut buf[..]);
-            ok &= buf[bytes - 1] == 7;
-            other.send(&[1u8][..]);
-        }
-        Run {
-            elapsed: start.elapsed(),
-            ok,
-        }
+        checked(|| {
+            if me == 0 {
+                mpi::request::scope(|scope| {
+                    let req = other.immediate_send(scope, &buf[..]);
+                    if !work.is_zero() {
+                        compute(work);
+                    }
+                    req.wait();
+                });
+                receive_ack(&other)
+            } else {
+                other.receive_into(&mut buf[..]);
+                other.send(&[1u8][..]);
+                buf[bytes - 1] == 7
+            }
+        })
     }
+
+    /// Receives the one-byte acknowledgement that ends a stream.
+    fn receive_ack(other: &mpi::topology::Process<'_>) -> bool {
+        let mut ack = [0u8; 1];
+        other.receive_into(&mut ack[..]);
+        ack == [1]
+    }
+}
+
+/// What every part of the benchmark runs with.
+#[derive(Clone, Copy)]
+struct Ctx<'a> {
+    a: &'a MpiBenchArgs,
+    world: &'a World,
+    plan: crate::measure::Plan,
+    progress: &'a Progress,
+}
+
+/// The statistics of `samples`, NaN if there are none.
+fn stat(samples: Vec<f64>) -> Stats {
+    Stats::of(&samples).unwrap_or(Stats::single(f64::NAN))
 }
 
 /// Runs the benchmark.
@@ -433,18 +415,24 @@ fn run_mpi(a: &MpiBenchArgs) -> Result<Report, String> {
         );
     let mut all_ok = true;
 
+    let cx = Ctx {
+        a,
+        world: &world,
+        plan,
+        progress: &progress,
+    };
     let wants = |p: Part| a.what.contains(&p);
     if wants(Part::Latency) {
-        latency(a, &world, plan, &progress, &mut report, &mut all_ok)?;
+        latency(&cx, &mut report, &mut all_ok)?;
     }
     if wants(Part::Bandwidth) {
-        bandwidth(a, &world, plan, &progress, &mut report, &mut all_ok);
+        bandwidth(&cx, &mut report, &mut all_ok);
     }
     if wants(Part::Rate) {
-        rate(a, &world, plan, &progress, &mut report, &mut all_ok);
+        rate(&cx, &mut report, &mut all_ok);
     }
     if wants(Part::Overlap) {
-        overlap(a, &world, plan, &progress, &mut report, &mut all_ok);
+        overlap(&cx, &mut report, &mut all_ok);
     }
     progress.finish();
     // Both ranks verified what they received.
@@ -462,15 +450,13 @@ fn run_mpi(a: &MpiBenchArgs) -> Result<Report, String> {
 }
 
 #[cfg(feature = "mpi")]
-fn latency(
-    a: &MpiBenchArgs,
-    world: &World,
-    plan: crate::measure::Plan,
-    progress: &Progress,
-    report: &mut Report,
-    all_ok: &mut bool,
-) -> Result<(), String> {
-    let stat = |v: Vec<f64>| Stats::of(&v).unwrap_or(Stats::single(f64::NAN));
+fn latency(cx: &Ctx<'_>, report: &mut Report, all_ok: &mut bool) -> Result<(), String> {
+    let Ctx {
+        a,
+        world,
+        plan,
+        progress,
+    } = *cx;
     let n = a.iters;
     progress.stage("latency: rsmpi and tutti");
     let mut ms = interleaved(
@@ -483,16 +469,11 @@ fn latency(
     );
     let lat_t = ms.pop().unwrap_or_default();
     let lat_raw = ms.pop().unwrap_or_default();
-    let threads = World::builder()
-        .ignore_env()
-        .transport(TransportKind::InProcess)
-        .locations(2)
-        .workers(world.config().workers().max(1))
-        .aggregation(1)
-        .build()
-        .map_err(|e| e.to_string())?;
+    let threads = crate::bench::world::world(world.config().workers().max(1))?;
     progress.stage("latency: tutti thread to thread");
-    let lat_tt = repeat(plan, progress, || thread_pingpong(&threads, n));
+    let lat_tt = repeat(plan, progress, || {
+        crate::bench::world::tutti_pingpong(&threads, n)
+    });
     drop(threads);
     let one_way_us = |m: &Measurement| m.map(|s| s * 1e6 / (2 * n) as f64);
     let (l_raw, l_t, l_tt) = (
@@ -513,15 +494,13 @@ fn latency(
 }
 
 #[cfg(feature = "mpi")]
-fn bandwidth(
-    a: &MpiBenchArgs,
-    world: &World,
-    plan: crate::measure::Plan,
-    progress: &Progress,
-    report: &mut Report,
-    all_ok: &mut bool,
-) {
-    let stat = |v: Vec<f64>| Stats::of(&v).unwrap_or(Stats::single(f64::NAN));
+fn bandwidth(cx: &Ctx<'_>, report: &mut Report, all_ok: &mut bool) {
+    let Ctx {
+        a,
+        world,
+        plan,
+        progress,
+    } = *cx;
     for &size in &a.sizes {
         let size = size as usize;
         let count = (STREAM_BYTES / size as u64).max(8);
@@ -551,15 +530,13 @@ fn bandwidth(
 }
 
 #[cfg(feature = "mpi")]
-fn rate(
-    a: &MpiBenchArgs,
-    world: &World,
-    plan: crate::measure::Plan,
-    progress: &Progress,
-    report: &mut Report,
-    all_ok: &mut bool,
-) {
-    let stat = |v: Vec<f64>| Stats::of(&v).unwrap_or(Stats::single(f64::NAN));
+fn rate(cx: &Ctx<'_>, report: &mut Report, all_ok: &mut bool) {
+    let Ctx {
+        a,
+        world,
+        plan,
+        progress,
+    } = *cx;
     let m = a.messages;
     let factor = a.factor as usize;
     progress.stage("rate");
@@ -605,15 +582,13 @@ fn rate(
 }
 
 #[cfg(feature = "mpi")]
-fn overlap(
-    a: &MpiBenchArgs,
-    world: &World,
-    plan: crate::measure::Plan,
-    progress: &Progress,
-    report: &mut Report,
-    all_ok: &mut bool,
-) {
-    let stat = |v: Vec<f64>| Stats::of(&v).unwrap_or(Stats::single(f64::NAN));
+fn overlap(cx: &Ctx<'_>, report: &mut Report, all_ok: &mut bool) {
+    let Ctx {
+        a,
+        world,
+        plan,
+        progress,
+    } = *cx;
     let bytes = a.overlap_bytes as usize;
     let work = Duration::from_millis(a.compute_ms);
     let secs = |x: &Measurement| x.median_secs();

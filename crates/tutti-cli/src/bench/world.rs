@@ -12,7 +12,7 @@
 
 use clap::Args;
 
-use crate::measure::{repeat, timed, Measurement, Progress, Run, RunOpts};
+use crate::measure::{checked, repeat, timed, Measurement, Progress, Run, RunOpts};
 use crate::report::{Report, Stats};
 use tutti::world::{LocationId, TransportKind, World};
 
@@ -38,7 +38,9 @@ pub struct WorldArgs {
     pub json: bool,
 }
 
-fn world(workers: usize) -> Result<World, String> {
+/// An in-process world of two locations on `workers` workers, unaggregated
+/// (also the thread-to-thread side of `tutti mpi-bench`).
+pub(crate) fn world(workers: usize) -> Result<World, String> {
     World::builder()
         .ignore_env()
         .transport(TransportKind::InProcess)
@@ -49,9 +51,10 @@ fn world(workers: usize) -> Result<World, String> {
         .map_err(|e| e.to_string())
 }
 
-/// One ping-pong of `n` round trips between locations 0 and 1; `Run::ok` if the
-/// counter came back right.
-fn tutti_pingpong(w: &World, n: u64) -> Run {
+/// One ping-pong of `n` round trips of a typed `u64` between locations 0 and 1;
+/// `Run::ok` if the counter came back right (also `tutti mpi-bench`'s thread to
+/// thread latency).
+pub(crate) fn tutti_pingpong(w: &World, n: u64) -> Run {
     let (out, elapsed) = timed(|| {
         w.run(move |loc| async move {
             let other = LocationId::new(1 - loc.id().index() as u32);
@@ -82,7 +85,7 @@ fn tutti_pingpong(w: &World, n: u64) -> Run {
 fn crossbeam_pingpong(n: u64) -> Run {
     let (to_b, b_rx) = crossbeam_channel::unbounded::<u64>();
     let (to_a, a_rx) = crossbeam_channel::unbounded::<u64>();
-    let (ok, elapsed) = timed(|| {
+    checked(|| {
         let b = std::thread::spawn(move || {
             for _ in 0..n {
                 let Ok(v) = b_rx.recv() else { return false };
@@ -102,8 +105,7 @@ fn crossbeam_pingpong(n: u64) -> Run {
             }
         }
         ok && b.join().unwrap_or(false) && v == 2 * n
-    });
-    Run { elapsed, ok }
+    })
 }
 
 fn tutti_stream(w: &World, n: u64, factor: usize) -> Run {
