@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use clap::Args;
 
-use crate::measure::{repeat, timed, Progress, Run, RunOpts};
+use crate::measure::{check_memory, repeat, timed, Progress, Run, RunOpts};
 use crate::report::{Report, Stats};
 use graph::Graph;
 
@@ -71,6 +71,9 @@ pub fn run(a: &SccArgs) -> Result<Report, String> {
         }
         (None, Some(k)) => {
             let (k, tile) = (k as usize, a.tile as usize);
+            // The graph both ways, Tarjan's arrays, the locations' state and
+            // the gathered labels: about 200 bytes per vertex.
+            check_memory(200 * (k * k) as u128, &format!("a {k} x {k} mesh"))?;
             report.param("mesh", k).param("tile", tile);
             (graph::mesh(k, tile), Some(graph::mesh_components(k, tile)))
         }
