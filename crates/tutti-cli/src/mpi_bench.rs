@@ -209,7 +209,7 @@ async fn tutti_overlap(loc: Location, bytes: usize, work: Duration) -> Run {
 
 /// Runs the measurements of `impls` in turn, round by round (warm-up rounds
 /// unrecorded), so that a change in the machine's load affects them alike.
-fn interleaved(
+pub(crate) fn interleaved(
     plan: crate::measure::Plan,
     progress: &Progress,
     impls: &mut [&mut dyn FnMut() -> Run],
@@ -248,7 +248,7 @@ where
 }
 
 #[cfg(feature = "mpi")]
-mod raw {
+pub(crate) mod raw {
     //! The same measurements in plain rsmpi, run inside `World::with_mpi`.
     use super::*;
     use mpi::topology::SimpleCommunicator;

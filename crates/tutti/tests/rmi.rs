@@ -32,6 +32,7 @@ const BODIES: &[(&str, Body)] = &[
     ("registration_mismatch", registration_mismatch),
     ("update_and_unregister", update_unregister),
     ("large_arguments_and_replies", large_values),
+    ("ping_pong_with_wait", ping_pong_with_wait),
 ];
 
 fn main() {
@@ -524,4 +525,58 @@ impl Handler<Get2> for Bag {
     async fn handle(&mut self, _: Get2, _: &mut ()) -> u64 {
         self.0.iter().sum()
     }
+}
+
+// ---- an async_rmi chain driven by `wait` ----
+
+/// Hits the ball back to the other player until `left` is 0.
+#[derive(Serialize, Deserialize)]
+struct Ball {
+    left: u32,
+    me: Handle<Player>,
+}
+impl Message for Ball {
+    type Reply = ();
+}
+remote!(Ball);
+#[derive(Default)]
+struct Player(u32);
+object!(Player, Location, [Ball]);
+impl Handler<Ball> for Player {
+    async fn handle(&mut self, m: Ball, ctx: &mut Location) {
+        self.0 += 1;
+        if m.left > 0 {
+            let other = 1 - ctx.id();
+            let ball = Ball {
+                left: m.left - 1,
+                me: m.me,
+            };
+            ctx.async_rmi(other, &m.me, ball).await;
+        }
+    }
+}
+
+fn ping_pong_with_wait(w: &World) {
+    if w.locations() < 2 {
+        return;
+    }
+    const HITS: u32 = 200;
+    rmi::run(w, |mut loc| async move {
+        let h = loc.register(Player::default()).await.unwrap();
+        loc.barrier().await;
+        let me = loc.id();
+        if me < 2 {
+            if me == 0 {
+                loc.async_rmi(1, &h, Ball { left: HITS, me: h }).await;
+            }
+            // Location 1 receives the hits with an even `left`, 0 the others;
+            // the first may already have run inside the barrier.
+            let mine = HITS / 2 + u32::from(me == 1);
+            while loc.local(&h).0 < mine {
+                loc.wait().await;
+            }
+            assert_eq!(loc.local(&h).0, mine, "location {me}");
+        }
+        loc.fence().await;
+    });
 }

@@ -16,6 +16,13 @@
 //! * **aggregation sweep** (Figures 8–9): see [`super::rmi_sweep`]; with
 //!   `--sweep-only` it runs alone, on the environment's world (MPI under
 //!   mpirun).
+//! * **between ranks** (`--mpi`, under `mpirun -n 2` of a build with the `mpi`
+//!   feature; Table III and Figure 11): the ping-pong between location 0 on
+//!   rank 0 and location 1 on rank 1 (`async_rmi` chain and `sync_rmi`, the
+//!   requests serialized) beside raw MPI send/recv of 8 bytes, and `fence` on
+//!   the two ranks beside `MPI_Barrier`; each round runs every implementation
+//!   once, in turn. Timed inside the SPMD body (rank 0's clock). Only rank 0
+//!   reports.
 
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -52,6 +59,10 @@ pub struct RmiArgs {
     sweep: super::rmi_sweep::SweepArgs,
     #[command(flatten)]
     run: RunOpts,
+    /// Measure between two MPI ranks instead (run under `mpirun -n 2`, built
+    /// with `--features mpi`): ping-pong and fence beside raw MPI.
+    #[arg(long)]
+    mpi: bool,
     /// Print one JSON object instead of a table.
     #[arg(long)]
     pub json: bool,
@@ -193,20 +204,41 @@ impl Handler<Ball> for Player {
 
 const CHAIN: u64 = 1 << 63;
 
+/// Location 0 sends ball `2i` and waits until location 1's method has hit
+/// back `2i + 1`; location 1 waits until it has seen ball `2n - 2` (the
+/// first may already have run inside the barrier before the chain).
+async fn chain(loc: &mut rmi::Location, h: &Handle<Player>, n: u64) {
+    let ball = |loc: &mut rmi::Location| loc.local(h).last & !CHAIN;
+    if loc.id() == 0 {
+        for i in 0..n {
+            loc.async_rmi(1, h, Ball(CHAIN | (2 * i))).await;
+            while ball(loc) != 2 * i + 1 {
+                loc.wait().await;
+            }
+        }
+    } else {
+        while ball(loc) != 2 * n - 2 {
+            loc.wait().await;
+        }
+    }
+}
+
 fn pingpong_async(w: &World, n: u64) -> Run {
     let (out, elapsed) = timed(|| {
         rmi::run(w, move |mut loc| async move {
-            let Ok(h) = loc.register(Player { me: None, last: 0 }).await else {
+            // `last` starts at no ball's number.
+            let Ok(h) = loc
+                .register(Player {
+                    me: None,
+                    last: u64::MAX,
+                })
+                .await
+            else {
                 return u64::MAX;
             };
             loc.local(&h).me = Some(h);
             loc.barrier().await;
-            for i in 0..n {
-                if loc.id() == 0 {
-                    loc.async_rmi(1, &h, Ball(CHAIN | (2 * i))).await;
-                }
-                loc.wait().await;
-            }
+            chain(&mut loc, &h, n).await;
             let last = loc.local(&h).last;
             last & !CHAIN
         })
@@ -313,6 +345,9 @@ pub fn run(a: &RmiArgs) -> Result<Report, String> {
     if a.sweep.sweep_only {
         return super::rmi_sweep::run_only(&a.sweep, &a.run, a.json);
     }
+    if a.mpi {
+        return mpi_rows::run(a);
+    }
     let plan = a.run.plan(5);
     let one = world(1, a.workers)?;
     let two = world(2, a.workers)?;
@@ -380,4 +415,182 @@ pub fn run(a: &RmiArgs) -> Result<Report, String> {
         report.verify(m.ok);
     }
     Ok(report)
+}
+
+// ---- between ranks ----
+
+mod mpi_rows {
+    //! `--mpi`: RMI between two ranks beside raw MPI.
+    #![cfg_attr(not(feature = "mpi"), allow(dead_code, unused_imports))]
+
+    use std::time::{Duration, Instant};
+
+    use super::*;
+
+    /// The ping-pong between location 0 (rank 0) and location 1 (rank 1):
+    /// an `async_rmi` chain (each side `wait`s for the next request), timed
+    /// inside the body.
+    fn pingpong_async(w: &World, n: u64) -> Run {
+        let out = rmi::run(w, move |mut loc| async move {
+            // `last` starts at no ball's number.
+            let Ok(h) = loc
+                .register(Player {
+                    me: None,
+                    last: u64::MAX,
+                })
+                .await
+            else {
+                return (Duration::ZERO, false);
+            };
+            loc.local(&h).me = Some(h);
+            loc.barrier().await;
+            let start = Instant::now();
+            chain(&mut loc, &h, n).await;
+            (start.elapsed(), true)
+        });
+        first(out)
+    }
+
+    /// The same with `sync_rmi` from location 0; location 1 serves in `fence`.
+    fn pingpong_sync(w: &World, n: u64) -> Run {
+        let out = rmi::run(w, move |loc| async move {
+            let Ok(h) = loc.register(Player { me: None, last: 0 }).await else {
+                return (Duration::ZERO, false);
+            };
+            loc.barrier().await;
+            let start = Instant::now();
+            let mut ok = true;
+            if loc.id() == 0 {
+                for i in 0..n {
+                    ok &= loc.sync_rmi(1, &h, Ball(i)).await == i + 1;
+                }
+            }
+            let elapsed = start.elapsed();
+            loc.fence().await;
+            (elapsed, ok)
+        });
+        first(out)
+    }
+
+    fn fences(w: &World, n: u64) -> Run {
+        let out = rmi::run(w, move |loc| async move {
+            loc.barrier().await;
+            let start = Instant::now();
+            for _ in 0..n {
+                loc.fence().await;
+            }
+            (start.elapsed(), true)
+        });
+        first(out)
+    }
+
+    /// This rank's first location's run.
+    fn first(out: Vec<(Duration, bool)>) -> Run {
+        let (elapsed, ok) = out.into_iter().next().unwrap_or((Duration::ZERO, false));
+        Run { elapsed, ok }
+    }
+
+    pub(super) fn run(a: &RmiArgs) -> Result<Report, String> {
+        #[cfg(not(feature = "mpi"))]
+        {
+            let _ = a;
+            Err(
+                "tutti was built without MPI: build with `--features mpi` and run \
+                 `mpirun -n 2 target/release/tutti bench rmi --mpi`"
+                    .into(),
+            )
+        }
+        #[cfg(feature = "mpi")]
+        run_mpi(a)
+    }
+
+    #[cfg(feature = "mpi")]
+    fn run_mpi(a: &RmiArgs) -> Result<Report, String> {
+        use crate::mpi_bench::{interleaved, raw};
+        use mpi::traits::CommunicatorCollectives;
+
+        let w = World::builder()
+            .locations(1)
+            .workers(a.workers)
+            .build()
+            .map_err(|e| e.to_string())?;
+        if w.ranks() != 2 || w.config().transport() != TransportKind::Mpi {
+            return Err(format!(
+                "bench rmi --mpi needs exactly 2 MPI ranks (this is rank {} of {} on {}): \
+                 run `mpirun -n 2 target/release/tutti bench rmi --mpi`",
+                w.rank(),
+                w.ranks(),
+                w.config().transport()
+            ));
+        }
+        let me = w.rank();
+        let plan = a.run.plan(5);
+        let progress = Progress::new(if me == 0 { plan.total() * 5 } else { 0 }, a.json);
+        let mut report = Report::new("bench rmi --mpi");
+        report
+            .param("ranks", w.ranks())
+            .param("messages", a.messages)
+            .param("fences", a.fences)
+            .param("workers", w.config().workers())
+            .param("progress", w.config().progress().to_string())
+            .param("aggregation", w.config().aggregation())
+            .param("runs", plan.runs);
+        let (n, f) = (a.messages, a.fences);
+        progress.stage("ping-pong and fence: rmi and raw MPI, in rounds");
+        let ms = interleaved(
+            plan,
+            &progress,
+            &mut [
+                &mut || raw::on_mpi(&w, move |c| raw::pingpong(c, n)),
+                &mut || pingpong_async(&w, n),
+                &mut || pingpong_sync(&w, n),
+                &mut || {
+                    raw::on_mpi(&w, move |c| {
+                        let start = Instant::now();
+                        for _ in 0..f {
+                            c.barrier();
+                        }
+                        Run {
+                            elapsed: start.elapsed(),
+                            ok: true,
+                        }
+                    })
+                },
+                &mut || fences(&w, f),
+            ],
+        );
+        progress.finish();
+        let per = |m: &Measurement, k: u64| {
+            Stats::of(&m.map(|s| s * 1e9 / k as f64)).unwrap_or(Stats::single(f64::NAN))
+        };
+        let [raw_pp, async_pp, sync_pp, raw_bar, fence_m] = &ms[..] else {
+            return Err("bench rmi --mpi: a measurement is missing".into());
+        };
+        let (rp, ap, sp) = (
+            per(raw_pp, 2 * n),
+            per(async_pp, 2 * n),
+            per(sync_pp, 2 * n),
+        );
+        let (rb, fm) = (per(raw_bar, f), per(fence_m, f));
+        report.result("raw MPI send/recv", "ping-pong one-way (ranks)", rp, "ns");
+        report.result("tutti async_rmi", "ping-pong one-way (ranks)", ap, "ns");
+        report.result("tutti sync_rmi", "ping-pong one-way (ranks)", sp, "ns");
+        report.result("MPI_Barrier", "fence (ranks)", rb, "ns/fence");
+        report.result("tutti fence", "fence (ranks)", fm, "ns/fence");
+        report.ratio("latency_async_rmi_over_mpi", ap.median / rp.median);
+        report.ratio("latency_sync_rmi_over_mpi", sp.median / rp.median);
+        report.ratio("time_fence_over_mpi_barrier", fm.median / rb.median);
+        let ok = ms.iter().all(|m| m.ok);
+        // Both ranks checked what they saw.
+        let all_ok = w
+            .run(move |loc| async move { loc.all_reduce(ok, |a, b| a && b).await })
+            .into_iter()
+            .all(|ok| ok);
+        report.verify(all_ok);
+        if me != 0 {
+            drop(w);
+            std::process::exit(if all_ok { 0 } else { 1 });
+        }
+        Ok(report)
+    }
 }
