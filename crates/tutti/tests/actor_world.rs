@@ -4,14 +4,14 @@
 //! `-n 4`). Every body checks its own results and panics on a mismatch; under
 //! MPI a panic takes the whole job down.
 
+mod common;
+
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use tutti::actor::{self, Actor, Context};
 use tutti::msg::{Dispatch, Handler, Message, Remote};
-use tutti::world::{
-    LocationId, Node, NodeLookupError, NodeRegisterError, RemoteError, TransportKind, World,
-};
+use tutti::world::{LocationId, Node, NodeLookupError, NodeRegisterError, RemoteError, World};
 
 type Body = fn(&World);
 
@@ -40,36 +40,7 @@ fn register_types() {
 
 fn main() {
     register_types();
-    let launched = ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE"]
-        .iter()
-        .any(|v| std::env::var(v).is_ok());
-    if launched {
-        let world = World::from_env().expect("world");
-        if world.config().transport() != TransportKind::Mpi && world.ranks() == 1 {
-            eprintln!("actor_world: launched by mpirun without MPI support; running in-process");
-        }
-        run_all(&world);
-        if world.rank() == 0 {
-            println!("actor_world: all passed on {} rank(s)", world.ranks());
-        }
-        return;
-    }
-    for (locations, workers, aggregation) in [(2, 2, 1), (4, 2, 8), (3, 1, 64)] {
-        let world = World::builder()
-            .ignore_env()
-            .transport(TransportKind::InProcess)
-            .locations(locations)
-            .workers(workers)
-            .aggregation(aggregation)
-            .flush_after(Duration::from_micros(200))
-            .build()
-            .expect("world");
-        println!(
-            "actor_world: {locations} locations, {workers} workers, aggregation {aggregation}"
-        );
-        run_all(&world);
-    }
-    println!("actor_world: all passed in-process");
+    common::run_suite("actor_world", &[(2, 2, 1), (4, 2, 8), (3, 1, 64)], run_all);
 }
 
 fn run_all(world: &World) {

@@ -9,12 +9,12 @@
 //! status. (The error paths that end a run — the nesting limit, a deadlocking
 //! chain, malformed bytes — are in `rmi_abort.rs`.)
 
-use std::time::Duration;
+mod common;
 
 use serde::{Deserialize, Serialize};
 use tutti::msg::{Dispatch, Handler, Message, Object, RegistryError, Remote};
 use tutti::rmi::{self, Handle, Location, RmiError};
-use tutti::world::{TransportKind, World};
+use tutti::world::World;
 
 type Body = fn(&World);
 
@@ -36,35 +36,11 @@ const BODIES: &[(&str, Body)] = &[
 ];
 
 fn main() {
-    let launched = ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE"]
-        .iter()
-        .any(|v| std::env::var(v).is_ok());
-    if launched {
-        let world = World::from_env().expect("world");
-        run_all(&world);
-        if world.rank() == 0 {
-            println!(
-                "rmi suite: all passed on {} rank(s) × {} location(s)",
-                world.ranks(),
-                world.locations_per_rank()
-            );
-        }
-        return;
-    }
-    for (locations, workers, aggregation) in [(1, 1, 1), (4, 2, 1), (3, 2, 8), (5, 1, 64)] {
-        let world = World::builder()
-            .ignore_env()
-            .transport(TransportKind::InProcess)
-            .locations(locations)
-            .workers(workers)
-            .aggregation(aggregation)
-            .flush_after(Duration::from_micros(200))
-            .build()
-            .expect("world");
-        println!("rmi suite: {locations} locations, {workers} workers, aggregation {aggregation}");
-        run_all(&world);
-    }
-    println!("rmi suite: all passed in-process");
+    common::run_suite(
+        "rmi suite",
+        &[(1, 1, 1), (4, 2, 1), (3, 2, 8), (5, 1, 64)],
+        run_all,
+    );
 }
 
 fn run_all(world: &World) {

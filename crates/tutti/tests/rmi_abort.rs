@@ -76,9 +76,7 @@ fn ring(w: &World, levels: usize, hops: u32, max_nesting: usize) {
 }
 
 fn main() {
-    let launched = ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE"]
-        .iter()
-        .any(|v| std::env::var(v).is_ok());
+    let launched = tutti::world::launched_by_mpi();
     if !launched {
         in_process();
         return;

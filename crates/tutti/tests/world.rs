@@ -5,11 +5,13 @@
 //! Every body checks its own results and panics on a mismatch; under MPI a panic
 //! takes the whole job down with a non-zero exit status.
 
+mod common;
+
 use std::collections::HashMap;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-use tutti::world::{LocationId, TransportKind, World};
+use tutti::world::{LocationId, World};
 
 type Body = fn(&World);
 
@@ -40,38 +42,11 @@ const BODIES: &[(&str, Body)] = &[
 ];
 
 fn main() {
-    let launched = ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE"]
-        .iter()
-        .any(|v| std::env::var(v).is_ok());
-    if launched {
-        // Under mpirun: one world configured by the environment.
-        let world = World::from_env().expect("world");
-        if world.config().transport() != TransportKind::Mpi && world.ranks() == 1 {
-            eprintln!("world suite: launched by mpirun without MPI support; running in-process");
-        }
-        run_all(&world);
-        if world.rank() == 0 {
-            println!("world suite: all passed on {} rank(s)", world.ranks());
-        }
-        return;
-    }
-    // In-process: several shapes and aggregation settings.
-    for (locations, workers, aggregation) in [(1, 1, 1), (4, 2, 1), (3, 2, 8), (5, 1, 64)] {
-        let world = World::builder()
-            .ignore_env()
-            .transport(TransportKind::InProcess)
-            .locations(locations)
-            .workers(workers)
-            .aggregation(aggregation)
-            .flush_after(Duration::from_micros(200))
-            .build()
-            .expect("world");
-        println!(
-            "world suite: {locations} locations, {workers} workers, aggregation {aggregation}"
-        );
-        run_all(&world);
-    }
-    println!("world suite: all passed in-process");
+    common::run_suite(
+        "world suite",
+        &[(1, 1, 1), (4, 2, 1), (3, 2, 8), (5, 1, 64)],
+        run_all,
+    );
 }
 
 fn run_all(world: &World) {

@@ -13,9 +13,7 @@
 use tutti::world::{TransportKind, World};
 
 fn main() {
-    let launched = ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE"]
-        .iter()
-        .any(|v| std::env::var(v).is_ok());
+    let launched = tutti::world::launched_by_mpi();
     if !launched {
         in_process();
         return;

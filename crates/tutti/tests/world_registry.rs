@@ -32,9 +32,7 @@ impl Remote for Pong {
 }
 
 fn main() {
-    let launched = ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE"]
-        .iter()
-        .any(|v| std::env::var(v).is_ok());
+    let launched = tutti::world::launched_by_mpi();
     let rank: usize = ["OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"]
         .iter()
         .find_map(|v| std::env::var(v).ok()?.parse().ok())

@@ -323,9 +323,7 @@ async fn measure(node: &Node, a: &Plan, out: &mut Outcome) {
 
 /// Runs `tutti actor-world`.
 pub fn run(a: &ActorWorldArgs) -> Result<Report, String> {
-    let launched = ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE"]
-        .iter()
-        .any(|v| std::env::var(v).is_ok());
+    let launched = tutti::world::launched_by_mpi();
     let locations = a.locations.unwrap_or(if launched { 1 } else { 4 }) as usize;
     // The ranks compare these when the world starts.
     for r in [

@@ -162,6 +162,20 @@ fn available_cores() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
+/// Whether an MPI launcher (`mpirun`, `mpiexec`, `srun --mpi`, …) started this
+/// process, as its environment tells: the same test [`World::from_env`](super::World::from_env)
+/// uses to choose the MPI transport. Programs use it to pick defaults that suit
+/// a launched job (e.g. one location per rank).
+///
+/// ```
+/// // One location per rank under mpirun, four threads' worth otherwise.
+/// let locations = if tutti::world::launched_by_mpi() { 1 } else { 4 };
+/// # let _ = locations;
+/// ```
+pub fn launched_by_mpi() -> bool {
+    detect_launch(|v| std::env::var(v).ok()).is_some()
+}
+
 /// Recognises an MPI launcher from `var` (a lookup function, so tests need not touch
 /// the process environment).
 pub(crate) fn detect_launch(var: impl Fn(&str) -> Option<String>) -> Option<Launch> {

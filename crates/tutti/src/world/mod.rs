@@ -124,9 +124,9 @@ mod tests;
 
 pub use collective::{Collective, Reduction};
 pub use config::{
-    ProgressMode, TransportKind, WorldBuilder, WorldConfig, DEFAULT_AGGREGATION_BYTES,
-    DEFAULT_AGGREGATION_INPROC, DEFAULT_AGGREGATION_MPI, DEFAULT_FLUSH_AFTER,
-    MAX_AGGREGATION_BYTES,
+    launched_by_mpi, ProgressMode, TransportKind, WorldBuilder, WorldConfig,
+    DEFAULT_AGGREGATION_BYTES, DEFAULT_AGGREGATION_INPROC, DEFAULT_AGGREGATION_MPI,
+    DEFAULT_FLUSH_AFTER, MAX_AGGREGATION_BYTES,
 };
 pub use delivery::Delivery;
 pub use error::{LocationPanic, SendError, WorldError};
