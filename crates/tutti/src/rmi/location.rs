@@ -9,11 +9,13 @@ use std::pin::{pin, Pin};
 use std::sync::Arc;
 use std::task::Poll;
 
-use super::request::{Answer, Call, Chain, Decoded, Encoded, Invoke, Rep, Request, Response};
+use super::request::{
+    Answer, Call, Chain, Decoded, Encoded, Invoke, Outcome, Rep, Request, Response,
+};
 use super::{Handle, HandlerContext, Local, RmiError, DEFAULT_MAX_NESTING, DEFAULT_POLL_EVERY};
-use crate::loom::{lock, AtomicU64, AtomicUsize, Mutex, Ordering};
+use crate::loom::{lock, AtomicU64, AtomicUsize, Mutex, MutexGuard, Ordering};
 use crate::msg::codec::{self, Frame as CodecFrame, FrameKind, Header};
-use crate::msg::{Dispatch, DispatchError, Handler, MsgId, Object, Remote};
+use crate::msg::{Dispatch, DispatchError, Handler, MsgId, Object, Remote, Spare};
 use crate::world::{self, Delivery, LocationId};
 
 /// Decodes a request frame from another rank into a call on the object type.
@@ -91,6 +93,15 @@ struct Slot {
 struct Deferred {
     from: LocationId,
     req: Request,
+}
+
+/// A request admitted for execution: its representative is taken out of the
+/// table and its frame is on the stack (see [`Location::enter`]).
+struct Admitted {
+    object: u32,
+    corr: u64,
+    call: Box<dyn Call>,
+    rep: Rep,
 }
 
 /// A message from another rank, decoded.
@@ -489,8 +500,14 @@ impl Location {
     {
         self.collective_only("reduce_rmi");
         let rep = self.take(h.id(), "reduce_rmi");
-        let call: Box<dyn Call> = Box::new(Invoke::<T, M>::new(msg));
-        let (reply, deferred) = self.run_method(h.id(), None, call, rep).await;
+        let req = Request {
+            object: h.id(),
+            corr: 0,
+            call: Box::new(Invoke::<T, M>::new(msg)),
+            chain: None,
+        };
+        let a = self.enter(lock(&self.inner.state), req, rep);
+        let (reply, deferred) = self.run_entered(a.object, a.call, a.rep).await;
         if deferred {
             self.drain_deferred().await;
         }
@@ -526,11 +543,22 @@ impl Location {
 
     /// Executes the requests this location sent itself; returns how many.
     async fn run_own(&self) -> usize {
+        let me = self.inner.world.id();
         let mut n = 0;
         loop {
-            let next = lock(&self.inner.state).own.pop_front();
-            let Some(req) = next else { return n };
-            self.execute(self.inner.world.id(), req).await;
+            // One lock to take the request, its representative and its frame.
+            let admitted = {
+                let mut st = lock(&self.inner.state);
+                match st.own.pop_front() {
+                    Some(req) => self.admit(st, me, req),
+                    None => return n,
+                }
+            };
+            if let Some(a) = admitted {
+                if self.execute_on(me, a).await {
+                    self.drain_deferred().await;
+                }
+            }
             n += 1;
         }
     }
@@ -855,8 +883,24 @@ impl Location {
     /// request from the same sender waits), then whatever deferred requests
     /// became ready.
     async fn execute(&self, from: LocationId, req: Request) {
+        let admitted = self.admit(lock(&self.inner.state), from, req);
+        if let Some(a) = admitted {
+            if self.execute_on(from, a).await {
+                self.drain_deferred().await;
+            }
+        }
+    }
+
+    /// Admits `req` (from `from`) for execution under the state lock `st`:
+    /// takes its representative and enters its method, or defers it (`None`)
+    /// if its object is busy or an earlier request from the same sender waits.
+    fn admit(
+        &self,
+        mut st: MutexGuard<'_, State>,
+        from: LocationId,
+        req: Request,
+    ) -> Option<Admitted> {
         let rep = {
-            let mut st = lock(&self.inner.state);
             let blocked = st.deferred.iter().any(|d| d.from == from);
             let id = req.object as usize;
             let Some(slot) = st.objects.get_mut(id) else {
@@ -910,13 +954,11 @@ impl Location {
                         }
                     }
                     st.deferred.push_back(Deferred { from, req });
-                    return;
+                    return None;
                 }
             }
         };
-        if self.execute_on(from, req, rep).await {
-            self.drain_deferred().await;
-        }
+        Some(self.enter(st, req, rep))
     }
 
     /// Whether deferring `req` (for busy object `object`) would deadlock: a
@@ -936,14 +978,14 @@ impl Location {
 
     /// Executes deferred requests whose object is free, in order per sender.
     async fn drain_deferred(&self) {
-        while let Some((d, rep)) = self.next_deferred() {
-            if !self.execute_on(d.from, d.req, rep).await {
+        while let Some((from, a)) = self.next_deferred() {
+            if !self.execute_on(from, a).await {
                 return;
             }
         }
     }
 
-    fn next_deferred(&self) -> Option<(Deferred, Rep)> {
+    fn next_deferred(&self) -> Option<(LocationId, Admitted)> {
         let mut st = lock(&self.inner.state);
         let mut blocked: Vec<LocationId> = Vec::new();
         for i in 0..st.deferred.len() {
@@ -955,7 +997,7 @@ impl Location {
             match std::mem::replace(&mut slot.entry, Entry::Busy) {
                 Entry::Here(rep) => {
                     let d = st.deferred.remove(i).expect("the index is in range");
-                    return Some((d, rep));
+                    return Some((d.from, self.enter(st, d.req, rep)));
                 }
                 other => {
                     slot.entry = other;
@@ -966,18 +1008,16 @@ impl Location {
         None
     }
 
-    /// Runs the method of `req` on `rep` (taken out of slot `req.object`), puts
-    /// the representative back and answers a `sync_rmi`.
-    /// Returns whether requests are deferred.
-    async fn execute_on(&self, from: LocationId, req: Request, rep: Rep) -> bool {
-        let Request {
+    /// Runs the admitted method, puts the representative back and answers a
+    /// `sync_rmi`. Returns whether requests are deferred.
+    async fn execute_on(&self, from: LocationId, a: Admitted) -> bool {
+        let Admitted {
             object,
             corr,
             call,
-            chain,
-        } = req;
-        let waiting = if corr != 0 { chain } else { None };
-        let (reply, deferred) = self.run_method(object, waiting, call, rep).await;
+            rep,
+        } = a;
+        let (reply, deferred) = self.run_entered(object, call, rep).await;
         if corr != 0 {
             if from.index() / self.inner.per_rank == self.inner.rank {
                 let resp = Response { corr, reply };
@@ -1023,19 +1063,20 @@ impl Location {
         }
     }
 
-    /// Runs one method one level deeper, checking the nesting limit, and puts
-    /// the representative back. Returns the reply and whether requests are
-    /// deferred.
-    async fn run_method(
-        &self,
-        object: u32,
-        waiting: Option<Arc<Chain>>,
-        call: Box<dyn Call>,
-        rep: Rep,
-    ) -> (Box<dyn Any + Send>, bool) {
+    /// Enters the method of `req` on `rep` (taken out of slot `req.object`)
+    /// one level deeper, under the state lock `st`: checks the nesting limit
+    /// and pushes its frame (with the chain waiting for it, for a `sync_rmi`).
+    fn enter(&self, mut st: MutexGuard<'_, State>, req: Request, rep: Rep) -> Admitted {
+        let Request {
+            object,
+            corr,
+            call,
+            chain,
+        } = req;
         let depth = self.inner.depth.load(Ordering::Relaxed) + 1;
         let max = self.inner.max_depth.load(Ordering::Relaxed);
         if depth > max {
+            drop(st);
             panic!(
                 "tutti::rmi: location {}: executing `{}` would nest {depth} methods deep, \
                  beyond the maximum of {max} (sync_rmi chains keep returning here; raise \
@@ -1045,16 +1086,50 @@ impl Location {
             );
         }
         self.inner.depth.store(depth, Ordering::Relaxed);
-        lock(&self.inner.state)
-            .stack
-            .push(Frame { object, waiting });
-        let (rep, reply) = call.start(rep, self.share()).await;
+        let waiting = if corr != 0 { chain } else { None };
+        st.stack.push(Frame { object, waiting });
+        Admitted {
+            object,
+            corr,
+            call,
+            rep,
+        }
+    }
+
+    /// Runs an entered method in place (in a reusable block, not a fresh box;
+    /// most methods complete on their first poll), then leaves its level: pops
+    /// its frame and puts the representative back. Returns the reply and
+    /// whether requests are deferred.
+    async fn run_entered(
+        &self,
+        object: u32,
+        call: Box<dyn Call>,
+        rep: Rep,
+    ) -> (Box<dyn Any + Send>, bool) {
+        let mut out: Outcome = None;
+        let mut start = Some((call, rep));
+        let running = poll_fn(|cx| {
+            let (call, rep) = start.take().expect("a method starts once");
+            let mut spare = Spare::default();
+            // SAFETY: `out` lives in this (pinned) future's state and outlives the
+            // method: it is declared before `running`, so it is dropped after it,
+            // and it is not read before the method has completed.
+            Poll::Ready(unsafe { call.start(rep, self, &mut out, &mut spare, cx) })
+        })
+        .await;
+        if let Some(mut running) = running {
+            poll_fn(|cx| running.poll(cx)).await;
+        }
+        let Some((rep, reply)) = out.take() else {
+            unreachable!("a method that returned left its outcome")
+        };
         let deferred = {
             let mut st = lock(&self.inner.state);
             st.stack.pop();
             st.objects[object as usize].entry = Entry::Here(rep);
             !st.deferred.is_empty()
         };
+        let depth = self.inner.depth.load(Ordering::Relaxed);
         self.inner.depth.store(depth - 1, Ordering::Relaxed);
         (reply, deferred)
     }

@@ -191,18 +191,19 @@ pub const DEFAULT_POLL_EVERY: usize = 64;
 ///
 /// Implemented for [`Location`] (methods that issue RMIs) and `()`.
 pub trait HandlerContext: Send + 'static {
-    /// The context for one method executing on `loc`.
-    fn from_location(loc: Location) -> Self;
+    /// The context for one method executing on `loc` (a `()` context costs
+    /// nothing; a [`Location`] one is another handle on `loc`'s endpoint).
+    fn from_location(loc: &Location) -> Self;
 }
 
 impl HandlerContext for Location {
-    fn from_location(loc: Location) -> Self {
-        loc
+    fn from_location(loc: &Location) -> Self {
+        loc.share()
     }
 }
 
 impl HandlerContext for () {
-    fn from_location(_: Location) -> Self {}
+    fn from_location(_: &Location) -> Self {}
 }
 
 /// Runs `body` once per location of `world` (ARMI's `execute_parallel_task`)

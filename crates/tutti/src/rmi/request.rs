@@ -5,19 +5,34 @@
 //! call on arrival.
 
 use std::any::{Any, TypeId};
-use std::future::Future;
 use std::marker::PhantomData;
-use std::pin::Pin;
 use std::sync::Arc;
+use std::task::Context;
 
 use super::{HandlerContext, Location};
-use crate::msg::{Envelope, Handler, Message, RemoteReply, ReplyError};
+use crate::msg::{Envelope, Handler, Message, RemoteReply, ReplyError, Running, Spare};
 
 /// A representative, type-erased while it sits in its location's table.
 pub(crate) type Rep = Box<dyn Any + Send>;
 
-/// A running method: yields the representative back and the reply.
-pub(crate) type Running = Pin<Box<dyn Future<Output = (Rep, Box<dyn Any + Send>)> + Send>>;
+/// Where a method leaves the representative and its reply when it returns.
+pub(crate) type Outcome = Option<(Rep, Box<dyn Any + Send>)>;
+
+/// The caller's [`Outcome`] slot, as the method's future holds it.
+struct OutSlot(*mut Outcome);
+
+// SAFETY: the slot belongs to the caller's (`Send`) future, which polls the method's
+// future and does not touch the slot until that future has completed or been dropped
+// (the contract of `Call::start`).
+unsafe impl Send for OutSlot {}
+
+impl OutSlot {
+    /// Leaves the method's outcome (by value, so the future holds the whole slot).
+    fn put(self, rep: Rep, reply: Box<dyn Any + Send>) {
+        // SAFETY: the slot is valid and ours until the future completes (see above).
+        unsafe { *self.0 = Some((rep, reply)) }
+    }
+}
 
 /// One method call with its message; `T` is the object type.
 pub(crate) trait Call: Send {
@@ -25,8 +40,23 @@ pub(crate) trait Call: Send {
     fn object(&self) -> TypeId;
     /// The message type's name (for errors).
     fn message(&self) -> &'static str;
-    /// Starts the handler on `rep` (whose type is `object()`).
-    fn start(self: Box<Self>, rep: Rep, ctx: Location) -> Running;
+    /// Starts the handler on `rep` (whose type is `object()`) in a reusable block
+    /// (`spare`'s, else one of the thread's) and polls it once, in place. When the
+    /// handler returns, the representative and the reply are left in `*out`.
+    /// Returns the method if it is still running (its first poll was pending).
+    ///
+    /// # Safety
+    /// `out` must stay valid, and not be used by anyone else, until the returned
+    /// [`Running`] has completed or been dropped (or, for `None`, until `start`
+    /// returns).
+    unsafe fn start(
+        self: Box<Self>,
+        rep: Rep,
+        ctx: &Location,
+        out: *mut Outcome,
+        spare: &mut Spare,
+        cx: &mut Context<'_>,
+    ) -> Option<Running>;
 }
 
 /// `Call` for object type `T` and message `M`.
@@ -58,16 +88,26 @@ where
         std::any::type_name::<M>()
     }
 
-    fn start(self: Box<Self>, rep: Rep, ctx: Location) -> Running {
+    unsafe fn start(
+        self: Box<Self>,
+        rep: Rep,
+        ctx: &Location,
+        out: *mut Outcome,
+        spare: &mut Spare,
+        cx: &mut Context<'_>,
+    ) -> Option<Running> {
         let Ok(mut obj) = rep.downcast::<T>() else {
             unreachable!("the caller checks the representative's type")
         };
         let msg = self.msg;
-        Box::pin(async move {
-            let mut ctx = T::Context::from_location(ctx);
+        let mut ctx = T::Context::from_location(ctx);
+        let out = OutSlot(out);
+        let method = async move {
             let reply = obj.handle(msg, &mut ctx).await;
-            (obj as Rep, Box::new(reply) as Box<dyn Any + Send>)
-        })
+            out.put(obj as Rep, Box::new(reply));
+        };
+        // SAFETY: the future borrows nothing but `out`, valid as the caller promises.
+        unsafe { Running::run_with(method, spare, cx) }
     }
 }
 
@@ -98,22 +138,32 @@ where
         self.name
     }
 
-    fn start(self: Box<Self>, rep: Rep, ctx: Location) -> Running {
+    unsafe fn start(
+        self: Box<Self>,
+        rep: Rep,
+        ctx: &Location,
+        out: *mut Outcome,
+        spare: &mut Spare,
+        cx: &mut Context<'_>,
+    ) -> Option<Running> {
         let Ok(mut obj) = rep.downcast::<T>() else {
             unreachable!("the caller checks the representative's type")
         };
         let Decoded {
             envelope, reply, ..
         } = *self;
-        Box::pin(async move {
-            let mut ctx = T::Context::from_location(ctx);
+        let mut ctx = T::Context::from_location(ctx);
+        let out = OutSlot(out);
+        let method = async move {
             envelope.handle(&mut obj, &mut ctx).await;
             let answer = match reply {
                 Some(r) => Answer(Some(r.await)),
                 None => Answer(None),
             };
-            (obj as Rep, Box::new(answer) as Box<dyn Any + Send>)
-        })
+            out.put(obj as Rep, Box::new(answer));
+        };
+        // SAFETY: the future borrows nothing but `out`, valid as the caller promises.
+        unsafe { Running::run_with(method, spare, cx) }
     }
 }
 
