@@ -29,6 +29,7 @@ const BODIES: &[(&str, Body)] = &[
     ),
     ("fence_with_multi_hop_chains", fence_chains),
     ("master_worker_with_only_a_fence", master_worker),
+    ("fence_separates_phases", fence_phases),
     ("registration_mismatch", registration_mismatch),
     ("update_and_unregister", update_unregister),
     ("large_arguments_and_replies", large_values),
@@ -414,6 +415,64 @@ fn master_worker(w: &World) {
         } else {
             assert_eq!((c.0, c.1), (0, 0));
         }
+    });
+}
+
+/// A representative that knows which phase its location is in.
+#[derive(Default)]
+struct Phased {
+    phase: u64,
+    seen: u64,
+}
+
+#[derive(Serialize, Deserialize)]
+struct InPhase(u64);
+impl Message for InPhase {
+    type Reply = ();
+}
+impl Remote for InPhase {
+    const NAME: &'static str = "test.InPhase";
+}
+
+impl Object for Phased {
+    type Context = Location;
+    fn remote(t: &mut Dispatch<Self>) -> Result<(), RegistryError> {
+        t.register::<InPhase>()?;
+        Ok(())
+    }
+}
+
+impl Handler<InPhase> for Phased {
+    async fn handle(&mut self, m: InPhase, ctx: &mut Location) {
+        assert_eq!(
+            m.0,
+            self.phase,
+            "location {}: a phase-{} request ran before its phase-{} fence returned",
+            ctx.id(),
+            m.0,
+            self.phase
+        );
+        self.seen += 1;
+    }
+}
+
+/// `fence` separates phases: a request issued after a location's fence
+/// returned never executes on another location before that location's own
+/// fence of the same phase has returned (the code between two fences sees
+/// only its own phase's requests).
+fn fence_phases(w: &World) {
+    const PHASES: u64 = 100;
+    rmi::run(w, |mut loc| async move {
+        let h = loc.register(Phased::default()).await.unwrap();
+        let n = loc.count();
+        for phase in 0..PHASES {
+            loc.local(&h).phase = phase;
+            for k in 1..=2 {
+                loc.async_rmi((loc.id() + k) % n, &h, InPhase(phase)).await;
+            }
+            loc.fence().await;
+        }
+        assert_eq!(loc.local(&h).seen, 2 * PHASES);
     });
 }
 

@@ -32,6 +32,7 @@ const BODIES: &[(&str, Body)] = &[
         "quiescence_when_nothing_is_sent",
         quiescence_when_nothing_is_sent,
     ),
+    ("quiescence_separates_phases", quiescence_separates_phases),
     ("large_messages", large_messages),
     ("many_outstanding_messages", many_outstanding_messages),
     (
@@ -276,6 +277,44 @@ fn quiescence_when_nothing_is_sent(world: &World) {
     world.run(|loc| async move {
         for _ in 0..3 {
             assert!(loc.recv_until_quiet().await.is_none());
+        }
+    });
+}
+
+/// Quiescence followed by a barrier ends a phase: a message a location sends
+/// after both belongs to the next phase, and no other location receives it
+/// before its own quiescence of this phase has ended (without the barrier, a
+/// location that sees the last wave's result first can send into a location
+/// still waiting for it).
+fn quiescence_separates_phases(world: &World) {
+    const PHASES: u64 = 150;
+    world.run(|loc| async move {
+        let n = loc.world().locations();
+        let me = loc.id().index();
+        for phase in 0..PHASES {
+            // Two hops per phase, all tagged with the phase.
+            for k in 1..=2 {
+                loc.send_bytes(
+                    id((me + k) % n),
+                    [phase.to_le_bytes(), 1u64.to_le_bytes()].concat(),
+                )
+                .unwrap();
+            }
+            while let Some(d) = loc.recv_until_quiet().await {
+                let b = d.bytes().unwrap();
+                let got = u64::from_le_bytes(b[0..8].try_into().unwrap());
+                let hops = u64::from_le_bytes(b[8..16].try_into().unwrap());
+                assert_eq!(
+                    got, phase,
+                    "location {me} received a phase-{got} message inside phase {phase}'s quiescence"
+                );
+                if hops > 0 {
+                    let next = id((me + 1 + phase as usize) % n);
+                    loc.send_bytes(next, [phase.to_le_bytes(), 0u64.to_le_bytes()].concat())
+                        .unwrap();
+                }
+            }
+            loc.barrier().await;
         }
     });
 }

@@ -566,7 +566,9 @@ impl Location {
     /// Collective: returns on every location once all have called it and every
     /// RMI issued anywhere — including those issued by methods, to any depth,
     /// and those still in aggregation buffers — has executed (ARMI's
-    /// `rmi_fence`). Executes incoming requests while it waits.
+    /// `rmi_fence`). Executes incoming requests while it waits. It also
+    /// separates phases: a request issued after some location's fence returned
+    /// executes on another location only after that location's fence returned.
     ///
     /// # Panics
     /// Inside a method.
@@ -581,6 +583,12 @@ impl Location {
             self.handle(d).await;
             self.run_own().await;
         }
+        // Quiescence ends on each location when it sees the last wave's
+        // result; one that sees it first could otherwise issue the next
+        // phase's requests into a location still inside this fence. The
+        // barrier (which executes nothing) lets no location out before all
+        // are past quiescence.
+        self.inner.world.barrier().await;
     }
 
     /// A barrier over all locations that keeps executing incoming requests.

@@ -558,6 +558,12 @@ impl Location {
     /// Messages may only be sent while handling a delivery (or before the first
     /// call); see the `quiescence` section of the module documentation for the
     /// algorithm and why it cannot end early.
+    ///
+    /// Each location returns `None` when *it* sees the final wave's result, so
+    /// one location may already be past it, sending, while another still waits
+    /// inside: that one would receive the next phase's message as part of this
+    /// phase. To separate phases, follow `None` with a [`barrier`](Self::barrier),
+    /// which hands out nothing (as `rmi::Location::fence` does).
     pub fn recv_until_quiet(&self) -> UntilQuiet<'_> {
         UntilQuiet { loc: self }
     }
