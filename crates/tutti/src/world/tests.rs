@@ -191,3 +191,30 @@ fn waiting_flushes_the_waiters_own_buffers() {
     });
     assert_eq!(got, [LocationId::new(1), LocationId::new(0)]);
 }
+
+/// A location inside `recv_until_quiet` keeps serving while it waits for a wave:
+/// location 0 asks location 1 (already fencing) and waits for the answer before
+/// it fences itself. (A fence that stopped handing messages out during a wave,
+/// to end in one wave, would hang here.)
+#[test]
+fn a_fencing_location_keeps_serving() {
+    let w = world(2, 2, 1);
+    let got = w.run(|loc| async move {
+        let other = LocationId::new(1 - loc.id().index() as u32);
+        let mut n = 0;
+        if loc.id().index() == 0 {
+            // Location 1 is inside its fence by then.
+            std::thread::sleep(Duration::from_millis(50));
+            loc.send(other, 1u32).unwrap();
+            let mut d = loc.recv().await;
+            n += d.take::<u32>().unwrap();
+        }
+        while let Some(mut d) = loc.recv_until_quiet().await {
+            let v = d.take::<u32>().unwrap();
+            loc.send(other, v + 1).unwrap();
+            n += v;
+        }
+        n
+    });
+    assert_eq!(got, [2, 1]);
+}
