@@ -392,17 +392,10 @@ pub fn run(a: &JacobiArgs) -> Result<Report, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tutti::world::{TransportKind, World};
+    use tutti::world::World;
 
     fn world(p: usize) -> World {
-        World::builder()
-            .ignore_env()
-            .transport(TransportKind::InProcess)
-            .locations(p)
-            .workers(2)
-            .aggregation(8)
-            .build()
-            .unwrap()
+        crate::apps::test_world(p, 8)
     }
 
     #[test]

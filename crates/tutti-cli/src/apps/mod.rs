@@ -47,3 +47,17 @@ pub fn spmd_world(
     b.build()
         .map_err(|e| format!("cannot start the world: {e}"))
 }
+
+/// An in-process world of `locations` locations on 2 workers, whatever the
+/// environment says (for the SPMD applications' unit tests).
+#[cfg(test)]
+pub(crate) fn test_world(locations: usize, aggregation: usize) -> tutti::world::World {
+    tutti::world::World::builder()
+        .ignore_env()
+        .transport(tutti::world::TransportKind::InProcess)
+        .locations(locations)
+        .workers(2)
+        .aggregation(aggregation)
+        .build()
+        .expect("an in-process world")
+}

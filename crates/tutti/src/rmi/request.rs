@@ -5,6 +5,7 @@
 //! call on arrival.
 
 use std::any::{Any, TypeId};
+use std::future::Future;
 use std::marker::PhantomData;
 use std::sync::Arc;
 use std::task::Context;
@@ -96,19 +97,47 @@ where
         spare: &mut Spare,
         cx: &mut Context<'_>,
     ) -> Option<Running> {
-        let Ok(mut obj) = rep.downcast::<T>() else {
-            unreachable!("the caller checks the representative's type")
-        };
         let msg = self.msg;
-        let mut ctx = T::Context::from_location(ctx);
-        let out = OutSlot(out);
-        let method = async move {
+        let method = move |mut obj: Box<T>, mut ctx: T::Context| async move {
             let reply = obj.handle(msg, &mut ctx).await;
-            out.put(obj as Rep, Box::new(reply));
+            (obj, Box::new(reply) as Box<dyn Any + Send>)
         };
-        // SAFETY: the future borrows nothing but `out`, valid as the caller promises.
-        unsafe { Running::run_with(method, spare, cx) }
+        // SAFETY: passed on from the caller.
+        unsafe { run_method(rep, ctx, out, spare, cx, method) }
     }
+}
+
+/// The part every [`Call::start`] shares: takes the representative as a `T`,
+/// makes the method's context, starts `method` on both in a reusable block and
+/// leaves the representative and the reply it returns in `*out`.
+///
+/// # Safety
+/// As [`Call::start`] (`out`'s validity).
+unsafe fn run_method<T, F, Fut>(
+    rep: Rep,
+    ctx: &Location,
+    out: *mut Outcome,
+    spare: &mut Spare,
+    cx: &mut Context<'_>,
+    method: F,
+) -> Option<Running>
+where
+    T: crate::msg::Object,
+    T::Context: HandlerContext,
+    F: FnOnce(Box<T>, T::Context) -> Fut,
+    Fut: Future<Output = (Box<T>, Box<dyn Any + Send>)> + Send,
+{
+    let Ok(obj) = rep.downcast::<T>() else {
+        unreachable!("the caller checks the representative's type")
+    };
+    let running = method(obj, T::Context::from_location(ctx));
+    let out = OutSlot(out);
+    let method = async move {
+        let (obj, reply) = running.await;
+        out.put(obj as Rep, reply);
+    };
+    // SAFETY: the future borrows nothing but `out`, valid as the caller promises.
+    unsafe { Running::run_with(method, spare, cx) }
 }
 
 /// A request that came from another rank, decoded by the object type's
@@ -146,24 +175,19 @@ where
         spare: &mut Spare,
         cx: &mut Context<'_>,
     ) -> Option<Running> {
-        let Ok(mut obj) = rep.downcast::<T>() else {
-            unreachable!("the caller checks the representative's type")
-        };
         let Decoded {
             envelope, reply, ..
         } = *self;
-        let mut ctx = T::Context::from_location(ctx);
-        let out = OutSlot(out);
-        let method = async move {
+        let method = move |mut obj: Box<T>, mut ctx: T::Context| async move {
             envelope.handle(&mut obj, &mut ctx).await;
             let answer = match reply {
                 Some(r) => Answer(Some(r.await)),
                 None => Answer(None),
             };
-            out.put(obj as Rep, Box::new(answer));
+            (obj, Box::new(answer) as Box<dyn Any + Send>)
         };
-        // SAFETY: the future borrows nothing but `out`, valid as the caller promises.
-        unsafe { Running::run_with(method, spare, cx) }
+        // SAFETY: passed on from the caller.
+        unsafe { run_method(rep, ctx, out, spare, cx, method) }
     }
 }
 

@@ -439,16 +439,10 @@ pub fn scc(
 mod tests {
     use super::super::graph::{compare, mesh, random, tarjan};
     use super::*;
-    use tutti::world::{TransportKind, World};
+    use tutti::world::World;
 
     fn world(p: usize) -> World {
-        World::builder()
-            .ignore_env()
-            .transport(TransportKind::InProcess)
-            .locations(p)
-            .workers(2)
-            .build()
-            .unwrap()
+        crate::apps::test_world(p, tutti::world::DEFAULT_AGGREGATION_INPROC)
     }
 
     #[test]

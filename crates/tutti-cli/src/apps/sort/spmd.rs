@@ -320,16 +320,9 @@ fn from_bytes(bytes: &[u8]) -> Option<Vec<u64>> {
 mod tests {
     use super::super::data::{generate, Dist};
     use super::*;
-    use tutti::world::TransportKind;
 
     fn world(p: usize) -> World {
-        World::builder()
-            .ignore_env()
-            .transport(TransportKind::InProcess)
-            .locations(p)
-            .workers(2)
-            .build()
-            .unwrap()
+        crate::apps::test_world(p, tutti::world::DEFAULT_AGGREGATION_INPROC)
     }
 
     #[test]
