@@ -22,6 +22,7 @@
 #![warn(clippy::undocumented_unsafe_blocks)]
 
 pub mod actor;
+pub(crate) mod call;
 pub mod csp;
 pub(crate) mod loom;
 pub mod msg;
