@@ -12,7 +12,7 @@
 pub(crate) use loom::{
     cell::UnsafeCell,
     sync::{
-        atomic::{fence, AtomicBool, AtomicPtr, AtomicU64, AtomicU8, AtomicUsize, Ordering},
+        atomic::{fence, AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering},
         Arc, Condvar, Mutex, MutexGuard,
     },
     thread,
@@ -21,7 +21,7 @@ pub(crate) use loom::{
 #[cfg(not(loom))]
 pub(crate) use std::{
     sync::{
-        atomic::{fence, AtomicBool, AtomicPtr, AtomicU64, AtomicU8, AtomicUsize, Ordering},
+        atomic::{fence, AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering},
         Condvar, Mutex, MutexGuard,
     },
     thread,
@@ -31,6 +31,7 @@ pub(crate) use std::{
 /// against it compiles unchanged with and without loom.
 #[cfg(not(loom))]
 #[derive(Debug, Default)]
+#[repr(transparent)]
 pub(crate) struct UnsafeCell<T>(std::cell::UnsafeCell<T>);
 
 #[cfg(not(loom))]

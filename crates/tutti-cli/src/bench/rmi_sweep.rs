@@ -191,7 +191,7 @@ pub fn sweep(
             if f == 1 {
                 base = Some(t);
             }
-            if best.map_or(true, |(_, b)| t < b) {
+            if best.is_none_or(|(_, b)| t < b) {
                 best = Some((f, t));
             }
         }

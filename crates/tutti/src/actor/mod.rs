@@ -128,14 +128,14 @@
 //!
 //! # Cost per actor
 //!
-//! An idle actor costs about 250 bytes of heap plus its own state, in two allocations
-//! (measured by `tutti bench actor memory`: 264.5 bytes per actor for 10^5 idle actors
-//! whose state is 16 bytes). They are its cell (128 bytes + state, 144 with the `Arc`
-//! counts; see `cell.rs`), which holds everything addresses share with the actor and
-//! the loop's own state, and its task (72 bytes: async-task's 32-byte header, the
-//! runtime's 24-byte task metadata, and a future that is one pointer to the cell); then
-//! a 16-byte slot in the runtime's live-task set and one in its system's member table
-//! (both in fixed pages, without reallocation slack). A handler that is suspended keeps
+//! An idle actor costs about 230 bytes of heap plus its own state, in two allocations
+//! (measured by `tutti bench actor memory`: 232 bytes per actor for 10^5 idle actors
+//! whose state is 16 bytes). They are its cell (128 bytes + state, 144
+//! with the `Arc` counts; see `cell.rs`), which holds everything addresses share with the
+//! actor and the loop's own state, and its task (48 bytes: the runtime's 40-byte task
+//! header, which also links it into the runtime's live list, and a future that is one
+//! pointer to the cell); then a 16-byte slot in its system's member table (in fixed
+//! pages, without reallocation slack). A handler that is suspended keeps
 //! its future's block (at least 256 bytes) until it completes; an idle actor holds
 //! none. `actor::tests::per_actor_bytes` prints the sizes.
 

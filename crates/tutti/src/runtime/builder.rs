@@ -73,6 +73,11 @@ pub enum BuildError {
         /// The supported maximum.
         max: usize,
     },
+    /// As many runtimes as a process supports are alive at once.
+    TooManyRuntimes {
+        /// The supported maximum.
+        max: usize,
+    },
     /// An environment variable held a value that could not be used.
     BadEnv {
         /// The variable.
@@ -96,6 +101,10 @@ impl fmt::Display for BuildError {
                     "{requested} workers requested, at most {max} are supported"
                 )
             }
+            BuildError::TooManyRuntimes { max } => write!(
+                f,
+                "{max} runtimes are alive already, the most one process supports; drop one first"
+            ),
             BuildError::BadEnv {
                 var,
                 value,
@@ -236,7 +245,7 @@ impl Builder {
                 max: MAX_WORKERS,
             });
         }
-        Runtime::start(&self).map_err(BuildError::Spawn)
+        Runtime::start(&self)
     }
 
     pub(crate) fn resolved_workers(&self) -> usize {

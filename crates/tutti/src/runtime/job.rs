@@ -8,19 +8,21 @@
 //!   the frame does not return before the job's latch is set, which is what
 //!   makes the raw pointer valid.
 //! * [`HeapJob`]: a `scope` spawn, boxed because the spawner does not wait.
-//! * async tasks: an `async_task::Runnable` turned into its raw pointer
-//!   (see `task.rs`).
+//! * async tasks: a pointer to the task's header; the job owns the task's
+//!   job reference (see `task/`).
 
 use std::cell::UnsafeCell;
 use std::ptr::NonNull;
 
 use super::latch::Latch;
 use super::unwind::{halt_unwinding, resume_unwinding, Payload};
+use super::worker::WorkerThread;
 
 /// How to run or throw away one kind of job.
 pub(crate) struct JobVTable {
-    /// Runs the job. Called at most once per job.
-    pub(crate) execute: unsafe fn(NonNull<()>),
+    /// Runs the job on the given worker (the one whose thread calls it). Called at
+    /// most once per job.
+    pub(crate) execute: unsafe fn(NonNull<()>, &WorkerThread),
     /// Drops the job without running it (runtime shutdown). Jobs that can
     /// never be pending at shutdown abort here.
     pub(crate) discard: unsafe fn(NonNull<()>),
@@ -66,9 +68,9 @@ impl JobRef {
     /// # Safety
     /// Each job is executed or discarded exactly once.
     #[inline]
-    pub(crate) unsafe fn execute(self) {
+    pub(crate) unsafe fn execute(self, worker: &WorkerThread) {
         // SAFETY: the caller upholds exactly-once; validity comes from `new`.
-        unsafe { (self.vtable.execute)(self.pointer) }
+        unsafe { (self.vtable.execute)(self.pointer, worker) }
     }
 
     /// Drops the job without running it.
@@ -122,7 +124,7 @@ impl<L: Latch, F: FnOnce() -> R + Send, R: Send> StackJob<L, F, R> {
         unsafe { JobRef::new(ptr, &Self::VTABLE) }
     }
 
-    unsafe fn execute(this: NonNull<()>) {
+    unsafe fn execute(this: NonNull<()>, _worker: &WorkerThread) {
         // SAFETY: `this` came from `as_job_ref` on a live StackJob of this type.
         let this = unsafe { this.cast::<Self>().as_ref() };
         // SAFETY: only the single executor touches `func` and `result` before
@@ -200,7 +202,7 @@ impl<F: FnOnce() + Send> HeapJob<F> {
         unsafe { JobRef::new(ptr, &Self::VTABLE) }
     }
 
-    unsafe fn execute(this: NonNull<()>) {
+    unsafe fn execute(this: NonNull<()>, _worker: &WorkerThread) {
         // SAFETY: `this` came from `into_job_ref` and is consumed once.
         let job = unsafe { Box::from_raw(this.cast::<Self>().as_ptr()) };
         (job.func)();

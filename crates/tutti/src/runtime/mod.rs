@@ -25,6 +25,7 @@
 mod block_on;
 mod builder;
 pub(crate) mod context;
+mod ids;
 mod job;
 mod join;
 mod latch;
@@ -33,8 +34,7 @@ mod registry;
 mod scope;
 mod sequential;
 pub(crate) mod sleep;
-mod task;
-mod task_set;
+pub(crate) mod task;
 mod timer;
 mod unwind;
 mod worker;
@@ -116,7 +116,7 @@ impl Runtime {
         Builder::new()
     }
 
-    pub(crate) fn start(b: &Builder) -> std::io::Result<Runtime> {
+    pub(crate) fn start(b: &Builder) -> Result<Runtime, BuildError> {
         Ok(Runtime {
             registry: Registry::start(b)?,
         })

@@ -7,11 +7,12 @@ use std::thread::JoinHandle as ThreadHandle;
 
 use crossbeam_deque::{Injector, Steal, Stealer, Worker};
 
-use super::builder::{Builder, IdleStrategy};
+use super::builder::{BuildError, Builder, IdleStrategy};
+use super::ids::RuntimeId;
 use super::job::{JobRef, StackJob};
 use super::latch::{CoreLatch, LockLatch, SpinLatch};
 use super::sleep::Sleep;
-use super::task_set::TaskSet;
+use super::task::LiveTasks;
 use super::worker::WorkerThread;
 use std::sync::Arc;
 
@@ -34,7 +35,9 @@ pub(crate) struct Registry {
     pub(crate) sleep: Sleep,
     pub(crate) idle: IdleStrategy,
     /// Live async tasks, cancelled at shutdown.
-    pub(crate) tasks: TaskSet,
+    pub(crate) live: LiveTasks,
+    /// The name tasks keep of this runtime (`ids.rs`).
+    id: RuntimeId,
     /// Engines that idle workers drive (see [`IdlePollers`]).
     pub(crate) pollers: IdlePollers,
     terminated: AtomicBool,
@@ -45,8 +48,11 @@ pub(crate) struct Registry {
 
 impl Registry {
     /// Creates the registry and starts its worker threads.
-    pub(crate) fn start(builder: &Builder) -> std::io::Result<Arc<Registry>> {
+    pub(crate) fn start(builder: &Builder) -> Result<Arc<Registry>, BuildError> {
         let n = builder.resolved_workers();
+        let id = RuntimeId::take().ok_or(BuildError::TooManyRuntimes {
+            max: RuntimeId::capacity(),
+        })?;
         let mut locals = Vec::with_capacity(n);
         let mut infos = Vec::with_capacity(n);
         for _ in 0..n {
@@ -64,12 +70,14 @@ impl Registry {
             injector: Injector::new(),
             sleep: Sleep::new(n),
             idle: builder.idle_strategy_value(),
-            tasks: TaskSet::new(n + 1),
+            live: LiveTasks::new(n + 1),
+            id,
             pollers: IdlePollers::default(),
             terminated: AtomicBool::new(false),
             handles: Mutex::new(Vec::with_capacity(n)),
             searching: AtomicUsize::new(0),
         });
+        registry.id.publish(Arc::as_ptr(&registry));
         for (index, (deque, fifo)) in locals.into_iter().enumerate() {
             let mut thread = std::thread::Builder::new().name(builder.name_of(index));
             if let Some(size) = builder.stack_size_bytes() {
@@ -88,11 +96,17 @@ impl Registry {
                 Err(e) => {
                     registry.terminate();
                     registry.join_workers();
-                    return Err(e);
+                    return Err(BuildError::Spawn(e));
                 }
             }
         }
         Ok(registry)
+    }
+
+    /// The runtime's id, as its tasks keep it.
+    #[inline]
+    pub(crate) fn id(&self) -> u16 {
+        self.id.get()
     }
 
     /// Number of worker threads.
@@ -252,8 +266,8 @@ impl Registry {
         // terminated, their wake-up discards them (their futures are dropped
         // and their handles report `Cancelled`). A task dropped here may wake
         // others; those are injected and discarded the same way.
-        for waker in self.tasks.drain() {
-            waker.wake();
+        for task in self.live.drain() {
+            task.wake();
         }
         // Pairs with the fence in `inject` (see there).
         fence(Ordering::SeqCst);
@@ -381,7 +395,7 @@ pub(crate) fn global_registry() -> &'static Arc<Registry> {
     GLOBAL.get_or_init(|| {
         let builder = Builder::from_env().unwrap_or_else(|e| panic!("tutti: global runtime: {e}"));
         Registry::start(&builder)
-            .unwrap_or_else(|e| panic!("tutti: cannot start the global runtime's workers: {e}"))
+            .unwrap_or_else(|e| panic!("tutti: cannot start the global runtime: {e}"))
     })
 }
 

@@ -156,7 +156,7 @@ impl Driver {
         let earliest = st
             .entries
             .first_key_value()
-            .map_or(true, |(first, _)| key < *first);
+            .is_none_or(|(first, _)| key < *first);
         st.entries.insert(key, waker);
         if self.autostart && !st.thread_started {
             self.start_thread(&mut st);

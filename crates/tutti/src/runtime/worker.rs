@@ -61,7 +61,7 @@ pub(crate) struct WorkerThread {
     run_next: Cell<Option<JobRef>>,
     run_next_streak: Cell<u32>,
     tick: Cell<u32>,
-    /// How many async-task polls are on this thread's stack right now.
+    /// How many task polls are on this thread's stack right now.
     task_depth: Cell<u32>,
     /// Idle pollers: polls by this worker that moved nothing since traffic was
     /// last seen, and the pollers' move count when it was.
@@ -144,9 +144,12 @@ impl WorkerThread {
         self.task_depth.get() > 0
     }
 
+    /// A task's poll starts; returns whether another task's poll is on the stack below.
     #[inline]
-    pub(crate) fn enter_task(&self) {
-        self.task_depth.set(self.task_depth.get() + 1);
+    pub(crate) fn enter_task(&self) -> bool {
+        let depth = self.task_depth.get();
+        self.task_depth.set(depth + 1);
+        depth > 0
     }
 
     #[inline]
@@ -196,7 +199,7 @@ impl WorkerThread {
     pub(crate) fn execute(&self, job: JobRef) {
         // SAFETY: every JobRef in our queues was popped or stolen exclusively,
         // so this is its one execution.
-        unsafe { job.execute() }
+        unsafe { job.execute(self) }
     }
 
     #[inline]

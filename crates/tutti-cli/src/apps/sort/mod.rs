@@ -133,7 +133,7 @@ pub fn run(args: &SortArgs) -> Result<Report, String> {
     };
     check_memory(n as u128 * (16 + workspace), &format!("sorting {n} keys"))?;
 
-    let first_rank = world.as_ref().map_or(true, |w| w.rank() == 0);
+    let first_rank = world.as_ref().is_none_or(|w| w.rank() == 0);
     let progress = Progress::new(impls * plan.total(), args.json || !first_rank);
     progress.stage("generating input");
     let input = Arc::new(data::generate(args.dist, n, args.seed));

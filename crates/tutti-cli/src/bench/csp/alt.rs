@@ -144,7 +144,7 @@ impl ReadyCheck {
 
     fn saw(&mut self, index: usize, value: u64) {
         let g = self.last.len() as u64;
-        self.ok &= value % g == index as u64 && self.last[index].map_or(true, |l| l < value);
+        self.ok &= value % g == index as u64 && self.last[index].is_none_or(|l| l < value);
         self.last[index] = Some(value);
         self.count += 1;
         self.sum = self.sum.wrapping_add(value);

@@ -65,7 +65,7 @@ impl Settle for SelectFuture<'_, '_> {
     fn is_settled(&self) -> bool {
         self.alt
             .as_deref()
-            .map_or(true, |alt| alt.selector.get().status() != Status::Waiting)
+            .is_none_or(|alt| alt.selector.get().status() != Status::Waiting)
     }
 }
 
