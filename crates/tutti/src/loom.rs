@@ -12,7 +12,7 @@
 pub(crate) use loom::{
     cell::UnsafeCell,
     sync::{
-        atomic::{fence, AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering},
+        atomic::{fence, AtomicBool, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering},
         Arc, Condvar, Mutex, MutexGuard,
     },
     thread,
@@ -21,7 +21,7 @@ pub(crate) use loom::{
 #[cfg(not(loom))]
 pub(crate) use std::{
     sync::{
-        atomic::{fence, AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering},
+        atomic::{fence, AtomicBool, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering},
         Condvar, Mutex, MutexGuard,
     },
     thread,

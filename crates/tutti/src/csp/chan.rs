@@ -94,7 +94,7 @@ use super::alt::guard::Enable;
 use super::deadlock::{Home, Object, Side};
 use super::error::{TryRecvError, TrySendError};
 use super::flavors::Buffer;
-use super::waiter::{Selector, WaitQueue, Waiter};
+use super::waiter::{GuardWaiter, Node, Selector, WaitQueue};
 use std::ops::{Deref, DerefMut};
 
 use crate::loom::{AtomicU8, AtomicUsize, Ordering};
@@ -272,50 +272,31 @@ impl<T> State<T> {
     /// Queues a sending waiter (its value already in its slot).
     ///
     /// # Safety
-    /// `waiter` meets [`WaitQueue::push`]'s contract, and `selector` outlives its stay.
-    pub(crate) unsafe fn wait_send(&mut self, waiter: &Waiter<T>, selector: &Selector) {
-        // SAFETY: caller's contract; the waiter is not queued yet.
-        unsafe {
-            waiter.prepare(selector, 0);
-            self.senders.push(waiter);
-        }
+    /// `node` meets [`WaitQueue::push`]'s contract.
+    #[inline]
+    pub(crate) unsafe fn wait_send(&mut self, node: &Node<T>) {
+        // SAFETY: caller's contract.
+        unsafe { self.senders.push(node) }
     }
 
-    /// Queues a receiving waiter for guard `index` of `selector`.
+    /// Queues a receiving waiter.
     ///
     /// # Safety
     /// As for [`wait_send`](Self::wait_send).
-    pub(crate) unsafe fn wait_recv(
-        &mut self,
-        waiter: &Waiter<T>,
-        selector: &Selector,
-        index: usize,
-    ) {
-        // SAFETY: caller's contract; the waiter is not queued yet.
-        unsafe {
-            waiter.prepare(selector, index);
-            self.receivers.push(waiter);
-        }
+    #[inline]
+    pub(crate) unsafe fn wait_recv(&mut self, node: &Node<T>) {
+        // SAFETY: caller's contract.
+        unsafe { self.receivers.push(node) }
     }
 
     /// Removes a sending waiter; false if a counterpart popped it already.
-    pub(crate) fn cancel_send(&mut self, waiter: &Waiter<T>) -> bool {
-        self.senders.remove(waiter)
+    pub(crate) fn cancel_send(&mut self, node: &Node<T>) -> bool {
+        self.senders.remove(node)
     }
 
     /// Removes a receiving waiter; false if a counterpart popped it already.
-    pub(crate) fn cancel_recv(&mut self, waiter: &Waiter<T>) -> bool {
-        self.receivers.remove(waiter)
-    }
-
-    /// Whether a sending waiter is still queued.
-    pub(crate) fn is_sending(&self, waiter: &Waiter<T>) -> bool {
-        self.senders.contains(waiter)
-    }
-
-    /// Whether a receiving waiter is still queued.
-    pub(crate) fn is_receiving(&self, waiter: &Waiter<T>) -> bool {
-        self.receivers.contains(waiter)
+    pub(crate) fn cancel_recv(&mut self, node: &Node<T>) -> bool {
+        self.receivers.remove(node)
     }
 
     /// An `Alt` input guard's enabling step (see the [`alt`](super::alt) module): if a
@@ -323,11 +304,11 @@ impl<T> State<T> {
     /// `waiter`'s slot; otherwise queue `waiter` if `register`.
     ///
     /// # Safety
-    /// `waiter` belongs to `selector`'s owner, who calls this; it is not queued anywhere
-    /// and meets [`WaitQueue::push`]'s contract; `selector` outlives its stay.
+    /// `waiter` is guard `index` of `selector`'s owner, who calls this; it is not queued
+    /// anywhere and meets [`WaitQueue::push`]'s contract.
     pub(crate) unsafe fn enable_recv(
         &mut self,
-        waiter: &Waiter<T>,
+        waiter: &GuardWaiter<T>,
         selector: &Selector,
         index: usize,
         register: bool,
@@ -350,7 +331,7 @@ impl<T> State<T> {
         }
         if register {
             // SAFETY: caller's contract.
-            unsafe { self.wait_recv(waiter, selector, index) };
+            unsafe { self.wait_recv(waiter.node()) };
             (Enable::Waiting, None)
         } else {
             (Enable::NotReady, None)

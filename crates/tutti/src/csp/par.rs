@@ -21,9 +21,9 @@
 //! waits on what (see [`deadlock`](super::deadlock) for exactly when). A `par` run by a
 //! process of the network returns `Ok` (its processes are cancelled with the rest).
 //!
-//! **Cost.** A process is one task holding the user's future plus 16 bytes (a reference
-//! to the `par`'s shared count and the process's index); the replicated and iterator
-//! forms allocate nothing else per process. Dropping a `ParFuture` after it started
+//! **Cost.** A process is one task holding the user's future plus 32 bytes (its `par`,
+//! its index, and what the deadlock detector reads) and the task's 40-byte header; the
+//! replicated and iterator forms allocate nothing else per process. Dropping a `ParFuture` after it started
 //! detaches the processes: they keep running.
 //!
 //! The count-down protocol that completes a `par` is described in `par/process.rs`.
@@ -207,12 +207,14 @@ where
     P: Future<Output = ()> + Send + 'static,
 {
     shared.add();
-    // Detached: the process counts itself down when it ends.
-    drop(crate::spawn(Process::new(
-        process,
-        Arc::clone(shared),
-        index,
-    )));
+    let process = Process::new(process, Arc::clone(shared), index);
+    // Detached: the process counts itself down when it ends. A process of a network is
+    // tagged, so that the deadlock detector finds it on the runtime's live list.
+    if shared.net.is_some() {
+        crate::runtime::task::spawn_tagged(process).detach();
+    } else {
+        crate::spawn(process).detach();
+    }
 }
 
 /// A `PAR` of named processes of any types, built one process at a time.

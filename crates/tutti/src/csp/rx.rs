@@ -1,6 +1,5 @@
 //! The receiving end, [`Rx`], and its future, [`RecvFuture`].
 
-use std::cell::Cell;
 use std::fmt;
 use std::future::Future;
 use std::pin::{pin, Pin};
@@ -11,7 +10,7 @@ use super::blocking::{self, Settle};
 use super::chan::{wake, Chan, Take};
 use super::deadlock::{self, Side, Wait};
 use super::error::{RecvError, RecvTimeoutError, TryRecvError};
-use super::waiter::{Phase, Registration, Status};
+use super::waiter::{Phase, PlainWaiter};
 use super::Arc;
 
 /// The receiving end of a channel. Cloning it shares the end (occam `SHARED ?`): any
@@ -83,8 +82,7 @@ impl<T> Rx<T> {
         self.chan.home.act(Some(Side::Recv));
         RecvFuture {
             chan: &self.chan,
-            reg: Registration::new(),
-            phase: Cell::new(Phase::Start),
+            waiter: PlainWaiter::new(None),
         }
     }
 
@@ -275,11 +273,9 @@ impl<T> fmt::Debug for Rx<T> {
 #[must_use = "futures do nothing unless you `.await` or poll them"]
 pub struct RecvFuture<'a, T> {
     chan: &'a Chan<T>,
-    /// Created when the future first waits: its one-shot decision (decided by the sender
-    /// that hands it a value) and its place in the channel's receiver queue (the value
-    /// arrives in the waiter's slot).
-    reg: Registration<T>,
-    phase: Cell<Phase>,
+    /// While the receive waits, its place in the channel's receiver queue (the value
+    /// arrives in its slot); decided by the sender that hands it a value.
+    waiter: PlainWaiter<T>,
 }
 
 impl<T> RecvFuture<'_, T> {
@@ -304,16 +300,22 @@ impl<T> RecvFuture<'_, T> {
     /// ```
     pub fn cancel(self: Pin<&mut Self>) -> Option<T> {
         let this = self.into_ref().get_ref();
-        if this.phase.replace(Phase::Done) != Phase::Waiting {
+        if this.waiter.phase() != Phase::Waiting {
+            this.waiter.set_phase(Phase::Done);
             return None;
         }
-        let (selector, waiter) = this.reg.get_or_init();
-        if selector.status() == Status::Waiting && this.chan.lock().cancel_recv(waiter) {
-            return None;
+        if !this.waiter.is_decided() {
+            let mut st = this.chan.lock();
+            if !this.waiter.is_decided() {
+                st.cancel_recv(this.waiter.node());
+                this.waiter.set_phase(Phase::Done);
+                return None;
+            }
         }
-        // SAFETY: decided by a counterpart (seen with Acquire, or before the lock we took):
-        // not queued, and the slot is ours.
-        unsafe { waiter.take_slot() }
+        // SAFETY: decided by a counterpart (seen with Acquire): popped, the slot is ours.
+        let value = unsafe { this.waiter.take_slot() };
+        this.waiter.set_phase(Phase::Done);
+        value
     }
 
     fn start(&self, cx: &mut Context<'_>) -> Poll<Result<T, RecvError>> {
@@ -325,22 +327,21 @@ impl<T> RecvFuture<'_, T> {
                 Ok(v)
             }
             Take::Empty => {
-                let (selector, waiter) = self.reg.get_or_init();
-                // SAFETY: not queued yet; the selector is ours and unreachable; the future
-                // is pinned and its `Drop` removes the waiter (queue invariant).
+                // SAFETY: not queued yet; the future is pinned and its `Drop` removes the
+                // waiter before the memory goes away (queue invariant).
                 unsafe {
-                    selector.reset();
-                    selector.set_waker(cx.waker());
-                    st.wait_recv(waiter, selector, 0);
+                    self.waiter.set_waker(cx);
+                    self.waiter.set_phase(Phase::Waiting);
+                    st.wait_recv(self.waiter.node());
                 }
-                self.phase.set(Phase::Waiting);
+                drop(st);
                 deadlock::note(Wait::Recv, &self.chan.home);
                 return Poll::Pending;
             }
             Take::Closed => Err(RecvError::Closed),
             Take::Poisoned => Err(RecvError::Poisoned),
         };
-        self.phase.set(Phase::Done);
+        self.waiter.set_phase(Phase::Done);
         Poll::Ready(result)
     }
 
@@ -348,16 +349,15 @@ impl<T> RecvFuture<'_, T> {
     /// waiter was decided meanwhile (poll again).
     #[cold]
     fn refresh_waker(&self, cx: &mut Context<'_>) -> bool {
-        let (selector, waiter) = self.reg.get_or_init();
         let st = self.chan.lock();
-        if st.is_receiving(waiter) {
-            // SAFETY: single-channel selector, and we hold that channel's lock.
-            unsafe { selector.set_waker(cx.waker()) };
-            deadlock::note(Wait::Recv, &self.chan.home);
-            true
-        } else {
-            false
+        if self.waiter.is_decided() {
+            return false;
         }
+        // SAFETY: still queued, and we hold its channel's lock.
+        unsafe { self.waiter.set_waker(cx) };
+        drop(st);
+        deadlock::note(Wait::Recv, &self.chan.home);
+        true
     }
 }
 
@@ -367,27 +367,25 @@ impl<T> Future for RecvFuture<'_, T> {
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.into_ref().get_ref();
         loop {
-            match this.phase.get() {
+            match this.waiter.phase() {
                 Phase::Start => return this.start(cx),
-                Phase::Waiting => match this.reg.get_or_init().0.status() {
-                    Status::Selected(_) => {
+                Phase::Waiting => {
+                    if this.waiter.is_decided() {
                         // SAFETY: decided (seen with Acquire) and popped: the slot is ours.
-                        match unsafe { this.reg.get_or_init().1.take_slot() } {
+                        match unsafe { this.waiter.take_slot() } {
                             Some(v) => {
-                                this.phase.set(Phase::Done);
+                                this.waiter.set_phase(Phase::Done);
                                 return Poll::Ready(Ok(v));
                             }
                             // Woken by a close or poison: look at the channel again.
-                            None => this.phase.set(Phase::Start),
+                            None => this.waiter.set_phase(Phase::Start),
                         }
+                        continue;
                     }
-                    Status::Waiting => {
-                        if this.refresh_waker(cx) {
-                            return Poll::Pending;
-                        }
+                    if this.refresh_waker(cx) {
+                        return Poll::Pending;
                     }
-                    Status::Aborted => unreachable!("tutti: a receive was aborted"),
-                },
+                }
                 Phase::Done => panic!("tutti: RecvFuture polled after completion"),
             }
         }
@@ -396,28 +394,24 @@ impl<T> Future for RecvFuture<'_, T> {
 
 impl<T> Settle for RecvFuture<'_, T> {
     fn is_settled(&self) -> bool {
-        self.phase.get() != Phase::Waiting
-            || self
-                .reg
-                .get()
-                .is_some_and(|(sel, _)| sel.status() != Status::Waiting)
+        self.waiter.phase() != Phase::Waiting || self.waiter.is_decided()
     }
 }
 
 impl<T> Drop for RecvFuture<'_, T> {
     fn drop(&mut self) {
-        if self.phase.get() != Phase::Waiting {
+        if self.waiter.phase() != Phase::Waiting {
             return;
         }
-        let (selector, waiter) = self.reg.get_or_init();
-        if selector.status() == Status::Waiting {
+        if !self.waiter.is_decided() {
             let mut st = self.chan.lock();
-            if st.cancel_recv(waiter) {
+            if !self.waiter.is_decided() {
+                st.cancel_recv(self.waiter.node());
                 return; // nothing was handed to us
             }
             // Decided under the lock before we took it: give the value back in place.
             // SAFETY: popped and decided before our lock: the slot is ours.
-            if let Some(v) = unsafe { waiter.take_slot() } {
+            if let Some(v) = unsafe { self.waiter.take_slot() } {
                 let r = st.give_back(v);
                 drop(st);
                 match r {
@@ -428,7 +422,7 @@ impl<T> Drop for RecvFuture<'_, T> {
             return;
         }
         // SAFETY: decided (seen with Acquire) and popped: the slot is ours.
-        if let Some(v) = unsafe { waiter.take_slot() } {
+        if let Some(v) = unsafe { self.waiter.take_slot() } {
             self.chan.give_back(v);
         }
     }
@@ -437,7 +431,7 @@ impl<T> Drop for RecvFuture<'_, T> {
 impl<T> fmt::Debug for RecvFuture<'_, T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RecvFuture")
-            .field("phase", &self.phase.get())
+            .field("phase", &self.waiter.phase())
             .finish_non_exhaustive()
     }
 }

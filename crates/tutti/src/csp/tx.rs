@@ -1,6 +1,5 @@
 //! The sending end, [`Tx`], and its future, [`SendFuture`].
 
-use std::cell::Cell;
 use std::fmt;
 use std::future::Future;
 use std::pin::{pin, Pin};
@@ -11,7 +10,7 @@ use super::blocking::{self, Settle};
 use super::chan::{wake, Chan, Offer};
 use super::deadlock::{self, Side, Wait};
 use super::error::{SendError, SendTimeoutError, TrySendError};
-use super::waiter::{Phase, Registration, Status};
+use super::waiter::{Phase, PlainWaiter};
 use super::Arc;
 
 /// The sending end of a channel. Cloning it shares the end (occam `SHARED !`): any number
@@ -80,9 +79,7 @@ impl<T> Tx<T> {
         self.chan.home.act(Some(Side::Send));
         SendFuture {
             chan: &self.chan,
-            value: Cell::new(Some(value)),
-            reg: Registration::new(),
-            phase: Cell::new(Phase::Start),
+            waiter: PlainWaiter::new(Some(value)),
         }
     }
 
@@ -285,13 +282,9 @@ impl<T> fmt::Debug for Tx<T> {
 #[must_use = "futures do nothing unless you `.await` or poll them"]
 pub struct SendFuture<'a, T> {
     chan: &'a Chan<T>,
-    /// The value while it is not offered (phase `Start`).
-    value: Cell<Option<T>>,
-    /// Created when the future first waits: its one-shot decision (decided by the
-    /// receiver that takes the value) and its place in the channel's sender queue (the
-    /// value waits in the waiter's slot).
-    reg: Registration<T>,
-    phase: Cell<Phase>,
+    /// The value (in its slot) and, while the send waits, its place in the channel's
+    /// sender queue; decided by the receiver that takes the value.
+    waiter: PlainWaiter<T>,
 }
 
 impl<T> SendFuture<'_, T> {
@@ -316,31 +309,33 @@ impl<T> SendFuture<'_, T> {
     /// ```
     pub fn cancel(self: Pin<&mut Self>) -> Option<T> {
         let this = self.into_ref().get_ref();
-        match this.phase.replace(Phase::Done) {
-            Phase::Start => this.value.take(),
-            Phase::Waiting => {
-                let waiter = this.withdraw();
-                // SAFETY: not queued any more, and any decision was made under the lock
-                // `withdraw` took (or observed with Acquire): the slot is ours.
-                unsafe { waiter.take_slot() }
-            }
-            Phase::Done => None,
+        let phase = this.waiter.phase();
+        if phase == Phase::Done {
+            return None;
         }
+        if phase == Phase::Waiting {
+            this.withdraw();
+        }
+        this.waiter.set_phase(Phase::Done);
+        // SAFETY: not queued (never, or withdrawn, or popped by a counterpart whose
+        // decision `withdraw` observed under the lock or with Acquire): the slot is ours.
+        unsafe { this.waiter.take_slot() }
     }
 
-    /// Removes the waiter from the queue if it is still there (phase `Waiting`); returns it.
-    fn withdraw(&self) -> &super::waiter::Waiter<T> {
-        let (selector, waiter) = self.reg.get_or_init();
-        if selector.status() == Status::Waiting {
-            self.chan.lock().cancel_send(waiter);
+    /// Removes the waiter from the queue if no counterpart popped it yet.
+    fn withdraw(&self) {
+        if !self.waiter.is_decided() {
+            let mut st = self.chan.lock();
+            if !self.waiter.is_decided() {
+                let removed = st.cancel_send(self.waiter.node());
+                debug_assert!(removed, "tutti: an undecided sender was not queued");
+            }
         }
-        waiter
     }
 
     fn start(&self, cx: &mut Context<'_>) -> Poll<Result<(), SendError<T>>> {
-        let value = self
-            .value
-            .take()
+        // SAFETY: phase `Start`: not queued, the slot is ours.
+        let value = unsafe { self.waiter.take_slot() }
             .expect("tutti: SendFuture lost its value before sending");
         let mut st = self.chan.lock();
         let result = match st.offer(value) {
@@ -350,24 +345,23 @@ impl<T> SendFuture<'_, T> {
                 Ok(())
             }
             Offer::Wait(value) => {
-                let (selector, waiter) = self.reg.get_or_init();
-                // SAFETY: not queued yet; the selector is ours and unreachable, so its
-                // waker may be written; the future is pinned and its `Drop` removes the
-                // waiter before the memory goes away (queue invariant).
+                // SAFETY: not queued yet (so the slot and waker are ours); the future is
+                // pinned and its `Drop` removes the waiter before the memory goes away
+                // (queue invariant).
                 unsafe {
-                    waiter.put_slot(value);
-                    selector.reset();
-                    selector.set_waker(cx.waker());
-                    st.wait_send(waiter, selector);
+                    self.waiter.put_slot(value);
+                    self.waiter.set_waker(cx);
+                    self.waiter.set_phase(Phase::Waiting);
+                    st.wait_send(self.waiter.node());
                 }
-                self.phase.set(Phase::Waiting);
+                drop(st);
                 deadlock::note(Wait::Send, &self.chan.home);
                 return Poll::Pending;
             }
             Offer::Closed(v) => Err(SendError::Closed(v)),
             Offer::Poisoned(v) => Err(SendError::Poisoned(v)),
         };
-        self.phase.set(Phase::Done);
+        self.waiter.set_phase(Phase::Done);
         Poll::Ready(result)
     }
 
@@ -375,16 +369,15 @@ impl<T> SendFuture<'_, T> {
     /// waiter was decided meanwhile (poll again).
     #[cold]
     fn refresh_waker(&self, cx: &mut Context<'_>) -> bool {
-        let (selector, waiter) = self.reg.get_or_init();
         let st = self.chan.lock();
-        if st.is_sending(waiter) {
-            // SAFETY: single-channel selector, and we hold that channel's lock.
-            unsafe { selector.set_waker(cx.waker()) };
-            deadlock::note(Wait::Send, &self.chan.home);
-            true
-        } else {
-            false
+        if self.waiter.is_decided() {
+            return false;
         }
+        // SAFETY: still queued, and we hold its channel's lock.
+        unsafe { self.waiter.set_waker(cx) };
+        drop(st);
+        deadlock::note(Wait::Send, &self.chan.home);
+        true
     }
 }
 
@@ -394,27 +387,25 @@ impl<T> Future for SendFuture<'_, T> {
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.into_ref().get_ref();
         loop {
-            match this.phase.get() {
+            match this.waiter.phase() {
                 Phase::Start => return this.start(cx),
-                Phase::Waiting => match this.reg.get_or_init().0.status() {
-                    Status::Selected(_) => {
+                Phase::Waiting => {
+                    if this.waiter.is_decided() {
                         // SAFETY: decided (seen with Acquire) and popped: the slot is ours.
-                        if let Some(v) = unsafe { this.reg.get_or_init().1.take_slot() } {
+                        if let Some(v) = unsafe { this.waiter.take_slot() } {
                             // Woken by a close or poison with the value still here.
-                            this.value.set(Some(v));
-                            this.phase.set(Phase::Start);
+                            // SAFETY: as above.
+                            unsafe { this.waiter.put_slot(v) };
+                            this.waiter.set_phase(Phase::Start);
                             continue;
                         }
-                        this.phase.set(Phase::Done);
+                        this.waiter.set_phase(Phase::Done);
                         return Poll::Ready(Ok(()));
                     }
-                    Status::Waiting => {
-                        if this.refresh_waker(cx) {
-                            return Poll::Pending;
-                        }
+                    if this.refresh_waker(cx) {
+                        return Poll::Pending;
                     }
-                    Status::Aborted => unreachable!("tutti: a send was aborted"),
-                },
+                }
                 Phase::Done => panic!("tutti: SendFuture polled after completion"),
             }
         }
@@ -423,17 +414,13 @@ impl<T> Future for SendFuture<'_, T> {
 
 impl<T> Settle for SendFuture<'_, T> {
     fn is_settled(&self) -> bool {
-        self.phase.get() != Phase::Waiting
-            || self
-                .reg
-                .get()
-                .is_some_and(|(sel, _)| sel.status() != Status::Waiting)
+        self.waiter.phase() != Phase::Waiting || self.waiter.is_decided()
     }
 }
 
 impl<T> Drop for SendFuture<'_, T> {
     fn drop(&mut self) {
-        if self.phase.get() == Phase::Waiting {
+        if self.waiter.phase() == Phase::Waiting {
             // The value (if no receiver took it) is dropped with the waiter, after this.
             self.withdraw();
         }
@@ -443,7 +430,7 @@ impl<T> Drop for SendFuture<'_, T> {
 impl<T> fmt::Debug for SendFuture<'_, T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("SendFuture")
-            .field("phase", &self.phase.get())
+            .field("phase", &self.waiter.phase())
             .finish_non_exhaustive()
     }
 }

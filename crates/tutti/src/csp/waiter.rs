@@ -1,11 +1,28 @@
 //! Waiters: how a party that cannot complete at once sits in a channel's queue, and how
 //! a counterpart completes it.
 //!
-//! A waiting party owns one [`Selector`] (its one-shot decision) and one [`Waiter`] per
-//! channel it waits on: a plain `send`/`recv` future has one of each, inline and pinned;
-//! an [`Alt`](super::Alt) has one selector and one waiter per input guard, each at a
-//! stable heap address. A channel's queues hold pointers to waiters; the channel lock
-//! protects the queues and, while a waiter is queued, the waiter's fields.
+//! A channel's queues are intrusive: each holds [`Node`]s, chained through their `next`
+//! pointers, and the node lives inside the waiting party. There are two kinds of party:
+//!
+//! * a plain `send`/`recv` future has one [`PlainWaiter`] inline (its node, and its waker
+//!   in one word). The node's own word holds the decision: the one counterpart that pops
+//!   it (under the channel lock) sets `DECIDED` as its last write.
+//! * an [`Alt`](super::Alt) has one [`Selector`] (the decision shared by all its guards,
+//!   `WAITING → SELECTED(i)` or `ABORTED` by compare-and-swap, and the owner's waker) and
+//!   one [`GuardWaiter`] per channel guard (its node, a pointer to the selector, its guard
+//!   index), each at a stable heap address.
+//!
+//! A plain receive future waiting on a channel of `u32` is 32 bytes: the channel
+//! reference, the node (16) and the waker (8).
+//!
+//! # `Node::word` (one `u32`)
+//!
+//! | bits | name | meaning | written by |
+//! |---|---|---|---|
+//! | 0–1 | phase | a plain future's `Start` / `Waiting` / `Done` | the owner, only while not queued |
+//! | 2 | `DECIDED` | a counterpart popped this plain waiter and completed it | that counterpart, under the lock, last (`Release`) |
+//! | 3 | `FULL` | the slot holds a value | the owner while not queued; a counterpart while queued |
+//! | 4 | `GUARD` | the node belongs to a [`GuardWaiter`] | at creation; never changes |
 //!
 //! # `Selector::state` (one `usize`)
 //!
@@ -15,62 +32,395 @@
 //! | `i + 1` | `SELECTED(i)` | guard `i` fired; final for this round | the one counterpart (or the owner itself) that wins |
 //! | `usize::MAX` | `ABORTED` | the owner withdrew; final for this round | the owner (an `Alt` being dropped, or changing its waker) |
 //!
-//! `WAITING → SELECTED(i)` and `WAITING → ABORTED` are the only transitions within a
-//! round; for a multi-channel selector (an `Alt`) they are compare-and-swaps, so exactly
-//! one party decides. A single-channel selector (a plain future) is only ever decided by
-//! a counterpart holding that one channel's lock, so a `Release` store suffices.
-//!
 //! # Who may touch what
 //!
-//! * `Selector::waker` is written by the owner only while none of its waiters is queued
-//!   (or, for a single-channel selector, under that channel's lock). A counterpart reads
-//!   it under the lock of a channel where a waiter of this selector is queued: a
-//!   multi-channel selector's waker is *cloned* (other channels may read it at the same
-//!   time), a single-channel selector's is *taken* (nobody else can).
-//! * `Waiter::selector` and `Waiter::index` are written by the owner while the waiter is
-//!   not queued, and read by counterparts under the lock while it is.
-//! * `Waiter::slot` holds a sender's offered value, or the value delivered to a receiver.
-//!   While the waiter is queued only a counterpart holding the lock touches it, and it
-//!   decides the selector *after* writing it and never touches the waiter again after
-//!   deciding. The owner touches the slot only when the waiter is not queued and no
-//!   counterpart is mid-commit: after observing the decision with `Acquire`, or after
-//!   removing (or failing to find) the waiter under the lock.
+//! * A node's `next` and, while it is queued, its slot belong to the holder of the lock of
+//!   the channel whose queue holds it. A counterpart reads or writes the slot, then
+//!   decides (a plain waiter's `DECIDED`, a guard's selector), and never touches the node
+//!   again after deciding. The owner touches the slot only when the node is not queued
+//!   and no counterpart is mid-commit: after observing the decision with `Acquire`, or
+//!   after removing (or failing to find) the node under the lock.
+//! * A plain waiter's waker is written by the owner while not queued or under the lock,
+//!   and taken by the counterpart under the lock (only one counterpart can pop it). A
+//!   selector's waker is written by the owner only while none of its waiters is queued,
+//!   and *cloned* by counterparts under a channel lock (several may read it at once).
 //!
 //! # The queue invariant
 //!
-//! A pointer to a waiter is in a channel queue only while the waiter is alive at that
-//! address. Owners guarantee this by registering only from pinned memory (a `!Unpin`
-//! future, or an `Alt`'s heap entries) and by removing the waiter, under the lock, before
-//! that memory is released (their `Drop` does it). A counterpart pops the pointer before
-//! deciding, so once the owner sees the decision nothing refers to the waiter any more.
+//! A pointer to a node is in a channel queue only while the node is alive at that
+//! address. Owners guarantee this by queueing only from pinned memory (a `!Unpin` future,
+//! or an `Alt`'s heap entries) and by removing the node, under the lock, before that
+//! memory is released (their `Drop` does it). A counterpart pops the node before
+//! deciding, so once the owner sees the decision nothing refers to the node any more —
+//! which is also why a plain waiter that is not `DECIDED` is exactly one that is queued.
 
-use std::cell::{Cell, UnsafeCell as StdUnsafeCell};
-use std::collections::VecDeque;
 use std::fmt;
 use std::marker::PhantomPinned;
 use std::mem::MaybeUninit;
-use std::ptr::{self, NonNull};
-use std::task::Waker;
+use std::ptr;
+use std::task::{Context, Waker};
 
-use crate::loom::{AtomicUsize, Ordering, UnsafeCell};
+use crate::loom::{AtomicU32, AtomicUsize, Ordering, UnsafeCell};
+use crate::runtime::task::CompactWaker;
+
+const PHASE: u32 = 0b11;
+const DECIDED: u32 = 1 << 2;
+const FULL: u32 = 1 << 3;
+const GUARD: u32 = 1 << 4;
+
+/// Where a plain send or receive future stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Phase {
+    /// Not offered yet, or to be offered again after a close/poison wake-up (a send
+    /// future's value is in its slot).
+    Start = 0,
+    /// The waiter is queued in the channel, or was popped and decided by a counterpart.
+    Waiting = 1,
+    /// Completed (a send future's value is gone).
+    Done = 2,
+}
+
+/// The part of every waiter that a channel queue links.
+#[repr(C)]
+pub(crate) struct Node<T> {
+    /// The next node of the queue (circular; see [`WaitQueue`]).
+    next: UnsafeCell<*const Node<T>>,
+    /// See the module table.
+    word: AtomicU32,
+    /// A sender's offered value, or the value delivered to a receiver (`FULL`).
+    slot: UnsafeCell<MaybeUninit<T>>,
+}
+
+// SAFETY: a node carries a `T` between threads (hence `T: Send`); its fields are only
+// touched under the protocol of the module docs.
+unsafe impl<T: Send> Send for Node<T> {}
+// SAFETY: as above.
+unsafe impl<T: Send> Sync for Node<T> {}
+
+impl<T> Node<T> {
+    fn new(value: Option<T>, guard: bool) -> Node<T> {
+        let mut word = if guard { GUARD } else { 0 };
+        let slot = match value {
+            Some(v) => {
+                word |= FULL;
+                MaybeUninit::new(v)
+            }
+            None => MaybeUninit::uninit(),
+        };
+        Node {
+            next: UnsafeCell::new(ptr::null()),
+            word: AtomicU32::new(word),
+            slot: UnsafeCell::new(slot),
+        }
+    }
+
+    #[inline]
+    fn word(&self) -> u32 {
+        self.word.load(Ordering::Relaxed)
+    }
+
+    /// Moves the value out of a full slot; `None` if it is empty.
+    ///
+    /// # Safety
+    /// The caller has the slot (module docs); for a plain node, its decision (if any) was
+    /// observed with `Acquire`.
+    unsafe fn take(&self) -> Option<T> {
+        let w = self.word();
+        if w & FULL == 0 {
+            return None;
+        }
+        self.word.store(w & !FULL, Ordering::Relaxed);
+        // SAFETY: `FULL` says the slot is initialised; the caller has it.
+        Some(self.slot.with(|s| unsafe { (*s).assume_init_read() }))
+    }
+
+    /// Puts a value into the empty slot. Same contract as [`take`](Self::take).
+    unsafe fn put(&self, value: T) {
+        let w = self.word();
+        debug_assert!(w & FULL == 0, "tutti: a waiter's slot was full");
+        // SAFETY: the caller has the slot.
+        self.slot.with_mut(|s| unsafe { (*s).write(value) });
+        self.word.store(w | FULL, Ordering::Relaxed);
+    }
+
+    /// The guard waiter this node belongs to.
+    ///
+    /// # Safety
+    /// The node has `GUARD` (it is the first field of a `repr(C)` `GuardWaiter`).
+    unsafe fn guard(&self) -> &GuardWaiter<T> {
+        // SAFETY: by the caller's contract.
+        unsafe { &*(self as *const Node<T>).cast::<GuardWaiter<T>>() }
+    }
+
+    /// The plain waiter this node belongs to.
+    ///
+    /// # Safety
+    /// The node lacks `GUARD` (it is the first field of a `repr(C)` `PlainWaiter`).
+    unsafe fn plain(&self) -> &PlainWaiter<T> {
+        // SAFETY: by the caller's contract.
+        unsafe { &*(self as *const Node<T>).cast::<PlainWaiter<T>>() }
+    }
+
+    /// A counterpart delivers `value` to this receiving waiter and decides it. Returns the
+    /// waker to wake (after unlocking), or the value back if the waiter's `Alt` had been
+    /// decided already (for another guard, or withdrawn).
+    ///
+    /// # Safety
+    /// The caller popped this node from a queue of the channel whose lock it holds.
+    pub(crate) unsafe fn complete_with(&self, value: T) -> Result<Option<Waker>, T> {
+        if self.word() & GUARD != 0 {
+            // SAFETY: a guard node; popped under the lock (caller).
+            unsafe {
+                let g = self.guard();
+                let sel = g.selector();
+                if !sel.is_waiting() {
+                    return Err(value);
+                }
+                // Read everything we need before deciding: afterwards the owner may free it.
+                let waker = sel.clone_waker();
+                self.put(value);
+                if sel.try_select(g.index) {
+                    return Ok(waker);
+                }
+                // Lost the race to another channel's counterpart: move the value back.
+                Err(self.take().expect("tutti: a guard's slot was emptied"))
+            }
+        } else {
+            // SAFETY: a plain node, popped under the lock: undecided and ours.
+            unsafe {
+                let waker = self.plain().take_waker();
+                self.slot.with_mut(|s| (*s).write(value));
+                self.word
+                    .store(self.word() | FULL | DECIDED, Ordering::Release);
+                Ok(waker)
+            }
+        }
+    }
+
+    /// A counterpart takes this sending waiter's value and decides it. Returns the value
+    /// and the waker, or `None` if the waiter's `Alt` had been decided already.
+    ///
+    /// # Safety
+    /// As for [`complete_with`](Self::complete_with).
+    pub(crate) unsafe fn complete_taking(&self) -> Option<(T, Option<Waker>)> {
+        if self.word() & GUARD != 0 {
+            // SAFETY: a guard node; popped under the lock (caller).
+            unsafe {
+                let g = self.guard();
+                let sel = g.selector();
+                if !sel.is_waiting() {
+                    return None;
+                }
+                let waker = sel.clone_waker();
+                let value = self.take()?;
+                if sel.try_select(g.index) {
+                    return Some((value, waker));
+                }
+                self.put(value);
+                None
+            }
+        } else {
+            // SAFETY: a plain node, popped under the lock: undecided and ours.
+            unsafe {
+                let waker = self.plain().take_waker();
+                let w = self.word();
+                debug_assert!(w & FULL != 0, "tutti: a waiting sender without a value");
+                let value = self.slot.with(|s| (*s).assume_init_read());
+                self.word.store((w & !FULL) | DECIDED, Ordering::Release);
+                Some((value, waker))
+            }
+        }
+    }
+
+    /// A counterpart decides this waiter without moving a value (the channel was closed
+    /// or poisoned): the owner wakes and looks at the channel again. Returns the waker, or
+    /// `None` if the waiter's `Alt` had been decided already.
+    ///
+    /// # Safety
+    /// As for [`complete_with`](Self::complete_with).
+    pub(crate) unsafe fn complete_empty(&self) -> Option<Option<Waker>> {
+        if self.word() & GUARD != 0 {
+            // SAFETY: a guard node; popped under the lock (caller).
+            unsafe {
+                let g = self.guard();
+                let sel = g.selector();
+                if !sel.is_waiting() {
+                    return None;
+                }
+                let waker = sel.clone_waker();
+                sel.try_select(g.index).then_some(waker)
+            }
+        } else {
+            // SAFETY: a plain node, popped under the lock: undecided and ours.
+            unsafe {
+                let waker = self.plain().take_waker();
+                self.word.store(self.word() | DECIDED, Ordering::Release);
+                Some(waker)
+            }
+        }
+    }
+}
+
+impl<T> Drop for Node<T> {
+    fn drop(&mut self) {
+        if self.word() & FULL != 0 {
+            // SAFETY: `&mut self`: not queued any more (owners remove their nodes before
+            // dropping them), and `FULL` says the slot is initialised.
+            self.slot.with_mut(|s| unsafe { (*s).assume_init_drop() });
+        }
+    }
+}
+
+/// The waiting half of a plain send or receive future: its queue node and its waker.
+#[repr(C)]
+pub(crate) struct PlainWaiter<T> {
+    node: Node<T>,
+    waker: UnsafeCell<CompactWaker>,
+    /// Queues point at the node: it must not move while queued.
+    _pinned: PhantomPinned,
+}
+
+// SAFETY: see `Node`; the waker is `Send + Sync`.
+unsafe impl<T: Send> Send for PlainWaiter<T> {}
+// SAFETY: as above.
+unsafe impl<T: Send> Sync for PlainWaiter<T> {}
+
+impl<T> PlainWaiter<T> {
+    /// A waiter holding `value` (a sender's) or nothing (a receiver's), in phase `Start`.
+    #[inline]
+    pub(crate) fn new(value: Option<T>) -> Self {
+        PlainWaiter {
+            node: Node::new(value, false),
+            waker: UnsafeCell::new(CompactWaker::new()),
+            _pinned: PhantomPinned,
+        }
+    }
+
+    /// The node, to queue it.
+    #[inline]
+    pub(crate) fn node(&self) -> &Node<T> {
+        &self.node
+    }
+
+    /// The phase (owner only).
+    #[inline]
+    pub(crate) fn phase(&self) -> Phase {
+        match self.node.word() & PHASE {
+            0 => Phase::Start,
+            1 => Phase::Waiting,
+            _ => Phase::Done,
+        }
+    }
+
+    /// Sets the phase. The owner only, while the node is not queued (clears `DECIDED`).
+    #[inline]
+    pub(crate) fn set_phase(&self, phase: Phase) {
+        let w = self.node.word();
+        self.node
+            .word
+            .store((w & !(PHASE | DECIDED)) | phase as u32, Ordering::Relaxed);
+    }
+
+    /// Whether a counterpart has popped and completed the waiter (`Acquire`: its writes
+    /// to the slot are visible afterwards). While it has not, the node is queued.
+    #[inline]
+    pub(crate) fn is_decided(&self) -> bool {
+        self.node.word.load(Ordering::Acquire) & DECIDED != 0
+    }
+
+    /// Takes the slot's value, if any.
+    ///
+    /// # Safety
+    /// The node is not queued and no counterpart is mid-commit on it: its decision was
+    /// observed with `Acquire`, or it was removed (or found missing) under the lock, or
+    /// it was never queued.
+    #[inline]
+    pub(crate) unsafe fn take_slot(&self) -> Option<T> {
+        // SAFETY: by the caller's contract.
+        unsafe { self.node.take() }
+    }
+
+    /// Puts a value into the empty slot. Same contract as [`take_slot`](Self::take_slot).
+    #[inline]
+    pub(crate) unsafe fn put_slot(&self, value: T) {
+        // SAFETY: by the caller's contract.
+        unsafe { self.node.put(value) }
+    }
+
+    /// Stores the owner's waker (keeping the stored one if it wakes the same task).
+    ///
+    /// # Safety
+    /// The node is not queued, or the caller holds the lock of the channel queueing it.
+    #[inline]
+    pub(crate) unsafe fn set_waker(&self, cx: &Context<'_>) {
+        // SAFETY: exclusive by the caller's contract.
+        self.waker.with_mut(|w| unsafe { (*w).set(cx.waker()) });
+    }
+
+    /// # Safety
+    /// The caller holds the lock of the channel that queued the node and popped it.
+    unsafe fn take_waker(&self) -> Option<Waker> {
+        // SAFETY: by the caller's contract nobody else touches the waker.
+        self.waker.with_mut(|w| unsafe { (*w).take() })
+    }
+}
+
+/// A channel guard's waiter in an `Alt`: its node, the `Alt`'s selector, its index.
+#[repr(C)]
+pub(crate) struct GuardWaiter<T> {
+    node: Node<T>,
+    selector: *const Selector,
+    index: usize,
+}
+
+// SAFETY: see `Node`; the selector pointer is only followed under the protocol.
+unsafe impl<T: Send> Send for GuardWaiter<T> {}
+// SAFETY: as above.
+unsafe impl<T: Send> Sync for GuardWaiter<T> {}
+
+impl<T> GuardWaiter<T> {
+    /// A waiter for guard `index` of the `Alt` whose selector is `selector` (which must
+    /// outlive every stay of the waiter in a queue), holding `value` for a send guard.
+    pub(crate) fn new(selector: &Selector, index: usize, value: Option<T>) -> Self {
+        GuardWaiter {
+            node: Node::new(value, true),
+            selector,
+            index,
+        }
+    }
+
+    /// The node, to queue it.
+    #[inline]
+    pub(crate) fn node(&self) -> &Node<T> {
+        &self.node
+    }
+
+    /// The `Alt`'s selector.
+    fn selector(&self) -> &Selector {
+        // SAFETY: the selector outlives every stay of the waiter in a queue (`new`), and
+        // only counterparts holding a lock of a queue that held the waiter follow it.
+        unsafe { &*self.selector }
+    }
+
+    /// Takes the slot's value, if any. Same contract as [`PlainWaiter::take_slot`], the
+    /// decision being the selector's.
+    pub(crate) unsafe fn take_slot(&self) -> Option<T> {
+        // SAFETY: by the caller's contract.
+        unsafe { self.node.take() }
+    }
+
+    /// Puts a value into the empty slot. Same contract as
+    /// [`take_slot`](Self::take_slot).
+    pub(crate) unsafe fn put_slot(&self, value: T) {
+        // SAFETY: by the caller's contract.
+        unsafe { self.node.put(value) }
+    }
+}
 
 /// `Selector::state`: undecided.
 const WAITING: usize = 0;
 /// `Selector::state`: withdrawn by the owner.
 const ABORTED: usize = usize::MAX;
-
-/// Where a send or receive future stands.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Phase {
-    /// Not offered yet, or to be offered again after a close/poison wake-up
-    /// (a send future still holds its value).
-    Start,
-    /// The waiter is queued in the channel, or was popped and decided by a
-    /// counterpart.
-    Waiting,
-    /// Completed (a send future's value is gone).
-    Done,
-}
 
 /// A decoded [`Selector`] state.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -91,31 +441,25 @@ fn decode(state: usize) -> Status {
     }
 }
 
-/// The one-shot decision of a waiting party, and the waker to tell it about it.
+/// The one-shot decision of an `Alt` round, and the waker to tell it about it.
 pub(crate) struct Selector {
     /// See the module table.
     state: AtomicUsize,
     /// The owner's waker; see "Who may touch what".
     waker: UnsafeCell<Option<Waker>>,
-    /// Whether this selector's waiters may sit on several channels at once (an `Alt`).
-    multi: bool,
 }
 
 // SAFETY: `state` is atomic; `waker` is only accessed under the protocol of the module
-// docs (owner writes while unreachable or under the one lock; counterparts read or take
-// under a channel lock), and a `Waker` is `Send + Sync`.
+// docs, and a `Waker` is `Send + Sync`.
 unsafe impl Send for Selector {}
 // SAFETY: as above.
 unsafe impl Sync for Selector {}
 
 impl Selector {
-    /// A selector for a plain future (`multi == false`) or an `Alt` (`multi == true`).
-    #[inline]
-    pub(crate) fn new(multi: bool) -> Self {
+    pub(crate) fn new() -> Self {
         Selector {
             state: AtomicUsize::new(WAITING),
             waker: UnsafeCell::new(None),
-            multi,
         }
     }
 
@@ -145,13 +489,6 @@ impl Selector {
     #[inline]
     pub(crate) fn try_select(&self, index: usize) -> bool {
         debug_assert!(index < ABORTED - 1, "tutti: guard index out of range");
-        if !self.multi {
-            // Single channel: only counterparts holding that channel's lock decide, and a
-            // waiter is popped before being decided, so it is decided at most once.
-            debug_assert!(self.is_waiting());
-            self.state.store(index + 1, Ordering::Release);
-            return true;
-        }
         self.state
             .compare_exchange(WAITING, index + 1, Ordering::AcqRel, Ordering::Acquire)
             .is_ok()
@@ -175,11 +512,10 @@ impl Selector {
     /// Stores the owner's waker (keeping the old one if it wakes the same task).
     ///
     /// # Safety
-    /// No counterpart may read the waker concurrently: none of this selector's waiters is
-    /// queued, or (single-channel selector) the caller holds that channel's lock.
+    /// None of this selector's waiters is queued (no counterpart reads the waker).
     pub(crate) unsafe fn set_waker(&self, waker: &Waker) {
         self.waker.with_mut(|w| {
-            // SAFETY: exclusive access by the caller's contract.
+            // SAFETY: exclusive by the caller's contract.
             let w = unsafe { &mut *w };
             match w {
                 Some(old) if old.will_wake(waker) => {}
@@ -188,30 +524,22 @@ impl Selector {
         });
     }
 
-    /// Whether the stored waker wakes the same task as `waker`.
-    ///
-    /// # Safety
-    /// As for [`set_waker`](Self::set_waker), or the selector is multi-channel
-    /// (counterparts only ever read its waker).
-    pub(crate) unsafe fn will_wake(&self, waker: &Waker) -> bool {
-        // SAFETY: no concurrent writer by the caller's contract.
+    /// Whether the stored waker wakes the same task as `waker`. Counterparts only ever
+    /// read the waker, so the owner may ask at any time.
+    pub(crate) fn will_wake(&self, waker: &Waker) -> bool {
+        // SAFETY: only the owner writes the waker, and it is the caller.
         self.waker
             .with(|w| unsafe { &*w }.as_ref().is_some_and(|w| w.will_wake(waker)))
     }
 
-    /// The waker a counterpart wakes after deciding the round.
+    /// A clone of the owner's waker, for a counterpart about to decide the round.
     ///
     /// # Safety
     /// The caller holds the lock of a channel in whose queue a waiter of this selector sat
-    /// when the lock was taken, and has not decided the round yet.
-    unsafe fn waker_for_commit(&self) -> Option<Waker> {
-        if self.multi {
-            // SAFETY: other counterparts may read concurrently; nobody writes (module docs).
-            self.waker.with(|w| unsafe { &*w }.clone())
-        } else {
-            // SAFETY: a single-channel selector is only reachable under this lock.
-            self.waker.with_mut(|w| unsafe { &mut *w }.take())
-        }
+    /// when the lock was taken.
+    unsafe fn clone_waker(&self) -> Option<Waker> {
+        // SAFETY: other counterparts may read concurrently; nobody writes (module docs).
+        self.waker.with(|w| unsafe { &*w }.clone())
     }
 }
 
@@ -223,283 +551,177 @@ impl fmt::Debug for Selector {
     }
 }
 
-/// One registration of a waiting party on one channel: where its value lives and which
-/// selector decides it.
-pub(crate) struct Waiter<T> {
-    /// The selector deciding this waiter; valid while the waiter is queued.
-    selector: UnsafeCell<*const Selector>,
-    /// The guard index this waiter stands for in its selector.
-    index: UnsafeCell<usize>,
-    /// A sender's offered value, or the value delivered to a receiver.
-    slot: UnsafeCell<Option<T>>,
-    /// Queues point at waiters: they must not move while queued.
-    _pinned: PhantomPinned,
-}
+/// A queued node. Only the channel lock's holder dereferences it.
+pub(crate) struct NodeRef<T>(*const Node<T>);
 
-// SAFETY: a waiter carries a `T` between threads (hence `T: Send`); its fields are only
-// touched under the protocol of the module docs (the channel lock, or exclusive ownership
-// while unqueued), never through unsynchronised shared access.
-unsafe impl<T: Send> Send for Waiter<T> {}
-// SAFETY: as above; shared references only reach `UnsafeCell`s under that protocol.
-unsafe impl<T: Send> Sync for Waiter<T> {}
-
-impl<T> Waiter<T> {
-    /// A waiter holding `value` (a sender's) or nothing (a receiver's).
-    #[inline]
-    pub(crate) fn new(value: Option<T>) -> Self {
-        Waiter {
-            selector: UnsafeCell::new(ptr::null()),
-            index: UnsafeCell::new(0),
-            slot: UnsafeCell::new(value),
-            _pinned: PhantomPinned,
-        }
-    }
-
-    /// Points this waiter at `selector`'s guard `index` before it is queued.
-    ///
-    /// # Safety
-    /// The waiter is not queued anywhere, and `selector` outlives its next stay in a queue.
-    pub(crate) unsafe fn prepare(&self, selector: &Selector, index: usize) {
-        // SAFETY: not queued, so no counterpart reads these fields (module docs).
-        self.selector.with_mut(|p| unsafe { *p = selector });
-        // SAFETY: as above.
-        self.index.with_mut(|p| unsafe { *p = index });
-    }
-
-    /// The owner takes the slot's value.
-    ///
-    /// # Safety
-    /// The waiter is not queued and no counterpart is mid-commit on it: its decision was
-    /// observed with `Acquire`, or it was removed (or found missing) under the lock, or it
-    /// was never queued.
-    pub(crate) unsafe fn take_slot(&self) -> Option<T> {
-        // SAFETY: exclusive by the caller's contract.
-        self.slot.with_mut(|p| unsafe { (*p).take() })
-    }
-
-    /// The owner puts a value into the (empty) slot. Same contract as
-    /// [`take_slot`](Self::take_slot).
-    pub(crate) unsafe fn put_slot(&self, value: T) {
-        // SAFETY: exclusive by the caller's contract.
-        self.slot.with_mut(|p| unsafe { *p = Some(value) });
-    }
-
-    /// The selector and guard index; for counterparts holding the lock.
-    ///
-    /// # Safety
-    /// The waiter was queued when the caller took the channel lock, which it still holds.
-    unsafe fn target(&self) -> (&Selector, usize) {
-        // SAFETY: written before queueing; the selector outlives the queue stay.
-        let sel = self.selector.with(|p| unsafe { &**p });
-        // SAFETY: as above.
-        let index = self.index.with(|p| unsafe { *p });
-        (sel, index)
-    }
-
-    /// A counterpart delivers `value` to this receiving waiter and decides its selector.
-    /// Returns the waker to wake (after unlocking), or the value back if the selector was
-    /// already decided (an `Alt` that fired another guard, or withdrew).
-    ///
-    /// # Safety
-    /// The caller popped this waiter from a queue of the channel whose lock it holds.
-    pub(crate) unsafe fn complete_with(&self, value: T) -> Result<Option<Waker>, T> {
-        // SAFETY: caller's contract.
-        let (sel, index) = unsafe { self.target() };
-        if !sel.is_waiting() {
-            return Err(value);
-        }
-        // Everything we need from the waiter is read before deciding: once decided, the
-        // owner may free it.
-        // SAFETY: popped under the lock, undecided.
-        let waker = unsafe { sel.waker_for_commit() };
-        // SAFETY: a queued waiter's slot belongs to the lock holder.
-        self.slot.with_mut(|p| unsafe { *p = Some(value) });
-        if sel.try_select(index) {
-            return Ok(waker);
-        }
-        // Lost the race to another channel's counterpart (only multi-channel selectors can
-        // lose, and their waker was cloned, not taken).
-        // SAFETY: undecided by us, so the slot is still ours under the lock.
-        let value = self.slot.with_mut(|p| unsafe { (*p).take() });
-        Err(value.expect("tutti: a waiter's slot was emptied by someone else"))
-    }
-
-    /// A counterpart takes this sending waiter's value and decides its selector. Returns
-    /// the value and the waker, or `None` if the selector was already decided.
-    ///
-    /// # Safety
-    /// As for [`complete_with`](Self::complete_with).
-    pub(crate) unsafe fn complete_taking(&self) -> Option<(T, Option<Waker>)> {
-        // SAFETY: caller's contract.
-        let (sel, index) = unsafe { self.target() };
-        if !sel.is_waiting() {
-            return None;
-        }
-        // SAFETY: popped under the lock, undecided.
-        let waker = unsafe { sel.waker_for_commit() };
-        // SAFETY: a queued waiter's slot belongs to the lock holder.
-        let value = self.slot.with_mut(|p| unsafe { (*p).take() })?;
-        if sel.try_select(index) {
-            return Some((value, waker));
-        }
-        // SAFETY: undecided by us, so the slot is still ours under the lock.
-        self.slot.with_mut(|p| unsafe { *p = Some(value) });
-        None
-    }
-
-    /// A counterpart decides this waiter's selector without moving a value (the channel
-    /// was closed or poisoned): the owner wakes and looks at the channel again. Returns the
-    /// waker, or `None` if the selector was already decided.
-    ///
-    /// # Safety
-    /// As for [`complete_with`](Self::complete_with).
-    pub(crate) unsafe fn complete_empty(&self) -> Option<Option<Waker>> {
-        // SAFETY: caller's contract.
-        let (sel, index) = unsafe { self.target() };
-        if !sel.is_waiting() {
-            return None;
-        }
-        // SAFETY: popped under the lock, undecided.
-        let waker = unsafe { sel.waker_for_commit() };
-        sel.try_select(index).then_some(waker)
-    }
-}
-
-/// The waiting half of a plain send or receive future: its selector and its waiter,
-/// created in place the first time the future has to wait.
-///
-/// A future that completes on its first poll (the common case in a ping-pong: the partner
-/// is already waiting) thus never writes them, and creating the future writes almost
-/// nothing — which also spares the copy of a freshly zeroed future into the awaiting
-/// task's state a store-forwarding stall. Only the owner touches the cell itself;
-/// counterparts reach the selector and waiter through the pointers queued in a channel,
-/// after `get_or_init` returned.
-pub(crate) struct Registration<T> {
-    init: Cell<bool>,
-    parts: StdUnsafeCell<MaybeUninit<(Selector, Waiter<T>)>>,
-}
-
-impl<T> Registration<T> {
-    #[inline]
-    pub(crate) const fn new() -> Self {
-        Registration {
-            init: Cell::new(false),
-            parts: StdUnsafeCell::new(MaybeUninit::uninit()),
-        }
-    }
-
-    /// The selector and waiter, if they were ever created.
-    #[inline]
-    pub(crate) fn get(&self) -> Option<(&Selector, &Waiter<T>)> {
-        if !self.init.get() {
-            return None;
-        }
-        // SAFETY: initialised (flag set after the write below), never written again, and
-        // dropped only with `self`; only shared references are handed out.
-        let (sel, waiter) = unsafe { (*self.parts.get()).assume_init_ref() };
-        Some((sel, waiter))
-    }
-
-    /// The selector and waiter, created on first use (for a plain future: single-channel
-    /// selector, empty waiter).
-    #[inline]
-    pub(crate) fn get_or_init(&self) -> (&Selector, &Waiter<T>) {
-        if !self.init.get() {
-            // SAFETY: not initialised, so no reference into `parts` exists yet and no
-            // counterpart can reach it; `self` is `!Sync` (the `Cell`), so no other
-            // thread runs this concurrently.
-            unsafe { (*self.parts.get()).write((Selector::new(false), Waiter::new(None))) };
-            self.init.set(true);
-        }
-        self.get()
-            .expect("tutti: registration initialised just above")
-    }
-}
-
-impl<T> Drop for Registration<T> {
-    fn drop(&mut self) {
-        if self.init.get() {
-            // SAFETY: initialised, and `&mut self`: nothing refers to it any more (the
-            // owning future withdrew its waiter before this drop).
-            unsafe { self.parts.get_mut().assume_init_drop() };
-        }
-    }
-}
-
-// SAFETY: a registration is owned by one future; its parts are `Send` for `T: Send`.
-unsafe impl<T: Send> Send for Registration<T> {}
-
-/// A queued waiter. Only the channel lock's holder dereferences it.
-pub(crate) struct WaiterRef<T>(NonNull<Waiter<T>>);
-
-// SAFETY: a `WaiterRef` is only dereferenced under the channel lock, per the module
-// protocol; it moves `T` values between threads, hence `T: Send`.
-unsafe impl<T: Send> Send for WaiterRef<T> {}
-
-impl<T> WaiterRef<T> {
-    /// The waiter.
+impl<T> NodeRef<T> {
+    /// The node.
     ///
     /// # Safety
     /// The caller holds the lock of the channel from whose queue it popped this reference,
-    /// so by the queue invariant the waiter is alive for as long as the lock is held.
-    pub(crate) unsafe fn get<'a>(&self) -> &'a Waiter<T> {
+    /// so by the queue invariant the node is alive for as long as the lock is held.
+    pub(crate) unsafe fn get<'a>(&self) -> &'a Node<T> {
         // SAFETY: alive by the queue invariant.
-        unsafe { self.0.as_ref() }
+        unsafe { &*self.0 }
     }
 }
 
-/// A FIFO of waiters: waiting senders, or waiting receivers, of one channel.
+/// A FIFO of waiters (waiting senders, or waiting receivers, of one channel): a circular
+/// singly linked list through the nodes' `next`, kept by its tail (whose `next` is the
+/// head), so a queue is one word. Pushing and popping are O(1); removing a node (a future
+/// dropped while waiting, an `Alt` disabling its other guards) walks the queue.
 pub(crate) struct WaitQueue<T> {
-    list: VecDeque<WaiterRef<T>>,
+    tail: *const Node<T>,
 }
+
+// SAFETY: the queue is only used under its channel's lock; the nodes carry `T`s.
+unsafe impl<T: Send> Send for WaitQueue<T> {}
 
 impl<T> WaitQueue<T> {
     pub(crate) const fn new() -> Self {
-        WaitQueue {
-            list: VecDeque::new(),
-        }
+        WaitQueue { tail: ptr::null() }
     }
 
-    /// Queues `waiter` at the back.
+    /// # Safety (of the link accessors)
+    /// The caller holds the channel lock and `node` is queued here (or being queued).
+    unsafe fn next_of(node: *const Node<T>) -> *const Node<T> {
+        // SAFETY: by the caller's contract.
+        unsafe { (*node).next.with(|n| *n) }
+    }
+
+    unsafe fn set_next(node: *const Node<T>, to: *const Node<T>) {
+        // SAFETY: by the caller's contract.
+        unsafe { (*node).next.with_mut(|n| *n = to) }
+    }
+
+    /// Queues `node` at the back.
     ///
     /// # Safety
-    /// `waiter` stays alive at its address until it is popped or removed (the queue
-    /// invariant), was prepared for its selector, and is in no other queue.
-    pub(crate) unsafe fn push(&mut self, waiter: &Waiter<T>) {
-        self.list.push_back(WaiterRef(NonNull::from(waiter)));
-    }
-
-    /// Pops the oldest waiter.
-    #[inline]
-    pub(crate) fn pop(&mut self) -> Option<WaiterRef<T>> {
-        self.list.pop_front()
-    }
-
-    /// Removes `waiter` if it is queued; returns whether it was.
-    pub(crate) fn remove(&mut self, waiter: &Waiter<T>) -> bool {
-        let target = NonNull::from(waiter);
-        match self.list.iter().position(|w| w.0 == target) {
-            Some(i) => {
-                self.list.remove(i);
-                true
+    /// `node` stays alive at its address until it is popped or removed (the queue
+    /// invariant), and is in no queue.
+    pub(crate) unsafe fn push(&mut self, node: &Node<T>) {
+        let node: *const Node<T> = node;
+        // SAFETY: under the lock (the caller holds `&mut` of the channel state); `node`
+        // and the queued nodes are alive.
+        unsafe {
+            if self.tail.is_null() {
+                Self::set_next(node, node);
+            } else {
+                Self::set_next(node, Self::next_of(self.tail));
+                Self::set_next(self.tail, node);
             }
-            None => false,
+        }
+        self.tail = node;
+    }
+
+    /// Pops the oldest node.
+    #[inline]
+    pub(crate) fn pop(&mut self) -> Option<NodeRef<T>> {
+        if self.tail.is_null() {
+            return None;
+        }
+        // SAFETY: under the lock; queued nodes are alive.
+        unsafe {
+            let head = Self::next_of(self.tail);
+            if head == self.tail {
+                self.tail = ptr::null();
+            } else {
+                Self::set_next(self.tail, Self::next_of(head));
+            }
+            Self::set_next(head, ptr::null());
+            Some(NodeRef(head))
         }
     }
 
-    /// Whether `waiter` is queued.
-    pub(crate) fn contains(&self, waiter: &Waiter<T>) -> bool {
-        let target = NonNull::from(waiter);
-        self.list.iter().any(|w| w.0 == target)
+    /// Removes `node` if it is queued; returns whether it was.
+    pub(crate) fn remove(&mut self, node: &Node<T>) -> bool {
+        let target: *const Node<T> = node;
+        if self.tail.is_null() {
+            return false;
+        }
+        let mut prev = self.tail;
+        // SAFETY: under the lock; queued nodes are alive.
+        unsafe {
+            loop {
+                let cur = Self::next_of(prev);
+                if cur == target {
+                    if cur == prev {
+                        self.tail = ptr::null(); // it was the only one
+                    } else {
+                        Self::set_next(prev, Self::next_of(cur));
+                        if cur == self.tail {
+                            self.tail = prev;
+                        }
+                    }
+                    Self::set_next(cur, ptr::null());
+                    return true;
+                }
+                if cur == self.tail {
+                    return false;
+                }
+                prev = cur;
+            }
+        }
     }
 
     #[inline]
     pub(crate) fn is_empty(&self) -> bool {
-        self.list.is_empty()
+        self.tail.is_null()
     }
 
-    /// Number of queued waiters.
+    /// Number of queued nodes (a walk; for reports and tests).
     pub(crate) fn len(&self) -> usize {
-        self.list.len()
+        if self.tail.is_null() {
+            return 0;
+        }
+        let mut n = 1;
+        // SAFETY: under the lock; queued nodes are alive.
+        unsafe {
+            let mut p = Self::next_of(self.tail);
+            while p != self.tail {
+                n += 1;
+                p = Self::next_of(p);
+            }
+        }
+        n
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn queue_is_fifo_and_removes_anywhere() {
+        let nodes: Vec<Node<u32>> = (0..4).map(|i| Node::new(Some(i), false)).collect();
+        let mut q = WaitQueue::new();
+        assert!(q.is_empty());
+        assert_eq!(q.len(), 0);
+        for n in &nodes {
+            // SAFETY: the nodes outlive the queue's use below.
+            unsafe { q.push(n) };
+        }
+        assert_eq!(q.len(), 4);
+        assert!(q.remove(&nodes[3]), "the tail");
+        assert!(q.remove(&nodes[1]), "a middle one");
+        assert!(!q.remove(&nodes[1]), "not queued any more");
+        assert_eq!(q.len(), 2);
+        // SAFETY: popped under our exclusive access; the nodes are alive.
+        let first = q.pop().map(|r| unsafe { r.get() } as *const _);
+        assert_eq!(first, Some(&nodes[0] as *const _));
+        // SAFETY: as above.
+        unsafe { q.push(&nodes[3]) };
+        let order: Vec<*const Node<u32>> = std::iter::from_fn(|| q.pop())
+            // SAFETY: as above.
+            .map(|r| unsafe { r.get() } as *const _)
+            .collect();
+        assert_eq!(order, [&nodes[2] as *const _, &nodes[3] as *const _]);
+        assert!(q.is_empty());
+        assert!(!q.remove(&nodes[0]));
+    }
+
+    #[test]
+    fn a_plain_receive_waiter_is_small() {
+        assert_eq!(std::mem::size_of::<PlainWaiter<u32>>(), 24);
     }
 }

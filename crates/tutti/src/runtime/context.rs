@@ -1,4 +1,4 @@
-//! Two seams through which the layers above observe the scheduler without the scheduler
+//! Three seams through which the layers above observe the scheduler without the scheduler
 //! knowing them:
 //!
 //! * **The task context**: one pointer per thread naming "what is being polled", which a
@@ -8,6 +8,10 @@
 //! * **The idle hook**: a function a layer above installs once; a worker that has found no
 //!   work for a while calls it, but only while the whole runtime is quiet — every worker
 //!   idle and no timer armed — and hands it that condition to check again.
+//! * **Tagged tasks**: a layer may spawn tasks marked for it (`task::spawn_tagged`) and
+//!   later look at their futures, with no registry of its own: the runtime's live list
+//!   already knows every task ([`RuntimeRef::with_tagged`]). The CSP deadlock detector
+//!   finds the processes of a network this way.
 //!
 //! A process may run several runtimes; each has its own idle workers, and one runtime
 //! being quiet says nothing about another. So whatever the hook judges by quietness must
@@ -18,6 +22,7 @@ use std::cell::Cell;
 use std::sync::{Arc, OnceLock, Weak};
 
 use super::registry::{with_current_registry, Registry};
+use super::task::Tagged;
 
 /// The idle hook: called with a check that the runtime is still quiet.
 pub(crate) type IdleHook = fn(&dyn Fn() -> bool);
@@ -93,5 +98,13 @@ impl RuntimeRef {
     /// Whether that runtime is quiet now (see [`on_idle`]).
     pub(crate) fn is_quiet(&self) -> bool {
         self.0.upgrade().is_some_and(|r| is_quiet(&r))
+    }
+
+    /// Runs `f` with that runtime's tagged live tasks (the third seam: tasks a layer above
+    /// spawned with [`spawn_tagged`](super::task::spawn_tagged)), during which no task of
+    /// the runtime starts or stops being live; `None` if the runtime is gone.
+    pub(crate) fn with_tagged<R>(&self, f: impl FnOnce(&Tagged<'_>) -> R) -> Option<R> {
+        let registry = self.0.upgrade()?;
+        Some(super::task::with_tagged_tasks(&registry, f))
     }
 }

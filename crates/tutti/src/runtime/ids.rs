@@ -21,7 +21,8 @@ use super::task::RUNTIME_BITS;
 /// Ids available (including the reserved 0).
 const CAPACITY: usize = 1 << RUNTIME_BITS;
 
-static TABLE: [AtomicPtr<Registry>; CAPACITY] = [const { AtomicPtr::new(std::ptr::null_mut()) }; CAPACITY];
+static TABLE: [AtomicPtr<Registry>; CAPACITY] =
+    [const { AtomicPtr::new(std::ptr::null_mut()) }; CAPACITY];
 
 /// Ids given back, and the next id never handed out yet.
 static FREE: Mutex<(Vec<u16>, u16)> = Mutex::new((Vec::new(), 1));
@@ -78,7 +79,10 @@ impl Drop for RuntimeId {
 #[inline]
 pub(crate) unsafe fn registry<'a>(id: u16) -> &'a Registry {
     let p = TABLE[usize::from(id)].load(Ordering::Acquire);
-    debug_assert!(!p.is_null(), "tutti: a live task's runtime {id} is not registered");
+    debug_assert!(
+        !p.is_null(),
+        "tutti: a live task's runtime {id} is not registered"
+    );
     // SAFETY: by the caller's contract the registry is allocated and `p` points to it.
     unsafe { &*p }
 }

@@ -2,7 +2,7 @@
 
 use crate::csp::chan::{wake, Chan};
 use crate::csp::deadlock::{self, Side, Wait};
-use crate::csp::waiter::{Selector, Waiter};
+use crate::csp::waiter::{GuardWaiter, Selector};
 
 use super::guard::{Enable, Guard};
 
@@ -11,14 +11,15 @@ pub(crate) struct InputGuard<'a, T> {
     chan: &'a Chan<T>,
     /// This guard's place in the channel's receiver queue; the fired value lands in its
     /// slot. It lives in an `Aliased` allocation, so its address is stable.
-    waiter: Waiter<T>,
+    waiter: GuardWaiter<T>,
 }
 
 impl<'a, T> InputGuard<'a, T> {
-    pub(crate) fn new(chan: &'a Chan<T>) -> Self {
+    /// Guard `index` of the `Alt` whose selector is `selector` (which outlives the guard).
+    pub(crate) fn new(chan: &'a Chan<T>, selector: &Selector, index: usize) -> Self {
         InputGuard {
             chan,
-            waiter: Waiter::new(None),
+            waiter: GuardWaiter::new(selector, index, None),
         }
     }
 }
@@ -42,12 +43,12 @@ impl<T: Send> Guard for InputGuard<'_, T> {
     }
 
     fn disable(&self) {
-        self.chan.lock().cancel_recv(&self.waiter);
+        self.chan.lock().cancel_recv(self.waiter.node());
     }
 
     fn give_back(&self) {
         let mut st = self.chan.lock();
-        st.cancel_recv(&self.waiter);
+        st.cancel_recv(self.waiter.node());
         // SAFETY: not queued (just removed, or popped by a counterpart that decided under
         // this lock before we took it): the slot is ours.
         let Some(value) = (unsafe { self.waiter.take_slot() }) else {

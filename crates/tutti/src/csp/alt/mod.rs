@@ -231,7 +231,7 @@ impl<'a> Alt<'a> {
     pub fn new() -> Self {
         Alt {
             guards: Vec::new(),
-            selector: Aliased::new(Box::new(Selector::new(true))),
+            selector: Aliased::new(Box::new(Selector::new())),
             next: 0,
             in_round: false,
         }
@@ -260,7 +260,9 @@ impl<'a> Alt<'a> {
     /// assert_eq!(sel.recv(&rx), Ok("hi"));
     /// ```
     pub fn recv<T: Send>(self, rx: &'a Rx<T>) -> Self {
-        let guard: Box<dyn Guard + 'a> = Box::new(InputGuard::new(rx.chan()));
+        let index = self.guards.len();
+        let guard: Box<dyn Guard + 'a> =
+            Box::new(InputGuard::new(rx.chan(), self.selector.get(), index));
         self.push(Kind::Event(Aliased::new(guard)))
     }
 
@@ -535,8 +537,7 @@ impl<'a> Alt<'a> {
         if let Some(k) = self.poll_timeouts(cx) {
             return Poll::Ready(self.finish(k, mode));
         }
-        // SAFETY: a multi-channel selector: counterparts only read its waker.
-        if unsafe { self.selector.get().will_wake(cx.waker()) } {
+        if self.selector.get().will_wake(cx.waker()) {
             self.note_waits();
             return Poll::Pending;
         }

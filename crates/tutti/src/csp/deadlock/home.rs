@@ -3,7 +3,7 @@
 //! and its name.
 
 use std::borrow::Cow;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use super::member;
@@ -38,8 +38,9 @@ pub(crate) struct HomeInner {
     net: Option<Arc<Network>>,
     /// Someone outside `net` has acted on the object (sticky).
     outside: AtomicBool,
-    /// Member ids of the last process that used each [`Side`] (`u32::MAX`: none).
-    last: [AtomicU32; 2],
+    /// Member ids (addresses) of the last process that used each [`Side`] (`0`: none).
+    /// Only compared with the members a detector sees, never followed.
+    last: [AtomicUsize; 2],
     pub(crate) name: Option<Cow<'static, str>>,
     pub(crate) object: Object,
 }
@@ -54,7 +55,7 @@ impl Home {
         Home(Some(Box::new(HomeInner {
             net,
             outside: AtomicBool::new(false),
-            last: [AtomicU32::new(u32::MAX), AtomicU32::new(u32::MAX)],
+            last: [AtomicUsize::new(0), AtomicUsize::new(0)],
             name,
             object,
         })))
@@ -118,7 +119,7 @@ impl HomeInner {
 
     /// Records that member `id` uses `side`.
     #[inline]
-    pub(crate) fn set_last(&self, side: Side, id: u32) {
+    pub(crate) fn set_last(&self, side: Side, id: usize) {
         let slot = &self.last[side as usize];
         if slot.load(Ordering::Relaxed) != id {
             slot.store(id, Ordering::Relaxed);
@@ -126,8 +127,8 @@ impl HomeInner {
     }
 
     /// The member that last waited on `side`, if any.
-    pub(crate) fn last(&self, side: Side) -> Option<u32> {
+    pub(crate) fn last(&self, side: Side) -> Option<usize> {
         let id = self.last[side as usize].load(Ordering::Relaxed);
-        (id != u32::MAX).then_some(id)
+        (id != 0).then_some(id)
     }
 }

@@ -1,35 +1,47 @@
-//! A process's membership in a network: its state word (read by the detector), the waits
-//! it noted during its last poll, and the thread-local "current member" that CSP
+//! A process's membership in a network: the first 32 bytes of every process (`par`'s
+//! `Process` wrapper) — its `par`, its index, its state word (read by the detector), the
+//! waits it noted during its last poll — and the thread-local "current member" that CSP
 //! operations consult.
+//!
+//! The detector keeps no registry of members: processes of a network are spawned as
+//! *tagged* tasks, and the detector finds them on their runtime's live list (`runtime`'s
+//! third seam). A member is identified by its address.
 //!
 //! # The state word
 //!
-//! Written only by the member's own poll (`begin` / `end`), read by the detector:
+//! Written by the member's own poll (`begin` / `end`), and once more when the process
+//! ends; read by the detector:
 //!
 //! ```text
 //! bits 63..32  outside epoch of the network, read at the start of the poll
 //! bits 31..2   poll count (wrapping)
-//! bits  1..0   RUNNING | BLOCKED_CSP | BLOCKED_OTHER
+//! bits  1..0   RUNNING | BLOCKED_CSP | BLOCKED_OTHER | ENDED
 //! ```
 //!
 //! `BLOCKED_CSP` means: the last poll returned `Pending` after noting at least one CSP
 //! wait, every noted wait was on an object internal to the network (see `home.rs`), and
 //! nothing it waits on is a timer or a foreign future that noted nothing… as far as the
 //! CSP layer can tell (see the module docs of `deadlock` for the limits).
+//!
+//! `ENDED` is final: the process completed, panicked or was dropped. It is stored under
+//! the read side of the scan gate, so a detector (which holds the write side) that sees a
+//! member not ended may use the member's `par` for the rest of its scan: the process
+//! cannot end, and release its `par`, before the scan is over.
 
+use std::mem::ManuallyDrop;
 use std::ptr;
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
-use std::task::Waker;
 
 use super::home::{Home, HomeInner};
-use super::network::Network;
+use super::network::{Network, SCAN_GATE};
 use crate::csp::par::Shared;
 use crate::runtime::context::{self, TaskContext};
 
 pub(crate) const RUNNING: u64 = 0;
 pub(crate) const BLOCKED_CSP: u64 = 1;
 pub(crate) const BLOCKED_OTHER: u64 = 2;
+pub(crate) const ENDED: u64 = 3;
 const STATE_MASK: u64 = 3;
 const POLL_ONE: u64 = 4;
 const POLL_MASK: u64 = 0xffff_fffc;
@@ -54,6 +66,8 @@ pub(crate) enum Wait {
     Barrier = 4,
     /// Waiting for the processes of a nested `par`.
     Par = 5,
+    /// An `Alt` guard sending on a channel.
+    AltSend = 6,
 }
 
 impl Wait {
@@ -64,27 +78,26 @@ impl Wait {
             3 => Wait::AltRecv,
             4 => Wait::Barrier,
             5 => Wait::Par,
+            6 => Wait::AltSend,
             _ => return None,
         })
     }
 }
 
-/// The detector's part of a process of a tracked network.
+/// The detector's part of a process, first in every `Process` (see the module docs).
+#[repr(C)]
 pub(crate) struct Member {
-    pub(crate) net: Arc<Network>,
-    /// The `par` that started the process, and the process's index in it (for names).
-    pub(crate) par: crate::csp::Arc<Shared>,
-    pub(crate) index: usize,
+    /// The `par` that started the process (through it, the network and the names);
+    /// released when the process is dropped.
+    par: ManuallyDrop<crate::csp::Arc<Shared>>,
     /// See the module docs.
     word: AtomicU64,
-    /// `NOTED | OPEN | kind << 8 | count << 16` of the current / last poll.
-    note: AtomicU32,
-    /// The member's slot in its network (`u32::MAX` until its first poll).
-    id: AtomicU32,
-    /// Set by the detector once the network is declared deadlocked.
-    cancel: AtomicBool,
     /// The object of the first wait noted in the last poll.
     object: AtomicPtr<HomeInner>,
+    /// `NOTED | OPEN | kind << 8 | count << 16` of the current / last poll.
+    note: AtomicU32,
+    /// The process's index in its `par`.
+    index: u32,
 }
 
 /// A consistent-enough view of a member for one collect of the detector.
@@ -107,38 +120,44 @@ impl Snapshot {
 static MEMBER_TAG: u8 = 0;
 
 impl Member {
-    pub(crate) fn new(net: Arc<Network>, par: crate::csp::Arc<Shared>, index: usize) -> Member {
+    /// Process `index` of the `par` behind `par`.
+    ///
+    /// # Panics
+    /// If a `par` has more than 2^32 processes.
+    pub(crate) fn new(par: crate::csp::Arc<Shared>, index: usize) -> Member {
         Member {
-            net,
-            par,
-            index,
+            par: ManuallyDrop::new(par),
             word: AtomicU64::new(RUNNING),
-            note: AtomicU32::new(0),
-            id: AtomicU32::new(u32::MAX),
-            cancel: AtomicBool::new(false),
             object: AtomicPtr::new(ptr::null_mut()),
+            note: AtomicU32::new(0),
+            index: u32::try_from(index)
+                .expect("tutti::csp::par: more than 2^32 processes in one par"),
         }
     }
 
-    /// The member's id in its network, once registered.
-    pub(crate) fn id(&self) -> u32 {
-        self.id.load(Ordering::Relaxed)
-    }
-
-    /// Starts a poll of the member's future: registers it on the first poll, marks it
-    /// running and makes it the thread's current member. Returns what to hand back to
-    /// [`end_poll`](Self::end_poll), or `None` if the detector cancelled the member (the
-    /// caller drops the future instead of polling it).
+    /// The `par` that started the process.
     #[inline]
-    pub(crate) fn begin_poll(&self, waker: &Waker) -> Option<Entered> {
-        if self.id.load(Ordering::Relaxed) == u32::MAX {
-            let id = self.net.register(self, waker);
-            self.id.store(id, Ordering::Relaxed);
-        }
-        if self.cancel.load(Ordering::Acquire) {
-            return None;
-        }
-        let epoch = self.net.outside_epoch();
+    pub(crate) fn par(&self) -> &Shared {
+        &self.par
+    }
+
+    /// The process's index in its `par`.
+    #[inline]
+    pub(crate) fn index(&self) -> usize {
+        self.index as usize
+    }
+
+    /// The network the process belongs to, if deadlock detection is on for it.
+    #[inline]
+    fn net(&self) -> Option<&Arc<Network>> {
+        self.par.net.as_ref()
+    }
+
+    /// Starts a poll of the member's future: marks it running and makes it the thread's
+    /// current member. Returns what to hand back to [`end_poll`](Self::end_poll).
+    #[inline]
+    pub(crate) fn begin_poll(&self) -> Entered {
+        let epoch = self.net().map_or(0, |n| n.outside_epoch());
         let word = self.word.load(Ordering::Relaxed);
         let polls = (word & POLL_MASK).wrapping_add(POLL_ONE) & POLL_MASK;
         let running = (u64::from(epoch) << 32) | polls | RUNNING;
@@ -149,7 +168,7 @@ impl Member {
             tag: &MEMBER_TAG,
             data: (self as *const Member).cast(),
         });
-        Some(Entered { host, running })
+        Entered { host, running }
     }
 
     /// Ends a poll begun with [`begin_poll`](Self::begin_poll). `pending`: the future
@@ -170,12 +189,24 @@ impl Member {
         }
     }
 
-    /// Leaves the network (the process ended or was dropped).
-    pub(crate) fn leave(&self) {
-        let id = self.id.swap(u32::MAX, Ordering::Relaxed);
-        if id != u32::MAX {
-            self.net.unregister(id);
+    /// Marks the process ended (under the scan gate's read side, see the module docs);
+    /// false if it was already.
+    pub(crate) fn end(&self) -> bool {
+        if self.state() == ENDED {
+            return false;
         }
+        if self.net().is_some() {
+            let _gate = SCAN_GATE.read().unwrap_or_else(|e| e.into_inner());
+            self.word.store(ENDED, Ordering::Release);
+        } else {
+            self.word.store(ENDED, Ordering::Relaxed);
+        }
+        true
+    }
+
+    #[inline]
+    fn state(&self) -> u64 {
+        self.word.load(Ordering::Relaxed) & STATE_MASK
     }
 
     /// The detector's read of the state word.
@@ -185,9 +216,15 @@ impl Member {
         }
     }
 
+    /// Whether this member belongs to `net`. For the detector, holding the scan gate,
+    /// after it saw the member not ended (so its `par` is alive).
+    pub(crate) fn is_in(&self, net: &Network) -> bool {
+        self.net().is_some_and(|n| ptr::eq(Arc::as_ptr(n), net))
+    }
+
     /// The first wait noted in the member's last poll, and how many it noted.
-    /// Meaningful only while a detector holds the network's registry and has seen the
-    /// member blocked (the object is then kept alive by the member's pending future).
+    /// Meaningful only while a detector holds the scan gate and has seen the member
+    /// blocked (the object is then kept alive by the member's pending future).
     pub(crate) fn wait(&self) -> (Option<Wait>, u32, *const HomeInner) {
         let note = self.note.load(Ordering::Acquire);
         let kind = Wait::from_bits((note >> KIND_SHIFT) & 0xff);
@@ -198,9 +235,10 @@ impl Member {
         )
     }
 
-    /// Marks the member cancelled by the detector.
-    pub(crate) fn cancel(&self) {
-        self.cancel.store(true, Ordering::Release);
+    /// The member's id: its address.
+    #[inline]
+    pub(crate) fn id(&self) -> usize {
+        self as *const Member as usize
     }
 
     fn add_note(&self, wait: Wait, object: Option<&HomeInner>, open: bool) {
@@ -218,6 +256,16 @@ impl Member {
             );
         }
         self.note.store(new, Ordering::Relaxed);
+    }
+}
+
+impl Drop for Member {
+    fn drop(&mut self) {
+        // The process has ended (`Process` ends it before dropping it).
+        debug_assert_eq!(self.state(), ENDED);
+        // SAFETY: dropped once, here, after the member ended (nobody reads `par` any more:
+        // a detector skips ended members).
+        unsafe { ManuallyDrop::drop(&mut self.par) };
     }
 }
 
@@ -243,20 +291,20 @@ fn current() -> Option<&'static Member> {
 
 /// The member being polled on this thread, if any: its network, `par` and index.
 pub(crate) fn current_process() -> Option<(Arc<Network>, crate::csp::Arc<Shared>, usize)> {
-    current().map(|m| (Arc::clone(&m.net), crate::csp::Arc::clone(&m.par), m.index))
+    let m = current()?;
+    let net = m.net()?;
+    Some((Arc::clone(net), crate::csp::Arc::clone(&m.par), m.index()))
 }
 
 /// The network of the member being polled on this thread, if any.
 pub(crate) fn current_network() -> Option<Arc<Network>> {
-    current().map(|m| Arc::clone(&m.net))
+    current().and_then(|m| m.net().cloned())
 }
 
 /// The id of the calling context if it is a member of `net`.
 #[inline]
-pub(crate) fn current_id_in(net: &Network) -> Option<u32> {
-    current()
-        .filter(|m| ptr::eq(Arc::as_ptr(&m.net), net))
-        .map(Member::id)
+pub(crate) fn current_id_in(net: &Network) -> Option<usize> {
+    current().filter(|m| m.is_in(net)).map(Member::id)
 }
 
 /// A CSP operation is about to return `Pending`: note what the current member (if any)
@@ -266,6 +314,9 @@ pub(crate) fn current_id_in(net: &Network) -> Option<u32> {
 #[inline]
 pub(crate) fn note(wait: Wait, home: &Home) {
     let Some(m) = current() else { return };
+    if m.net().is_none() {
+        return;
+    }
     let note = m.note.load(Ordering::Relaxed);
     if note == 0 {
         let object = home.get();
@@ -283,7 +334,8 @@ pub(crate) fn note(wait: Wait, home: &Home) {
 
 #[inline(never)]
 fn note_more(m: &Member, wait: Wait, home: &Home) {
-    let open = !home.get().is_some_and(|h| h.is_internal_to(&m.net));
+    let Some(net) = m.net() else { return };
+    let open = !home.get().is_some_and(|h| h.is_internal_to(net));
     m.add_note(wait, home.get(), open);
 }
 

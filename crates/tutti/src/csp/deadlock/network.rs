@@ -16,11 +16,18 @@
 //! (`home.rs`: created by one of its members and never acted on from outside), so that
 //! only another member could complete them — and every member is blocked.
 //!
+//! # Finding the members
+//!
+//! The network keeps no registry: its processes are tagged tasks of its runtime, and the
+//! detector walks that runtime's live list (holding its locks, so that no task starts or
+//! stops being live meanwhile), keeping the processes whose `par` belongs to this network.
+//! It holds the write side of the scan gate throughout; a process marks itself ended under
+//! the read side (`member.rs`), so every member it sees not ended stays readable.
+//!
 //! # Consistency: double collect
 //!
 //! Members write their state word themselves, without locks (`member.rs`). The detector
-//! reads every member's word twice (holding the registry's locks, so that no member
-//! joins or leaves meanwhile) and also checks the runtime is still quiet and the
+//! reads every member's word twice and also checks the runtime is still quiet and the
 //! network's *outside epoch* has not moved. Each poll changes the word (its poll count),
 //! so equal reads mean no member was polled in between: at the moment between the two
 //! collects, all were blocked at once.
@@ -36,30 +43,28 @@
 //!
 //! # After the declaration
 //!
-//! The report is stored and printed, every member is marked cancelled and woken; its
-//! next poll drops its future (withdrawing its pending operations, so no value is lost)
-//! and ends it. The root `par` then completes with `Err(Deadlock)`.
-
-use std::sync::atomic::AtomicU32;
+//! The report is stored and printed, and every member's task is cancelled: its future is
+//! dropped (withdrawing its pending operations, so no value is lost), and the process
+//! ends reporting the deadlock. The root `par` then completes with `Err(Deadlock)`.
 
 use crate::loom::{AtomicU8, Ordering};
+use std::sync::atomic::AtomicU32;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, RwLock, Weak};
-use std::task::Waker;
 
 use crate::runtime::context::RuntimeRef;
+use crate::runtime::task::RawTask;
 
 use super::home::{HomeInner, Object, Side};
 use super::member::{self, Member, Snapshot, Wait};
 use super::report::{BlockedProcess, Deadlock};
 use crate::csp::par::process_name;
 
-const SHARDS: usize = 8;
-const SHARD_BITS: u32 = 3;
-
 /// Every root network that may still have members.
 static NETWORKS: Mutex<Vec<Weak<Network>>> = Mutex::new(Vec::new());
 
-/// Objects' records are not freed while the detector reads them (see `HomeInner`'s drop).
+/// Held (write) by a detector for its whole scan. Objects' records are not freed while it
+/// is held (see `HomeInner`'s drop), and processes mark themselves ended under its read
+/// side (`member.rs`).
 pub(crate) static SCAN_GATE: RwLock<()> = RwLock::new(());
 
 /// One detector at a time: `SCAN_IDLE`, `SCANNING`, or `SCAN_AGAIN` (another idle
@@ -81,28 +86,12 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// A registered member and the waker of its task.
-struct Entry {
-    member: *const Member,
-    waker: Option<Waker>,
-}
-
-#[derive(Default)]
-struct Shard {
-    entries: Vec<Entry>,
-    free: Vec<u32>,
-}
-
-// SAFETY: the raw member pointers are only dereferenced under the shard's lock, and a
-// member removes its entry (taking the lock) before its memory goes away.
-unsafe impl Send for Shard {}
-
 /// A process network: the processes of one root `par` and of every `par` nested in them.
 pub(crate) struct Network {
-    shards: Box<[Mutex<Shard>]>,
     outside_epoch: AtomicU32,
     report: OnceLock<Deadlock>,
-    /// Flat position where the last scan met a member that was not blocked.
+    /// Position (in the runtime's live list) where the last scan met a member that was
+    /// not blocked: the next scan starts there.
     resume: AtomicU32,
     /// The runtime the network's processes run on.
     runtime: RuntimeRef,
@@ -113,7 +102,6 @@ impl Network {
     pub(crate) fn new_root() -> Arc<Network> {
         crate::runtime::context::set_idle_hook(on_idle);
         let net = Arc::new(Network {
-            shards: (0..SHARDS).map(|_| Mutex::default()).collect(),
             outside_epoch: AtomicU32::new(0),
             report: OnceLock::new(),
             resume: AtomicU32::new(0),
@@ -142,51 +130,12 @@ impl Network {
         self.outside_epoch.fetch_add(1, Ordering::SeqCst);
     }
 
-    /// Adds a member (at its first poll); returns its id.
-    pub(crate) fn register(&self, member: &Member, waker: &Waker) -> u32 {
-        let shard_index = crate::runtime::worker_index().unwrap_or(0) % SHARDS;
-        let mut shard = lock(&self.shards[shard_index]);
-        let entry = Entry {
-            member,
-            waker: Some(waker.clone()),
-        };
-        let index = match shard.free.pop() {
-            Some(i) => {
-                shard.entries[i as usize] = entry;
-                i
-            }
-            None => {
-                shard.entries.push(entry);
-                (shard.entries.len() - 1) as u32
-            }
-        };
-        assert!(
-            index < (u32::MAX >> SHARD_BITS),
-            "tutti: more than 2^29 processes of one network on one worker"
-        );
-        (index << SHARD_BITS) | shard_index as u32
-    }
-
-    /// Removes member `id`.
-    pub(crate) fn unregister(&self, id: u32) {
-        let (shard_index, index) = split(id);
-        let waker = {
-            let mut shard = lock(&self.shards[shard_index]);
-            let entry = &mut shard.entries[index];
-            entry.member = std::ptr::null();
-            let waker = entry.waker.take();
-            shard.free.push(index as u32);
-            waker
-        };
-        drop(waker);
-    }
-
     /// Whether the first wait `m` noted (the detector's job; see `member::note`) is on
     /// an object internal to this network, or on a nested `par`.
     ///
-    /// Called with the scan gate and the member's shard lock held, after reading its
-    /// state as blocked: the object is alive (the member's pending future borrows an end
-    /// of it, and a record is not freed while the gate is held).
+    /// Called with the scan gate held, after reading its state as blocked: the object is
+    /// alive (the member's pending future borrows an end of it, and a record is not freed
+    /// while the gate is held).
     fn waits_inside(&self, m: &Member) -> bool {
         let (wait, _, object) = m.wait();
         if wait == Some(Wait::Par) {
@@ -196,80 +145,72 @@ impl Network {
         unsafe { object.as_ref() }.is_some_and(|h| h.is_internal_to(self))
     }
 
-    /// The declaration, if the network is deadlocked now (see the module docs).
-    fn check(&self, quiet: &dyn Fn() -> bool) -> Option<(Deadlock, Vec<Waker>)> {
+    /// Declares the deadlock if the network is deadlocked now (see the module docs):
+    /// stores the report and cancels every member. Returns the report.
+    fn check(&self, quiet: &dyn Fn() -> bool) -> Option<Deadlock> {
         if self.report.get().is_some() {
             return None;
         }
         let gate = SCAN_GATE.write().unwrap_or_else(|e| e.into_inner());
-        let shards: Vec<MutexGuard<'_, Shard>> = self.shards.iter().map(lock).collect();
-        let epoch = self.outside_epoch();
-
-        // Collect 1, starting where the last scan stopped.
-        let all: Vec<(usize, &Entry)> = shards
-            .iter()
-            .flat_map(|s| s.entries.iter())
-            .enumerate()
-            .filter(|(_, e)| !e.member.is_null())
-            .collect();
-        if all.is_empty() {
-            return None;
-        }
-        let start = all
-            .iter()
-            .position(|(pos, _)| *pos >= self.resume.load(Ordering::Relaxed) as usize)
-            .unwrap_or(0);
-        let mut seen: Vec<Snapshot> = vec![Snapshot { word: 0 }; all.len()];
-        for k in (start..all.len()).chain(0..start) {
-            let (pos, entry) = all[k];
-            // SAFETY: registered entries point to live members (we hold the shard lock).
-            let m = unsafe { &*entry.member };
-            let s = m.snapshot();
-            if s.state() != member::BLOCKED_CSP
-                || s.outside_epoch() != epoch
-                || !self.waits_inside(m)
-            {
-                self.resume.store(pos as u32, Ordering::Relaxed);
+        let declared = self.runtime.with_tagged(|tagged| {
+            let epoch = self.outside_epoch();
+            // The members, in live-list order: each is a tagged task whose future starts
+            // with its `Member` (the `repr(C)` `Process`).
+            let mut all: Vec<(&Member, RawTask)> = Vec::new();
+            tagged.for_each(|future, task| {
+                // SAFETY: tagged tasks are CSP processes, whose future is a `repr(C)`
+                // `Process` starting with its `Member`; the task is live (its future is
+                // present) while the live list is locked.
+                let m = unsafe { &*future.cast::<Member>() };
+                // An ended member may have released its `par`: never look further.
+                if m.snapshot().state() != member::ENDED && m.is_in(self) {
+                    all.push((m, task));
+                }
+            });
+            if all.is_empty() {
                 return None;
             }
-            seen[k] = s;
-        }
-        if !quiet() {
-            return None;
-        }
-        // Collect 2.
-        for (k, (_, entry)) in all.iter().enumerate() {
-            // SAFETY: as above.
-            if unsafe { &*entry.member }.snapshot() != seen[k] {
+            // Collect 1, starting where the last scan stopped.
+            let n = all.len();
+            let start = (self.resume.load(Ordering::Relaxed) as usize).min(n - 1);
+            let mut seen: Vec<Snapshot> = vec![Snapshot { word: 0 }; n];
+            for k in (start..n).chain(0..start) {
+                let m = all[k].0;
+                let s = m.snapshot();
+                if s.state() != member::BLOCKED_CSP
+                    || s.outside_epoch() != epoch
+                    || !self.waits_inside(m)
+                {
+                    self.resume.store(k as u32, Ordering::Relaxed);
+                    return None;
+                }
+                seen[k] = s;
+            }
+            if !quiet() {
                 return None;
             }
-        }
-        if self.outside_epoch() != epoch || !quiet() {
-            return None;
-        }
-
-        // Deadlocked. Describe it while everything is still in place.
-        // SAFETY: as above.
-        let members: Vec<&Member> = all.iter().map(|(_, e)| unsafe { &*e.member }).collect();
-        let report = describe(&members, &shards);
-        let wakers = all
-            .iter()
-            .filter_map(|(_, e)| e.waker.clone())
-            .collect::<Vec<_>>();
-        for m in &members {
-            m.cancel();
-        }
-        drop(shards);
+            // Collect 2.
+            if all.iter().zip(&seen).any(|((m, _), s)| m.snapshot() != *s) {
+                return None;
+            }
+            if self.outside_epoch() != epoch || !quiet() {
+                return None;
+            }
+            // Deadlocked. Describe it while everything is still in place, publish the
+            // report (the cancelled processes read it), then cancel them.
+            let members: Vec<&Member> = all.iter().map(|(m, _)| *m).collect();
+            let report = describe(&members);
+            if self.report.set(report.clone()).is_err() {
+                return None;
+            }
+            for (_, task) in &all {
+                task.cancel();
+            }
+            Some(report)
+        });
         drop(gate);
-        Some((report, wakers))
+        declared.flatten()
     }
-}
-
-fn split(id: u32) -> (usize, usize) {
-    (
-        (id & ((1 << SHARD_BITS) - 1)) as usize,
-        (id >> SHARD_BITS) as usize,
-    )
 }
 
 /// The idle hook: looks for deadlocked networks while the runtime is quiet.
@@ -322,19 +263,14 @@ fn scan() {
         all.iter().filter_map(Weak::upgrade).collect()
     };
     for net in nets {
-        if let Some((report, wakers)) = net.check(&|| net.runtime.is_quiet()) {
+        if let Some(report) = net.check(&|| net.runtime.is_quiet()) {
             eprintln!("{report}");
-            if net.report.set(report).is_ok() {
-                for w in wakers {
-                    w.wake();
-                }
-            }
         }
     }
 }
 
 /// Builds the report: each blocked process, what it waits on, and a wait-for cycle.
-fn describe(members: &[&Member], shards: &[MutexGuard<'_, Shard>]) -> Deadlock {
+fn describe(members: &[&Member]) -> Deadlock {
     let mut objects: Vec<*const HomeInner> = Vec::new();
     let mut object_name = |h: &HomeInner| -> String {
         let p: *const HomeInner = h;
@@ -355,20 +291,13 @@ fn describe(members: &[&Member], shards: &[MutexGuard<'_, Shard>]) -> Deadlock {
             None => format!("{what} #{}", k + 1),
         }
     };
-    let lookup = |id: u32| -> Option<&Member> {
-        let (s, i) = split(id);
-        let e = shards.get(s)?.entries.get(i)?;
-        // SAFETY: registered entries point to live members (the caller holds the locks).
-        (!e.member.is_null()).then(|| unsafe { &*e.member })
-    };
 
     let mut processes = Vec::with_capacity(members.len());
     let mut next: Vec<Option<usize>> = Vec::with_capacity(members.len());
     for m in members {
         let (wait, count, object) = m.wait();
         // SAFETY: the member is blocked on `object` (its pending future borrows an end of
-        // it), it cannot move on while we hold its shard lock and see it blocked, and
-        // records are not freed while we hold the scan gate.
+        // it), and records are not freed while we hold the scan gate.
         let object = unsafe { object.as_ref() };
         let target = match (wait, object) {
             (Some(Wait::Par), _) => "for its PAR (nested processes) to end".to_string(),
@@ -381,6 +310,10 @@ fn describe(members: &[&Member], shards: &[MutexGuard<'_, Shard>]) -> Deadlock {
                         format!("in an ALT over {count} guards (receive from {name}, …)")
                     }
                     Wait::AltRecv => format!("in an ALT (receive from {name})"),
+                    Wait::AltSend if count > 1 => {
+                        format!("in an ALT over {count} guards (send on {name}, …)")
+                    }
+                    Wait::AltSend => format!("in an ALT (send on {name})"),
                     Wait::Barrier => format!("at {name}"),
                     Wait::Par => unreachable!(),
                 }
@@ -388,15 +321,14 @@ fn describe(members: &[&Member], shards: &[MutexGuard<'_, Shard>]) -> Deadlock {
             _ => "on a CSP operation".to_string(),
         };
         let peer_side = match wait {
-            Some(Wait::Send) => Some(Side::Recv),
+            Some(Wait::Send | Wait::AltSend) => Some(Side::Recv),
             Some(Wait::Recv | Wait::AltRecv) => Some(Side::Send),
             _ => None,
         };
         let peer = peer_side
             .zip(object)
             .and_then(|(side, h)| h.last(side))
-            .and_then(lookup)
-            .and_then(|p| members.iter().position(|q| std::ptr::eq(*q, p)));
+            .and_then(|id| members.iter().position(|q| q.id() == id));
         next.push(peer);
         processes.push(BlockedProcess::new(m.name(), format!("waits {target}")));
     }
@@ -441,7 +373,7 @@ fn find_cycle(next: &[Option<usize>]) -> Vec<usize> {
 impl Member {
     /// The member's process name, as the `par`s that started it name it.
     fn name(&self) -> String {
-        process_name(&self.par, self.index)
+        process_name(self.par(), self.index())
     }
 }
 

@@ -23,6 +23,7 @@
 //! sees everything every process did, including the panics recorded before decrementing.
 
 use std::future::Future;
+use std::mem::ManuallyDrop;
 use std::pin::Pin;
 use std::sync::OnceLock;
 use std::task::{Context, Poll, Waker};
@@ -116,7 +117,7 @@ impl Shared {
         self.remaining.load(Ordering::Acquire) == 0
     }
 
-    fn fail(&self, index: usize, failure: Failure) {
+    pub(crate) fn fail(&self, index: usize, failure: Failure) {
         lock(&self.failures).push((index, failure));
     }
 
@@ -126,41 +127,35 @@ impl Shared {
     }
 }
 
-/// A process of a `par`: the user's future and its place in the `par`.
+/// A process of a `par`: its membership (which starts it, so that the deadlock detector
+/// finds it at the start of the task's future; `member.rs`) and the user's future.
+///
+/// A process costs its future plus 32 bytes.
+#[repr(C)]
 pub(crate) struct Process<F> {
-    /// `None` once dropped early (cancelled by the deadlock detector).
-    future: Option<F>,
-    /// `None` once the process has ended and counted down.
-    shared: Option<Arc<Shared>>,
-    index: usize,
-    /// Its membership in the network, when deadlock detection is on.
-    member: Option<Member>,
+    member: Member,
+    /// Dropped when the process is dropped, after it ended.
+    future: ManuallyDrop<F>,
 }
 
 impl<F> Process<F> {
     pub(crate) fn new(future: F, shared: Arc<Shared>, index: usize) -> Self {
-        let member = shared
-            .net
-            .clone()
-            .map(|net| Member::new(net, Arc::clone(&shared), index));
         Process {
-            future: Some(future),
-            shared: Some(shared),
-            index,
-            member,
+            member: Member::new(shared, index),
+            future: ManuallyDrop::new(future),
         }
     }
 
-    fn end(&mut self, failure: Option<Failure>) {
-        if let Some(m) = &self.member {
-            m.leave();
+    /// The process ended: mark it (once) and count the `par` down.
+    fn end(&self, failure: Option<Failure>) {
+        if !self.member.end() {
+            return;
         }
-        if let Some(shared) = self.shared.take() {
-            if let Some(f) = failure {
-                shared.fail(self.index, f);
-            }
-            shared.done();
+        let shared = self.member.par();
+        if let Some(f) = failure {
+            shared.fail(self.member.index(), f);
         }
+        shared.done();
     }
 }
 
@@ -169,32 +164,19 @@ impl<F: Future<Output = ()>> Future for Process<F> {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
         // SAFETY: `future` is structurally pinned — never moved out of `self`: it is only
-        // polled in place or dropped in place (set to `None`) — and `member` is pinned
-        // too (the network holds its address while registered; `end` and `Drop` remove
-        // it). `Process` is not `Unpin` unless `F` is.
+        // polled in place or dropped in place — and `member` is pinned too (the detector
+        // finds it by address while the task is live). `Process` is not `Unpin` unless
+        // `F` is.
         let this = unsafe { self.get_unchecked_mut() };
-        let Some(future) = this.future.as_mut() else {
-            return Poll::Ready(()); // already cancelled and ended
-        };
-        // SAFETY: as above.
-        let future = unsafe { Pin::new_unchecked(future) };
-        let entered = match &this.member {
-            None => None,
-            Some(m) => match m.begin_poll(cx.waker()) {
-                Some(entered) => Some(entered),
-                None => {
-                    // Cancelled by the deadlock detector: drop the future in place (its
-                    // pending operations withdraw), as its own member.
-                    this.future = None;
-                    this.end(Some(Failure::Deadlocked));
-                    return Poll::Ready(());
-                }
-            },
-        };
+        // SAFETY: as above; the future is dropped only with the process.
+        let future = unsafe { Pin::new_unchecked(&mut *this.future) };
+        let tracked = this.member.par().net.is_some();
+        let entered = tracked.then(|| this.member.begin_poll());
         // A process's panic is caught here and re-raised by the `par` once all have ended.
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| future.poll(cx)));
-        if let (Some(m), Some(entered)) = (&this.member, entered) {
-            m.end_poll(entered, matches!(result, Ok(Poll::Pending)));
+        if let Some(entered) = entered {
+            this.member
+                .end_poll(entered, matches!(result, Ok(Poll::Pending)));
         }
         match result {
             Ok(Poll::Pending) => Poll::Pending,
@@ -212,9 +194,22 @@ impl<F: Future<Output = ()>> Future for Process<F> {
 
 impl<F> Drop for Process<F> {
     fn drop(&mut self) {
-        // Dropped before it ended: the runtime cancelled the task. Leave the network
-        // before the future goes (it may hold what the detector is looking at).
-        self.end(Some(Failure::Cancelled));
+        // Dropped before it ended: its task was cancelled — by the deadlock detector (the
+        // network's report is set before it cancels), or by its runtime shutting down.
+        // End it before the future goes (the future may hold what a detector looks at).
+        let deadlocked = self
+            .member
+            .par()
+            .net
+            .as_deref()
+            .is_some_and(|n| n.deadlock().is_some());
+        self.end(Some(if deadlocked {
+            Failure::Deadlocked
+        } else {
+            Failure::Cancelled
+        }));
+        // SAFETY: dropped once, in place (it is pinned), here.
+        unsafe { ManuallyDrop::drop(&mut self.future) };
     }
 }
 

@@ -343,31 +343,7 @@ impl<T> JoinHandle<T> {
     pub fn abort(self) {
         let task = self.task;
         std::mem::forget(self);
-        let mut state = task.state();
-        loop {
-            if state.is_settled() {
-                break;
-            }
-            let next = if state.is_idle() {
-                // Make a job that drops the future on a worker (T2).
-                state.with(CLOSED | SCHEDULED).add_ref()
-            } else {
-                state.with(CLOSED) // the job drops it
-            };
-            match task
-                .header()
-                .state
-                .compare_exchange_weak(state.0, next.0, Ordering::AcqRel, Ordering::Acquire)
-            {
-                Ok(_) => {
-                    if next.has(SCHEDULED) && state.is_idle() {
-                        super::schedule(task, next.runtime(), false);
-                    }
-                    break;
-                }
-                Err(s) => state = super::state::State(s),
-            }
-        }
+        task.cancel();
         drop_handle(task);
     }
 
@@ -479,11 +455,12 @@ fn drop_handle(task: RawTask) {
         if closing {
             next = next.with(SCHEDULED | CLOSED).add_ref();
         }
-        match task
-            .header()
-            .state
-            .compare_exchange_weak(state.0, next.0, Ordering::AcqRel, Ordering::Acquire)
-        {
+        match task.header().state.compare_exchange_weak(
+            state.0,
+            next.0,
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        ) {
             Ok(_) => {
                 if closing {
                     super::schedule(task, next.runtime(), false);

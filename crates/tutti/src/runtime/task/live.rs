@@ -181,7 +181,6 @@ impl LiveTasks {
         all
     }
 
-    #[allow(dead_code)] // TODO(next commit): the csp deadlock detector
     /// Runs `f` with every shard locked (no task can become or stop being live meanwhile)
     /// and a view of the tagged tasks.
     pub(crate) fn with_tagged<R>(&self, f: impl FnOnce(&Tagged<'_>) -> R) -> R {
@@ -221,14 +220,12 @@ unsafe fn unlink(shard: &mut Shard, header: &Header) {
     }
 }
 
-#[allow(dead_code)] // TODO(next commit): the csp deadlock detector
 /// The tagged live tasks of a runtime, seen with every shard locked.
 pub(crate) struct Tagged<'a> {
     heads: Vec<*const Header>,
     _locks: std::marker::PhantomData<&'a ()>,
 }
 
-#[allow(dead_code)] // TODO(next commit): the csp deadlock detector
 impl Tagged<'_> {
     /// Calls `f` with each tagged task: its future's address, and the task (to wake it:
     /// [`RawTask::waker`] is safe here, the task being live while the locks are held).

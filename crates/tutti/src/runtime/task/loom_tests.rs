@@ -245,7 +245,10 @@ fn a_task_awaiting_a_handle_is_woken_by_its_completion() {
         unsafe { outer.run() };
         completer.join().unwrap();
         run_queued();
-        assert!(got.load(Ordering::Relaxed), "the awaiting task slept through the end");
+        assert!(
+            got.load(Ordering::Relaxed),
+            "the awaiting task slept through the end"
+        );
         assert_eq!(counts.outputs.load(Ordering::Relaxed), 1);
         drop(outer_handle);
         assert_eq!(loom_queue::tasks_allocated(), 0, "a task was not freed");

@@ -19,6 +19,7 @@
 //! the future or its output is reported on stderr. Completion callbacks run exactly once
 //! with the task's [`Outcome`].
 
+mod compact;
 mod join;
 mod live;
 mod raw;
@@ -38,6 +39,7 @@ use super::job::{JobRef, JobVTable};
 use super::registry::{with_current_registry, Registry};
 use super::worker::WorkerThread;
 
+pub(crate) use compact::CompactWaker;
 pub use join::{JoinError, JoinHandle, Outcome, TaskResult};
 pub(crate) use live::{LiveTasks, Tagged};
 pub(crate) use raw::RawTask;
@@ -152,7 +154,6 @@ where
     spawn_with(registry, worker, future, false)
 }
 
-#[allow(dead_code)] // TODO(next commit): csp::par spawns its processes with it
 /// Spawns a task marked for the layer above (a CSP process, found again through
 /// [`with_tagged_tasks`]) on the current runtime.
 pub(crate) fn spawn_tagged<F>(future: F) -> JoinHandle<F::Output>
@@ -166,7 +167,6 @@ where
     }
 }
 
-#[allow(dead_code)] // TODO(next commit): the csp deadlock detector
 /// Runs `f` with a view of the tagged live tasks of `registry`, during which no task of
 /// it starts or stops being live.
 pub(crate) fn with_tagged_tasks<R>(registry: &Registry, f: impl FnOnce(&Tagged<'_>) -> R) -> R {
@@ -185,9 +185,7 @@ where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
 {
-    let shard = registry
-        .live
-        .shard_for(worker.map_or(0, |w| w.index() + 1));
+    let shard = registry.live.shard_for(worker.map_or(0, |w| w.index() + 1));
     let task = raw::allocate(future, state::State::new(registry.id(), shard, tagged));
     registry.live.insert(registry, task);
     let job = task_job(task);

@@ -73,7 +73,6 @@ pub(crate) struct TaskVTable {
     /// Frees the allocation.
     pub(super) dealloc: unsafe fn(NonNull<Header>),
     /// The address of the future, for the layer that tagged the task.
-    #[allow(dead_code)] // TODO(next commit): the csp deadlock detector
     pub(super) future: unsafe fn(NonNull<Header>) -> *const (),
 }
 
@@ -185,7 +184,10 @@ impl<F: Future> Cell<F> {
 unsafe fn drop_future_in<F: Future>(stage: *mut Stage<F>) {
     // SAFETY: by the caller's contract.
     if let Err(p) = halt_unwinding(|| unsafe { ManuallyDrop::drop(&mut (*stage).future) }) {
-        eprintln!("tutti: a task's future panicked while dropped: {}", payload_text(&p));
+        eprintln!(
+            "tutti: a task's future panicked while dropped: {}",
+            payload_text(&p)
+        );
     }
 }
 
@@ -437,6 +439,36 @@ impl RawTask {
         }
     }
 
+    /// Cancels the task (an abort without a handle): a parked task gets a job that drops
+    /// its future; a queued or running one drops it when its job runs or its poll
+    /// returns. Nothing happens to a task that ended already.
+    ///
+    /// The caller keeps the task allocated across the call (a reference, the handle, or a
+    /// live-list lock).
+    pub(crate) fn cancel(self) {
+        let mut state = self.state();
+        loop {
+            if state.is_settled() {
+                return;
+            }
+            let next = if state.is_idle() {
+                // Make a job that drops the future on a worker (T2).
+                checked(state.with(CLOSED | SCHEDULED).add_ref())
+            } else {
+                state.with(CLOSED) // the job drops it
+            };
+            match self.cas(state, next) {
+                Ok(next) => {
+                    if state.is_idle() {
+                        super::schedule(self, next.runtime(), false);
+                    }
+                    return;
+                }
+                Err(s) => state = s,
+            }
+        }
+    }
+
     /// Takes one more reference.
     #[inline]
     pub(crate) fn add_ref(self) {
@@ -448,10 +480,8 @@ impl RawTask {
     pub(crate) fn drop_ref(self) {
         let mut state = self.state();
         loop {
-            let closing = state.refs() == 1
-                && !state.has(HANDLE)
-                && state.is_idle()
-                && !state.is_settled();
+            let closing =
+                state.refs() == 1 && !state.has(HANDLE) && state.is_idle() && !state.is_settled();
             let next = if closing {
                 // Our reference becomes the closing job's.
                 state.with(SCHEDULED | CLOSED)
@@ -474,19 +504,20 @@ impl RawTask {
 
     /// Frees the allocation; the state is settled, without references or handle.
     pub(super) fn dealloc(self) {
-        debug_assert!(self.header().join.is_done(), "tutti: freeing an unfinished task");
+        debug_assert!(
+            self.header().join.is_done(),
+            "tutti: freeing an unfinished task"
+        );
         #[cfg(loom)]
         super::loom_queue::count_allocation(-1);
         // SAFETY: nobody refers to the task any more (T4).
         unsafe { (self.header().vtable.dealloc)(self.0) }
     }
 
-    /// A waker owning one new reference.
-    #[allow(dead_code)] // TODO(next commit): the csp deadlock detector
-    pub(crate) fn waker(self) -> Waker {
-        self.add_ref();
+    /// A waker owning the reference the caller holds.
+    pub(crate) fn into_waker(self) -> Waker {
         let raw = RawWaker::new(self.0.as_ptr().cast_const().cast(), &WAKER_VTABLE);
-        // SAFETY: the waker owns the reference just taken.
+        // SAFETY: the waker owns the caller's reference; the vtable keeps the contract.
         unsafe { Waker::from_raw(raw) }
     }
 

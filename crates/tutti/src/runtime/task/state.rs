@@ -180,7 +180,11 @@ mod tests {
         assert!(s.has(SCHEDULED) && s.has(HANDLE) && s.has(TAGGED));
         let s = s.add_ref().add_ref().unref();
         assert_eq!(s.refs(), 2);
-        assert_eq!(s.runtime(), (1 << RUNTIME_BITS) - 1, "the count does not spill");
+        assert_eq!(
+            s.runtime(),
+            (1 << RUNTIME_BITS) - 1,
+            "the count does not spill"
+        );
         assert!(!s.overflowed());
         assert!(State(u64::MAX).overflowed());
         assert!(format!("{s:?}").contains("SCHEDULED|HANDLE|TAGGED refs=2"));
