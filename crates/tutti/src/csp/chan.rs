@@ -1,63 +1,91 @@
-//! The channel core shared by both flavors: one lock, the waiting senders and receivers,
-//! and the end-of-life flags (closed on either side, poisoned).
+//! The channel core: one lock, the waiting senders and receivers, the buffered values,
+//! the count of ends and the end-of-life flags (closed, poisoned).
 //!
-//! # State (all under `Chan::state`'s lock)
+//! # State
 //!
-//! * `buffer` — the flavor's storage ([`Buffer`]): nothing for a rendezvous (apart from
+//! Under the channel's lock (`Chan::inner`):
+//!
+//! * `buffer` — the buffered values ([`Buffer`]): nothing for a rendezvous (apart from
 //!   values given back by cancelled receivers), a bounded FIFO otherwise.
 //! * `senders` — queued waiters of senders that could not complete, each holding its
-//!   value in its slot.
-//! * `receivers` — queued waiters of receivers (plain futures or `Alt` guards) with empty
-//!   slots. A waiter whose selector has been decided elsewhere (an `Alt` that fired
-//!   another guard) is *dead*: it stays queued until popped or removed, and counterparts
-//!   skip it. Every other queued waiter is *live*.
-//! * `tx_gone` / `rx_gone` — every `Tx` / every `Rx` has been dropped. Set once.
-//! * `poisoned` — `poison()` was called on some end. Set once; wins over everything.
+//!   value in its slot (plain futures or `Alt` send guards).
+//! * `receivers` — queued waiters of receivers (plain futures or `Alt` receive guards)
+//!   with empty slots.
+//!
+//! A queued `Alt` waiter whose selector has been decided elsewhere (the `Alt` fired
+//! another guard, or withdrew) is *dead*: it stays queued until popped or removed, and
+//! counterparts skip it. Every other queued waiter is *live*.
+//!
+//! In `Chan::ends` (one atomic word): the numbers of live `Tx` and `Rx` handles, changed
+//! without the lock, and three flags, each set once, under the lock:
+//!
+//! * `CLOSED` — no more values may be sent: every `Tx` was dropped, or `close()` was
+//!   called. Receivers still get what is buffered.
+//! * `RX_GONE` — every `Rx` was dropped: senders get their values back.
+//! * `POISONED` — `poison()` was called on some end; wins over everything.
+//!
+//! and `KEEP_OPEN`, fixed at creation: dropping the last `Tx` does not close the channel
+//! (timer channels, whose sender is internal, never close).
 //!
 //! # Invariants
 //!
 //! 1. **One side waits.** A live receiver is queued only while the buffer is empty and
-//!    no sender is queued; a sender is queued only while no live receiver is queued and
-//!    the buffer has no room.
+//!    no live sender (of another party) is queued; a sender is queued only while no live
+//!    receiver (of another party) is queued and the buffer has no room. An `Alt` may
+//!    have a send and a receive waiter on the same channel; they never match each other.
 //! 2. **One place per value.** Every sent value is at each moment in exactly one place:
 //!    a sender's slot, the buffer, a receiver's slot, or returned to user code. It moves
 //!    between places only under the lock, or by the owner of an unqueued waiter.
 //! 3. **Pop, move, decide.** A counterpart completes a waiter in one critical section: it
 //!    pops the waiter, moves the value (into a receiver's slot, out of a sender's slot, or
-//!    neither for close/poison), then decides the waiter's selector. If the decision fails
-//!    (the selector was decided elsewhere) it moves the value back before unlocking.
-//! 4. **Nobody waits on a finished channel.** Once `poisoned`, or `tx_gone` for
-//!    receivers, or `rx_gone` for senders, no waiter of that kind is queued: the critical
-//!    section that sets the flag pops and decides them all, and later arrivals see the
-//!    flag under the lock.
+//!    neither for close/poison), then decides the waiter. If the decision fails (an `Alt`
+//!    decided elsewhere) it moves the value back before unlocking.
+//! 4. **Nobody waits on a finished channel.** Once `POISONED`, or `CLOSED` for senders,
+//!    or `CLOSED` with nothing left for receivers, or `RX_GONE` for senders, no waiter of
+//!    that kind is queued: the critical section that sets the flag pops and decides them
+//!    all, and later arrivals see the flag under the lock.
+//! 5. **Only the unregistered decide.** A party decides another party's waiter only while
+//!    it has no waiter of its own queued anywhere (a plain operation, or an `Alt` in its
+//!    first, look-only pass). An `Alt` registering its waiters never decides anybody: if
+//!    it finds a guard ready while registering, it withdraws and looks again (see the
+//!    [`alt`](super::alt) module). So a party that commits to a counterpart can always
+//!    complete its own side.
 //!
 //! # Operations
 //!
-//! *Send* (`offer`): poisoned → `Poisoned(v)`; no receivers → `Closed(v)`; a live
-//! receiver is queued → hand `v` into its slot and decide it (the send is complete: a
-//! receiver has the value); room in the buffer → append; otherwise the sender waits with
-//! `v` in its own slot.
+//! *Send* (`offer`): poisoned → `Poisoned(v)`; closed or no receivers → `Closed(v)`; a
+//! live receiver is queued → hand `v` into its slot and decide it (the send is complete:
+//! a receiver has the value); room in the buffer → append; otherwise the sender waits
+//! with `v` in its own slot.
 //!
 //! *Receive* (`take`): poisoned → `Poisoned`; a buffered value → take it, and if that made
-//! room move the oldest waiting sender's value in (completing that send); a waiting sender
-//! (rendezvous) → take its value and decide it (completing that send); no senders left →
-//! `Closed`; otherwise wait with an empty slot.
+//! room move the oldest live sender's value in (completing that send); a live sender
+//! (rendezvous) → take its value and decide it (completing that send); closed → `Closed`;
+//! otherwise wait with an empty slot.
 //!
-//! A waiting party is woken exactly when its selector is decided (invariant 3), and the
-//! waker is taken or cloned *before* deciding, so a counterpart never touches a waiter
-//! after the owner could have seen the decision and freed it.
+//! A waiting party is woken exactly when it is decided (invariant 3), and its waker is
+//! taken or cloned *before* deciding, so a counterpart never touches a waiter after the
+//! owner could have seen the decision and freed it.
 //!
 //! # Readiness hints
 //!
 //! `Chan::hints` is a lock-free summary of the state, rewritten (if it changed) by every
-//! critical section just before it unlocks: `RECV_READY` — a receive would complete now
-//! (a buffered value, a waiting sender, or an end state); `SEND_READY` — a send would
+//! critical section just before it unlocks: `RECV_READY` — a receive might complete now
+//! (a buffered value, a queued sender, or an end state); `SEND_READY` — a send might
 //! (room, a queued receiver, or an end state). Readers load it `Relaxed` and use it only
 //! to *skip* taking the lock when it says "not ready": `try_send`/`try_recv` then report
 //! `Full`/`Empty`, and a look-only `Alt` pass skips the guard. A hint can be stale only
 //! with respect to critical sections that do not happen-before the reader, so a
 //! `try_recv` still sees every value whose sending happens-before it. Anything that
 //! *waits* decides under the lock, never on a hint.
+//!
+//! # Memory
+//!
+//! A channel is one 56-byte allocation (64 with the allocator's header): the lock byte,
+//! the hints, the two queues (a word each: `waiter.rs`), the buffer pointer, the ends
+//! word, the capacity and the deadlock detector's record (a word, null for a channel made
+//! outside every process network). `Tx` and `Rx` are a pointer each; the ends word is the
+//! reference count.
 //!
 //! # Why no value is lost or duplicated under cancellation
 //!
@@ -84,55 +112,74 @@
 //!
 //! The `loom_tests` module model-checks these races.
 
+use std::borrow::Cow;
+use std::cell::UnsafeCell;
 use std::collections::VecDeque;
 use std::fmt;
+use std::ptr::NonNull;
 use std::task::Waker;
 
-use std::borrow::Cow;
-
 use super::alt::guard::Enable;
+use super::buffer::Buffer;
 use super::deadlock::{Home, Object, Side};
 use super::error::{TryRecvError, TrySendError};
-use super::flavors::Buffer;
 use super::waiter::{GuardWaiter, Node, Selector, WaitQueue};
-use std::ops::{Deref, DerefMut};
 
-use crate::loom::{AtomicU8, AtomicUsize, Ordering};
+use crate::loom::{AtomicU64, AtomicU8, Ordering};
 
 #[cfg(not(loom))]
-use super::lock::{Lock, LockGuard};
+use super::lock::{Lock as RawLock, LockGuard as RawLockGuard};
 #[cfg(loom)]
-use crate::loom::{Mutex as Lock, MutexGuard as LockGuard};
+use crate::loom::{Mutex as RawLock, MutexGuard as RawLockGuard};
 
-/// `Chan::hints`: a receive would complete now.
+/// `Chan::hints`: a receive might complete now.
 const RECV_READY: u8 = 1;
-/// `Chan::hints`: a send would complete now.
+/// `Chan::hints`: a send might complete now.
 const SEND_READY: u8 = 2;
+
+/// `Chan::ends`: one `Tx`.
+const TX_ONE: u64 = 1;
+/// `Chan::ends`: one `Rx`.
+const RX_ONE: u64 = 1 << 30;
+/// Ends of one kind at most.
+const MAX_ENDS: u64 = (1 << 30) - 1;
+const TX_MASK: u64 = MAX_ENDS;
+const RX_MASK: u64 = MAX_ENDS << 30;
+/// `Chan::ends`: no more values may be sent.
+const CLOSED: u64 = 1 << 60;
+/// `Chan::ends`: every `Rx` was dropped.
+const RX_GONE: u64 = 1 << 61;
+/// `Chan::ends`: poisoned.
+const POISONED: u64 = 1 << 62;
+/// `Chan::ends`: dropping the last `Tx` does not close the channel.
+const KEEP_OPEN: u64 = 1 << 63;
 
 /// A channel: the state behind every `Tx` and `Rx` of it.
 pub(crate) struct Chan<T> {
-    /// Everything but the handle counts; see the module docs.
-    state: Lock<State<T>>,
+    /// Guards `inner` (module docs).
+    lock: RawLock<()>,
     /// `RECV_READY | SEND_READY` as of the last critical section (module docs).
     hints: AtomicU8,
-    /// Number of live `Tx` handles; the one that drops it to 0 closes the sending side.
-    senders: AtomicUsize,
-    /// Number of live `Rx` handles; the one that drops it to 0 closes the receiving side.
-    receivers: AtomicUsize,
+    /// The buffer and the queues; only touched while `lock` is held.
+    inner: UnsafeCell<Inner<T>>,
+    /// Numbers of `Tx` and `Rx` handles, and the end flags (module docs).
+    ends: AtomicU64,
     /// The buffer's capacity (0 for a rendezvous); fixed, so readable without the lock.
     capacity: usize,
     /// What the deadlock detector knows of the channel (`deadlock/home.rs`).
     pub(crate) home: Home,
 }
 
-/// What [`Chan::state`] protects.
-pub(crate) struct State<T> {
+// SAFETY: `inner` is only touched under the lock; the channel moves `T`s between threads.
+unsafe impl<T: Send> Send for Chan<T> {}
+// SAFETY: as above.
+unsafe impl<T: Send> Sync for Chan<T> {}
+
+/// What the lock protects.
+struct Inner<T> {
     buffer: Buffer<T>,
     senders: WaitQueue<T>,
     receivers: WaitQueue<T>,
-    tx_gone: bool,
-    rx_gone: bool,
-    poisoned: bool,
 }
 
 /// Result of a sender's attempt under the lock.
@@ -141,7 +188,7 @@ pub(crate) enum Offer<T> {
     Done(Option<Waker>),
     /// Nobody to take it and no room: the sender must wait (or fail, for `try_send`).
     Wait(T),
-    /// Every receiver is gone.
+    /// The channel is closed for sending (or every receiver is gone).
     Closed(T),
     /// The channel is poisoned.
     Poisoned(T),
@@ -153,7 +200,7 @@ pub(crate) enum Take<T> {
     Value(T, Option<Waker>),
     /// Nothing yet.
     Empty,
-    /// Every sender is gone and nothing is left.
+    /// Closed and nothing left.
     Closed,
     /// The channel is poisoned.
     Poisoned,
@@ -167,22 +214,57 @@ pub(crate) fn wake(waker: Option<Waker>) {
     }
 }
 
-impl<T> State<T> {
+/// The channel lock held: the state's operations. On drop it refreshes `Chan::hints`,
+/// then unlocks.
+pub(crate) struct State<'a, T> {
+    chan: &'a Chan<T>,
+    inner: &'a mut Inner<T>,
+    /// The end flags, read when the lock was taken: only lock holders set them.
+    flags: u64,
+    _lock: RawLockGuard<'a, ()>,
+}
+
+impl<T> State<'_, T> {
+    #[inline]
+    fn flags(&self) -> u64 {
+        self.flags
+    }
+
+    #[inline]
+    fn set_flag(&mut self, flag: u64) {
+        self.flags |= flag;
+        // Relaxed: the flags are read under the lock (the unlock publishes them), or by
+        // lock-free readers that only need a recent value.
+        self.chan.ends.fetch_or(flag, Ordering::Relaxed);
+    }
+
+    /// Whether the channel is poisoned.
+    #[inline]
+    pub(crate) fn is_poisoned(&self) -> bool {
+        self.flags() & POISONED != 0
+    }
+
+    #[inline]
+    fn is_closed(&self) -> bool {
+        self.flags() & CLOSED != 0
+    }
+
     /// A sender's attempt: deliver, buffer, or report why not.
     #[inline]
     pub(crate) fn offer(&mut self, value: T) -> Offer<T> {
-        if self.poisoned {
+        let flags = self.flags();
+        if flags & POISONED != 0 {
             return Offer::Poisoned(value);
         }
-        if self.rx_gone {
+        if flags & (CLOSED | RX_GONE) != 0 {
             return Offer::Closed(value);
         }
         let value = match self.deliver(value) {
             Ok(waker) => return Offer::Done(waker),
             Err(value) => value,
         };
-        if self.buffer.has_room() {
-            self.buffer.push(value);
+        if self.inner.buffer.has_room(self.chan.capacity) {
+            self.inner.buffer.push(value);
             return Offer::Done(None);
         }
         Offer::Wait(value)
@@ -190,12 +272,19 @@ impl<T> State<T> {
 
     /// Hands `value` to the oldest live receiver, popping dead ones on the way.
     #[inline]
-    fn deliver(&mut self, mut value: T) -> Result<Option<Waker>, T> {
-        while let Some(w) = self.receivers.pop() {
-            // SAFETY: popped under the lock we hold: alive (queue invariant).
-            let w = unsafe { w.get() };
-            // SAFETY: popped from this channel's queue under its lock.
-            match unsafe { w.complete_with(value) } {
+    fn deliver(&mut self, value: T) -> Result<Option<Waker>, T> {
+        if self.inner.receivers.is_empty() {
+            return Err(value);
+        }
+        self.deliver_cold(value)
+    }
+
+    #[cold]
+    fn deliver_cold(&mut self, mut value: T) -> Result<Option<Waker>, T> {
+        while let Some(w) = self.inner.receivers.pop() {
+            // SAFETY: popped under the lock we hold: alive (queue invariant), and ours
+            // to complete.
+            match unsafe { w.get().complete_with(value) } {
                 Ok(waker) => return Ok(waker),
                 Err(back) => value = back,
             }
@@ -206,11 +295,11 @@ impl<T> State<T> {
     /// A receiver's attempt: a buffered value, a waiting sender's value, or why not.
     #[inline]
     pub(crate) fn take(&mut self) -> Take<T> {
-        if self.poisoned {
+        if self.is_poisoned() {
             return Take::Poisoned;
         }
-        if let Some(value) = self.buffer.pop() {
-            let waker = if self.buffer.has_room() {
+        if let Some(value) = self.inner.buffer.pop() {
+            let waker = if self.inner.buffer.has_room(self.chan.capacity) {
                 self.refill()
             } else {
                 None
@@ -220,32 +309,34 @@ impl<T> State<T> {
         if let Some((value, waker)) = self.take_from_sender() {
             return Take::Value(value, waker);
         }
-        if self.tx_gone {
+        if self.is_closed() {
             Take::Closed
         } else {
             Take::Empty
         }
     }
 
-    /// Whether a receiver would complete at once (a value, or an end state).
-    pub(crate) fn recv_ready(&self) -> bool {
-        self.poisoned || self.tx_gone || !self.buffer.is_empty() || !self.senders.is_empty()
-    }
-
-    /// Moves the oldest waiting sender's value into the buffer, completing that send.
+    /// Moves the oldest live sender's value into the buffer, completing that send.
     fn refill(&mut self) -> Option<Waker> {
         let (value, waker) = self.take_from_sender()?;
-        self.buffer.push(value);
+        self.inner.buffer.push(value);
         waker
     }
 
-    /// Takes the oldest waiting sender's value, completing that send.
+    /// Takes the oldest live sender's value, completing that send.
+    #[inline]
     fn take_from_sender(&mut self) -> Option<(T, Option<Waker>)> {
-        while let Some(w) = self.senders.pop() {
+        if self.inner.senders.is_empty() {
+            return None;
+        }
+        self.take_from_sender_cold()
+    }
+
+    #[cold]
+    fn take_from_sender_cold(&mut self) -> Option<(T, Option<Waker>)> {
+        while let Some(w) = self.inner.senders.pop() {
             // SAFETY: popped under the lock we hold: alive (queue invariant).
-            let w = unsafe { w.get() };
-            // SAFETY: popped from this channel's queue under its lock.
-            if let Some(done) = unsafe { w.complete_taking() } {
+            if let Some(done) = unsafe { w.get().complete_taking() } {
                 return Some(done);
             }
         }
@@ -257,13 +348,13 @@ impl<T> State<T> {
     /// the waker to wake, or the value if the channel is poisoned (to be dropped after
     /// unlocking).
     pub(crate) fn give_back(&mut self, value: T) -> Result<Option<Waker>, T> {
-        if self.poisoned {
+        if self.is_poisoned() {
             return Err(value);
         }
         match self.deliver(value) {
             Ok(waker) => Ok(waker),
             Err(value) => {
-                self.buffer.push_front(value);
+                self.inner.buffer.push_front(value);
                 Ok(None)
             }
         }
@@ -276,7 +367,7 @@ impl<T> State<T> {
     #[inline]
     pub(crate) unsafe fn wait_send(&mut self, node: &Node<T>) {
         // SAFETY: caller's contract.
-        unsafe { self.senders.push(node) }
+        unsafe { self.inner.senders.push(node) }
     }
 
     /// Queues a receiving waiter.
@@ -286,22 +377,25 @@ impl<T> State<T> {
     #[inline]
     pub(crate) unsafe fn wait_recv(&mut self, node: &Node<T>) {
         // SAFETY: caller's contract.
-        unsafe { self.receivers.push(node) }
+        unsafe { self.inner.receivers.push(node) }
     }
 
     /// Removes a sending waiter; false if a counterpart popped it already.
     pub(crate) fn cancel_send(&mut self, node: &Node<T>) -> bool {
-        self.senders.remove(node)
+        self.inner.senders.remove(node)
     }
 
     /// Removes a receiving waiter; false if a counterpart popped it already.
     pub(crate) fn cancel_recv(&mut self, node: &Node<T>) -> bool {
-        self.receivers.remove(node)
+        self.inner.receivers.remove(node)
     }
 
-    /// An `Alt` input guard's enabling step (see the [`alt`](super::alt) module): if a
-    /// receive would complete now, decide the selector for `index` and take the value into
-    /// `waiter`'s slot; otherwise queue `waiter` if `register`.
+    /// An `Alt` receive guard's enabling step (see the [`alt`](super::alt) module).
+    ///
+    /// Look-only (`register == false`, the `Alt` has no waiter queued anywhere): if a
+    /// receive completes now, take its outcome into `waiter` and decide the selector for
+    /// `index` (nobody else can, invariant 5). Registering: if a receive could complete
+    /// now, `Retry` (the `Alt` withdraws and looks again); otherwise queue `waiter`.
     ///
     /// # Safety
     /// `waiter` is guard `index` of `selector`'s owner, who calls this; it is not queued
@@ -313,38 +407,99 @@ impl<T> State<T> {
         index: usize,
         register: bool,
     ) -> (Enable, Option<Waker>) {
-        if self.recv_ready() {
-            if !selector.try_select(index) {
-                // A counterpart on another guard decided first.
-                return (Enable::Lost, None);
-            }
-            let (value, waker) = match self.take() {
-                Take::Value(v, w) => (Some(v), w),
-                Take::Closed | Take::Poisoned => (None, None),
-                Take::Empty => unreachable!("tutti: a ready channel had nothing to take"),
-            };
-            if let Some(v) = value {
-                // SAFETY: our own unqueued waiter, and we just decided the round ourselves.
-                unsafe { waiter.put_slot(v) };
-            }
-            return (Enable::Fired, waker);
-        }
         if register {
+            if self.recv_ready_for(selector) {
+                return (Enable::Retry, None);
+            }
             // SAFETY: caller's contract.
             unsafe { self.wait_recv(waiter.node()) };
-            (Enable::Waiting, None)
-        } else {
-            (Enable::NotReady, None)
+            return (Enable::Waiting, None);
         }
+        let (value, waker) = match self.take() {
+            Take::Value(v, w) => (Some(v), w),
+            Take::Closed | Take::Poisoned => (None, None),
+            Take::Empty => return (Enable::NotReady, None),
+        };
+        if let Some(v) = value {
+            // SAFETY: our own unqueued waiter.
+            unsafe { waiter.put_slot(v) };
+        }
+        // Unregistered: nobody else can decide the round (invariant 5).
+        let won = selector.try_select(index);
+        debug_assert!(
+            won,
+            "tutti: an unregistered Alt was decided by someone else"
+        );
+        (Enable::Fired, waker)
+    }
+
+    /// An `Alt` send guard's enabling step; the value to send is in `waiter`'s slot. As
+    /// [`enable_recv`](Self::enable_recv): look-only, it sends now if it can (or finds the
+    /// channel ended, leaving the value in the slot) and decides the selector; registering,
+    /// it queues the waiter unless a send could complete now.
+    ///
+    /// # Safety
+    /// As for [`enable_recv`](Self::enable_recv); the slot holds a value.
+    pub(crate) unsafe fn enable_send(
+        &mut self,
+        waiter: &GuardWaiter<T>,
+        selector: &Selector,
+        index: usize,
+        register: bool,
+    ) -> (Enable, Option<Waker>) {
+        if register {
+            if self.send_ready_for(selector) {
+                return (Enable::Retry, None);
+            }
+            // SAFETY: caller's contract.
+            unsafe { self.wait_send(waiter.node()) };
+            return (Enable::Waiting, None);
+        }
+        // SAFETY: our own unqueued waiter.
+        let value = unsafe { waiter.take_slot() }.expect("tutti: a send guard without a value");
+        let waker = match self.offer(value) {
+            Offer::Done(waker) => waker,
+            Offer::Wait(value) => {
+                // SAFETY: as above.
+                unsafe { waiter.put_slot(value) };
+                return (Enable::NotReady, None);
+            }
+            Offer::Closed(value) | Offer::Poisoned(value) => {
+                // The guard fires with the value still here: the channel ended.
+                // SAFETY: as above.
+                unsafe { waiter.put_slot(value) };
+                None
+            }
+        };
+        let won = selector.try_select(index);
+        debug_assert!(
+            won,
+            "tutti: an unregistered Alt was decided by someone else"
+        );
+        (Enable::Fired, waker)
+    }
+
+    /// Whether a receive by the `Alt` of `selector` could complete now: a buffered value,
+    /// a live sender of another party, or an end state.
+    fn recv_ready_for(&self, selector: &Selector) -> bool {
+        self.flags() & (POISONED | CLOSED) != 0
+            || !self.inner.buffer.is_empty()
+            || self.inner.senders.has_live_peer(selector)
+    }
+
+    /// Whether a send by the `Alt` of `selector` could complete now: room, a live
+    /// receiver of another party, or an end state.
+    fn send_ready_for(&self, selector: &Selector) -> bool {
+        self.flags() & (POISONED | CLOSED | RX_GONE) != 0
+            || self.inner.buffer.has_room(self.chan.capacity)
+            || self.inner.receivers.has_live_peer(selector)
     }
 
     /// Decides every queued receiver without a value: they wake and see the end state.
     fn wake_receivers(&mut self, woken: &mut Vec<Waker>) {
-        while let Some(w) = self.receivers.pop() {
+        while let Some(w) = self.inner.receivers.pop() {
             // SAFETY: popped under the lock we hold: alive (queue invariant).
-            let w = unsafe { w.get() };
-            // SAFETY: popped from this channel's queue under its lock.
-            if let Some(Some(waker)) = unsafe { w.complete_empty() } {
+            if let Some(Some(waker)) = unsafe { w.get().complete_empty() } {
                 woken.push(waker);
             }
         }
@@ -352,71 +507,95 @@ impl<T> State<T> {
 
     /// Decides every queued sender, leaving each its value: they wake and see the end state.
     fn wake_senders(&mut self, woken: &mut Vec<Waker>) {
-        while let Some(w) = self.senders.pop() {
+        while let Some(w) = self.inner.senders.pop() {
             // SAFETY: popped under the lock we hold: alive (queue invariant).
-            let w = unsafe { w.get() };
-            // SAFETY: popped from this channel's queue under its lock.
-            if let Some(Some(waker)) = unsafe { w.complete_empty() } {
+            if let Some(Some(waker)) = unsafe { w.get().complete_empty() } {
                 woken.push(waker);
             }
         }
     }
 
-    pub(crate) fn is_poisoned(&self) -> bool {
-        self.poisoned
-    }
-
     /// The readiness hints this state implies (module docs).
     #[inline]
     fn hints(&self) -> u8 {
-        let recv =
-            self.poisoned || self.tx_gone || !self.buffer.is_empty() || !self.senders.is_empty();
-        let send =
-            self.poisoned || self.rx_gone || self.buffer.has_room() || !self.receivers.is_empty();
+        let flags = self.flags();
+        let ended = flags & POISONED != 0;
+        let recv = ended
+            || flags & CLOSED != 0
+            || !self.inner.buffer.is_empty()
+            || !self.inner.senders.is_empty();
+        let send = ended
+            || flags & (CLOSED | RX_GONE) != 0
+            || self.inner.buffer.has_room(self.chan.capacity)
+            || !self.inner.receivers.is_empty();
         (if recv { RECV_READY } else { 0 }) | (if send { SEND_READY } else { 0 })
+    }
+
+    /// Number of buffered values.
+    pub(crate) fn len(&self) -> usize {
+        self.inner.buffer.len()
     }
 
     /// Numbers of queued senders and receivers (dead ones included).
     #[cfg(all(test, not(loom)))]
     pub(crate) fn waiting(&self) -> (usize, usize) {
-        (self.senders.len(), self.receivers.len())
+        (self.inner.senders.len(), self.inner.receivers.len())
     }
+}
 
-    pub(crate) fn is_rx_gone(&self) -> bool {
-        self.rx_gone
+impl<T> Drop for State<'_, T> {
+    #[inline]
+    fn drop(&mut self) {
+        let hints = self.hints();
+        // Store only on change, so that readers polling the hint keep their cached copy.
+        // Relaxed: it is only a hint; the unlock right after publishes the state itself.
+        if self.chan.hints.load(Ordering::Relaxed) != hints {
+            self.chan.hints.store(hints, Ordering::Relaxed);
+        }
     }
 }
 
 impl<T> Chan<T> {
-    /// A channel with one `Tx` and one `Rx`; `capacity == 0` makes it a rendezvous.
-    pub(crate) fn new(capacity: usize, name: Option<Cow<'static, str>>) -> Self {
-        Chan {
-            home: Home::new(Object::Channel(capacity), name),
+    /// A channel with one `Tx` and one `Rx`, on the heap; `capacity == 0` makes it a
+    /// rendezvous. `keep_open`: dropping the last `Tx` does not close it; `senders`: how
+    /// many `Tx` handles the caller makes (0 or 1).
+    pub(crate) fn allocate(
+        capacity: usize,
+        object: Object,
+        name: Option<Cow<'static, str>>,
+        senders: u64,
+        keep_open: bool,
+    ) -> NonNull<Chan<T>> {
+        let keep = if keep_open { KEEP_OPEN } else { 0 };
+        let chan = Box::new(Chan {
+            home: Home::new(object, name),
             hints: AtomicU8::new(if capacity > 0 { SEND_READY } else { 0 }),
-            state: Lock::new(State {
+            lock: RawLock::new(()),
+            inner: UnsafeCell::new(Inner {
                 buffer: Buffer::new(capacity),
                 senders: WaitQueue::new(),
                 receivers: WaitQueue::new(),
-                tx_gone: false,
-                rx_gone: false,
-                poisoned: false,
             }),
-            senders: AtomicUsize::new(1),
-            receivers: AtomicUsize::new(1),
+            ends: AtomicU64::new(senders * TX_ONE + RX_ONE + keep),
             capacity,
-        }
+        });
+        NonNull::from(Box::leak(chan))
     }
 
-    /// Locks the channel state; the hints are refreshed when the guard is dropped.
+    /// Locks the channel; the hints are refreshed when the guard is dropped.
     #[inline]
-    pub(crate) fn lock(&self) -> ChanGuard<'_, T> {
+    pub(crate) fn lock(&self) -> State<'_, T> {
         #[cfg(not(loom))]
-        let state = self.state.lock();
+        let guard = self.lock.lock();
         #[cfg(loom)]
-        let state = crate::loom::lock(&self.state);
-        ChanGuard {
-            state,
-            hints: &self.hints,
+        let guard = crate::loom::lock(&self.lock);
+        State {
+            chan: self,
+            // SAFETY: we hold the lock: nobody else touches `inner` until the guard goes.
+            inner: unsafe { &mut *self.inner.get() },
+            // Relaxed: flags are only set under the lock we hold now.
+            flags: self.ends.load(Ordering::Relaxed) & (CLOSED | RX_GONE | POISONED),
+            _lock: guard,
         }
     }
 
@@ -428,7 +607,7 @@ impl<T> Chan<T> {
 
     /// Whether a send might complete now (a hint: see the module docs).
     #[inline]
-    fn may_send(&self) -> bool {
+    pub(crate) fn may_send(&self) -> bool {
         self.hints.load(Ordering::Relaxed) & SEND_READY != 0
     }
 
@@ -441,8 +620,9 @@ impl<T> Chan<T> {
         self.capacity
     }
 
+    /// Number of buffered values.
     pub(crate) fn len(&self) -> usize {
-        self.lock().buffer.len()
+        self.lock().len()
     }
 
     pub(crate) fn try_send(&self, value: T) -> Result<(), TrySendError<T>> {
@@ -484,7 +664,7 @@ impl<T> Chan<T> {
         let r = self.lock().give_back(value);
         match r {
             Ok(waker) => wake(waker),
-            Err(value) => drop(value),
+            Err(value) => drop_values(std::iter::once(value)),
         }
     }
 
@@ -495,64 +675,150 @@ impl<T> Chan<T> {
         let mut woken = Vec::new();
         let dropped = {
             let mut st = self.lock();
-            if st.poisoned {
+            if st.is_poisoned() {
                 return;
             }
-            st.poisoned = true;
+            st.set_flag(POISONED);
             st.wake_receivers(&mut woken);
             st.wake_senders(&mut woken);
-            st.buffer.take_all()
+            st.inner.buffer.take_all()
         };
         finish(woken, dropped);
     }
 
-    pub(crate) fn is_poisoned(&self) -> bool {
-        self.lock().poisoned
+    /// Closes the channel for sending: later sends fail with `Closed`, waiting senders get
+    /// their values back, and receivers get what is buffered, then `Closed`.
+    pub(crate) fn close(&self) {
+        self.home.act(None);
+        let mut woken = Vec::new();
+        {
+            let mut st = self.lock();
+            if st.is_closed() {
+                return;
+            }
+            st.set_flag(CLOSED);
+            st.wake_senders(&mut woken);
+            if st.inner.buffer.is_empty() {
+                st.wake_receivers(&mut woken);
+            }
+        }
+        finish(woken, VecDeque::<T>::new());
     }
 
-    /// A new `Tx` handle exists.
+    pub(crate) fn is_poisoned(&self) -> bool {
+        self.ends.load(Ordering::Acquire) & POISONED != 0
+    }
+
+    /// Whether sending is over: closed, every receiver gone, or poisoned.
+    pub(crate) fn is_send_closed(&self) -> bool {
+        self.ends.load(Ordering::Acquire) & (CLOSED | RX_GONE | POISONED) != 0
+    }
+
+    /// Whether the channel is closed for sending (by `close()` or the last `Tx`).
+    pub(crate) fn is_closed(&self) -> bool {
+        self.ends.load(Ordering::Acquire) & CLOSED != 0
+    }
+
+    /// A new `Tx` handle exists (cloned from a live one).
     pub(crate) fn add_sender(&self) {
         self.home.act(None);
         // Relaxed: a new handle is cloned from a live one, so the count cannot be 0 here
         // and nothing else is published by the increment.
-        self.senders.fetch_add(1, Ordering::Relaxed);
-    }
-
-    /// A `Tx` handle is gone; the last one closes the sending side.
-    pub(crate) fn remove_sender(&self) {
-        self.home.act(None);
-        // AcqRel: the last dropper's closing critical section comes after every other
-        // handle's last use (the lock orders the rest).
-        if self.senders.fetch_sub(1, Ordering::AcqRel) == 1 {
-            self.close_tx();
+        let old = self.ends.fetch_add(TX_ONE, Ordering::Relaxed);
+        if old & TX_MASK >= MAX_ENDS {
+            self.ends.fetch_sub(TX_ONE, Ordering::Relaxed);
+            panic!("tutti::csp: more than {MAX_ENDS} senders on one channel");
         }
     }
 
-    /// A new `Rx` handle exists.
+    /// A new `Rx` handle exists (cloned from a live one).
     pub(crate) fn add_receiver(&self) {
         self.home.act(None);
         // Relaxed: as in `add_sender`.
-        self.receivers.fetch_add(1, Ordering::Relaxed);
+        let old = self.ends.fetch_add(RX_ONE, Ordering::Relaxed);
+        if old & RX_MASK >= RX_MASK {
+            self.ends.fetch_sub(RX_ONE, Ordering::Relaxed);
+            panic!("tutti::csp: more than {MAX_ENDS} receivers on one channel");
+        }
     }
 
-    /// An `Rx` handle is gone; the last one closes the receiving side.
-    pub(crate) fn remove_receiver(&self) {
-        self.home.act(None);
-        // AcqRel: as in `remove_sender`.
-        if self.receivers.fetch_sub(1, Ordering::AcqRel) == 1 {
-            self.close_rx();
+    /// A `Tx` handle is gone: the last one closes the sending side (unless the channel
+    /// stays open), and the last handle of either kind frees the channel.
+    ///
+    /// # Safety
+    /// `this` points to a live channel and the caller gives up one `Tx` count of it.
+    pub(crate) unsafe fn drop_sender(this: NonNull<Chan<T>>) {
+        // SAFETY: our count keeps the channel allocated.
+        let chan = unsafe { this.as_ref() };
+        chan.home.act(None);
+        if chan.release_unless_last(TX_ONE, TX_MASK) {
+            return;
+        }
+        // The last `Tx`: our count keeps the channel alive while we close it.
+        if chan.ends.load(Ordering::Relaxed) & KEEP_OPEN == 0 {
+            chan.close_tx();
+        }
+        // SAFETY: by the caller's contract.
+        unsafe { Self::release(this, TX_ONE) };
+    }
+
+    /// An `Rx` handle is gone: the last one closes the receiving side, and the last
+    /// handle of either kind frees the channel.
+    ///
+    /// # Safety
+    /// `this` points to a live channel and the caller gives up one `Rx` count of it.
+    pub(crate) unsafe fn drop_receiver(this: NonNull<Chan<T>>) {
+        // SAFETY: our count keeps the channel allocated.
+        let chan = unsafe { this.as_ref() };
+        chan.home.act(None);
+        if chan.release_unless_last(RX_ONE, RX_MASK) {
+            return;
+        }
+        chan.close_rx();
+        // SAFETY: by the caller's contract.
+        unsafe { Self::release(this, RX_ONE) };
+    }
+
+    /// Gives up one count of `one` unless it is the last of its kind; returns whether it
+    /// did.
+    fn release_unless_last(&self, one: u64, mask: u64) -> bool {
+        let mut ends = self.ends.load(Ordering::Relaxed);
+        loop {
+            if ends & mask == one {
+                return false;
+            }
+            // AcqRel: the last release (below) comes after every other handle's uses.
+            match self.ends.compare_exchange_weak(
+                ends,
+                ends - one,
+                Ordering::AcqRel,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return true,
+                Err(now) => ends = now,
+            }
+        }
+    }
+
+    /// Gives up the last count of a kind; frees the channel if no handle is left.
+    ///
+    /// # Safety
+    /// As for [`drop_sender`](Self::drop_sender).
+    unsafe fn release(this: NonNull<Chan<T>>, one: u64) {
+        // SAFETY: our count keeps the channel allocated until this subtraction.
+        let old = unsafe { this.as_ref() }
+            .ends
+            .fetch_sub(one, Ordering::AcqRel);
+        if (old - one) & (TX_MASK | RX_MASK) == 0 {
+            // SAFETY: no handle is left, and every future or `Alt` borrows a handle, so
+            // nobody refers to the channel; it came from `Box::leak` in `allocate`.
+            drop(unsafe { Box::from_raw(this.as_ptr()) });
         }
     }
 
     #[cold]
     fn close_tx(&self) {
-        let mut woken = Vec::new();
-        {
-            let mut st = self.lock();
-            st.tx_gone = true;
-            st.wake_receivers(&mut woken);
-        }
-        finish(woken, VecDeque::<T>::new());
+        self.close();
     }
 
     #[cold]
@@ -560,70 +826,61 @@ impl<T> Chan<T> {
         let mut woken = Vec::new();
         let dropped = {
             let mut st = self.lock();
-            st.rx_gone = true;
+            st.set_flag(RX_GONE);
             st.wake_senders(&mut woken);
             // Nobody can receive these any more.
-            st.buffer.take_all()
+            st.inner.buffer.take_all()
         };
         finish(woken, dropped);
     }
 }
 
-/// The channel lock held: derefs to the [`State`]; on drop refreshes `Chan::hints`, then
-/// unlocks.
-pub(crate) struct ChanGuard<'a, T> {
-    state: LockGuard<'a, State<T>>,
-    hints: &'a AtomicU8,
-}
-
-impl<T> Deref for ChanGuard<'_, T> {
-    type Target = State<T>;
-
-    #[inline]
-    fn deref(&self) -> &State<T> {
-        &self.state
-    }
-}
-
-impl<T> DerefMut for ChanGuard<'_, T> {
-    #[inline]
-    fn deref_mut(&mut self) -> &mut State<T> {
-        &mut self.state
-    }
-}
-
-impl<T> Drop for ChanGuard<'_, T> {
-    #[inline]
+impl<T> Drop for Chan<T> {
     fn drop(&mut self) {
-        let hints = self.state.hints();
-        // Store only on change, so that readers polling the hint keep their cached copy.
-        // Relaxed: it is only a hint; the unlock right after publishes the state itself.
-        if self.hints.load(Ordering::Relaxed) != hints {
-            self.hints.store(hints, Ordering::Relaxed);
-        }
+        // Values still buffered (a channel whose receivers dropped it without taking them
+        // went through `close_rx` already; this is the rest, e.g. given-back values).
+        let values = self.inner.get_mut().buffer.take_all();
+        drop_values(values);
     }
 }
 
-/// After unlocking: wake the decided parties, then drop the discarded values (user code).
+/// After unlocking: wake the decided parties, then drop the discarded values.
 fn finish<T>(woken: Vec<Waker>, dropped: VecDeque<T>) {
     for w in woken {
         w.wake();
     }
-    drop(dropped);
+    drop_values(dropped);
+}
+
+/// Drops values nobody will receive. They are user values whose destructors may panic:
+/// each is dropped on its own, a panic is reported on stderr and the rest are still
+/// dropped — a second panic while unwinding from the first would abort the process.
+fn drop_values<T>(values: impl IntoIterator<Item = T>) {
+    for value in values {
+        if let Err(p) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(value))) {
+            let text = p
+                .downcast_ref::<&'static str>()
+                .copied()
+                .or_else(|| p.downcast_ref::<String>().map(String::as_str))
+                .unwrap_or("<non-string panic payload>");
+            eprintln!("tutti::csp: dropping a value nobody will receive panicked: {text}");
+        }
+    }
 }
 
 impl<T> fmt::Debug for Chan<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let st = self.lock();
+        let flags = st.flags();
         f.debug_struct("Chan")
             .field("name", &self.home.name())
-            .field("capacity", &st.buffer.capacity())
-            .field("buffered", &st.buffer.len())
-            .field("waiting_senders", &st.senders.len())
-            .field("waiting_receivers", &st.receivers.len())
-            .field("senders_gone", &st.tx_gone)
-            .field("receivers_gone", &st.rx_gone)
-            .field("poisoned", &st.poisoned)
+            .field("capacity", &self.capacity)
+            .field("buffered", &st.inner.buffer.len())
+            .field("waiting_senders", &st.inner.senders.len())
+            .field("waiting_receivers", &st.inner.receivers.len())
+            .field("closed", &(flags & CLOSED != 0))
+            .field("receivers_gone", &(flags & RX_GONE != 0))
+            .field("poisoned", &(flags & POISONED != 0))
             .finish()
     }
 }

@@ -3,9 +3,9 @@
 use std::borrow::Cow;
 
 use super::chan::Chan;
+use super::deadlock::Object;
 use super::rx::Rx;
 use super::tx::Tx;
-use super::Arc;
 
 /// A synchronous (rendezvous) channel, occam's `CHAN`: a send completes only when a
 /// receiver has taken the value, so the sender *knows* the reader has read.
@@ -70,6 +70,6 @@ pub fn buffered_named<T>(capacity: usize, name: impl Into<Cow<'static, str>>) ->
 }
 
 fn make<T>(capacity: usize, name: Option<Cow<'static, str>>) -> (Tx<T>, Rx<T>) {
-    let chan = Arc::new(Chan::new(capacity, name));
-    (Tx::new(Arc::clone(&chan)), Rx::new(chan))
+    let chan = Chan::allocate(capacity, Object::Channel(capacity), name, 1, false);
+    (Tx::from_chan(chan), Rx::from_chan(chan))
 }

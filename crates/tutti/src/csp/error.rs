@@ -1,9 +1,16 @@
-//! Errors of channel operations: one type per operation form.
+//! Errors of channel operations: one family per direction, one type per operation form
+//! (`send`/`send_blocking` → [`SendError`], `try_send` → [`TrySendError`], `send_timeout`
+//! and `send_deadline` → [`SendTimeoutError`]; the same three for receiving).
 //!
-//! Sending errors carry the value back, so a failed send never loses it. `Closed` means
-//! the other side is gone (every `Rx` dropped, for senders; every `Tx` dropped and
-//! nothing left, for receivers); `Poisoned` means someone called `poison()` on the
-//! channel (JCSP-style shutdown of a network).
+//! Every type of a family has the same variants where they apply, the same questions
+//! (`is_closed`, `is_poisoned`, `is_full`/`is_empty`, `is_timeout`), converts from the
+//! plain error into the two others, and says in its message that it comes from a
+//! `tutti::csp` channel (tutti's actors and world have send errors of their own). Sending
+//! errors carry the value back, so a failed send never loses it. `Closed` means the
+//! channel ended for that side: for senders, it was closed (`close()`, or every `Tx`
+//! dropped) or every `Rx` is gone; for receivers, it was closed and nothing is left.
+//! `Poisoned` means someone called `poison()` on the channel (JCSP-style shutdown of a
+//! network).
 
 use std::error::Error;
 use std::fmt;
@@ -48,6 +55,15 @@ impl<T> SendError<T> {
     pub fn is_poisoned(&self) -> bool {
         matches!(self, SendError::Poisoned(_))
     }
+
+    /// Whether the channel was closed (or lost every receiver).
+    ///
+    /// ```
+    /// assert!(tutti::csp::SendError::Closed(()).is_closed());
+    /// ```
+    pub fn is_closed(&self) -> bool {
+        matches!(self, SendError::Closed(_))
+    }
 }
 
 /// Why a [`Tx::try_send`](super::Tx::try_send) failed. The value comes back.
@@ -88,6 +104,24 @@ impl<T> TrySendError<T> {
     /// ```
     pub fn is_full(&self) -> bool {
         matches!(self, TrySendError::Full(_))
+    }
+
+    /// Whether the channel was closed (or lost every receiver).
+    ///
+    /// ```
+    /// assert!(tutti::csp::TrySendError::Closed(()).is_closed());
+    /// ```
+    pub fn is_closed(&self) -> bool {
+        matches!(self, TrySendError::Closed(_))
+    }
+
+    /// Whether the channel was poisoned.
+    ///
+    /// ```
+    /// assert!(tutti::csp::TrySendError::Poisoned(()).is_poisoned());
+    /// ```
+    pub fn is_poisoned(&self) -> bool {
+        matches!(self, TrySendError::Poisoned(_))
     }
 }
 
@@ -132,6 +166,24 @@ impl<T> SendTimeoutError<T> {
     /// ```
     pub fn is_timeout(&self) -> bool {
         matches!(self, SendTimeoutError::Timeout(_))
+    }
+
+    /// Whether the channel was closed (or lost every receiver).
+    ///
+    /// ```
+    /// assert!(tutti::csp::SendTimeoutError::Closed(()).is_closed());
+    /// ```
+    pub fn is_closed(&self) -> bool {
+        matches!(self, SendTimeoutError::Closed(_))
+    }
+
+    /// Whether the channel was poisoned.
+    ///
+    /// ```
+    /// assert!(tutti::csp::SendTimeoutError::Poisoned(()).is_poisoned());
+    /// ```
+    pub fn is_poisoned(&self) -> bool {
+        matches!(self, SendTimeoutError::Poisoned(_))
     }
 }
 
@@ -217,6 +269,55 @@ pub enum RecvTimeoutError {
     Poisoned,
 }
 
+/// The questions every receive error answers.
+macro_rules! recv_questions {
+    ($ty:ident { $($extra:tt)* }) => {
+        impl $ty {
+            /// Whether the channel was closed and nothing is left.
+            ///
+            /// ```
+            #[doc = concat!("assert!(tutti::csp::", stringify!($ty), "::Closed.is_closed());")]
+            /// ```
+            pub fn is_closed(&self) -> bool {
+                matches!(self, $ty::Closed)
+            }
+
+            /// Whether the channel was poisoned.
+            ///
+            /// ```
+            #[doc = concat!("assert!(tutti::csp::", stringify!($ty), "::Poisoned.is_poisoned());")]
+            /// ```
+            pub fn is_poisoned(&self) -> bool {
+                matches!(self, $ty::Poisoned)
+            }
+
+            $($extra)*
+        }
+    };
+}
+
+recv_questions!(RecvError {});
+recv_questions!(TryRecvError {
+    /// Whether there was nothing to receive yet (the channel did not end).
+    ///
+    /// ```
+    /// assert!(tutti::csp::TryRecvError::Empty.is_empty());
+    /// ```
+    pub fn is_empty(&self) -> bool {
+        matches!(self, TryRecvError::Empty)
+    }
+});
+recv_questions!(RecvTimeoutError {
+    /// Whether nothing arrived in time (the channel did not end).
+    ///
+    /// ```
+    /// assert!(tutti::csp::RecvTimeoutError::Timeout.is_timeout());
+    /// ```
+    pub fn is_timeout(&self) -> bool {
+        matches!(self, RecvTimeoutError::Timeout)
+    }
+});
+
 impl From<RecvError> for TryRecvError {
     /// ```
     /// use tutti::csp::{RecvError, TryRecvError};
@@ -268,9 +369,10 @@ debug_without_value!(SendTimeoutError {
     Poisoned
 });
 
-const CLOSED_TX: &str = "sending on a channel whose receivers are all gone";
-const POISONED: &str = "channel is poisoned";
-const CLOSED_RX: &str = "receiving on a closed and empty channel";
+const CLOSED_TX: &str =
+    "tutti::csp: the channel is closed for sending (closed, or every receiver is gone)";
+const POISONED: &str = "tutti::csp: the channel is poisoned";
+const CLOSED_RX: &str = "tutti::csp: the channel is closed and empty";
 
 impl<T> fmt::Display for SendError<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -284,7 +386,9 @@ impl<T> fmt::Display for SendError<T> {
 impl<T> fmt::Display for TrySendError<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
-            TrySendError::Full(_) => "channel is full (or no receiver is waiting)",
+            TrySendError::Full(_) => {
+                "tutti::csp: the channel is full (or, for a rendezvous, no receiver is waiting)"
+            }
             TrySendError::Closed(_) => CLOSED_TX,
             TrySendError::Poisoned(_) => POISONED,
         })
@@ -294,7 +398,9 @@ impl<T> fmt::Display for TrySendError<T> {
 impl<T> fmt::Display for SendTimeoutError<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
-            SendTimeoutError::Timeout(_) => "timed out waiting for a receiver",
+            SendTimeoutError::Timeout(_) => {
+                "tutti::csp: timed out waiting for a receiver (or for room)"
+            }
             SendTimeoutError::Closed(_) => CLOSED_TX,
             SendTimeoutError::Poisoned(_) => POISONED,
         })
@@ -313,7 +419,7 @@ impl fmt::Display for RecvError {
 impl fmt::Display for TryRecvError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
-            TryRecvError::Empty => "channel is empty (and no sender is waiting)",
+            TryRecvError::Empty => "tutti::csp: the channel is empty (and no sender is waiting)",
             TryRecvError::Closed => CLOSED_RX,
             TryRecvError::Poisoned => POISONED,
         })
@@ -323,7 +429,7 @@ impl fmt::Display for TryRecvError {
 impl fmt::Display for RecvTimeoutError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
-            RecvTimeoutError::Timeout => "timed out waiting for a value",
+            RecvTimeoutError::Timeout => "tutti::csp: timed out waiting for a value",
             RecvTimeoutError::Closed => CLOSED_RX,
             RecvTimeoutError::Poisoned => POISONED,
         })

@@ -275,3 +275,93 @@ fn alt_abandon_with_two_committers() {
         assert!(got.len() <= 1, "an Alt fires one guard; nobody else waited");
     });
 }
+
+/// A send guard abandoned while a receiver takes from it: the value ends up either with
+/// the receiver (the guard fired: the send happened) or still offered by the guard —
+/// never both, never neither.
+#[test]
+fn send_guard_abandon_races_receive() {
+    loom::model(|| {
+        let (tx, rx) = channel::<u32>();
+        let (_tb, b) = channel::<u32>();
+        // The receiver keeps its end until joined, so the guard cannot fire on `Closed`.
+        let receiver = thread::spawn(move || (rx.try_recv().ok(), rx));
+        let mut alt = Alt::new().recv(&b).send(&tx, 7);
+        let fired = {
+            let mut sel = pin!(alt.pri_select());
+            match poll_once(sel.as_mut()) {
+                Poll::Ready(s) => {
+                    assert_eq!(s.index(), 1);
+                    s.sent(&tx).unwrap();
+                    true
+                }
+                Poll::Pending => false,
+            }
+        };
+        let (received, _rx) = receiver.join().unwrap();
+        let kept = alt.offer(1, &tx, 8);
+        match received {
+            Some(v) => {
+                assert_eq!(v, 7);
+                assert_eq!(kept, None, "received and still offered");
+            }
+            None => {
+                assert!(!fired, "fired without a receiver");
+                assert_eq!(kept, Some(7), "lost");
+            }
+        }
+    });
+}
+
+/// Two `Alt`s meet on one rendezvous channel, one offering a value and the other
+/// waiting for it, each also waiting on a channel nobody uses: both fire that channel's
+/// guards and the value moves once (an `Alt` that finds the other registered commits
+/// it; one that finds a guard ready while registering withdraws and looks again).
+#[test]
+fn alt_send_meets_alt_recv() {
+    bounded(|| {
+        let (tx, rx) = channel::<u32>();
+        let (_t1, idle1) = channel::<u32>();
+        let (_t2, idle2) = channel::<u32>();
+        let sender = thread::spawn(move || {
+            let mut alt = Alt::new().recv(&idle1).send(&tx, 5);
+            let sel = block_on(alt.select());
+            assert_eq!(sel.index(), 1);
+            sel.sent(&tx).unwrap();
+            drop(alt);
+            (tx, idle1)
+        });
+        let mut alt = Alt::new().recv(&idle2).recv(&rx);
+        let sel = block_on(alt.select());
+        assert_eq!(sel.index(), 1);
+        assert_eq!(sel.recv(&rx), Ok(5));
+        drop(alt);
+        let _ = sender.join().unwrap();
+    });
+}
+
+/// A send guard registered on a channel that gets closed: the guard fires and gives the
+/// value back with `Closed`; or, if a receiver took it first, the send happened.
+#[test]
+fn send_guard_races_close() {
+    loom::model(|| {
+        let (tx, rx) = buffered::<u32>(1);
+        tx.try_send(0).unwrap(); // full: the guard has to wait
+        let closer = thread::spawn(move || {
+            let first = rx.try_recv().ok();
+            rx.close();
+            (first, rx)
+        });
+        let mut alt = Alt::new().send(&tx, 9);
+        let outcome = block_on(alt.select()).sent(&tx);
+        let (first, rx) = closer.join().unwrap();
+        assert_eq!(first, Some(0));
+        match outcome {
+            Ok(()) => assert_eq!(rx.try_recv(), Ok(9), "sent but not in the channel"),
+            Err(e) => {
+                assert_eq!(e, SendError::Closed(9));
+                assert_eq!(rx.try_recv(), Err(TryRecvError::Closed));
+            }
+        }
+    });
+}

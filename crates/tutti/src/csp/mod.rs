@@ -1,7 +1,8 @@
 //! Layer 1: Communicating Sequential Processes (occam-π, JCSP) on tutti's scheduler.
 //!
 //! A *process* is an async task ([`spawn`](crate::spawn)) or a plain thread; processes
-//! talk over **channels** and wait for the first of several events with an **[`Alt`]**.
+//! talk over **channels** and wait for the first of several events with an **[`Alt`]**
+//! (or the [`select!`](crate::select) macro).
 //!
 //! * [`channel`] — synchronous (rendezvous): a send completes only when a receiver has
 //!   taken the value. [`buffered`] — up to `n` values in flight.
@@ -12,8 +13,15 @@
 //!   threads (`send_blocking`, `recv_blocking`), a non-blocking attempt (`try_send`,
 //!   `try_recv`) and a timed call (`send_timeout`, `recv_timeout`), each with its own
 //!   error type; all forms work together on the same channel.
-//! * Ending a network: when every `Tx` is dropped receivers drain what is buffered, then
-//!   see `Closed`; when every `Rx` is dropped senders get `Closed(value)` back.
+//! * [`Alt`] selects among receives, sends (a value offered on a channel), timeouts and
+//!   `skip`; [`select!`](crate::select) / [`select_blocking!`](crate::select_blocking)
+//!   write a one-off selection as a `match` whose value is the fired branch's.
+//! * Timer channels [`after`], [`at`], [`tick`] and [`never`] are receivers like any
+//!   other, so they serve as guards; receivers iterate ([`Rx::iter`], `for v in &rx`);
+//!   [`Tx::len`], [`Tx::is_full`], [`Rx::recv_deadline`], [`Tx::send_deadline`].
+//! * Ending a network: [`Tx::close`] / [`Rx::close`] (or dropping every `Tx`) closes the
+//!   channel for sending — receivers drain what is buffered, then see `Closed`; when every
+//!   `Rx` is dropped senders get `Closed(value)` back.
 //!   [`Tx::poison`] / [`Rx::poison`] make every current and later operation on the channel
 //!   fail with `Poisoned` (JCSP-style shutdown: each process that sees poison poisons its
 //!   other channels and ends).
@@ -60,14 +68,17 @@
 mod alt;
 mod barrier;
 mod blocking;
+mod buffer;
 mod chan;
 mod channel;
 pub mod deadlock;
 mod error;
-mod flavors;
+mod iter;
 mod lock;
 mod par;
 mod rx;
+mod select;
+mod timer;
 mod tx;
 mod waiter;
 
@@ -88,6 +99,8 @@ pub use deadlock::{deadlock_detection, run, set_deadlock_detection, BlockedProce
 pub use error::{
     RecvError, RecvTimeoutError, SendError, SendTimeoutError, TryRecvError, TrySendError,
 };
+pub use iter::{IntoIter, Iter, TryIter};
 pub use par::{par, par_for_each, par_named, Par, ParFuture};
 pub use rx::{RecvFuture, Rx};
+pub use timer::{after, at, never, tick};
 pub use tx::{SendFuture, Tx};

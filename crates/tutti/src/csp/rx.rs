@@ -11,7 +11,7 @@ use super::chan::{wake, Chan, Take};
 use super::deadlock::{self, Side, Wait};
 use super::error::{RecvError, RecvTimeoutError, TryRecvError};
 use super::waiter::{Phase, PlainWaiter};
-use super::Arc;
+use std::ptr::NonNull;
 
 /// The receiving end of a channel. Cloning it shares the end (occam `SHARED ?`): any
 /// number of processes may receive from one channel, and **each value goes to exactly
@@ -49,17 +49,27 @@ use super::Arc;
 /// assert_eq!(total, 10);
 /// ```
 pub struct Rx<T> {
-    chan: Arc<Chan<T>>,
+    /// The channel; this handle holds one count of its `Rx` ends.
+    chan: NonNull<Chan<T>>,
 }
 
+// SAFETY: a handle is a counted pointer to the channel, which moves `T`s between threads
+// and is itself `Send + Sync` for `T: Send`.
+unsafe impl<T: Send> Send for Rx<T> {}
+// SAFETY: as above; `&Rx` only reaches the channel's synchronised operations.
+unsafe impl<T: Send> Sync for Rx<T> {}
+
 impl<T> Rx<T> {
-    pub(crate) fn new(chan: Arc<Chan<T>>) -> Self {
+    /// A handle owning one `Rx` count of `chan` (the caller gives it up).
+    pub(crate) fn from_chan(chan: NonNull<Chan<T>>) -> Self {
         Rx { chan }
     }
 
-    /// The channel, for `Alt` guards.
+    /// The channel.
+    #[inline]
     pub(crate) fn chan(&self) -> &Chan<T> {
-        &self.chan
+        // SAFETY: this handle's count keeps the channel allocated.
+        unsafe { self.chan.as_ref() }
     }
 
     /// Receives a value. The awaiting task gives its worker back while it waits.
@@ -79,9 +89,9 @@ impl<T> Rx<T> {
     /// ```
     #[inline]
     pub fn recv(&self) -> RecvFuture<'_, T> {
-        self.chan.home.act(Some(Side::Recv));
+        self.chan().home.act(Some(Side::Recv));
         RecvFuture {
-            chan: &self.chan,
+            chan: self.chan(),
             waiter: PlainWaiter::new(None),
         }
     }
@@ -98,7 +108,7 @@ impl<T> Rx<T> {
     /// assert_eq!(rx.recv_blocking(), Ok('x'));
     /// ```
     pub fn recv_blocking(&self) -> Result<T, RecvError> {
-        if self.chan.capacity() > 0 {
+        if self.chan().capacity() > 0 {
             // A rendezvous skips this: the future's first poll is the attempt.
             match self.try_recv_spinning() {
                 Ok(v) => return Ok(v),
@@ -114,11 +124,11 @@ impl<T> Rx<T> {
     /// the buffer is empty (see `blocking.rs`).
     #[inline]
     fn try_recv_spinning(&self) -> Result<T, TryRecvError> {
-        match self.chan.try_recv() {
+        match self.chan().try_recv() {
             Err(TryRecvError::Empty) => {}
             r => return r,
         }
-        blocking::retry((), |()| match self.chan.try_recv() {
+        blocking::retry((), |()| match self.chan().try_recv() {
             Err(TryRecvError::Empty) => Err(()),
             r => Ok(r),
         })
@@ -139,7 +149,7 @@ impl<T> Rx<T> {
     /// assert_eq!(rx.try_recv(), Err(TryRecvError::Closed));
     /// ```
     pub fn try_recv(&self) -> Result<T, TryRecvError> {
-        self.chan.try_recv()
+        self.chan().try_recv()
     }
 
     /// Receives a value, waiting at most `timeout`.
@@ -157,15 +167,68 @@ impl<T> Rx<T> {
     /// assert_eq!(rx.recv_timeout(Duration::from_millis(1)), Ok(1));
     /// ```
     pub fn recv_timeout(&self, timeout: Duration) -> Result<T, RecvTimeoutError> {
-        let Some(deadline) = Instant::now().checked_add(timeout) else {
-            return self.recv_blocking().map_err(Into::into);
-        };
+        match Instant::now().checked_add(timeout) {
+            Some(deadline) => self.recv_deadline(deadline),
+            None => self.recv_blocking().map_err(Into::into),
+        }
+    }
+
+    /// Receives a value, waiting until `deadline` at most. A deadline already past still
+    /// takes a value that is there.
+    ///
+    /// # Panics
+    /// When called inside an async task.
+    ///
+    /// ```
+    /// use std::time::{Duration, Instant};
+    /// use tutti::csp::{buffered, RecvTimeoutError};
+    ///
+    /// let (tx, rx) = buffered::<u8>(1);
+    /// let soon = Instant::now() + Duration::from_millis(2);
+    /// assert_eq!(rx.recv_deadline(soon), Err(RecvTimeoutError::Timeout));
+    /// tx.try_send(4).unwrap();
+    /// assert_eq!(rx.recv_deadline(soon), Ok(4));
+    /// ```
+    pub fn recv_deadline(&self, deadline: Instant) -> Result<T, RecvTimeoutError> {
         let mut future = pin!(self.recv());
         match blocking::wait_until(future.as_mut(), deadline) {
             Some(r) => r.map_err(Into::into),
             // A value handed over just before we withdrew is ours.
             None => future.as_mut().cancel().ok_or(RecvTimeoutError::Timeout),
         }
+    }
+
+    /// Closes the channel for sending, from the receiving end: later sends fail with
+    /// `Closed` (returning their value) and waiting senders get theirs back, while this
+    /// and every other receiver still get what is buffered, then
+    /// [`Closed`](RecvError::Closed). See [`Tx::close`](super::Tx::close).
+    ///
+    /// ```
+    /// use tutti::csp::{buffered, RecvError, SendError};
+    ///
+    /// let (tx, rx) = buffered::<u8>(2);
+    /// tx.send_blocking(1).unwrap();
+    /// rx.close();
+    /// assert_eq!(tx.send_blocking(2), Err(SendError::Closed(2)));
+    /// assert_eq!(rx.recv_blocking(), Ok(1));
+    /// assert_eq!(rx.recv_blocking(), Err(RecvError::Closed));
+    /// ```
+    pub fn close(&self) {
+        self.chan().close();
+    }
+
+    /// Whether the channel is closed for sending (by [`close`](Self::close), or because
+    /// every `Tx` is gone): once what is buffered is received, receives fail with
+    /// `Closed`.
+    ///
+    /// ```
+    /// let (tx, rx) = tutti::csp::channel::<u8>();
+    /// assert!(!rx.is_closed());
+    /// drop(tx);
+    /// assert!(rx.is_closed());
+    /// ```
+    pub fn is_closed(&self) -> bool {
+        self.chan().is_closed()
     }
 
     /// Poisons the channel; see [`Tx::poison`](super::Tx::poison).
@@ -178,7 +241,7 @@ impl<T> Rx<T> {
     /// assert_eq!(tx.send_blocking(1), Err(SendError::Poisoned(1)));
     /// ```
     pub fn poison(&self) {
-        self.chan.poison();
+        self.chan().poison();
     }
 
     /// Whether the channel has been poisoned.
@@ -189,7 +252,7 @@ impl<T> Rx<T> {
     /// assert!(rx.is_poisoned());
     /// ```
     pub fn is_poisoned(&self) -> bool {
-        self.chan.is_poisoned()
+        self.chan().is_poisoned()
     }
 
     /// Number of values buffered right now (values offered by waiting senders of a
@@ -201,7 +264,7 @@ impl<T> Rx<T> {
     /// assert_eq!(rx.len(), 1);
     /// ```
     pub fn len(&self) -> usize {
-        self.chan.len()
+        self.chan().len()
     }
 
     /// Whether no value is buffered right now.
@@ -220,7 +283,7 @@ impl<T> Rx<T> {
     /// assert_eq!(tutti::csp::buffered::<u8>(3).1.capacity(), 3);
     /// ```
     pub fn capacity(&self) -> usize {
-        self.chan.capacity()
+        self.chan().capacity()
     }
 }
 
@@ -234,16 +297,15 @@ impl<T> Clone for Rx<T> {
     /// assert_eq!(rx2.try_recv(), Ok(1));
     /// ```
     fn clone(&self) -> Self {
-        self.chan.add_receiver();
-        Rx {
-            chan: Arc::clone(&self.chan),
-        }
+        self.chan().add_receiver();
+        Rx { chan: self.chan }
     }
 }
 
 impl<T> Drop for Rx<T> {
     fn drop(&mut self) {
-        self.chan.remove_receiver();
+        // SAFETY: this handle's count is given up here, once.
+        unsafe { Chan::drop_receiver(self.chan) };
     }
 }
 
@@ -253,7 +315,7 @@ impl<T> fmt::Debug for Rx<T> {
     /// assert!(format!("{rx:?}").starts_with("Rx"));
     /// ```
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_tuple("Rx").field(&*self.chan).finish()
+        f.debug_tuple("Rx").field(self.chan()).finish()
     }
 }
 

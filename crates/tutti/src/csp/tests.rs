@@ -341,9 +341,10 @@ fn timed_operations() {
 
 #[test]
 fn errors_display_and_convert() {
+    // Every message names the layer.
     assert_eq!(
         SendError::Closed(1).to_string(),
-        "sending on a channel whose receivers are all gone"
+        "tutti::csp: the channel is closed for sending (closed, or every receiver is gone)"
     );
     assert_eq!(
         format!("{:?}", SendError::Poisoned(vec![1])),
@@ -351,17 +352,28 @@ fn errors_display_and_convert() {
     );
     assert_eq!(format!("{:?}", TrySendError::Full(())), "Full(..)");
     assert_eq!(TrySendError::Closed(2).into_inner(), 2);
-    assert_eq!(RecvError::Poisoned.to_string(), "channel is poisoned");
+    assert_eq!(
+        RecvError::Poisoned.to_string(),
+        "tutti::csp: the channel is poisoned"
+    );
     assert_eq!(
         TryRecvError::Empty.to_string(),
-        "channel is empty (and no sender is waiting)"
+        "tutti::csp: the channel is empty (and no sender is waiting)"
     );
     assert_eq!(
         RecvTimeoutError::Timeout.to_string(),
-        "timed out waiting for a value"
+        "tutti::csp: timed out waiting for a value"
     );
     let e: Box<dyn std::error::Error + Send + Sync> = Box::new(SendTimeoutError::Timeout(1));
-    assert_eq!(e.to_string(), "timed out waiting for a receiver");
+    assert!(e.to_string().starts_with("tutti::csp: timed out"));
+    // One family: the same questions and conversions across the forms.
+    let plain = SendError::Poisoned(3);
+    assert!(plain.is_poisoned() && !plain.is_closed());
+    assert!(TrySendError::from(plain).is_poisoned());
+    assert!(SendTimeoutError::from(SendError::Closed(3)).is_closed());
+    assert!(TryRecvError::from(RecvError::Closed).is_closed());
+    assert!(RecvTimeoutError::from(RecvError::Poisoned).is_poisoned());
+    assert!(TryRecvError::Empty.is_empty() && RecvTimeoutError::Timeout.is_timeout());
 }
 
 // ---- Alt ---------------------------------------------------------------------------------
@@ -618,7 +630,7 @@ fn selecting_on_an_empty_alt_panics() {
 }
 
 #[test]
-#[should_panic(expected = "receives from another channel")]
+#[should_panic(expected = "is on another channel")]
 fn taking_from_the_wrong_channel_panics() {
     let (_ta, a) = ready(1u8);
     let (_tb, b) = ready(2u8);

@@ -11,7 +11,7 @@ use super::chan::{wake, Chan, Offer};
 use super::deadlock::{self, Side, Wait};
 use super::error::{SendError, SendTimeoutError, TrySendError};
 use super::waiter::{Phase, PlainWaiter};
-use super::Arc;
+use std::ptr::NonNull;
 
 /// The sending end of a channel. Cloning it shares the end (occam `SHARED !`): any number
 /// of processes may send on one channel; each send is served whole, waiting senders in
@@ -45,18 +45,27 @@ use super::Arc;
 /// std::thread::spawn(move || tx.send_blocking(Rc::new(1)));
 /// ```
 pub struct Tx<T> {
-    chan: Arc<Chan<T>>,
+    /// The channel; this handle holds one count of its `Tx` ends.
+    chan: NonNull<Chan<T>>,
 }
 
+// SAFETY: a handle is a counted pointer to the channel, which moves `T`s between threads
+// and is itself `Send + Sync` for `T: Send`.
+unsafe impl<T: Send> Send for Tx<T> {}
+// SAFETY: as above; `&Tx` only reaches the channel's synchronised operations.
+unsafe impl<T: Send> Sync for Tx<T> {}
+
 impl<T> Tx<T> {
-    pub(crate) fn new(chan: Arc<Chan<T>>) -> Self {
+    /// A handle owning one `Tx` count of `chan` (the caller gives it up).
+    pub(crate) fn from_chan(chan: NonNull<Chan<T>>) -> Self {
         Tx { chan }
     }
 
     /// The channel.
-    #[cfg(all(test, not(loom)))]
+    #[inline]
     pub(crate) fn chan(&self) -> &Chan<T> {
-        &self.chan
+        // SAFETY: this handle's count keeps the channel allocated.
+        unsafe { self.chan.as_ref() }
     }
 
     /// Sends `value`; the future completes once a receiver has taken it (rendezvous), or
@@ -76,9 +85,9 @@ impl<T> Tx<T> {
     /// ```
     #[inline]
     pub fn send(&self, value: T) -> SendFuture<'_, T> {
-        self.chan.home.act(Some(Side::Send));
+        self.chan().home.act(Some(Side::Send));
         SendFuture {
-            chan: &self.chan,
+            chan: self.chan(),
             waiter: PlainWaiter::new(Some(value)),
         }
     }
@@ -98,7 +107,7 @@ impl<T> Tx<T> {
     /// assert_eq!(rx.try_recv(), Ok(9));
     /// ```
     pub fn send_blocking(&self, value: T) -> Result<(), SendError<T>> {
-        let value = if self.chan.capacity() == 0 {
+        let value = if self.chan().capacity() == 0 {
             value // a rendezvous: the future's first poll is the attempt
         } else {
             match self.try_send_spinning(value) {
@@ -115,11 +124,11 @@ impl<T> Tx<T> {
     /// buffer is full (see `blocking.rs`).
     #[inline]
     fn try_send_spinning(&self, value: T) -> Result<(), TrySendError<T>> {
-        let value = match self.chan.try_send(value) {
+        let value = match self.chan().try_send(value) {
             Err(TrySendError::Full(v)) => v,
             r => return r,
         };
-        blocking::retry(value, |v| match self.chan.try_send(v) {
+        blocking::retry(value, |v| match self.chan().try_send(v) {
             Err(TrySendError::Full(v)) => Err(v),
             r => Ok(r),
         })
@@ -137,7 +146,7 @@ impl<T> Tx<T> {
     /// assert_eq!(tx.try_send(1), Err(TrySendError::Full(1)));
     /// ```
     pub fn try_send(&self, value: T) -> Result<(), TrySendError<T>> {
-        self.chan.try_send(value)
+        self.chan().try_send(value)
     }
 
     /// Sends `value`, waiting at most `timeout` for a receiver (or for room). On timeout
@@ -156,9 +165,28 @@ impl<T> Tx<T> {
     /// assert_eq!(t.join().unwrap(), Ok(3));
     /// ```
     pub fn send_timeout(&self, value: T, timeout: Duration) -> Result<(), SendTimeoutError<T>> {
-        let Some(deadline) = Instant::now().checked_add(timeout) else {
-            return self.send_blocking(value).map_err(Into::into);
-        };
+        match Instant::now().checked_add(timeout) {
+            Some(deadline) => self.send_deadline(value, deadline),
+            None => self.send_blocking(value).map_err(Into::into),
+        }
+    }
+
+    /// Sends `value`, waiting until `deadline` at most for a receiver (or for room). On
+    /// timeout the value comes back in [`SendTimeoutError::Timeout`]. A deadline already
+    /// past still tries once.
+    ///
+    /// # Panics
+    /// When called inside an async task.
+    ///
+    /// ```
+    /// use std::time::{Duration, Instant};
+    /// use tutti::csp::{channel, SendTimeoutError};
+    ///
+    /// let (tx, _rx) = channel::<u8>();
+    /// let deadline = Instant::now() + Duration::from_millis(5);
+    /// assert_eq!(tx.send_deadline(1, deadline), Err(SendTimeoutError::Timeout(1)));
+    /// ```
+    pub fn send_deadline(&self, value: T, deadline: Instant) -> Result<(), SendTimeoutError<T>> {
         let mut future = pin!(self.send(value));
         match blocking::wait_until(future.as_mut(), deadline) {
             Some(r) => r.map_err(Into::into),
@@ -172,10 +200,10 @@ impl<T> Tx<T> {
     /// Why a timed-out send failed: an end state reached meanwhile wins over `Timeout`.
     #[cold]
     fn timeout_error(&self, value: T) -> SendTimeoutError<T> {
-        let st = self.chan.lock();
-        if st.is_poisoned() {
+        let chan = self.chan();
+        if chan.is_poisoned() {
             SendTimeoutError::Poisoned(value)
-        } else if st.is_rx_gone() {
+        } else if chan.is_send_closed() {
             SendTimeoutError::Closed(value)
         } else {
             SendTimeoutError::Timeout(value)
@@ -195,7 +223,7 @@ impl<T> Tx<T> {
     /// assert!(tx.send_blocking(1).unwrap_err().is_poisoned());
     /// ```
     pub fn poison(&self) {
-        self.chan.poison();
+        self.chan().poison();
     }
 
     /// Whether the channel has been poisoned.
@@ -206,10 +234,33 @@ impl<T> Tx<T> {
     /// assert!(tx.is_poisoned());
     /// ```
     pub fn is_poisoned(&self) -> bool {
-        self.chan.is_poisoned()
+        self.chan().is_poisoned()
     }
 
-    /// Whether every receiver is gone (a send would fail with `Closed`).
+    /// Closes the channel for sending, for every sender: later sends fail with
+    /// [`Closed`](SendError::Closed) (returning their value), senders waiting now get
+    /// their value back the same way, and receivers get every value already buffered,
+    /// then `Closed`. Closing twice is harmless.
+    ///
+    /// Dropping every `Tx` closes the channel the same way; `close` does it while ends
+    /// are still around (say, shared with a process that keeps one).
+    ///
+    /// ```
+    /// use tutti::csp::{buffered, RecvError, SendError};
+    ///
+    /// let (tx, rx) = buffered::<u8>(2);
+    /// tx.send_blocking(1).unwrap();
+    /// tx.close();
+    /// assert_eq!(tx.send_blocking(2), Err(SendError::Closed(2)));
+    /// assert_eq!(rx.recv_blocking(), Ok(1)); // what was buffered still arrives
+    /// assert_eq!(rx.recv_blocking(), Err(RecvError::Closed));
+    /// ```
+    pub fn close(&self) {
+        self.chan().close();
+    }
+
+    /// Whether a send would fail because the channel ended: it was closed, every
+    /// receiver is gone, or it was poisoned.
     ///
     /// ```
     /// let (tx, rx) = tutti::csp::channel::<u8>();
@@ -218,7 +269,42 @@ impl<T> Tx<T> {
     /// assert!(tx.is_closed());
     /// ```
     pub fn is_closed(&self) -> bool {
-        self.chan.lock().is_rx_gone()
+        self.chan().is_send_closed()
+    }
+
+    /// Number of values buffered right now (values of senders waiting on a full or
+    /// rendezvous channel are not counted).
+    ///
+    /// ```
+    /// let (tx, _rx) = tutti::csp::buffered::<u8>(4);
+    /// tx.try_send(1).unwrap();
+    /// assert_eq!(tx.len(), 1);
+    /// ```
+    pub fn len(&self) -> usize {
+        self.chan().len()
+    }
+
+    /// Whether no value is buffered right now.
+    ///
+    /// ```
+    /// assert!(tutti::csp::buffered::<u8>(4).0.is_empty());
+    /// ```
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Whether the buffer is full right now, so that a send would wait (unless a receiver
+    /// is waiting). A rendezvous channel is always full.
+    ///
+    /// ```
+    /// let (tx, _rx) = tutti::csp::buffered::<u8>(1);
+    /// assert!(!tx.is_full());
+    /// tx.try_send(1).unwrap();
+    /// assert!(tx.is_full());
+    /// assert!(tutti::csp::channel::<u8>().0.is_full());
+    /// ```
+    pub fn is_full(&self) -> bool {
+        self.len() >= self.capacity()
     }
 
     /// The channel's capacity: 0 for a rendezvous channel.
@@ -228,7 +314,7 @@ impl<T> Tx<T> {
     /// assert_eq!(tutti::csp::buffered::<u8>(8).0.capacity(), 8);
     /// ```
     pub fn capacity(&self) -> usize {
-        self.chan.capacity()
+        self.chan().capacity()
     }
 }
 
@@ -241,16 +327,15 @@ impl<T> Clone for Tx<T> {
     /// assert_eq!(rx.try_recv(), Ok(1));
     /// ```
     fn clone(&self) -> Self {
-        self.chan.add_sender();
-        Tx {
-            chan: Arc::clone(&self.chan),
-        }
+        self.chan().add_sender();
+        Tx { chan: self.chan }
     }
 }
 
 impl<T> Drop for Tx<T> {
     fn drop(&mut self) {
-        self.chan.remove_sender();
+        // SAFETY: this handle's count is given up here, once.
+        unsafe { Chan::drop_sender(self.chan) };
     }
 }
 
@@ -260,7 +345,7 @@ impl<T> fmt::Debug for Tx<T> {
     /// assert!(format!("{tx:?}").starts_with("Tx"));
     /// ```
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_tuple("Tx").field(&*self.chan).finish()
+        f.debug_tuple("Tx").field(self.chan()).finish()
     }
 }
 

@@ -161,6 +161,20 @@ impl<T> Node<T> {
         unsafe { &*(self as *const Node<T>).cast::<PlainWaiter<T>>() }
     }
 
+    /// Whether this queued node is a live waiter of a party other than the `Alt` of
+    /// `selector` (plain: always live while queued).
+    ///
+    /// # Safety
+    /// The node is queued in a channel whose lock the caller holds.
+    unsafe fn is_live_peer_of(&self, selector: &Selector) -> bool {
+        if self.word() & GUARD == 0 {
+            return true;
+        }
+        // SAFETY: a guard node, queued (alive) under the caller's lock.
+        let g = unsafe { self.guard() };
+        !std::ptr::eq(g.selector, selector) && g.selector().is_waiting()
+    }
+
     /// A counterpart delivers `value` to this receiving waiter and decides it. Returns the
     /// waker to wake (after unlocking), or the value back if the waiter's `Alt` had been
     /// decided already (for another guard, or withdrawn).
@@ -262,6 +276,7 @@ impl<T> Node<T> {
 }
 
 impl<T> Drop for Node<T> {
+    #[inline]
     fn drop(&mut self) {
         if self.word() & FULL != 0 {
             // SAFETY: `&mut self`: not queued any more (owners remove their nodes before
@@ -414,6 +429,11 @@ impl<T> GuardWaiter<T> {
     pub(crate) unsafe fn put_slot(&self, value: T) {
         // SAFETY: by the caller's contract.
         unsafe { self.node.put(value) }
+    }
+
+    /// Whether the slot holds a value (the owner, while the waiter is not queued).
+    pub(crate) fn is_full(&self) -> bool {
+        self.node.word() & FULL != 0
     }
 }
 
@@ -667,6 +687,27 @@ impl<T> WaitQueue<T> {
     #[inline]
     pub(crate) fn is_empty(&self) -> bool {
         self.tail.is_null()
+    }
+
+    /// Whether a live waiter of a party other than the `Alt` of `selector` is queued: a
+    /// plain waiter (queued means undecided), or a guard of another undecided `Alt`.
+    pub(crate) fn has_live_peer(&self, selector: &Selector) -> bool {
+        if self.tail.is_null() {
+            return false;
+        }
+        // SAFETY: under the lock; queued nodes are alive.
+        unsafe {
+            let mut p = Self::next_of(self.tail);
+            loop {
+                if (*p).is_live_peer_of(selector) {
+                    return true;
+                }
+                if p == self.tail {
+                    return false;
+                }
+                p = Self::next_of(p);
+            }
+        }
     }
 
     /// Number of queued nodes (a walk; for reports and tests).

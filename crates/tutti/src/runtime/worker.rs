@@ -388,12 +388,32 @@ impl WorkerThread {
         if park {
             let registry = &self.registry;
             super::context::on_idle(registry);
+            // The hook may have woken tasks onto this worker (the deadlock detector
+            // cancelling a network's processes): they sit in its own queues, which a
+            // parked worker does not look at, so run them before parking.
+            if self.has_local_work() {
+                return 0;
+            }
             let max = pollers.active().then_some(IdlePollers::POLL_INTERVAL);
             registry
                 .sleep
                 .sleep(self.index, latch, max, || registry.has_visible_work());
         }
         0
+    }
+
+    /// Whether this worker's own queues hold work (its `run_next` slot included, which
+    /// no other worker can see).
+    fn has_local_work(&self) -> bool {
+        // Peek: take and put back the slot (a `Cell`).
+        let next = self.run_next.take();
+        let has = next.is_some();
+        self.run_next.set(next);
+        has || !self.fifo.is_empty()
+            || match &self.solo {
+                Some(stack) => !stack.borrow().is_empty(),
+                None => !self.deque.is_empty(),
+            }
     }
 
     /// Drops whatever is left in this worker's queues at shutdown.

@@ -7,6 +7,7 @@
 //! | `buffered` | one producer, one consumer, a channel of capacity 1024 | crossbeam-channel between two threads; Go |
 //! | `barrier` | 1000 enrolled processes syncing repeatedly | Go, a reusable barrier of 1000 goroutines |
 //! | `alt` | a process selecting over 2, 8, 64 rendezvous channels fed by another; and over ready buffered channels | crossbeam `Select`, between two threads / on one |
+//! | `fair` | a thread fair-selecting over 2 and 4 rendezvous channels, each fed by its own thread: the split and the longest wait of a sender | crossbeam `Select`, the same threads |
 //!
 //! Every figure is the median of `--runs` runs after `--warmup` unrecorded
 //! ones; ratios are tutti ÷ peer for times (below 1: tutti is faster). tutti
@@ -17,6 +18,7 @@
 mod alt;
 mod barrier;
 mod buffered;
+mod fair;
 mod go;
 mod hello;
 mod pingpong;
@@ -42,6 +44,8 @@ pub enum Which {
     Barrier,
     /// `Alt` selection over many guards vs crossbeam `Select`.
     Alt,
+    /// Fairness of a fair `Alt` served by a thread, senders on threads, vs crossbeam.
+    Fair,
     /// Every one of the above.
     All,
 }
@@ -89,6 +93,12 @@ pub struct CspArgs {
     /// Alt: selections per run.
     #[arg(long, default_value_t = 100_000, value_parser = clap::value_parser!(u64).range(1..=1_000_000_000))]
     alt_selections: u64,
+    /// Fair: selections per run.
+    #[arg(long, default_value_t = 100_000, value_parser = clap::value_parser!(u64).range(1..=1_000_000_000))]
+    fair_selections: u64,
+    /// Fair: sender thread counts to measure, comma-separated.
+    #[arg(long, value_delimiter = ',', default_values_t = [2, 4], value_parser = clap::value_parser!(u64).range(1..=64))]
+    fair_senders: Vec<u64>,
     /// Seed of the random channel choices of the Alt benchmark.
     #[arg(long, default_value_t = 7)]
     seed: u64,
@@ -199,6 +209,9 @@ pub fn run(args: &CspArgs) -> Result<Report, String> {
     }
     if all || args.which == Which::Alt {
         alt::run(&ctx, &mut report)?;
+    }
+    if all || args.which == Which::Fair {
+        fair::run(&ctx, &mut report)?;
     }
     if all || args.which == Which::Hello {
         hello::run(&ctx, &mut report)?;

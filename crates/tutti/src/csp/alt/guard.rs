@@ -1,19 +1,21 @@
 //! The seam between an [`Alt`](super::Alt) and the events it can wait for.
 //!
 //! An `Alt` knows three kinds of guard: built-in `skip` and timeouts, and *events* — any
-//! type implementing [`Guard`]. A channel input ([`InputGuard`](super::input::InputGuard))
-//! is an event; a barrier (JCSP's alting barrier, `csp::barrier`) plugs in the same way:
-//! its `enable` decides the `Alt`'s selector only when the barrier can complete with this
-//! party, and otherwise leaves a waiter that whoever completes the barrier decides —
-//! losing the compare-and-swap meaning "this party chose something else; do not count it".
+//! type implementing [`Guard`]. Channel inputs ([`InputGuard`](super::input::InputGuard))
+//! and outputs ([`OutputGuard`](super::output::OutputGuard)) are events.
 //!
 //! # Contract (JCSP's enable/disable, with the commit protocol of the module docs)
 //!
-//! * `enable(selector, i, register)` runs under the event's own lock. If the event can
-//!   fire now it must first win `selector.try_select(i)` and only then consume the event
-//!   (take the value); if it loses it must change nothing and report [`Enable::Lost`].
-//!   Otherwise, if `register`, it leaves a waiter that a counterpart decides (also by
-//!   winning `try_select(i)` first), and reports [`Enable::Waiting`].
+//! * `enable(selector, i, false)` — the *look*: the `Alt` has nothing queued anywhere, so
+//!   nobody else can decide its round. If the event can complete now, complete it
+//!   (committing any counterpart it meets), decide `selector` for `i` and report
+//!   [`Enable::Fired`]; otherwise change nothing and report [`Enable::NotReady`].
+//! * `enable(selector, i, true)` — the *registration*: if the event could complete now,
+//!   change nothing and report [`Enable::Retry`] (the `Alt` withdraws and looks again: a
+//!   registered party may not decide anybody); otherwise leave a waiter that a
+//!   counterpart decides by winning `selector.try_select(i)` before it consumes anything,
+//!   and report [`Enable::Waiting`] (or [`Enable::NotReady`] if the guard has nothing to
+//!   offer, e.g. a send guard whose value was sent already).
 //! * `disable()` removes a waiter left by `enable`, if no counterpart popped it; it may be
 //!   called when none is left.
 //! * After the selection fired guard `i`, the `Alt` either hands the consumed event to the
@@ -28,12 +30,14 @@ use crate::csp::waiter::Selector;
 pub(crate) enum Enable {
     /// The event was ready: the selector is decided for this guard, the event consumed.
     Fired,
-    /// The selector had been decided for another guard first; nothing changed here.
-    Lost,
     /// Not ready; a waiter is queued.
     Waiting,
-    /// Not ready; nothing queued (`register == false`).
+    /// Not ready; nothing queued.
     NotReady,
+    /// Registering, the event was found ready: the `Alt` must withdraw and look again
+    /// (it may not decide a counterpart while it has waiters queued; see `chan.rs`,
+    /// invariant 5). Nothing was queued.
+    Retry,
 }
 
 /// An event an `Alt` can select: see the module contract.
@@ -60,12 +64,33 @@ pub(crate) trait Guard: Send {
     /// Tells the deadlock detector that the polling process waits on this event.
     fn note_wait(&self);
 
-    /// Moves the fired value out into `*out`.
+    /// Which way the event moves values.
+    fn direction(&self) -> Direction;
+
+    /// Moves the guard's value out into `*out`: a receive guard's fired value (`None`:
+    /// it fired because its channel ended), a send guard's unsent value (`None`: it was
+    /// sent).
     ///
     /// # Safety
-    /// `out` points to an `Option<V>` where `V` is this guard's value type, and the
-    /// selection is finished (the guard's waiter is not queued).
+    /// `out` points to an `Option<V>` where `V` is this guard's value type, and no round
+    /// is under way (the guard's waiter is not queued).
     unsafe fn take_value(&self, out: *mut ());
+
+    /// Gives a send guard a new value to offer, taken from `*input` (an `Option<V>`); the
+    /// value it held, if any, is left there instead.
+    ///
+    /// # Safety
+    /// As for [`take_value`](Self::take_value), and the guard is a send guard.
+    unsafe fn swap_value(&self, input: *mut ());
+}
+
+/// Which way an event moves values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Direction {
+    /// A channel input.
+    Receive,
+    /// A channel output.
+    Send,
 }
 
 /// A heap allocation reached through a raw pointer: like `Box`, but without `Box`'s

@@ -4,7 +4,7 @@ use crate::csp::chan::{wake, Chan};
 use crate::csp::deadlock::{self, Side, Wait};
 use crate::csp::waiter::{GuardWaiter, Selector};
 
-use super::guard::{Enable, Guard};
+use super::guard::{Direction, Enable, Guard};
 
 /// Waits for a value (or the end) of one channel, on behalf of an `Alt`.
 pub(crate) struct InputGuard<'a, T> {
@@ -70,8 +70,16 @@ impl<T: Send> Guard for InputGuard<'_, T> {
         self.chan.id()
     }
 
+    fn direction(&self) -> Direction {
+        Direction::Receive
+    }
+
     unsafe fn take_value(&self, out: *mut ()) {
         // SAFETY: `out` is an `Option<T>` and the waiter is unqueued (caller's contract).
         unsafe { *out.cast::<Option<T>>() = self.waiter.take_slot() };
+    }
+
+    unsafe fn swap_value(&self, _input: *mut ()) {
+        unreachable!("tutti: a receive guard offers no value");
     }
 }

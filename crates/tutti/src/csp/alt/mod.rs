@@ -1,12 +1,16 @@
 //! `Alt`: waiting for the first of several events (occam `ALT` / `PRI ALT`, JCSP
-//! `Alternative`).
+//! `Alternative`, Go `select`).
 //!
 //! An [`Alt`] holds a set of guards built at run time: channel inputs
-//! ([`recv`](Alt::recv)), timeouts ([`timeout`](Alt::timeout),
-//! [`deadline`](Alt::deadline)) and [`skip`](Alt::skip) (always ready), each with an
-//! optional boolean pre-condition ([`when`](Alt::when)). A selection fires **exactly one**
-//! enabled guard and reports its index in a [`Selected`]; for an input guard the value
-//! has already been received and is taken with [`Selected::recv`].
+//! ([`recv`](Alt::recv)), channel outputs ([`send`](Alt::send), which offers a value),
+//! timeouts ([`timeout`](Alt::timeout), [`deadline`](Alt::deadline)) and
+//! [`skip`](Alt::skip) (always ready), each with an optional boolean pre-condition
+//! ([`when`](Alt::when)). A selection fires **exactly one** enabled guard and reports its
+//! index in a [`Selected`]: for an input guard the value has already been received and is
+//! taken with [`Selected::recv`]; for an output guard the value has already been sent
+//! ([`Selected::sent`] says so, or gives it back if the channel ended). The
+//! [`select!`](crate::select) macro builds a one-off `Alt` and runs the fired guard's
+//! branch.
 //!
 //! * [`pri_select`](Alt::pri_select) — `PRI ALT`: among guards ready when the selection
 //!   starts, the first in order fires.
@@ -15,98 +19,115 @@
 //! * [`select`](Alt::select) — any ready guard; currently the same as `fair_select`.
 //!
 //! Each has a blocking form (`…_blocking`). Build an `Alt` once and reuse it (changing
-//! pre-conditions with [`set_when`](Alt::set_when)): a selection then allocates nothing.
+//! pre-conditions with [`set_when`](Alt::set_when), output values with
+//! [`offer`](Alt::offer)): a selection then allocates nothing.
 //!
 //! # The commit protocol
 //!
 //! The `Alt` owns one *selector* — a one-shot state word, `WAITING`, `SELECTED(i)` or
-//! `ABORTED` (encoding in `csp/waiter.rs`), plus its waker — and one *waiter* per input
-//! guard, which it may queue in that guard's channel. Selector and waiters live in heap
-//! allocations of their own, so neither moving the `Alt` nor its future moves them.
+//! `ABORTED` (encoding in `csp/waiter.rs`), plus its waker — and one *waiter* per channel
+//! guard, which it may queue in that guard's channel (an output guard's waiter holds the
+//! value it offers). Selector and waiters live in heap allocations of their own, so
+//! neither moving the `Alt` nor its future moves them.
 //!
-//! A **round** (one selection) goes:
+//! The rule that makes outputs as safe as inputs (Go's `select` and crossbeam's `Select`
+//! follow it too): **a party that has a waiter queued never decides anybody; only a party
+//! with nothing queued commits a counterpart** (`chan.rs`, invariant 5). A party that
+//! commits another can then always complete its own side, since nobody can decide it
+//! meanwhile. A **round** (one selection) goes:
 //!
-//! 1. *Reset.* No waiter is queued. The owner sets `WAITING` and stores its waker.
-//! 2. *Enable*, guard by guard in priority order (`pri`: 0, 1, …; `fair`: from the guard
-//!    after the last one fired). For an input guard, under its channel's lock: if a
-//!    receive would complete now (a value, a waiting sender, or an end state), the owner
-//!    CASes `WAITING → SELECTED(i)`, and only if that succeeds takes the value into guard
-//!    `i`'s slot; if the CAS fails a counterpart decided first, and the pass stops.
-//!    Otherwise the waiter is queued. `skip`, and a timeout already past, fire by the same
-//!    CAS; a pending timeout arms the timer with the owner's waker. If an enabled `skip`
-//!    (or elapsed timeout) guarantees that the round fires without waiting, guards are
-//!    only checked, never queued.
-//! 3. *Wait.* The owner returns `Pending`; each later poll reads the state (`Acquire`),
+//! 1. *Reset.* No waiter is queued. The owner sets `WAITING`.
+//! 2. *Look*, guard by guard in priority order (`pri`: 0, 1, …; `fair`: from the guard
+//!    after the last one fired), with nothing queued. Under a channel guard's lock, if its
+//!    operation can complete now it completes it — takes a buffered value or a waiting
+//!    sender's value, or hands the offered value to a waiting receiver or into the
+//!    buffer, deciding that counterpart if it is waiting (an `Alt` counterpart by winning
+//!    the CAS of *its* selector; one that lost its own round is skipped) — or finds the
+//!    channel ended; then it sets `SELECTED(i)` (nobody else can decide an unregistered
+//!    round) and the round is over. `skip` and an elapsed timeout fire the same way.
+//! 3. *Register* (only when waiting is allowed, and nothing fired): the owner stores its
+//!    waker, then for each guard in priority order, under its channel's lock, queues the
+//!    waiter — unless the guard's operation could complete now (it became ready after
+//!    the look): then the owner withdraws (`WAITING → ABORTED` by CAS), removes every
+//!    waiter it queued and goes back to step 1. Timeouts arm the timer with the waker.
+//! 4. *Wait.* The owner returns `Pending`; each later poll reads the state (`Acquire`),
 //!    and a timer that has passed fires its guard by the CAS.
-//! 4. *Counterpart.* A sender on a guarded channel, under that channel's lock, pops the
-//!    waiter, clones the owner's waker, writes its value into the slot and CASes
-//!    `WAITING → SELECTED(i)`. If it wins it unlocks and wakes the owner; if it loses it
-//!    moves its value back out of the slot before unlocking and goes on as if the waiter
-//!    had not been there (next receiver, buffer, or wait). It never touches the waiter
-//!    after its CAS. Closing or poisoning a channel decides the waiter the same way, with
-//!    no value.
-//! 5. *Finish* on `SELECTED(k)`: disable every other guard (remove its waiter under its
+//! 5. *Counterpart.* A party with nothing queued — a plain send or receive, or another
+//!    `Alt` looking — meets a queued waiter under the channel's lock: it pops it, clones
+//!    the owner's waker, moves the value (into an input guard's slot; out of an output
+//!    guard's slot) and CASes `WAITING → SELECTED(i)`. If it wins it unlocks and wakes the
+//!    owner; if it loses it moves the value back before unlocking and goes on as if the
+//!    waiter had not been there. It never touches the waiter after its CAS. Closing or
+//!    poisoning a channel decides the waiter the same way, moving no value.
+//! 6. *Finish* on `SELECTED(k)`: disable every other guard (remove its waiter under its
 //!    channel's lock if still queued; disarm its timer) and report `k`. Guard `k`'s waiter
 //!    is not queued: whoever decided `k` popped it, or never queued it.
-//! 6. *Abandon* (the future is dropped, or the `Alt` with it): CAS `WAITING → ABORTED`. If
+//! 7. *Abandon* (the future is dropped, or the `Alt` with it): CAS `WAITING → ABORTED`. If
 //!    that succeeds nothing was consumed; disable all. If it fails the state is
-//!    `SELECTED(k)`: disable the others and give guard `k`'s value back to the front of
-//!    its channel. A waker change between polls abandons and restarts the round.
+//!    `SELECTED(k)`: disable the others and give an input guard `k`'s value back to the
+//!    front of its channel (an output guard `k` has sent its value: the send happened). A
+//!    waker change between polls abandons and restarts the round.
 //!
 //! ## Invariants
 //!
-//! * **A1, one decision.** Within a round every transition leaves `WAITING` by a CAS, so
-//!   exactly one party decides.
-//! * **A2, consume after winning.** Every party consumes an event only after winning the
-//!   CAS for its guard, while holding the lock that keeps the event ready; a loser leaves
-//!   the event as it found it.
+//! * **A1, one decision.** Within a round every transition leaves `WAITING` by a CAS (or,
+//!   in the look, by the owner while nobody else can reach the selector), so exactly one
+//!   party decides.
+//! * **A2, consume after winning.** A counterpart consumes an event only after winning
+//!   the CAS for its guard, while holding the lock that keeps the event ready; a loser
+//!   leaves the event as it found it. The owner consumes in the look, where it cannot
+//!   lose.
 //! * **A3, slot ownership.** The owner reads slot `i` only after observing `SELECTED(i)`
 //!   with `Acquire` (the winner wrote the slot before its `Release` CAS), or after
-//!   removing the waiter under channel `i`'s lock.
-//! * **A4, no dangling waiter.** A waiter is queued only between its enabling and its
-//!   disabling or popping; finish and abandon disable all, and `Alt`'s `Drop` abandons a
-//!   round whose future was leaked.
+//!   removing the waiter under channel `i`'s lock, or in the look.
+//! * **A4, no dangling waiter.** A waiter is queued only between its registration and
+//!   its disabling or popping; finish, abandon and the withdrawal of step 3 disable all,
+//!   and `Alt`'s `Drop` abandons a round whose future was leaked.
 //! * **A5, no lost wake-up.** A waiter and the waker it will be woken with are stored under
 //!   the channel lock before the owner returns `Pending`; whoever later makes the guard
-//!   ready does so under that lock, finds the waiter, and either decides it (and wakes the
-//!   owner) or finds it dead because the round was decided already (whoever decided it
-//!   woke the owner).
+//!   ready does so under that lock, finds the waiter, and either decides it (and wakes
+//!   the owner) or finds it dead because the round was decided already (whoever decided
+//!   it woke the owner).
+//! * **A6, only the unregistered commit.** The owner decides counterparts only in the
+//!   look; registering, it withdraws instead. So no party is ever both deciding and
+//!   decidable, and a committed counterpart's side always completes.
 //!
 //! ## Proof sketch
 //!
 //! *Exactly one guard fires.* By A1 a round decides one guard `k`. By A2 the only event
-//! consumed in the round is guard `k`'s, consumed once, by the winner, into slot `k`; every
+//! consumed in the round is guard `k`'s, consumed once, into slot `k` or out of it; every
 //! other counterpart or enabling step that met the selector left its event untouched. By
-//! A3 the owner reads exactly that value.
+//! A3 the owner reads exactly that outcome. By A6 a counterpart decided in the look gets
+//! its value (or gives one), since the looking `Alt` cannot be decided by anyone else.
 //!
 //! *Nothing is lost or duplicated on cancellation.* Abandoning either wins `ABORTED` (by
 //! A1 nobody decided, so by A2 nothing was consumed) or finds `SELECTED(k)` and gives slot
 //! `k`'s value back to its channel, where the next receiver gets it (see the cancellation
-//! argument in `chan.rs`). A value the user does not take from a [`Selected`] is given back
-//! the same way.
+//! argument in `chan.rs`), or, for an output guard, finds its value sent. A value the user
+//! does not take from a [`Selected`] is given back the same way; an output guard's value
+//! that was not sent stays offered.
 //!
 //! *No selection sleeps through a ready guard.* A guard ready at the start is found by the
-//! enabling pass (or the pass stops at an earlier decision); a guard that becomes ready
-//! later decides the round by A5; a timer wakes the owner, whose next poll fires the guard.
+//! look; one that becomes ready during registration makes the round look again; one that
+//! becomes ready later decides the round by A5; a timer wakes the owner, whose next poll
+//! fires the guard.
 //!
-//! *Priority and fairness.* The pass visits guards in priority order and stops at the
-//! first ready one, so among guards ready when the round starts the first in order fires —
-//! unless a counterpart decided a guard it had already queued on during the pass, which is
-//! equally a guard ready at the decision point. With rotation, if guard `j` stays ready,
-//! each round fires a guard between the start and `j` and the next start moves past it,
-//! so `j` fires within `n` rounds.
+//! *Priority and fairness.* The look visits guards in priority order and fires the first
+//! ready one; a counterpart can decide a registered round only for a guard that was not
+//! ready in the look. With rotation, if guard `j` stays ready, each round fires a guard
+//! between the start and `j` and the next start moves past it, so `j` fires within `n`
+//! rounds. A blocking fair selection on a plain thread that fired the same guard twice in
+//! a row yields its thread first (`select_blocking_in`): the parties of the other guards
+//! may be threads it woke that wait for a core, and they cannot be ready before they run.
 //!
-//! The `loom_tests` module model-checks a selection racing two senders and a selection
-//! abandoned while a sender commits.
-//!
-//! # Barriers
-//!
-//! The guard set is open: any [`Guard`](guard::Guard) implementation is an event guard.
-//! A barrier guard (JCSP's alting barrier) plugs in the same way as a channel input; see
-//! `guard.rs`.
+//! The `loom_tests` module model-checks a selection racing two senders, a selection
+//! abandoned while a sender commits, an output guard abandoned while a receiver takes, an
+//! output guard racing a close, and two `Alt`s meeting on one channel (one offering, one
+//! receiving).
 
 pub(crate) mod guard;
 mod input;
+mod output;
 mod selected;
 
 use std::fmt;
@@ -116,9 +137,11 @@ use std::time::{Duration, Instant};
 use crate::runtime::Deadline;
 
 use super::rx::Rx;
+use super::tx::Tx;
 use super::waiter::{Selector, Status};
-use guard::{Aliased, Enable, Guard};
+use guard::{Aliased, Direction, Enable, Guard};
 use input::InputGuard;
+use output::OutputGuard;
 
 pub use selected::{SelectFuture, Selected};
 
@@ -175,6 +198,10 @@ pub struct Alt<'a> {
     next: usize,
     /// A round is under way: waiters may be queued, timers armed.
     in_round: bool,
+    /// The guard that fired last (`usize::MAX`: none yet), and whether the one before
+    /// was the same (see `select_blocking_in`).
+    last_fired: usize,
+    repeated: bool,
 }
 
 /// One guard and its per-round bookkeeping.
@@ -198,6 +225,16 @@ enum Kind<'a> {
     },
     /// Always ready.
     Skip,
+}
+
+/// How a registration pass ended.
+enum Registered {
+    /// Every enabled guard waits.
+    Waiting,
+    /// Guard `k` fired (a counterpart decided it, or a timeout passed).
+    Decided(usize),
+    /// A guard was found ready; the round was withdrawn and nothing is queued.
+    Retry,
 }
 
 /// The selection policies.
@@ -234,6 +271,8 @@ impl<'a> Alt<'a> {
             selector: Aliased::new(Box::new(Selector::new())),
             next: 0,
             in_round: false,
+            last_fired: usize::MAX,
+            repeated: false,
         }
     }
 
@@ -278,6 +317,80 @@ impl<'a> Alt<'a> {
     /// ```
     pub fn recv_if<T: Send>(self, cond: bool, rx: &'a Rx<T>) -> Self {
         self.recv(rx).when(cond)
+    }
+
+    /// Adds an output guard offering `value` on `tx` (Go's `case tx <- value`): ready when
+    /// the value can be sent now (a receiver waits, or there is room), or when the channel
+    /// ended (closed, every receiver gone, or poisoned) — [`Selected::sent`] then reports
+    /// that and returns the value.
+    ///
+    /// The guard fires only once the value was really handed over: to a receiver (which
+    /// has taken it, for a rendezvous) or into the buffer. If another guard fires, the
+    /// value stays offered for the next selection. Once sent, the guard has nothing to
+    /// offer and selections skip it until [`offer`](Self::offer) gives it a new value.
+    ///
+    /// ```
+    /// use tutti::csp::{buffered, channel, Alt};
+    ///
+    /// let (_in_tx, input) = channel::<u32>();
+    /// let (out, out_rx) = buffered::<u32>(1);
+    /// let mut alt = Alt::new().recv(&input).send(&out, 7);
+    /// let sel = alt.pri_select_blocking();
+    /// assert_eq!(sel.index(), 1); // nothing to receive; room to send
+    /// assert_eq!(sel.sent(&out), Ok(()));
+    /// assert_eq!(out_rx.try_recv(), Ok(7));
+    /// ```
+    pub fn send<T: Send>(self, tx: &'a Tx<T>, value: T) -> Self {
+        let index = self.guards.len();
+        let guard: Box<dyn Guard + 'a> = Box::new(OutputGuard::new(
+            tx.chan(),
+            self.selector.get(),
+            index,
+            value,
+        ));
+        self.push(Kind::Event(Aliased::new(guard)))
+    }
+
+    /// Adds an output guard on `tx` offering `value`, with the pre-condition `cond`.
+    ///
+    /// ```
+    /// use tutti::csp::{buffered, Alt};
+    ///
+    /// let (tx, _rx) = buffered::<u8>(1);
+    /// let mut alt = Alt::new().send_if(false, &tx, 1).skip();
+    /// assert_eq!(alt.pri_select_blocking().index(), 1); // the output is disabled
+    /// ```
+    pub fn send_if<T: Send>(self, cond: bool, tx: &'a Tx<T>, value: T) -> Self {
+        self.send(tx, value).when(cond)
+    }
+
+    /// Gives send guard `index` (on `tx`) a new value to offer in later selections, and
+    /// returns the value it still held, if it had not been sent.
+    ///
+    /// # Panics
+    /// If guard `index` is not a send guard on `tx`'s channel.
+    ///
+    /// ```
+    /// use tutti::csp::{buffered, Alt};
+    ///
+    /// let (tx, rx) = buffered::<u32>(4);
+    /// let mut alt = Alt::new().send(&tx, 0);
+    /// for next in 1..4 {
+    ///     alt.select_blocking().sent(&tx).unwrap();
+    ///     assert_eq!(alt.offer(0, &tx, next), None); // the last one was sent
+    /// }
+    /// assert_eq!(alt.offer(0, &tx, 9), Some(3)); // 3 was still offered
+    /// assert_eq!((rx.try_recv(), rx.try_recv(), rx.try_recv()), (Ok(0), Ok(1), Ok(2)));
+    /// ```
+    pub fn offer<T: Send>(&mut self, index: usize, tx: &Tx<T>, value: T) -> Option<T> {
+        // A leaked selection's round may still be under way: end it first.
+        self.abandon();
+        let guard = self.typed_event(index, tx.chan().id(), Direction::Send, "Alt::offer");
+        let mut slot = Some(value);
+        // SAFETY: the guard is a send guard on `tx`'s channel, whose values are `T`s (a
+        // channel is invariant in its value type); no round is under way.
+        unsafe { guard.swap_value((&mut slot as *mut Option<T>).cast()) };
+        slot
     }
 
     /// Adds a timeout guard: ready once `after` has passed since the start of the
@@ -517,7 +630,21 @@ impl<'a> Alt<'a> {
     /// The blocking forms. On a plain thread, look-only rounds are retried with back-off
     /// first, so that a selector that is about to be served does not queue on (and then
     /// remove itself from) every guarded channel; see `csp/blocking.rs`.
+    ///
+    /// A fair selection on a plain thread that fired the same guard twice in a row first
+    /// gives up its time slice: the parties of the other guards may be threads that it
+    /// woke (by taking their values) and that wait for a core, while the party it keeps
+    /// serving never stops running. Rotation serves every guard that is ready within `n`
+    /// selections; yielding lets a woken party become ready at all on a machine with
+    /// more running threads than cores (see `tutti bench csp fair`).
     fn select_blocking_in(&mut self, mode: Mode) -> Selected<'_, 'a> {
+        if mode == Mode::Fair
+            && self.repeated
+            && self.guards.len() > 1
+            && crate::runtime::worker_index().is_none()
+        {
+            std::thread::yield_now();
+        }
         if let Ok(index) = super::blocking::retry((), |()| self.try_round(mode).ok_or(())) {
             return Selected::new(self, index);
         }
@@ -576,87 +703,124 @@ impl<'a> Alt<'a> {
         fired.map(|k| self.finish(k, mode))
     }
 
-    /// The enabling pass of a round. With a context, waiters are queued and timers armed
-    /// with its waker unless some guard is sure to fire; without one, guards are only
-    /// checked. Returns the guard that fired, if any (`in_round` is left set).
+    /// Steps 1 and 2 of a round: reset, look, and (with a context, if nothing fired)
+    /// register. Returns the guard that fired, if any (`in_round` is left set).
     fn enable_pass(&mut self, mode: Mode, mut cx: Option<&mut Context<'_>>) -> Option<usize> {
         assert!(
             !self.guards.is_empty(),
             "tutti: selecting on an Alt without guards; it could never fire"
         );
-        let sel = self.selector.get();
-        sel.reset();
-        if let Some(cx) = cx.as_deref() {
-            // SAFETY: no round is under way, so none of our waiters is queued.
-            unsafe { sel.set_waker(cx.waker()) };
-        }
-        self.in_round = true;
-
-        // Relative timeouts start now; a ready skip or timeout means nobody needs to queue.
-        let mut sure_to_fire = false;
+        // Relative timeouts start now.
         for e in self.guards.iter_mut().filter(|e| e.enabled) {
-            match &mut e.kind {
-                Kind::Skip => sure_to_fire = true,
-                Kind::Timeout { after, deadline } => {
-                    if let Some(d) = after {
-                        *deadline = Deadline::after(*d);
-                    }
-                    sure_to_fire |= deadline.is_elapsed();
-                }
-                Kind::Event(_) => {}
+            if let Kind::Timeout {
+                after: Some(d),
+                deadline,
+            } = &mut e.kind
+            {
+                *deadline = Deadline::after(*d);
             }
         }
-        let register = !sure_to_fire && cx.is_some();
-
         let n = self.guards.len();
         let first = match mode {
             Mode::Pri => 0,
             Mode::Fair => self.next % n,
         };
-        for step in 0..n {
-            let i = if first + step < n {
-                first + step
-            } else {
-                first + step - n
+        loop {
+            let sel = self.selector.get();
+            sel.reset();
+            self.in_round = true;
+            if let Some(k) = self.look(first) {
+                return Some(k);
+            }
+            let cx = cx.as_deref_mut()?;
+            match self.register(first, cx) {
+                Registered::Waiting => return None,
+                Registered::Decided(k) => return Some(k),
+                // A guard became ready while registering: we withdrew; look again.
+                Registered::Retry => continue,
+            }
+        }
+    }
+
+    /// The guard indices in priority order, starting at `first`.
+    fn order(&self, first: usize) -> impl Iterator<Item = usize> {
+        let n = self.guards.len();
+        (first..n).chain(0..first)
+    }
+
+    /// Step 2a, look: with nothing of ours queued anywhere, fire the first ready guard in
+    /// priority order. Firing an event completes it at once (takes the value, or hands it
+    /// over), committing any counterpart it meets; nobody can decide our round meanwhile.
+    fn look(&mut self, first: usize) -> Option<usize> {
+        let sel = self.selector.get();
+        for i in self.order(first) {
+            let e = &mut self.guards[i];
+            if !e.enabled {
+                continue;
+            }
+            let fired = match &mut e.kind {
+                Kind::Skip => true,
+                Kind::Timeout { deadline, .. } => deadline.is_elapsed(),
+                // SAFETY: nothing of ours is queued; each guard is enabled once a pass.
+                Kind::Event(g) => match unsafe { g.get().enable(sel, i, false) } {
+                    Enable::Fired => return Some(i),
+                    Enable::NotReady => false,
+                    other => unreachable!("tutti: a look-only enable returned {other:?}"),
+                },
             };
+            if fired {
+                return Some(self_select(sel, i));
+            }
+        }
+        None
+    }
+
+    /// Step 2b, register: queue a waiter on every enabled event and arm every timeout,
+    /// with the owner's waker, so that whoever makes a guard ready decides the round.
+    /// Finding a guard ready here (it became ready after the look) means withdrawing
+    /// and looking again: a registered `Alt` may not decide anybody (`chan.rs`,
+    /// invariant 5).
+    fn register(&mut self, first: usize, cx: &mut Context<'_>) -> Registered {
+        let sel = self.selector.get();
+        // SAFETY: no waiter of ours is queued yet.
+        unsafe { sel.set_waker(cx.waker()) };
+        for i in self.order(first) {
             let e = &mut self.guards[i];
             if !e.enabled {
                 continue;
             }
             if let Status::Selected(k) = sel.status() {
-                return Some(k); // a counterpart was quicker
+                return Registered::Decided(k); // a counterpart was quicker
             }
-            let fired = match &mut e.kind {
-                Kind::Skip => Some(self_select(sel, i)),
+            match &mut e.kind {
+                Kind::Skip => unreachable!("tutti: a skip guard survived the look"),
                 Kind::Timeout { deadline, .. } => {
-                    let due = match cx.as_deref_mut() {
-                        Some(cx) if register => {
-                            e.waiting = true;
-                            deadline.poll_elapsed(cx).is_ready()
-                        }
-                        _ => deadline.is_elapsed(),
-                    };
-                    due.then(|| self_select(sel, i))
+                    e.waiting = true;
+                    if deadline.poll_elapsed(cx).is_ready() {
+                        return Registered::Decided(self_select(sel, i));
+                    }
                 }
                 // SAFETY: the selector is `Aliased` and outlives the round (finish and
-                // abandon disable every guard first); each guard is enabled once a round.
-                Kind::Event(g) => match unsafe { g.get().enable(sel, i, register) } {
-                    Enable::Fired => Some(i),
-                    Enable::Lost => Some(decided(sel)),
-                    Enable::Waiting => {
-                        e.waiting = true;
-                        None
+                // abandon disable every guard first); each guard is enabled once a pass.
+                Kind::Event(g) => match unsafe { g.get().enable(sel, i, true) } {
+                    Enable::Waiting => e.waiting = true,
+                    Enable::NotReady => {}
+                    Enable::Retry => {
+                        return match sel.abort() {
+                            Ok(()) => {
+                                self.disable_all(None);
+                                Registered::Retry
+                            }
+                            Err(k) => Registered::Decided(k),
+                        }
                     }
-                    Enable::NotReady => None,
+                    other => unreachable!("tutti: a registering enable returned {other:?}"),
                 },
-            };
-            if fired.is_some() {
-                return fired;
             }
         }
         match sel.status() {
-            Status::Selected(k) => Some(k),
-            _ => None,
+            Status::Selected(k) => Registered::Decided(k),
+            _ => Registered::Waiting,
         }
     }
 
@@ -693,6 +857,8 @@ impl<'a> Alt<'a> {
         if mode == Mode::Fair {
             self.next = k + 1;
         }
+        self.repeated = k == self.last_fired;
+        self.last_fired = k;
         k
     }
 
@@ -733,12 +899,31 @@ impl<'a> Alt<'a> {
         }
     }
 
-    /// The event guard `k`, for taking its value.
-    fn event(&self, k: usize) -> Option<&dyn Guard> {
-        match &self.guards[k].kind {
-            Kind::Event(g) => Some(g.get()),
-            _ => None,
-        }
+    /// Event guard `k`, checked to move values `direction` on the channel `id`; `what`
+    /// names the caller in the panic message.
+    fn typed_event(&self, k: usize, id: *const (), direction: Direction, what: &str) -> &dyn Guard {
+        let n = self.guards.len();
+        let Some(Entry {
+            kind: Kind::Event(g),
+            ..
+        }) = self.guards.get(k)
+        else {
+            panic!("tutti: {what}: guard {k} (of {n}) is not a channel guard");
+        };
+        let g = g.get();
+        let want = match direction {
+            Direction::Receive => "an input",
+            Direction::Send => "an output",
+        };
+        assert!(
+            g.direction() == direction,
+            "tutti: {what}: guard {k} is not {want} guard"
+        );
+        assert!(
+            g.id() == id,
+            "tutti: {what}: guard {k} is on another channel"
+        );
+        g
     }
 }
 

@@ -5,10 +5,12 @@ use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
+use super::guard::Direction;
 use super::{Alt, Mode};
 use crate::csp::blocking::Settle;
-use crate::csp::error::{RecvError, TryRecvError};
+use crate::csp::error::{RecvError, SendError, TryRecvError};
 use crate::csp::rx::Rx;
+use crate::csp::tx::Tx;
 use crate::csp::waiter::Status;
 
 /// Future returned by [`Alt::pri_select`], [`Alt::fair_select`] and [`Alt::select`]:
@@ -153,13 +155,11 @@ impl Selected<'_, '_> {
     /// assert_eq!(alt.pri_select_blocking().recv(&rx), Err(RecvError::Closed));
     /// ```
     pub fn recv<T>(mut self, rx: &Rx<T>) -> Result<T, RecvError> {
-        let index = self.index;
-        let guard = self.alt.event(index).unwrap_or_else(|| {
-            panic!("tutti: Selected::recv: guard {index} is not an input guard")
-        });
-        assert!(
-            guard.id() == rx.chan().id(),
-            "tutti: Selected::recv: guard {index} receives from another channel"
+        let guard = self.alt.typed_event(
+            self.index,
+            rx.chan().id(),
+            Direction::Receive,
+            "Selected::recv",
         );
         let mut value: Option<T> = None;
         // SAFETY: the guard reads `rx`'s channel, whose values are `T`s: a `Chan<T>` is
@@ -176,6 +176,46 @@ impl Selected<'_, '_> {
                 Err(TryRecvError::Closed | TryRecvError::Empty) => Err(RecvError::Closed),
             },
         }
+    }
+}
+
+impl Selected<'_, '_> {
+    /// The outcome of the fired output guard on `tx`: `Ok(())` if its value was sent, or
+    /// the error (with the value) if the guard fired because the channel ended.
+    ///
+    /// # Panics
+    /// If the fired guard is not an output guard on `tx`'s channel (a program error: match
+    /// on [`index`](Self::index) first).
+    ///
+    /// ```
+    /// use tutti::csp::{channel, Alt, SendError};
+    ///
+    /// let (tx, rx) = channel::<u8>();
+    /// drop(rx);
+    /// let mut alt = Alt::new().send(&tx, 3);
+    /// assert_eq!(alt.pri_select_blocking().sent(&tx), Err(SendError::Closed(3)));
+    /// ```
+    pub fn sent<T>(mut self, tx: &Tx<T>) -> Result<(), SendError<T>> {
+        let guard = self.alt.typed_event(
+            self.index,
+            tx.chan().id(),
+            Direction::Send,
+            "Selected::sent",
+        );
+        self.claimed = true;
+        let mut value: Option<T> = None;
+        // SAFETY: the guard is an output on `tx`'s channel (whose values are `T`s: a
+        // channel is invariant in its value type), and the selection is finished.
+        unsafe { guard.take_value((&mut value as *mut Option<T>).cast()) };
+        // A value still here: the guard fired because the channel ended.
+        if let Some(v) = value {
+            return Err(if tx.chan().is_poisoned() {
+                SendError::Poisoned(v)
+            } else {
+                SendError::Closed(v)
+            });
+        }
+        Ok(())
     }
 }
 

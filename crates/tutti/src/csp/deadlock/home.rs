@@ -16,6 +16,9 @@ pub(crate) enum Object {
     Channel(usize),
     /// A barrier.
     Barrier,
+    /// A timer channel (`after`, `tick`): a task of the timer feeds it, so a wait on it
+    /// always ends.
+    Timer,
 }
 
 /// Side of an object a process waits on, indexing [`HomeInner::last`].
@@ -49,7 +52,9 @@ impl Home {
     /// The record of an object being created now, by the calling context.
     pub(crate) fn new(object: Object, name: Option<Cow<'static, str>>) -> Home {
         let net = member::current_network();
-        if net.is_none() && name.is_none() {
+        // A timer channel is never internal to a network (its feeder is outside): like
+        // an unnamed object made outside every network, it needs no record.
+        if object == Object::Timer || (net.is_none() && name.is_none()) {
             return Home(None);
         }
         Home(Some(Box::new(HomeInner {

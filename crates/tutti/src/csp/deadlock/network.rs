@@ -285,6 +285,7 @@ fn describe(members: &[&Member]) -> Deadlock {
             Object::Channel(0) => "channel",
             Object::Channel(_) => "buffered channel",
             Object::Barrier => "barrier",
+            Object::Timer => "timer channel",
         };
         match &h.name {
             Some(n) => format!("{what} `{n}`"),

@@ -74,7 +74,15 @@ impl CompactWaker {
         }
     }
 
+    #[inline]
     fn release(&mut self) {
+        if self.0 != 0 {
+            self.release_cold();
+        }
+    }
+
+    #[cold]
+    fn release_cold(&mut self) {
         drop(self.take());
     }
 }
@@ -87,6 +95,7 @@ unsafe fn task_of(w: usize) -> RawTask {
 }
 
 impl Drop for CompactWaker {
+    #[inline]
     fn drop(&mut self) {
         self.release();
     }

@@ -1,0 +1,299 @@
+//! Send guards in `Alt`, the `select!` macros, and fairness: what users rely on when a
+//! selection offers values as well as takes them.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tutti::csp::{buffered, channel, run, Alt, RecvError, SendError, Tx};
+use tutti::Runtime;
+
+fn rt() -> Runtime {
+    Runtime::builder().workers(2).build().unwrap()
+}
+
+/// A send guard on a rendezvous channel fires only once a receiver took the value; the
+/// receiver gets exactly the values the guard reports sent, in order.
+#[test]
+fn send_guard_hands_each_value_to_one_receiver() {
+    let rt = rt();
+    let (tx, rx) = channel::<u32>();
+    let (_idle_tx, idle) = channel::<u32>();
+    let receiver = rt.spawn(async move {
+        let mut got = Vec::new();
+        while let Ok(v) = rx.recv().await {
+            got.push(v);
+        }
+        got
+    });
+    let sent = rt.block_on(rt.spawn(async move {
+        let mut alt = Alt::new().recv(&idle).send(&tx, 0);
+        for next in 1..=100 {
+            let sel = alt.select().await;
+            assert_eq!(sel.index(), 1, "nothing arrives on the idle channel");
+            sel.sent(&tx).unwrap();
+            assert_eq!(alt.offer(1, &tx, next), None, "the last value was sent");
+        }
+        // The 101st value is still offered: take it back, then close.
+        let left = alt.offer(1, &tx, 0);
+        drop(alt);
+        drop(tx);
+        left
+    }));
+    assert_eq!(sent, Some(100));
+    assert_eq!(rt.block_on(receiver), (0..100).collect::<Vec<_>>());
+}
+
+/// Two `Alt`s, one offering on a channel and the other waiting on it, each also
+/// waiting on a channel nobody uses, on threads and tasks in every combination: every
+/// value moves once.
+#[test]
+fn an_alt_sends_to_an_alt() {
+    let rt = rt();
+    const N: u32 = 300;
+    for (sender_task, receiver_task) in [(true, true), (true, false), (false, true), (false, false)]
+    {
+        let (tx, rx) = channel::<u32>();
+        let sender = move || async move {
+            let (_t, idle) = channel::<u32>();
+            let mut alt = Alt::new().recv(&idle).send(&tx, 0);
+            for next in 1..=N {
+                alt.select().await.sent(&tx).unwrap();
+                alt.offer(1, &tx, next);
+            }
+        };
+        let receiver = move || async move {
+            let (_t, idle) = channel::<u32>();
+            let mut alt = Alt::new().recv(&idle).recv(&rx);
+            let mut sum = 0;
+            for _ in 0..N {
+                sum += alt.select().await.recv(&rx).unwrap();
+            }
+            sum
+        };
+        let (s, s_thread) = if sender_task {
+            (Some(rt.spawn(sender())), None)
+        } else {
+            (
+                None,
+                Some(std::thread::spawn(move || tutti::block_on(sender()))),
+            )
+        };
+        let sum = if receiver_task {
+            rt.block_on(rt.spawn(receiver()))
+        } else {
+            tutti::block_on(receiver())
+        };
+        assert_eq!(sum, (0..N).sum::<u32>());
+        if let Some(s) = s {
+            rt.block_on(s);
+        }
+        if let Some(t) = s_thread {
+            t.join().unwrap();
+        }
+    }
+}
+
+/// An `Alt` with a send and a receive guard on the same channel never pairs with itself:
+/// it waits for another party, which gets the value (or gives one).
+#[test]
+fn an_alt_does_not_rendezvous_with_itself() {
+    let (tx, rx) = channel::<u32>();
+    let t2 = tx.clone();
+    let r2 = rx.clone();
+    let other = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(20));
+        r2.recv_blocking()
+    });
+    let mut alt = Alt::new().recv(&rx).send(&tx, 7);
+    let sel = alt.select_blocking();
+    assert_eq!(sel.index(), 1, "only the other thread's receive can pair");
+    sel.sent(&tx).unwrap();
+    assert_eq!(other.join().unwrap(), Ok(7));
+    drop(t2);
+}
+
+/// A send guard on a channel that ended fires with its value back, naming the end.
+#[test]
+fn send_guard_reports_closed_and_poisoned() {
+    let (tx, rx) = channel::<String>();
+    drop(rx);
+    let mut alt = Alt::new().send(&tx, "kept".to_string());
+    assert_eq!(
+        alt.select_blocking().sent(&tx),
+        Err(SendError::Closed("kept".to_string()))
+    );
+    let (tx, rx) = buffered::<u8>(1);
+    tx.try_send(0).unwrap();
+    let mut alt = Alt::new().send(&tx, 1);
+    let poisoner = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(10));
+        rx.poison();
+    });
+    assert_eq!(alt.select_blocking().sent(&tx), Err(SendError::Poisoned(1)));
+    poisoner.join().unwrap();
+}
+
+/// Dropping a selection that was decided for a send guard leaves the value sent; one
+/// that was not leaves it offered. Nothing is sent twice.
+#[test]
+fn abandoned_send_selections_lose_nothing() {
+    let rt = rt();
+    let (tx, rx) = buffered::<u32>(1);
+    let mut alt = Alt::new().send(&tx, 1);
+    // Room in the buffer: the selection fires at once; dropping the `Selected` is fine.
+    drop(tutti::block_on(alt.select()));
+    assert_eq!(alt.offer(0, &tx, 2), None, "1 was sent");
+    // Full now: a selection that waits and is dropped sends nothing.
+    let aborted = rt.block_on(async {
+        tutti::timeout(Duration::from_millis(10), alt.select())
+            .await
+            .is_err()
+    });
+    assert!(aborted);
+    assert_eq!(rx.try_recv(), Ok(1));
+    assert_eq!(rx.try_recv(), Err(tutti::csp::TryRecvError::Empty));
+    assert_eq!(alt.offer(0, &tx, 3), Some(2), "2 stayed offered");
+}
+
+/// `select!` in a task: receive, send, timeout and default branches, pre-conditions, and
+/// branches that use (or drop) the channels.
+#[test]
+fn select_macro_branches() {
+    let rt = rt();
+    rt.block_on(rt.spawn(async {
+        let (tx, rx) = buffered::<u32>(1);
+        let (out, out_rx) = buffered::<u32>(1);
+        tx.send(5).await.unwrap();
+        // Priority: the receive is first and ready.
+        let got = tutti::select! {
+            pri;
+            recv(rx) -> v => v.unwrap() * 10,
+            send(out, 1) -> r => { r.unwrap(); 0 }
+        };
+        assert_eq!(got, 50);
+        // The receive is disabled by its pre-condition: the send fires.
+        let got = tutti::select! {
+            recv(rx) -> v if false => v.unwrap(),
+            send(out, 2) -> r => { r.unwrap(); 2 }
+        };
+        assert_eq!(got, 2);
+        assert_eq!(out_rx.recv().await, Ok(2));
+        // Nothing ready: the timeout fires; the channels are free in the branch.
+        let got = tutti::select! {
+            recv(rx) -> _v => unreachable!(),
+            timeout(Duration::from_millis(5)) => { drop(tx); "late" },
+        };
+        assert_eq!(got, "late");
+        // `default` makes it a poll; the closed channel is ready with `Closed`.
+        let got: Result<u32, RecvError> = tutti::select! {
+            recv(rx) -> v => v,
+            default => Ok(99),
+        };
+        assert_eq!(got, Err(RecvError::Closed));
+    }));
+}
+
+/// The guard expressions are evaluated once each, in order.
+#[test]
+fn select_macro_evaluates_guards_once() {
+    let evaluated = AtomicUsize::new(0);
+    let (tx, rx) = buffered::<u32>(1);
+    let value = || {
+        evaluated.fetch_add(1, Ordering::SeqCst);
+        7
+    };
+    let r = tutti::select_blocking! {
+        send(tx, value()) -> r => r,
+    };
+    assert_eq!(r, Ok(()));
+    assert_eq!(evaluated.load(Ordering::SeqCst), 1);
+    assert_eq!(rx.try_recv(), Ok(7));
+}
+
+/// A continuously ready guard fires within `n` fair selections, however busy the others
+/// are: two always-full channels alternate strictly.
+#[test]
+fn fair_selection_rotates_among_ready_guards() {
+    let (ta, a) = buffered::<u32>(64);
+    let (tb, b) = buffered::<u32>(64);
+    for i in 0..64 {
+        ta.try_send(i).unwrap();
+        tb.try_send(i).unwrap();
+    }
+    let mut alt = Alt::new().recv(&a).recv(&b);
+    let fired: Vec<usize> = (0..64)
+        .map(|_| {
+            let sel = alt.fair_select_blocking();
+            let i = sel.index();
+            sel.recv([&a, &b][i]).unwrap();
+            i
+        })
+        .collect();
+    assert!(fired.windows(2).all(|w| w[0] != w[1]), "{fired:?}");
+}
+
+/// Queued senders are served in rotation too: three senders waiting on rendezvous
+/// channels (threads parked in `send_blocking`) are each served once in any three
+/// selections after the first.
+#[test]
+fn fair_selection_serves_every_waiting_sender() {
+    let chans: Vec<_> = (0..3).map(|_| channel::<usize>()).collect();
+    let (txs, rxs): (Vec<Tx<usize>>, Vec<_>) = chans.into_iter().unzip();
+    let senders: Vec<_> = txs
+        .into_iter()
+        .enumerate()
+        .map(|(i, tx)| std::thread::spawn(move || while tx.send_blocking(i).is_ok() {}))
+        .collect();
+    // Let every sender queue.
+    std::thread::sleep(Duration::from_millis(50));
+    let mut alt = rxs.iter().fold(Alt::new(), |alt, rx| alt.recv(rx));
+    let mut fired = Vec::new();
+    for _ in 0..300 {
+        let sel = alt.fair_select_blocking();
+        let i = sel.index();
+        assert_eq!(sel.recv(&rxs[i]), Ok(i));
+        fired.push(i);
+    }
+    let mut counts = [0usize; 3];
+    for &i in &fired {
+        counts[i] += 1;
+    }
+    assert!(
+        counts.iter().all(|&c| c > 0),
+        "a sender was starved: {counts:?}"
+    );
+    drop(alt);
+    drop(rxs);
+    for s in senders {
+        s.join().unwrap();
+    }
+}
+
+/// A process blocked in an `Alt` on a send guard is part of a deadlock report, which
+/// names the send.
+#[test]
+fn deadlock_reports_a_waiting_send_guard() {
+    let err = run(async {
+        let (tx, _rx) = channel::<u32>();
+        let (_t2, idle) = channel::<u32>();
+        let mut alt = Alt::new().recv(&idle).send(&tx, 1);
+        let _ = alt.select().await;
+        unreachable!("nobody receives");
+    })
+    .wait_blocking()
+    .unwrap_err();
+    assert!(err.to_string().contains("in an ALT over 2 guards"), "{err}");
+}
+
+/// The channels of a `select!` are not borrowed once a branch runs.
+#[test]
+fn select_branch_may_move_the_channels() {
+    let (tx, rx) = buffered::<u32>(1);
+    tx.try_send(1).unwrap();
+    let moved = tutti::select_blocking! {
+        recv(rx) -> v => { let keep = rx; (v, keep) }
+    };
+    assert_eq!(moved.0, Ok(1));
+    drop(Arc::new(moved.1));
+}
