@@ -26,6 +26,7 @@ pub(crate) mod call;
 pub mod csp;
 pub(crate) mod loom;
 pub mod msg;
+pub mod remote;
 pub mod rmi;
 pub mod runtime;
 pub mod sync;

@@ -2,7 +2,7 @@
 //! location 0 asked by actors on every location (issue 5's example), then the
 //! cost of a remote `ask` round trip and the rate of remote `tell`s.
 //!
-//! Every location runs an actor node (`tutti::world::Node`). Under
+//! Every location runs an actor node (`tutti::remote::Node`). Under
 //! `mpirun -n P` (built with `--features mpi`) there is one location per rank,
 //! so every question but location 0's own crosses a process boundary; without
 //! mpirun the same program runs `--locations` locations as threads of one
@@ -28,7 +28,8 @@ use clap::Args;
 use serde::{Deserialize, Serialize};
 use tutti::actor::{self, Actor, Addr, Context};
 use tutti::msg::{Dispatch, Handler, Message, Remote};
-use tutti::world::{Node, RemoteAddr, TransportKind, World};
+use tutti::remote::{Node, RemoteAddr};
+use tutti::world::{TransportKind, World};
 
 use crate::measure::RunOpts;
 use crate::report::{Report, Stats};

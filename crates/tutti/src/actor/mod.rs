@@ -114,8 +114,8 @@
 //! [`register`], [`lookup`] (typed: a wrong type is [`LookupError::WrongType`]),
 //! [`unregister`], [`whereis`]: thesis 000's repository and Erlang's `register`, for
 //! this process. Across ranks, actors are reached through the world's actor nodes:
-//! [`world::Node`](crate::world::Node) exports actors as
-//! [`RemoteAddr`](crate::world::RemoteAddr)s and keeps a world-wide registry of
+//! [`remote::Node`](crate::remote::Node) exports actors as
+//! [`RemoteAddr`](crate::remote::RemoteAddr)s and keeps a world-wide registry of
 //! [`Name`]s.
 //!
 //! # Supervision

@@ -17,8 +17,8 @@
 //!
 //! This registry is the process's. Names for the whole world — registered on one
 //! location, looked up from any rank — are kept by the actor nodes of the world
-//! layer ([`world::Node::register`](crate::world::Node::register) and
-//! [`lookup`](crate::world::Node::lookup), with the same [`Name`] type), since the
+//! layer ([`remote::Node::register`](crate::remote::Node::register) and
+//! [`lookup`](crate::remote::Node::lookup), with the same [`Name`] type), since the
 //! actor layer knows nothing of ranks.
 
 use std::any::Any;

@@ -1,16 +1,102 @@
 //! Layer 4: the request/reply core — one conversation layer for everything
 //! that asks questions across a location or process boundary: distributed
-//! objects (`rmi`), distributed actors, and URL-addressed RPC (`rpc`).
+//! objects ([`rmi`](crate::rmi)), distributed actors ([`remote`](crate::remote)),
+//! and URL-addressed RPC.
 //!
-//! A conversation owns, once for all of them: correlation ids, the table of
-//! pending replies, the `Tell`/`Ask`/`Reply`/`Fault` framing (the `msg`
-//! codec's frame kinds), reusable scratch buffers, and the policy for bad bytes
-//! from a peer (an error naming the peer and the cause; nothing else is lost).
-//! It does not own how frames travel: that is a [`Link`] (`link.rs`), the seam
-//! between this core and whatever carries its frames — a world location (its
-//! transports: in-process, MPI, shared memory), or an RPC connection over TCP.
+//! A [`Conversation`] owns, once for all of them: correlation ids and the table
+//! of questions waiting for answers ([`Pending`], `pending.rs`), the framing of
+//! statements, questions, answers and refusals as `msg` codec frames
+//! ([`FrameBuf`], `wire.rs`), reusable scratch buffers, and the policy for bad
+//! bytes from a peer (below). It does not own how frames travel: that is a
+//! [`Link`] (`link.rs`) — the world's locations (`world.rs`: in-process and MPI
+//! transports, aggregated, counted by quiescence detection), or an RPC
+//! connection over TCP.
+//!
+//! # The owner's side
+//!
+//! Whoever owns the receiving side (a location's task, an RPC connection's
+//! reader) hands each arrival to [`Conversation::receive`] with the peer it came
+//! from. The core files answers itself — completing the question they answer,
+//! whose asker awaits a [`Question`] or takes the outcome with
+//! [`Pending::take`] — and hands out the requests (`Tell`, `Ask`) and the
+//! owner's own control messages for the owner to serve. An owner that learns
+//! that a peer is gone calls [`Conversation::peer_gone`]: every question pending
+//! on that peer fails with an error naming it. Requests are served by the owner
+//! (it knows its targets and their types); a question is answered with
+//! [`Conversation::answer`].
+//!
+//! # Frames
+//!
+//! Every frame is a codec frame (48-byte header, then the payload); several
+//! may travel together as one batch. Header fields not listed are 0.
+//!
+//! | kind | header | payload |
+//! |---|---|---|
+//! | `Tell` | `target`, `msg` (the message type), `corr` = the number of messages after the first | a **run**: one or more messages of that type for that target, each encoded after the other |
+//! | `Ask` | `target`, `msg`, `corr` (the question's id, never 0) | the message |
+//! | `Reply` | `corr` | the reply, encoded |
+//! | `Fault` | `corr` | a `Refusal`: no target, full, or failed with a reason |
+//! | `Control` | `msg` = `tutti.call.Rejected` | the core's notice that bytes from the receiver were rejected: the cause |
+//! | `Control` | `msg`, `corr` as the owner uses them | an owner's own control message |
+//!
+//! `src` and `dst` carry the link's numbers for both ends (the world's location
+//! ids; 0 for a connection). A run keeps consecutive statements to one target
+//! with one message type under one header: a sender issuing many small
+//! statements — one per key of a sort — pays 48 bytes per run, not per
+//! statement.
+//!
+//! # Typed and framed
+//!
+//! Between locations of one process nothing is framed: requests move as typed
+//! values, and an answer is filed as a value ([`Answer::Value`]) in the same
+//! pending table, under the same correlation ids, as the encoded answers from
+//! other processes ([`Answer::Bytes`]). Only bytes can be bad.
+//!
+//! # Bad bytes
+//!
+//! Nothing a peer sends is trusted before it is checked: the frame (magic,
+//! version, kind, flags, lengths, padding: the codec's checks), that its `src`
+//! and `dst` are the peer and this end, that an answer answers a question asked
+//! of that peer, and — by the owner, as it serves it — that a request's
+//! payload decodes as its message type and names a target the owner has. Bytes
+//! that fail are **rejected**, and the policy is one for every owner:
+//!
+//! * **The error names the peer and the cause**: a [`BadFrame`] (the peer with
+//!   its rank, or its address, and what is wrong), given to the owner, which
+//!   reports it through its own API.
+//! * **The sender learns it.** A rejected question is refused (`Fault`, with
+//!   the cause), so its asker fails instead of waiting forever; anything else is
+//!   answered with a `Rejected` notice, which the sender's core hands to its
+//!   owner ([`Received::Rejected`]). Notices are never answered.
+//! * **Nothing else is lost.** The other frames of the same arrival are still
+//!   handled (only after a frame that does not parse at all is the rest of that
+//!   arrival unreadable), a refusal or reply that does not decode fails only its
+//!   own question (`CallError::BadAnswer`), other questions pending on the peer
+//!   keep waiting, and the conversation goes on. Nothing panics and no job is
+//!   taken down by the core.
+//!
+//! Owners report a rejection where their API reports errors: a distributed
+//! actor's node counts it in its stats and keeps the cause; an RMI location,
+//! which has no error value to return from `async_rmi`, panics *on the location
+//! that sent the bad bytes* when the notice reaches it — naming the location and
+//! rank that rejected them and the cause — while the receiving location goes on.
 
+mod conversation;
+mod error;
 mod link;
+mod pending;
+mod wire;
+mod world;
 
-#[allow(unused_imports)] // the seam: rmi, distributed actors and rpc move onto it
+#[cfg(all(test, not(loom)))]
+mod tests;
+
+// What rmi's runs and typed answers use is landed with the core, ahead of rmi.
+#[allow(unused_imports)]
+pub(crate) use conversation::{with_scratch, Conversation, Receive, Received};
+pub(crate) use error::{BadFrame, CallError, Refusal};
 pub(crate) use link::{Link, LinkError};
+#[allow(unused_imports)]
+pub(crate) use pending::{Answer, Completed, Outcome, Pending, Question};
+#[allow(unused_imports)]
+pub(crate) use wire::{FrameBuf, Run, MAX_RUN, REJECTED};

@@ -111,7 +111,6 @@ mod frame;
 mod id;
 mod inbox;
 mod location;
-pub mod node;
 mod outbox;
 mod transport;
 #[allow(clippy::module_inception)]
@@ -132,9 +131,6 @@ pub use delivery::Delivery;
 pub use error::{LocationPanic, SendError, WorldError};
 pub use id::LocationId;
 pub use location::{Location, Recv, UntilQuiet};
-pub use node::{
-    Node, NodeLookupError, NodeRegisterError, NodeStats, RemoteAddr, RemoteAsk, RemoteError,
-};
 pub use world::World;
 
 use std::any::Any;

@@ -81,6 +81,26 @@ pub(crate) fn decode_with_depth<'a, T: Deserialize<'a>>(
     bytes: &'a [u8],
     max_depth: u32,
 ) -> Result<T, CodecError> {
+    let (value, rest) = decode_prefix(bytes, max_depth)?;
+    if rest.is_empty() {
+        Ok(value)
+    } else {
+        Err(CodecError::TrailingBytes {
+            what: std::any::type_name::<T>(),
+            extra: rest.len() as u64,
+        })
+    }
+}
+
+/// Decodes a `T` from the start of `bytes` and returns it with the bytes after
+/// it (for several values written one after the other, each self-delimiting).
+/// The same guarantees as [`decode`]: the guard bounds every length by the
+/// bytes present.
+#[inline]
+pub(crate) fn decode_prefix<'a, T: Deserialize<'a>>(
+    bytes: &'a [u8],
+    max_depth: u32,
+) -> Result<(T, &'a [u8]), CodecError> {
     let payload_error = |reason: String| CodecError::Payload {
         what: std::any::type_name::<T>(),
         reason,
@@ -96,12 +116,5 @@ pub(crate) fn decode_with_depth<'a, T: Deserialize<'a>>(
         payload_error(guard::take_message().unwrap_or_else(|| "invalid payload".into()))
     })?;
     let rest = de.finalize().map_err(|e| payload_error(e.to_string()))?;
-    if rest.is_empty() {
-        Ok(value)
-    } else {
-        Err(CodecError::TrailingBytes {
-            what: std::any::type_name::<T>(),
-            extra: rest.len() as u64,
-        })
-    }
+    Ok((value, rest))
 }

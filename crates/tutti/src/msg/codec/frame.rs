@@ -411,6 +411,12 @@ impl<'a> Frame<'a> {
         self.payload
     }
 
+    /// The nesting limit its payload is decoded with.
+    #[allow(dead_code)] // rmi (its runs and typed answers) moves onto the core next
+    pub(crate) fn max_depth(&self) -> u32 {
+        self.max_depth
+    }
+
     /// The frame's length in the input: header, payload and padding.
     pub fn len(&self) -> usize {
         HEADER_LEN + self.payload.len() + padding(self.payload.len())

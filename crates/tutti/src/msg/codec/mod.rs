@@ -141,4 +141,5 @@ pub use frame::{
 };
 pub use pod::PodVec;
 
+pub(crate) use format::decode_prefix;
 pub(crate) use frame::seal_frame;

@@ -5,13 +5,15 @@
 use std::fmt;
 
 use crate::actor::Name;
+use crate::call::{CallError, Refusal};
 use crate::world::LocationId;
 
 /// Why a remote `tell` or `ask` failed. A question never hangs on a node that
 /// left or an actor that stopped: it gets one of these.
 ///
 /// ```
-/// use tutti::world::{LocationId, RemoteError};
+/// use tutti::remote::RemoteError;
+/// use tutti::world::LocationId;
 /// let e = RemoteError::NodeLeft(LocationId::new(3));
 /// assert_eq!(e.to_string(), "the actor node of location 3 has left the world");
 /// ```
@@ -53,6 +55,23 @@ impl fmt::Display for RemoteError {
 }
 
 impl std::error::Error for RemoteError {}
+
+impl From<CallError<LocationId>> for RemoteError {
+    fn from(e: CallError<LocationId>) -> RemoteError {
+        match e {
+            CallError::Gone { peer, .. } => RemoteError::NodeLeft(peer),
+            CallError::Refused { refusal, .. } => match refusal {
+                Refusal::NoTarget => RemoteError::Stopped,
+                Refusal::Full => RemoteError::Full,
+                Refusal::Failed(why) => RemoteError::Fault(why),
+            },
+            CallError::BadAnswer { peer, why } => {
+                RemoteError::BadReply(format!("from {peer}: {why}"))
+            }
+            CallError::Encode(why) => RemoteError::Encode(why),
+        }
+    }
+}
 
 /// Why [`Node::register`](super::Node::register) failed.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -5,12 +5,13 @@ use std::fmt;
 use std::future::Future;
 use std::marker::PhantomData;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex, Weak};
-use std::task::{Context, Poll, Waker};
+use std::sync::{Arc, Weak};
+use std::task::{Context, Poll};
 
-use super::{lock, Inner, RemoteError};
+use super::{Inner, RemoteError};
 use crate::actor::Actor;
-use crate::msg::codec::{self, FrameKind, Header};
+use crate::call::{Answer, Question};
+use crate::msg::codec;
 use crate::msg::{Handler, Remote};
 use crate::world::LocationId;
 
@@ -28,7 +29,7 @@ use crate::world::LocationId;
 /// use serde::{Deserialize, Serialize};
 /// use tutti::actor::Actor;
 /// use tutti::msg::{Message, Remote};
-/// use tutti::world::RemoteAddr;
+/// use tutti::remote::RemoteAddr;
 /// #[derive(Serialize, Deserialize)]
 /// struct Unknown;
 /// impl Message for Unknown { type Reply = (); }
@@ -79,19 +80,7 @@ impl<A: Actor> RemoteAddr<A> {
     where
         A: Handler<M>,
     {
-        let node = self.node()?;
-        let h = Header {
-            src: node.id.raw(),
-            dst: self.at.raw(),
-            msg: M::ID,
-            target: self.actor,
-            ..Header::new(FrameKind::Tell)
-        };
-        super::with_scratch(|buf| {
-            codec::encode_frame(&h, &msg, buf).map_err(|e| RemoteError::Encode(e.to_string()))?;
-            let st = lock(&node.state);
-            node.send(&st, self.at, buf, false)
-        })
+        self.node()?.tell(self.at, self.actor, M::ID, &msg)
     }
 
     /// Asks a question: sent at once; the future resolves to the reply, or to an
@@ -110,23 +99,9 @@ impl<A: Actor> RemoteAddr<A> {
                 }
             }
         };
-        let (src, dst, target) = (node.id.raw(), self.at.raw(), self.actor);
-        let sent = node.ask_frame(self.at, |corr, buf| {
-            let h = Header {
-                src,
-                dst,
-                msg: M::ID,
-                target,
-                corr,
-                ..Header::new(FrameKind::Ask)
-            };
-            codec::encode_frame(&h, &msg, buf)
-                .map(|_| ())
-                .map_err(|e| RemoteError::Encode(e.to_string()))
-        });
         RemoteAsk {
-            state: match sent {
-                Ok((corr, slot)) => AskState::Waiting(Answered::new(Arc::clone(&node), corr, slot)),
+            state: match node.ask(self.at, self.actor, M::ID, &msg) {
+                Ok(q) => AskState::Waiting(q),
                 Err(e) => AskState::Failed(Some(e)),
             },
             _reply: PhantomData,
@@ -180,81 +155,8 @@ impl<A: Actor> fmt::Debug for RemoteAddr<A> {
     }
 }
 
-/// An answer's encoded reply, or why there is none.
-type RawAnswer = Result<Vec<u8>, RemoteError>;
-
-/// Where the answer to one question lands: the answer, and the asker's waker.
-#[derive(Default)]
-pub(super) struct AnswerSlot {
-    inner: Mutex<(Option<RawAnswer>, Option<Waker>)>,
-}
-
-impl AnswerSlot {
-    pub(super) fn fill(&self, answer: RawAnswer) {
-        let waker = {
-            let mut g = lock(&self.inner);
-            g.0 = Some(answer);
-            g.1.take()
-        };
-        if let Some(w) = waker {
-            w.wake();
-        }
-    }
-}
-
-/// The raw answer to question `corr`; giving it up (drop) forgets the question.
-pub(super) struct Answered {
-    node: Arc<Inner>,
-    corr: u64,
-    slot: Arc<AnswerSlot>,
-    done: bool,
-}
-
-impl Answered {
-    pub(super) fn new(node: Arc<Inner>, corr: u64, slot: Arc<AnswerSlot>) -> Self {
-        Answered {
-            node,
-            corr,
-            slot,
-            done: false,
-        }
-    }
-}
-
-impl Future for Answered {
-    type Output = Result<Vec<u8>, RemoteError>;
-
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let taken = {
-            let mut g = lock(&self.slot.inner);
-            match g.0.take() {
-                Some(a) => Some(a),
-                None => {
-                    g.1 = Some(cx.waker().clone());
-                    None
-                }
-            }
-        };
-        match taken {
-            Some(a) => {
-                self.done = true;
-                Poll::Ready(a)
-            }
-            None => Poll::Pending,
-        }
-    }
-}
-
-impl Drop for Answered {
-    fn drop(&mut self) {
-        if !self.done {
-            self.node.forget(self.corr);
-        }
-    }
-}
-
 enum AskState {
-    Waiting(Answered),
+    Waiting(Question<LocationId>),
     Failed(Option<RemoteError>),
 }
 
@@ -286,10 +188,13 @@ impl<R: serde::de::DeserializeOwned> Future for RemoteAsk<R> {
                 .unwrap_or_else(|| RemoteError::Fault("polled after completion".into())))),
             AskState::Waiting(w) => match Pin::new(w).poll(cx) {
                 Poll::Pending => Poll::Pending,
-                Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
-                Poll::Ready(Ok(bytes)) => Poll::Ready(
+                Poll::Ready(Err(e)) => Poll::Ready(Err(e.into())),
+                Poll::Ready(Ok(Answer::Bytes(bytes))) => Poll::Ready(
                     codec::decode::<R>(&bytes).map_err(|e| RemoteError::BadReply(e.to_string())),
                 ),
+                Poll::Ready(Ok(Answer::Value(_))) => Poll::Ready(Err(RemoteError::BadReply(
+                    "a typed reply where an encoded one was expected".into(),
+                ))),
             },
         }
     }

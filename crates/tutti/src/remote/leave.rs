@@ -1,0 +1,115 @@
+//! Leaving: a node tells every other node it leaves and waits for each to
+//! acknowledge; a node that hears `Leaving` fails every question waiting for
+//! the leaver (through the core) and sends it nothing more. The rules are in
+//! the [module documentation](super).
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use super::node::{lock, Export, Inner};
+use super::protocol::{Control, CONTROL};
+use crate::call::CallError;
+use crate::world::{Location, LocationId};
+
+impl Inner {
+    /// The first step of leaving (idempotent).
+    pub(super) fn begin_leave(&self) {
+        // Marked left before the exports go, so that a question arriving in
+        // between is not answered `Stopped`: from now on requests are dead
+        // letters, and their askers learn of the leave from `Leaving`.
+        let exports: Vec<(u64, Export)> = {
+            let mut ex = lock(&self.exports);
+            let mut st = lock(&self.state);
+            if st.left {
+                return;
+            }
+            st.left = true;
+            drop(st);
+            ex.drain().collect()
+        };
+        for (actor, e) in &exports {
+            e.monitor.clone().cancel();
+            self.unregister_names(*actor, &e.names);
+        }
+        drop(exports);
+        let mut st = lock(&self.state);
+        let mut acks = 0;
+        for i in 0..self.locations {
+            let to = LocationId::new(i as u32);
+            if to == self.id || st.gone[i] {
+                continue;
+            }
+            if self.conv.control(to, CONTROL, 0, &Control::Leaving).is_ok() {
+                acks += 1;
+            }
+        }
+        st.acks = acks;
+        if acks == 0 {
+            st.finished = true;
+            // Wake the receiving task so that it sees the end.
+            let _ = self.conv.control(self.id, CONTROL, 0, &Control::Wake);
+        }
+        drop(st);
+        self.flush();
+    }
+
+    /// `from`'s node leaves: it is gone for this node, and every question
+    /// waiting for it fails.
+    pub(super) fn on_leaving(&self, from: LocationId) {
+        {
+            let mut st = lock(&self.state);
+            if let Some(g) = st.gone.get_mut(from.index()) {
+                *g = true;
+            }
+            // The acknowledgement goes under the same lock as every send:
+            // nothing follows it to `from`.
+            let _ = self.conv.control(from, CONTROL, 0, &Control::LeftAck);
+        }
+        self.flush();
+        // Marked gone first, under the lock every question is opened under: a
+        // question to `from` is either refused or failed here.
+        self.conv.peer_gone(from, "its actor node left");
+        lock(&self.home).retain(|_, e| e.location != from.raw());
+    }
+
+    pub(super) fn on_left_ack(&self) {
+        let mut st = lock(&self.state);
+        if st.left && st.acks > 0 {
+            st.acks -= 1;
+            if st.acks == 0 {
+                st.finished = true;
+            }
+        }
+    }
+
+    /// Whether the leave is complete (the receiving task then ends).
+    pub(super) fn finished(&self) -> bool {
+        lock(&self.state).finished
+    }
+
+    /// The receiving task ends: fail what still waits, let the location go and
+    /// wake `leave`.
+    pub(super) fn end(&self, loc: Arc<Location>) {
+        self.conv.link().release();
+        // What is still in the inbox (our own messages to ourselves) is dead.
+        loc.flush();
+        while let Some(d) = loc.try_recv() {
+            self.dead_letters.fetch_add(1, Ordering::Relaxed);
+            drop(d);
+        }
+        drop(loc);
+        let waiters = {
+            let mut st = lock(&self.state);
+            self.ended.store(true, Ordering::Release);
+            std::mem::take(&mut st.waiters)
+        };
+        let me = self.id;
+        self.conv.pending().fail_all(|_| CallError::Gone {
+            peer: me,
+            why: "this actor node left".into(),
+        });
+        for w in waiters {
+            w.wake();
+        }
+    }
+}

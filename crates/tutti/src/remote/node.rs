@@ -1,0 +1,532 @@
+//! [`Node`]: one location's actor node — its handle, what it shares between
+//! its handles, its receiving task and the reply tasks ([`Inner`]), and how it
+//! sends (every send checks the leave state under one lock).
+
+use std::collections::HashMap;
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{Context, Poll, Waker};
+
+use serde::Serialize;
+
+use super::link::NodeLink;
+use super::protocol::{Answer, Control, CONTROL};
+use super::{home_index, NodeLookupError, NodeRegisterError, NodeStats, RemoteAddr, RemoteError};
+use crate::actor::{Actor, Addr, AskError, MonitorRef, Name};
+use crate::call::{Conversation, Question, Refusal};
+use crate::msg::codec::Frame;
+use crate::msg::{Dispatch, MsgId, RemoteReply};
+use crate::world::{Collective, Location, LocationId, World};
+
+/// One location's actor node: its exported actors, its questions waiting for
+/// answers, the registry entries it is home for, and the task that receives for
+/// it. Cheap to clone (a handle). See the [module documentation](super).
+#[derive(Clone)]
+pub struct Node {
+    pub(super) inner: Arc<Inner>,
+    loc: Arc<Location>,
+}
+
+/// What a node shares between its handles, its receiving task and the reply tasks.
+pub(crate) struct Inner {
+    pub(super) id: LocationId,
+    /// The rank's world (for its runtime).
+    pub(super) world: World,
+    pub(super) locations: usize,
+    /// The node's end of the request/reply core: ids, pending questions, frames.
+    pub(super) conv: Conversation<NodeLink>,
+    /// Every send and every change of the leave state happens under this lock.
+    pub(super) state: Mutex<State>,
+    /// Exported actors by actor id. Lock order: `exports`, then `state`.
+    pub(super) exports: Mutex<HashMap<u64, Export>>,
+    /// The registry entries this location is the home of.
+    pub(super) home: Mutex<HashMap<String, HomeEntry>>,
+    pub(super) dead_letters: AtomicU64,
+    pub(super) undelivered: AtomicU64,
+    pub(super) malformed: AtomicU64,
+    pub(super) rejected: AtomicU64,
+    pub(super) last_error: Mutex<Option<String>>,
+    /// The receiving task has ended.
+    pub(super) ended: AtomicBool,
+}
+
+pub(super) struct State {
+    /// This node has begun leaving: it sends nothing but protocol messages.
+    pub(super) left: bool,
+    /// Locations whose node has left (we heard their `Leaving`).
+    pub(super) gone: Vec<bool>,
+    /// `LeftAck`s still expected.
+    pub(super) acks: usize,
+    /// The leave is complete (all acknowledged).
+    pub(super) finished: bool,
+    /// `leave` calls waiting for `finished` and the task's end.
+    pub(super) waiters: Vec<Waker>,
+}
+
+/// An exported actor.
+pub(super) struct Export {
+    pub(super) target: Arc<dyn Exported>,
+    pub(super) names: Vec<Name>,
+    pub(super) monitor: MonitorRef,
+}
+
+pub(super) struct HomeEntry {
+    pub(super) type_name: String,
+    pub(super) location: u32,
+    pub(super) actor: u64,
+}
+
+/// An exported actor with its type erased: queues a decoded frame in its mailbox.
+pub(super) trait Exported: Send + Sync {
+    /// Queues the `Tell`/`Ask` frame; for an `Ask`, the reply to wait for.
+    fn incoming(&self, frame: &Frame<'_>) -> Result<Option<RemoteReply>, Refusal>;
+    fn type_name(&self) -> &'static str;
+}
+
+struct Export_<A: Actor> {
+    addr: Addr<A>,
+    dispatch: Dispatch<A>,
+}
+
+impl<A: Actor> Exported for Export_<A> {
+    fn incoming(&self, frame: &Frame<'_>) -> Result<Option<RemoteReply>, Refusal> {
+        let incoming = self
+            .dispatch
+            .incoming(frame)
+            .map_err(|e| Refusal::Failed(e.to_string()))?;
+        match self.addr.enqueue(incoming.envelope) {
+            Ok(()) => Ok(incoming.reply),
+            // Dropping the envelope closes its reply slot (nobody waits on it).
+            Err((_, AskError::Full)) => Err(Refusal::Full),
+            Err(_) => Err(Refusal::NoTarget),
+        }
+    }
+
+    fn type_name(&self) -> &'static str {
+        std::any::type_name::<A>()
+    }
+}
+
+pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Node {
+    /// Makes `location` an actor node and starts its receiving task on the rank's
+    /// runtime. Every location of the world should run a node (SPMD), and each
+    /// must [`leave`](Node::leave) before the world ends. Messages sent to a node
+    /// before it joins wait in its location's inbox.
+    pub fn join(location: Location) -> Node {
+        let id = location.id();
+        let locations = location.world().locations();
+        let world = location.world().clone();
+        let loc = Arc::new(location);
+        let inner = Arc::new(Inner {
+            id,
+            world: world.clone(),
+            locations,
+            conv: Conversation::new(NodeLink::new(Arc::clone(&loc))),
+            state: Mutex::new(State {
+                left: false,
+                gone: vec![false; locations],
+                acks: 0,
+                finished: false,
+                waiters: Vec::new(),
+            }),
+            exports: Mutex::new(HashMap::new()),
+            home: Mutex::new(HashMap::new()),
+            dead_letters: AtomicU64::new(0),
+            undelivered: AtomicU64::new(0),
+            malformed: AtomicU64::new(0),
+            rejected: AtomicU64::new(0),
+            last_error: Mutex::new(None),
+            ended: AtomicBool::new(false),
+        });
+        // Detached: it ends when the node has left.
+        drop(
+            world
+                .runtime()
+                .spawn(super::serve::receive(Arc::clone(&inner), Arc::clone(&loc))),
+        );
+        Node { inner, loc }
+    }
+
+    /// This node's location.
+    pub fn id(&self) -> LocationId {
+        self.inner.id
+    }
+
+    /// The world the node's location belongs to.
+    pub fn world(&self) -> &World {
+        self.loc.world()
+    }
+
+    /// A barrier over every location of the world (through the node's location:
+    /// while a node runs, its location is reached through the node).
+    pub fn barrier(&self) -> Collective<'_, ()> {
+        self.loc.barrier()
+    }
+
+    /// The node's location, for its collectives (`all_reduce`, `broadcast`, …).
+    /// Receiving from it would take the node's messages: only the node receives.
+    pub fn location(&self) -> &Location {
+        &self.loc
+    }
+
+    /// Sends what this node has buffered towards other locations now (tells are
+    /// aggregated like any world message; questions, replies and control messages
+    /// are flushed as they are sent).
+    pub fn flush(&self) {
+        self.loc.flush();
+    }
+
+    /// Makes `addr`'s actor reachable from every location with the message types
+    /// of `dispatch`, and returns its remote address. The node holds an address
+    /// of the actor until the actor stops or the node leaves (so an exported actor
+    /// does not stop by the last-address rule). Exporting an actor again replaces
+    /// its table and keeps its names.
+    pub fn export<A: Actor>(&self, addr: &Addr<A>, dispatch: Dispatch<A>) -> RemoteAddr<A> {
+        let actor = addr.id().as_u64();
+        let weak = Arc::downgrade(&self.inner);
+        // Watched before the export is recorded, outside the locks: an actor that
+        // has already stopped calls back at once.
+        let monitor = addr.on_stop(move |_| {
+            if let Some(inner) = weak.upgrade() {
+                inner.actor_stopped(actor);
+            }
+        });
+        let target: Arc<dyn Exported> = Arc::new(Export_ {
+            addr: addr.clone(),
+            dispatch,
+        });
+        let mut exports = lock(&self.inner.exports);
+        let replaced = exports.remove(&actor);
+        if lock(&self.inner.state).left {
+            monitor.cancel();
+        } else {
+            let names = replaced.as_ref().map(|e| e.names.clone());
+            exports.insert(
+                actor,
+                Export {
+                    target,
+                    names: names.unwrap_or_default(),
+                    monitor,
+                },
+            );
+            // A stop that called back before the insert found nothing to remove;
+            // its mailbox is closed by then.
+            if addr.is_stopped() {
+                exports.remove(&actor);
+            }
+        }
+        drop(exports);
+        if let Some(old) = replaced {
+            old.monitor.cancel();
+        }
+        RemoteAddr::new(&self.inner, self.inner.id, actor)
+    }
+
+    /// The home location of `name`: where its registry entry lives.
+    ///
+    /// ```
+    /// use tutti::remote::Node;
+    /// use tutti::world::World;
+    /// let world = World::builder().locations(4).workers(1).build().unwrap();
+    /// let homes = world.run(|loc| async move {
+    ///     let node = Node::join(loc);
+    ///     let home = node.home_of("service");
+    ///     node.leave().await;
+    ///     home
+    /// });
+    /// assert!(homes.iter().all(|h| *h == homes[0]), "every location agrees");
+    /// ```
+    pub fn home_of(&self, name: impl AsRef<str>) -> LocationId {
+        LocationId::new(home_index(name.as_ref(), self.inner.locations) as u32)
+    }
+
+    /// Registers `addr` — an actor exported by this node — under `name` for the
+    /// whole world. Fails if the name is taken anywhere
+    /// ([`NodeRegisterError::Taken`]), if the actor is not exported here or has
+    /// stopped, or if the name's home has left.
+    pub async fn register<A: Actor>(
+        &self,
+        name: impl Into<Name>,
+        addr: &RemoteAddr<A>,
+    ) -> Result<(), NodeRegisterError> {
+        let name = name.into();
+        let inner = &self.inner;
+        let home = self.home_of(name.as_str());
+        let home_left = || NodeRegisterError::HomeLeft {
+            name: name.clone(),
+            home,
+        };
+        if addr.location() != inner.id {
+            return Err(NodeRegisterError::NotExported { name });
+        }
+        let actor = addr.actor_id();
+        let request = Control::Register {
+            name: name.as_str().to_string(),
+            type_name: std::any::type_name::<A>().to_string(),
+            actor,
+        };
+        let answer = {
+            let mut exports = lock(&inner.exports);
+            let Some(export) = exports.get_mut(&actor) else {
+                return Err(NodeRegisterError::NotExported { name });
+            };
+            if export.target.type_name() != std::any::type_name::<A>() {
+                return Err(NodeRegisterError::NotExported { name });
+            }
+            // Recorded first: if the actor stops, its stop sends the `Unregister`
+            // after this request (same lock order, same path).
+            export.names.push(name.clone());
+            inner.request(home, &request).map_err(|_| home_left())?
+        };
+        let answer = answer.await.map_err(|_| home_left())?;
+        match answer {
+            Answer::Registered => Ok(()),
+            Answer::Taken {
+                location,
+                actor: by,
+            } => {
+                inner.forget_name(actor, &name);
+                Err(NodeRegisterError::Taken {
+                    name,
+                    location: LocationId::new(location),
+                    actor: by,
+                })
+            }
+            _ => Err(NodeRegisterError::NotExported { name }),
+        }
+    }
+
+    /// The address of the actor registered under `name` anywhere in the world, if
+    /// it is an `A`.
+    pub async fn lookup<A: Actor>(
+        &self,
+        name: impl Into<Name>,
+    ) -> Result<RemoteAddr<A>, NodeLookupError> {
+        let name = name.into();
+        let home = self.home_of(name.as_str());
+        let home_left = || NodeLookupError::HomeLeft {
+            name: name.clone(),
+            home,
+        };
+        let request = Control::Lookup {
+            name: name.as_str().to_string(),
+        };
+        let answer = self
+            .inner
+            .request(home, &request)
+            .map_err(|_| home_left())?
+            .await
+            .map_err(|_| home_left())?;
+        match answer {
+            Answer::Found {
+                type_name,
+                location,
+                actor,
+            } => {
+                if type_name != std::any::type_name::<A>() {
+                    return Err(NodeLookupError::WrongType {
+                        name,
+                        expected: std::any::type_name::<A>().to_string(),
+                        found: type_name,
+                    });
+                }
+                Ok(RemoteAddr::new(
+                    &self.inner,
+                    LocationId::new(location),
+                    actor,
+                ))
+            }
+            _ => Err(NodeLookupError::NotFound { name }),
+        }
+    }
+
+    /// Removes `name` if this node's actor holds it; returns whether it did.
+    pub async fn unregister(&self, name: impl Into<Name>) -> Result<bool, RemoteError> {
+        let name = name.into();
+        let home = self.home_of(name.as_str());
+        let actor = {
+            let mut exports = lock(&self.inner.exports);
+            let found = exports.iter_mut().find_map(|(id, e)| {
+                let at = e.names.iter().position(|n| *n == name)?;
+                e.names.swap_remove(at);
+                Some(*id)
+            });
+            match found {
+                Some(id) => id,
+                None => return Ok(false),
+            }
+        };
+        let request = Control::Unregister {
+            name: name.as_str().to_string(),
+            actor,
+        };
+        match self.inner.request(home, &request)?.await? {
+            Answer::Unregistered(done) => Ok(done),
+            _ => Ok(false),
+        }
+    }
+
+    /// The node's counters of undeliverable traffic.
+    pub fn stats(&self) -> NodeStats {
+        let i = &self.inner;
+        NodeStats {
+            dead_letters: i.dead_letters.load(Ordering::Relaxed),
+            undelivered: i.undelivered.load(Ordering::Relaxed),
+            malformed: i.malformed.load(Ordering::Relaxed),
+            rejected: i.rejected.load(Ordering::Relaxed),
+            last_error: lock(&i.last_error).clone(),
+        }
+    }
+
+    /// Whether the node at `location` is known to have left.
+    pub fn has_left(&self, location: LocationId) -> bool {
+        let st = lock(&self.inner.state);
+        if location == self.inner.id {
+            return st.left;
+        }
+        st.gone.get(location.index()).copied().unwrap_or(true)
+    }
+
+    /// Leaves the world: unregisters this node's names, drops its exports, tells
+    /// every other node and waits until each has acknowledged (see the module
+    /// documentation). Questions still waiting then fail with
+    /// [`RemoteError::NodeLeft`]. Calling it again just waits for the end.
+    pub fn leave(&self) -> Leave<'_> {
+        self.inner.begin_leave();
+        Leave { node: self }
+    }
+
+    /// Sends `bytes` as they are to `to`'s node (testing how a node takes bytes
+    /// that are not a node frame).
+    #[doc(hidden)]
+    pub fn send_raw(&self, to: LocationId, bytes: &[u8]) -> Result<(), RemoteError> {
+        use crate::call::Link;
+        {
+            let st = lock(&self.inner.state);
+            self.inner.may_send(&st, to, false)?;
+            self.inner
+                .conv
+                .link()
+                .send_frame(to, bytes)
+                .map_err(|_| RemoteError::NodeLeft(to))?;
+        }
+        self.flush();
+        Ok(())
+    }
+}
+
+impl fmt::Debug for Node {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Node")
+            .field("id", &self.inner.id)
+            .field("exports", &lock(&self.inner.exports).len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Future of [`Node::leave`].
+#[must_use = "futures do nothing unless polled"]
+#[derive(Debug)]
+pub struct Leave<'a> {
+    node: &'a Node,
+}
+
+impl Future for Leave<'_> {
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let inner = &self.node.inner;
+        let mut st = lock(&inner.state);
+        if st.finished && inner.ended.load(Ordering::Acquire) {
+            return Poll::Ready(());
+        }
+        st.waiters.push(cx.waker().clone());
+        Poll::Pending
+    }
+}
+
+impl Inner {
+    /// Whether this node may send to `to` (under the state lock `st`): refused
+    /// if `to`'s node has left, or (for what is not part of the leave protocol)
+    /// if this one has.
+    pub(super) fn may_send(
+        &self,
+        st: &State,
+        to: LocationId,
+        protocol: bool,
+    ) -> Result<(), RemoteError> {
+        if st.gone.get(to.index()).copied().unwrap_or(true) {
+            return Err(RemoteError::NodeLeft(to));
+        }
+        if st.left && !protocol {
+            return Err(RemoteError::NodeLeft(self.id));
+        }
+        Ok(())
+    }
+
+    /// Sends a statement to actor `actor` at `to`.
+    pub(super) fn tell<M: Serialize>(
+        &self,
+        to: LocationId,
+        actor: u64,
+        id: MsgId,
+        msg: &M,
+    ) -> Result<(), RemoteError> {
+        let st = lock(&self.state);
+        self.may_send(&st, to, false)?;
+        Ok(self.conv.tell(to, actor, id, msg)?)
+    }
+
+    /// Asks actor `actor` at `to` a question. The question is opened and sent
+    /// under the state lock, so a `Leaving` from `to` either finds it waiting
+    /// (and fails it) or refuses it.
+    pub(super) fn ask<M: Serialize>(
+        &self,
+        to: LocationId,
+        actor: u64,
+        id: MsgId,
+        msg: &M,
+    ) -> Result<Question<LocationId>, RemoteError> {
+        let st = lock(&self.state);
+        self.may_send(&st, to, false)?;
+        Ok(self.conv.ask(to, actor, id, msg)?)
+    }
+
+    /// Sends control message `c` to `to` (`corr` 0: no answer wanted), if
+    /// allowed (`protocol`: part of the leave protocol).
+    pub(super) fn control(
+        &self,
+        to: LocationId,
+        c: &Control,
+        protocol: bool,
+    ) -> Result<(), RemoteError> {
+        let st = lock(&self.state);
+        self.may_send(&st, to, protocol)?;
+        Ok(self.conv.control(to, CONTROL, 0, c)?)
+    }
+
+    /// Sends the answer to question `corr` of `to` (dropped if either node has
+    /// left: the asker then fails it on `Leaving`).
+    pub(super) fn send_answer(&self, to: LocationId, corr: u64, answer: Result<&[u8], Refusal>) {
+        let st = lock(&self.state);
+        if self.may_send(&st, to, false).is_ok() {
+            let _ = self.conv.answer(to, corr, answer);
+        }
+    }
+
+    pub(super) fn note_error(&self, why: String) {
+        *lock(&self.last_error) = Some(why);
+    }
+
+    /// Sends what the node's location has buffered.
+    pub(super) fn flush(&self) {
+        self.conv.link().flush_all();
+    }
+}

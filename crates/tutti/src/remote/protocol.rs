@@ -1,0 +1,59 @@
+//! What nodes say to each other beyond statements and questions: their control
+//! messages and the registry's answers. Everything travels as frames of the
+//! request/reply core ([`crate::call`]):
+//!
+//! | frame | header | payload |
+//! |---|---|---|
+//! | `Tell` | `msg` = message id, `target` = actor id (one message per frame) | the message |
+//! | `Ask` | as `Tell`, plus `corr` (the asker's question id) | the message |
+//! | `Reply` | `corr` | the reply value, or a registry [`Answer`] |
+//! | `Fault` | `corr` | a `call::Refusal`: why the question gets no reply |
+//! | `Control` | `msg` = [`CONTROL`]; `corr` for registry requests | a [`Control`] |
+
+use serde::{Deserialize, Serialize};
+
+use crate::msg::MsgId;
+
+/// The message id of node control frames.
+pub(crate) const CONTROL: MsgId = MsgId::from_name("tutti.remote.Control");
+
+/// Node-to-node control messages.
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) enum Control {
+    /// To a name's home: record `name` → (sender location, `actor`). Answered
+    /// with an [`Answer`] in a `Reply` frame.
+    Register {
+        name: String,
+        type_name: String,
+        actor: u64,
+    },
+    /// To a name's home: remove `name` if it maps to (sender location, `actor`).
+    Unregister { name: String, actor: u64 },
+    /// To a name's home: where is `name`? Answered with an [`Answer`].
+    Lookup { name: String },
+    /// To the sender of a `Tell` that could not be delivered.
+    DeadLetter { actor: u64, msg: u64, why: String },
+    /// The sender leaves: it handles nothing more. Acknowledged with `LeftAck`.
+    Leaving,
+    /// The sender knows that the receiver has left and sends it nothing more.
+    LeftAck,
+    /// From a node to itself: look at the leave state again.
+    Wake,
+}
+
+/// A name's home answers a registry request.
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) enum Answer {
+    Registered,
+    Taken {
+        location: u32,
+        actor: u64,
+    },
+    Found {
+        type_name: String,
+        location: u32,
+        actor: u64,
+    },
+    NotFound,
+    Unregistered(bool),
+}

@@ -1,0 +1,156 @@
+//! The world-wide registry: the entries a node is home for, the requests it
+//! sends to the homes of names, and their answers.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use super::node::{lock, HomeEntry, Inner};
+use super::protocol::{Answer, Control, CONTROL};
+use super::RemoteError;
+use crate::actor::Name;
+use crate::call::{self, Question};
+use crate::msg::codec;
+use crate::world::LocationId;
+
+/// A registry answer: at once (this location is the home) or from the home.
+pub(super) enum RegistryAnswer {
+    Ready(Option<Answer>),
+    Waiting(Question<LocationId>),
+}
+
+impl Future for RegistryAnswer {
+    type Output = Result<Answer, RemoteError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match self.get_mut() {
+            RegistryAnswer::Ready(a) => match a.take() {
+                Some(a) => Poll::Ready(Ok(a)),
+                None => Poll::Ready(Err(RemoteError::Fault("polled after completion".into()))),
+            },
+            RegistryAnswer::Waiting(q) => match Pin::new(q).poll(cx) {
+                Poll::Ready(Ok(call::Answer::Bytes(bytes))) => Poll::Ready(
+                    codec::decode::<Answer>(&bytes)
+                        .map_err(|e| RemoteError::BadReply(e.to_string())),
+                ),
+                Poll::Ready(Ok(call::Answer::Value(_))) => {
+                    Poll::Ready(Err(RemoteError::BadReply("a typed registry answer".into())))
+                }
+                Poll::Ready(Err(e)) => Poll::Ready(Err(e.into())),
+                Poll::Pending => Poll::Pending,
+            },
+        }
+    }
+}
+
+impl Inner {
+    /// A registry request to `home`: answered here if this is the home.
+    pub(super) fn request(
+        self: &Arc<Self>,
+        home: LocationId,
+        c: &Control,
+    ) -> Result<RegistryAnswer, RemoteError> {
+        if home == self.id {
+            if lock(&self.state).left {
+                return Err(RemoteError::NodeLeft(self.id));
+            }
+            return Ok(RegistryAnswer::Ready(Some(self.at_home(self.id, c))));
+        }
+        // Opened and sent under the state lock, as every question (see `ask`).
+        let st = lock(&self.state);
+        self.may_send(&st, home, false)?;
+        let ends = self.conv.ends(home);
+        let corr = self
+            .conv
+            .ask_with(home, |corr, buf| buf.control(ends, CONTROL, corr, c))?;
+        drop(st);
+        Ok(RegistryAnswer::Waiting(Question::new(
+            Arc::clone(self.conv.pending()),
+            corr,
+        )))
+    }
+
+    /// The home's decision on a registry request from `from`.
+    pub(super) fn at_home(&self, from: LocationId, c: &Control) -> Answer {
+        let mut home = lock(&self.home);
+        match c {
+            Control::Register {
+                name,
+                type_name,
+                actor,
+            } => match home.get(name.as_str()) {
+                Some(e) => Answer::Taken {
+                    location: e.location,
+                    actor: e.actor,
+                },
+                None => {
+                    home.insert(
+                        name.clone(),
+                        HomeEntry {
+                            type_name: type_name.clone(),
+                            location: from.raw(),
+                            actor: *actor,
+                        },
+                    );
+                    Answer::Registered
+                }
+            },
+            Control::Unregister { name, actor } => {
+                let mine = home
+                    .get(name.as_str())
+                    .is_some_and(|e| e.location == from.raw() && e.actor == *actor);
+                if mine {
+                    home.remove(name.as_str());
+                }
+                Answer::Unregistered(mine)
+            }
+            Control::Lookup { name } => match home.get(name.as_str()) {
+                Some(e) => Answer::Found {
+                    type_name: e.type_name.clone(),
+                    location: e.location,
+                    actor: e.actor,
+                },
+                None => Answer::NotFound,
+            },
+            _ => Answer::NotFound,
+        }
+    }
+
+    /// Forgets a name recorded for `actor` (its registration was refused).
+    pub(super) fn forget_name(&self, actor: u64, name: &Name) {
+        if let Some(e) = lock(&self.exports).get_mut(&actor) {
+            e.names.retain(|n| n != name);
+        }
+    }
+
+    /// An exported actor stopped (from its stop sequence): drop the export and
+    /// remove its names at their homes.
+    pub(super) fn actor_stopped(&self, actor: u64) {
+        let export = lock(&self.exports).remove(&actor);
+        if let Some(e) = export {
+            self.unregister_names(actor, &e.names);
+            // The export's address is dropped here, outside the locks.
+        }
+    }
+
+    /// Tells the homes of `names` that `actor` no longer holds them.
+    pub(super) fn unregister_names(&self, actor: u64, names: &[Name]) {
+        for n in names {
+            let home = LocationId::new(super::home_index(n.as_str(), self.locations) as u32);
+            let c = Control::Unregister {
+                name: n.as_str().to_string(),
+                actor,
+            };
+            if home == self.id {
+                self.at_home(self.id, &c);
+            } else {
+                // No answer is wanted. A home that left has no entry left.
+                let _ = self.control(home, &c, true);
+            }
+        }
+        if !names.is_empty() {
+            self.flush();
+        }
+    }
+}
