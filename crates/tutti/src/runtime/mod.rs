@@ -53,6 +53,7 @@ pub use task::{spawn, yield_now, JoinError, JoinHandle, Outcome, TaskResult, Yie
 #[allow(unused_imports)] // the deadline facility for `csp::Alt` timeouts
 pub(crate) use timer::Deadline;
 pub use timer::{sleep, sleep_until, timeout, timeout_at, Elapsed, Sleep, Timeout};
+pub(crate) use unwind::payload_text;
 
 use registry::Registry;
 use std::sync::Arc;

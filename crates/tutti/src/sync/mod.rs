@@ -15,5 +15,7 @@
 //! ```
 
 mod dataflow;
+mod signal;
 
 pub use dataflow::{DataflowError, DataflowVar, Read};
+pub(crate) use signal::{Signal, Wait};

@@ -1,0 +1,541 @@
+//! The ends of a channel: bounded FIFO rings within a location, credits and
+//! world messages between locations.
+//!
+//! # Within a location
+//!
+//! A channel is a lock-free bounded queue of capacity `n` (crossbeam's
+//! `ArrayQueue`) plus two flags, `producer_done` and `consumer_done`, and the
+//! wake cells of its two actors. A push notifies the consumer's cell, a pop the
+//! producer's (each notify is one swap on the actor's signal word, see
+//! `sync/signal.rs`). A producer that terminates sets `producer_done`
+//! (`Release`, after its last push); a consumer reads it (`Acquire`) *before*
+//! looking at the queue, so "done and empty" means no token will ever come.
+//!
+//! # Between locations (two-sided, credit-based)
+//!
+//! The producer owns `credits`, initially the capacity. Each token costs one
+//! credit and travels as one world message to the consumer's location (typed,
+//! boxed, between locations of one rank; encoded by the `msg` codec between
+//! ranks). The consumer's router pushes it into the consumer's ring — there is
+//! always room, because at most `n` credits exist — and each token the consumer
+//! takes sends one credit back. So a full channel holds its producer back
+//! across ranks (backpressure) without any blocking call. Termination travels
+//! as `Close` (producer done) and `Gone` (consumer done) messages.
+//!
+//! Wire form between ranks: `[kind: u8][channel: u32 LE][payload]`.
+
+use crate::loom::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::any::Any;
+use std::sync::Arc;
+
+use crossbeam_queue::ArrayQueue;
+
+use super::port::Token;
+use crate::sync::Signal;
+use crate::world::{Location, LocationId};
+
+/// The kinds of world message a graph run exchanges.
+pub(crate) const DATA: u8 = 0;
+pub(crate) const CREDIT: u8 = 1;
+pub(crate) const CLOSE: u8 = 2;
+pub(crate) const GONE: u8 = 3;
+
+/// A graph message between two locations of one rank (moves as a typed value).
+pub(crate) struct Carry {
+    pub(crate) channel: u32,
+    pub(crate) kind: u8,
+    pub(crate) credits: u32,
+    pub(crate) value: Option<Box<dyn Any + Send>>,
+}
+
+/// What a location's actors share: how many of them are not parked, and the
+/// router's signal, notified when that count drops to zero.
+pub(crate) struct Activity {
+    pub(crate) active: AtomicUsize,
+    pub(crate) router: Signal,
+    /// Tokens that reached a consumer that had already terminated.
+    pub(crate) discarded: AtomicU64,
+}
+
+impl Activity {
+    pub(crate) fn new(actors: usize) -> Activity {
+        Activity {
+            active: AtomicUsize::new(actors),
+            router: Signal::new(),
+            discarded: AtomicU64::new(0),
+        }
+    }
+
+    /// An actor parked (after its signal recorded the park).
+    pub(crate) fn parked(&self) {
+        // AcqRel: the router that reads 0 sees everything the actors did.
+        if self.active.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.router.notify();
+        }
+    }
+
+    pub(crate) fn is_idle(&self) -> bool {
+        self.active.load(Ordering::Acquire) == 0
+    }
+}
+
+/// The wake cell of one actor.
+pub(crate) struct Cell {
+    pub(crate) signal: Signal,
+    activity: Arc<Activity>,
+}
+
+impl Cell {
+    pub(crate) fn new(activity: Arc<Activity>) -> Cell {
+        Cell {
+            signal: Signal::new(),
+            activity,
+        }
+    }
+
+    /// A port of this actor changed: run its `act()` (again).
+    #[inline]
+    pub(crate) fn notify(&self) {
+        // Counted active before it is woken, so the location is never seen
+        // idle while a wake-up is on its way.
+        self.signal.notify_then(|| {
+            self.activity.active.fetch_add(1, Ordering::AcqRel);
+        });
+    }
+}
+
+/// A channel's ring and flags (see the module docs).
+pub(crate) struct Chan<T> {
+    q: ArrayQueue<T>,
+    producer_done: AtomicBool,
+    consumer_done: AtomicBool,
+    /// `None` when the producer is the router (a channel from another location).
+    producer: Option<Arc<Cell>>,
+    consumer: Arc<Cell>,
+}
+
+impl<T> Chan<T> {
+    pub(crate) fn new(capacity: usize, producer: Option<Arc<Cell>>, consumer: Arc<Cell>) -> Self {
+        Chan {
+            q: ArrayQueue::new(capacity),
+            producer_done: AtomicBool::new(false),
+            consumer_done: AtomicBool::new(false),
+            producer,
+            consumer,
+        }
+    }
+}
+
+/// Where a taken token's credit goes, for a channel from another location.
+struct CreditTo {
+    to: LocationId,
+    channel: u32,
+    same_rank: bool,
+}
+
+/// The consuming end, held by the consumer's port slot.
+pub(crate) struct InEnd<T> {
+    chan: Arc<Chan<T>>,
+    credit: Option<CreditTo>,
+}
+
+/// Type-erased operations the runner needs on an input.
+pub(crate) trait ErasedIn: Send {
+    /// A token is waiting, or none ever will (the producer ended).
+    fn ready(&self) -> bool;
+    /// Tokens waiting.
+    fn len(&self) -> usize;
+    /// The consumer terminated: refuse further tokens; returns those discarded.
+    fn close(&mut self, loc: &Location) -> u64;
+    fn as_any(&mut self) -> &mut dyn Any;
+}
+
+impl<T: Token> InEnd<T> {
+    #[inline]
+    pub(crate) fn recv(&mut self, loc: &Location) -> Option<T> {
+        let v = self.chan.q.pop()?;
+        match &self.credit {
+            None => {
+                if let Some(p) = &self.chan.producer {
+                    p.notify();
+                }
+            }
+            Some(c) => send_control(loc, c.to, c.channel, c.same_rank, CREDIT, 1),
+        }
+        Some(v)
+    }
+
+    pub(crate) fn is_ended(&self) -> bool {
+        // Done first (Acquire, after the producer's last push), then empty.
+        self.chan.producer_done.load(Ordering::Acquire) && self.chan.q.is_empty()
+    }
+}
+
+impl<T: Token> ErasedIn for InEnd<T> {
+    fn ready(&self) -> bool {
+        !self.chan.q.is_empty() || self.chan.producer_done.load(Ordering::Acquire)
+    }
+
+    fn len(&self) -> usize {
+        self.chan.q.len()
+    }
+
+    fn close(&mut self, loc: &Location) -> u64 {
+        self.chan.consumer_done.store(true, Ordering::Release);
+        let mut dropped = 0;
+        while self.chan.q.pop().is_some() {
+            dropped += 1;
+        }
+        match &self.credit {
+            None => {
+                if let Some(p) = &self.chan.producer {
+                    p.notify();
+                }
+            }
+            Some(c) => send_control(loc, c.to, c.channel, c.same_rank, GONE, 0),
+        }
+        dropped
+    }
+
+    fn as_any(&mut self) -> &mut dyn Any {
+        self
+    }
+}
+
+/// The producer's side of a channel to another location.
+pub(crate) struct RemoteOut {
+    credits: AtomicUsize,
+    gone: AtomicBool,
+    producer: Arc<Cell>,
+}
+
+impl RemoteOut {
+    pub(crate) fn new(capacity: usize, producer: Arc<Cell>) -> RemoteOut {
+        RemoteOut {
+            credits: AtomicUsize::new(capacity),
+            gone: AtomicBool::new(false),
+            producer,
+        }
+    }
+
+    /// The router received `n` credits.
+    pub(crate) fn credit(&self, n: usize) {
+        self.credits.fetch_add(n, Ordering::Release);
+        self.producer.notify();
+    }
+
+    /// The router heard that the consumer terminated.
+    pub(crate) fn gone(&self) {
+        self.gone.store(true, Ordering::Release);
+        self.producer.notify();
+    }
+}
+
+/// The producing end, held by the producer's port slot.
+pub(crate) enum OutEnd<T> {
+    Local(Arc<Chan<T>>),
+    Remote {
+        out: Arc<RemoteOut>,
+        to: LocationId,
+        channel: u32,
+        same_rank: bool,
+        scratch: Vec<u8>,
+    },
+}
+
+/// Type-erased operations the runner needs on an output.
+pub(crate) trait ErasedOut: Send {
+    /// There is room for a token, or the consumer is gone (a send fails at once).
+    fn ready(&self) -> bool;
+    /// The producer terminated.
+    fn close(&mut self, loc: &Location);
+    fn as_any(&mut self) -> &mut dyn Any;
+}
+
+/// Why a token was not sent (the token handed back).
+pub(crate) enum Refused<T> {
+    Full(T),
+    Closed(T),
+}
+
+impl<T: Token> OutEnd<T> {
+    /// Sends `v`; `Ok(true)` if it went to another location (the location
+    /// should be flushed after `act()`).
+    #[inline]
+    pub(crate) fn send(&mut self, loc: &Location, v: T) -> Result<bool, Refused<T>> {
+        match self {
+            OutEnd::Local(chan) => {
+                if chan.consumer_done.load(Ordering::Acquire) {
+                    return Err(Refused::Closed(v));
+                }
+                match chan.q.push(v) {
+                    Ok(()) => {
+                        chan.consumer.notify();
+                        Ok(false)
+                    }
+                    Err(v) => Err(Refused::Full(v)),
+                }
+            }
+            OutEnd::Remote {
+                out,
+                to,
+                channel,
+                same_rank,
+                scratch,
+            } => {
+                if out.gone.load(Ordering::Acquire) {
+                    return Err(Refused::Closed(v));
+                }
+                // Only this producer takes credits (the router only adds).
+                if out.credits.load(Ordering::Acquire) == 0 {
+                    return Err(Refused::Full(v));
+                }
+                out.credits.fetch_sub(1, Ordering::Relaxed);
+                if *same_rank {
+                    let carry = Carry {
+                        channel: *channel,
+                        kind: DATA,
+                        credits: 0,
+                        value: Some(Box::new(v)),
+                    };
+                    if loc.send(*to, carry).is_err() {
+                        loc.world()
+                            .abort("tutti graph: a channel's location vanished");
+                    }
+                } else {
+                    scratch.clear();
+                    scratch.push(DATA);
+                    scratch.extend_from_slice(&channel.to_le_bytes());
+                    if let Err(e) = crate::msg::codec::encode(&v, scratch) {
+                        loc.world().abort(&format!(
+                            "tutti graph: a token of type {} cannot be encoded: {e}",
+                            std::any::type_name::<T>()
+                        ));
+                    }
+                    if loc.send_slice(*to, scratch).is_err() {
+                        loc.world()
+                            .abort("tutti graph: a channel's location vanished");
+                    }
+                }
+                Ok(true)
+            }
+        }
+    }
+
+    /// Tokens that can be sent now.
+    pub(crate) fn room(&self) -> usize {
+        match self {
+            OutEnd::Local(chan) => chan.q.capacity() - chan.q.len(),
+            OutEnd::Remote { out, .. } => out.credits.load(Ordering::Acquire),
+        }
+    }
+}
+
+impl<T: Token> ErasedOut for OutEnd<T> {
+    fn ready(&self) -> bool {
+        match self {
+            OutEnd::Local(chan) => !chan.q.is_full() || chan.consumer_done.load(Ordering::Acquire),
+            OutEnd::Remote { out, .. } => {
+                out.credits.load(Ordering::Acquire) > 0 || out.gone.load(Ordering::Acquire)
+            }
+        }
+    }
+
+    fn close(&mut self, loc: &Location) {
+        match self {
+            OutEnd::Local(chan) => {
+                chan.producer_done.store(true, Ordering::Release);
+                chan.consumer.notify();
+            }
+            OutEnd::Remote {
+                to,
+                channel,
+                same_rank,
+                ..
+            } => send_control(loc, *to, *channel, *same_rank, CLOSE, 0),
+        }
+    }
+
+    fn as_any(&mut self) -> &mut dyn Any {
+        self
+    }
+}
+
+/// Sends a credit, close or gone message for `channel` to `to`.
+pub(crate) fn send_control(
+    loc: &Location,
+    to: LocationId,
+    channel: u32,
+    same_rank: bool,
+    kind: u8,
+    credits: u32,
+) {
+    let ok = if same_rank {
+        loc.send(
+            to,
+            Carry {
+                channel,
+                kind,
+                credits,
+                value: None,
+            },
+        )
+        .is_ok()
+    } else {
+        let mut b = [0u8; 9];
+        b[0] = kind;
+        b[1..5].copy_from_slice(&channel.to_le_bytes());
+        b[5..9].copy_from_slice(&credits.to_le_bytes());
+        loc.send_slice(to, &b).is_ok()
+    };
+    if !ok {
+        loc.world()
+            .abort("tutti graph: a channel's location vanished");
+    }
+}
+
+/// The router's side of a channel coming in from another location.
+pub(crate) trait Inlet: Send + Sync {
+    /// A token arrived as bytes (from another rank).
+    fn bytes(&self, payload: &[u8]) -> Result<(), String>;
+    /// A token arrived as a value (from a location of this rank).
+    fn value(&self, v: Box<dyn Any + Send>) -> Result<(), String>;
+    /// The producer terminated.
+    fn close(&self);
+}
+
+pub(crate) struct TypedInlet<T> {
+    chan: Arc<Chan<T>>,
+    activity: Arc<Activity>,
+}
+
+impl<T: Token> TypedInlet<T> {
+    fn push(&self, v: T) -> Result<(), String> {
+        if self.chan.consumer_done.load(Ordering::Acquire) {
+            self.activity.discarded.fetch_add(1, Ordering::Relaxed);
+            return Ok(());
+        }
+        match self.chan.q.push(v) {
+            Ok(()) => {
+                self.chan.consumer.notify();
+                Ok(())
+            }
+            Err(_) => Err("more tokens arrived than the channel gave credits for".into()),
+        }
+    }
+}
+
+impl<T: Token> Inlet for TypedInlet<T> {
+    fn bytes(&self, payload: &[u8]) -> Result<(), String> {
+        let v: T = crate::msg::codec::decode(payload).map_err(|e| {
+            format!(
+                "a token of type {} does not decode: {e}",
+                std::any::type_name::<T>()
+            )
+        })?;
+        self.push(v)
+    }
+
+    fn value(&self, v: Box<dyn Any + Send>) -> Result<(), String> {
+        match v.downcast::<T>() {
+            Ok(v) => self.push(*v),
+            Err(_) => Err(format!(
+                "a token is not of the channel's type {}",
+                std::any::type_name::<T>()
+            )),
+        }
+    }
+
+    fn close(&self) {
+        self.chan.producer_done.store(true, Ordering::Release);
+        self.chan.consumer.notify();
+    }
+}
+
+/// Makes the ends of a channel carrying `T` (kept type-erased by the builder).
+pub(crate) trait Maker: Send + Sync {
+    fn local(
+        &self,
+        capacity: usize,
+        producer: Arc<Cell>,
+        consumer: Arc<Cell>,
+    ) -> (Box<dyn ErasedOut>, Box<dyn ErasedIn>);
+    fn remote_out(
+        &self,
+        out: Arc<RemoteOut>,
+        to: LocationId,
+        channel: u32,
+        same_rank: bool,
+    ) -> Box<dyn ErasedOut>;
+    fn remote_in(
+        &self,
+        capacity: usize,
+        consumer: Arc<Cell>,
+        activity: Arc<Activity>,
+        from: LocationId,
+        channel: u32,
+        same_rank: bool,
+    ) -> (Box<dyn ErasedIn>, Box<dyn Inlet>);
+}
+
+pub(crate) struct TypedMaker<T>(std::marker::PhantomData<fn(T) -> T>);
+
+impl<T> TypedMaker<T> {
+    pub(crate) fn new() -> Self {
+        TypedMaker(std::marker::PhantomData)
+    }
+}
+
+impl<T: Token> Maker for TypedMaker<T> {
+    fn local(
+        &self,
+        capacity: usize,
+        producer: Arc<Cell>,
+        consumer: Arc<Cell>,
+    ) -> (Box<dyn ErasedOut>, Box<dyn ErasedIn>) {
+        let chan = Arc::new(Chan::<T>::new(capacity, Some(producer), consumer));
+        (
+            Box::new(OutEnd::Local(Arc::clone(&chan))),
+            Box::new(InEnd { chan, credit: None }),
+        )
+    }
+
+    fn remote_out(
+        &self,
+        out: Arc<RemoteOut>,
+        to: LocationId,
+        channel: u32,
+        same_rank: bool,
+    ) -> Box<dyn ErasedOut> {
+        Box::new(OutEnd::<T>::Remote {
+            out,
+            to,
+            channel,
+            same_rank,
+            scratch: Vec::new(),
+        })
+    }
+
+    fn remote_in(
+        &self,
+        capacity: usize,
+        consumer: Arc<Cell>,
+        activity: Arc<Activity>,
+        from: LocationId,
+        channel: u32,
+        same_rank: bool,
+    ) -> (Box<dyn ErasedIn>, Box<dyn Inlet>) {
+        let chan = Arc::new(Chan::<T>::new(capacity, None, consumer));
+        (
+            Box::new(InEnd {
+                chan: Arc::clone(&chan),
+                credit: Some(CreditTo {
+                    to: from,
+                    channel,
+                    same_rank,
+                }),
+            }),
+            Box::new(TypedInlet { chan, activity }),
+        )
+    }
+}

@@ -1,0 +1,712 @@
+//! The actor-graph suite: the same bodies run in-process (plain `cargo test`,
+//! several shapes of world) and under `mpirun -n 2` / `-n 4` (`.ci/run`), so
+//! every channel kind is exercised: within a location, between locations of
+//! one rank, and between ranks.
+
+mod common;
+
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use tutti::graph::{
+    Actor, ActorGraph, BuildError, Curve, Firing, InPort, OutPort, Partition, Placement, Ports,
+    RunError, SendError, Status,
+};
+use tutti::msg::codec::PodVec;
+use tutti::world::{Location, World};
+
+type Body = fn(&World);
+
+const BODIES: &[(&str, Body)] = &[
+    ("pipeline_in_order", pipeline_in_order),
+    ("ring_of_all_locations", ring_of_all_locations),
+    (
+        "credits_bound_tokens_in_flight",
+        credits_bound_tokens_in_flight,
+    ),
+    ("pond_firing_rule", pond_firing_rule),
+    ("grid_halo_exchange", grid_halo_exchange),
+    ("stall_is_reported_everywhere", stall_is_reported_everywhere),
+    ("panic_is_reported_everywhere", panic_is_reported_everywhere),
+    ("early_consumer_end_discards", early_consumer_end_discards),
+    (
+        "build_errors_are_the_same_everywhere",
+        build_errors_are_the_same_everywhere,
+    ),
+    ("different_graphs_are_refused", different_graphs_are_refused),
+];
+
+fn main() {
+    common::run_suite(
+        "graph suite",
+        &[(1, 1, 1), (2, 2, 1), (4, 2, 1), (3, 1, 8)],
+        |world| {
+            for (name, body) in BODIES {
+                body(world);
+                if world.rank() == 0 {
+                    println!("  {name}: ok");
+                }
+            }
+        },
+    );
+}
+
+/// Runs `f` on every location and returns what location 0 of this rank got.
+fn on_all<R: Send + 'static, Fut: std::future::Future<Output = R> + Send + 'static>(
+    world: &World,
+    f: impl Fn(Arc<Location>) -> Fut,
+) -> Vec<R> {
+    world.run(|loc| f(Arc::new(loc)))
+}
+
+/// A source sending `0..n` then ending.
+fn source(out: OutPort<u64>, n: u64) -> Box<dyn Actor> {
+    let mut next = 0;
+    Box::new(move |p: &mut Ports| {
+        while next < n {
+            match p.send(out, next) {
+                Ok(()) => next += 1,
+                Err(SendError::Full(_)) => return Status::Continue,
+                Err(e) => panic!("source: {e}"),
+            }
+        }
+        Status::Done
+    })
+}
+
+/// Forwards tokens from `inp` to `out`, adding `add`.
+fn relay(inp: InPort<u64>, out: OutPort<u64>, add: u64) -> Box<dyn Actor> {
+    let mut pending: Option<u64> = None;
+    Box::new(move |p: &mut Ports| loop {
+        let v = match pending.take() {
+            Some(v) => v,
+            None => match p.recv(inp) {
+                Some(v) => v + add,
+                None => {
+                    return if p.is_ended(inp) {
+                        Status::Done
+                    } else {
+                        Status::Continue
+                    }
+                }
+            },
+        };
+        match p.send(out, v) {
+            Ok(()) => {}
+            Err(SendError::Full(v)) => {
+                pending = Some(v);
+                return Status::Continue;
+            }
+            Err(e) => panic!("relay: {e}"),
+        }
+    })
+}
+
+/// Checks order and collects into `seen`.
+fn sink(inp: InPort<u64>, seen: Arc<Mutex<Vec<u64>>>) -> Box<dyn Actor> {
+    Box::new(move |p: &mut Ports| {
+        while let Some(v) = p.recv(inp) {
+            seen.lock().unwrap().push(v);
+        }
+        if p.is_ended(inp) {
+            Status::Done
+        } else {
+            Status::Continue
+        }
+    })
+}
+
+/// source → relay × k → sink, one stage per location round-robin.
+fn pipeline_in_order(world: &World) {
+    let n_loc = world.locations();
+    let out = on_all(world, move |loc| async move {
+        let stages = 5;
+        let mut b = ActorGraph::builder();
+        let mut ids = Vec::new();
+        let src = b.actor("source").unwrap();
+        let src_out = b.output::<u64>(src, "out").unwrap();
+        let mut prev = src_out;
+        ids.push(src);
+        let mut relays = Vec::new();
+        for s in 0..stages {
+            let a = b.actor(&format!("relay{s}")).unwrap();
+            let i = b.input::<u64>(a, "in").unwrap();
+            let o = b.output::<u64>(a, "out").unwrap();
+            b.connect(prev, i, 1 + s % 3).unwrap();
+            prev = o;
+            relays.push((a, i, o));
+            ids.push(a);
+        }
+        let snk = b.actor("sink").unwrap();
+        let si = b.input::<u64>(snk, "in").unwrap();
+        b.connect(prev, si, 2).unwrap();
+        let g = b.build();
+        let n = g.actors();
+        let place: Vec<usize> = (0..n).map(|a| a % n_loc).collect();
+        let placement = g.partition(n_loc, &Partition::Explicit(place)).unwrap();
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let s2 = Arc::clone(&seen);
+        g.run(&loc, &placement, move |id| {
+            if id == src {
+                source(src_out, 1000)
+            } else if id == snk {
+                sink(si, Arc::clone(&s2))
+            } else {
+                let &(_, i, o) = relays.iter().find(|r| r.0 == id).unwrap();
+                relay(i, o, 1)
+            }
+        })
+        .await
+        .expect("pipeline");
+        let v = seen.lock().unwrap().clone();
+        (placement.location(snk) == loc.id(), v)
+    });
+    for (has_sink, v) in out {
+        if has_sink {
+            let want: Vec<u64> = (0..1000).map(|x| x + 5).collect();
+            assert_eq!(
+                v, want,
+                "tokens arrive once, in order, each relayed five times"
+            );
+        } else {
+            assert!(v.is_empty());
+        }
+    }
+}
+
+/// A ring through one actor per location: a token goes round `laps` times.
+fn ring_of_all_locations(world: &World) {
+    let total = on_all(world, |loc| async move {
+        let n = loc.world().locations();
+        let mut b = ActorGraph::builder();
+        let mut ports = Vec::new();
+        for i in 0..n {
+            let a = b.actor(&format!("node{i}")).unwrap();
+            ports.push((
+                a,
+                b.input::<u64>(a, "in").unwrap(),
+                b.output::<u64>(a, "out").unwrap(),
+            ));
+        }
+        for i in 0..n {
+            b.connect(ports[i].2, ports[(i + 1) % n].1, 1).unwrap();
+        }
+        let g = b.build();
+        let placement = g.partition(n, &Partition::Block).unwrap();
+        assert_eq!(placement.edge_cut(), if n > 1 { n } else { 0 });
+        let hops = Arc::new(AtomicU64::new(0));
+        let h2 = Arc::clone(&hops);
+        let laps = 50u64;
+        g.run(&loc, &placement, move |id| {
+            let (_, inp, out) = ports[id.index()];
+            let first = id.index() == 0;
+            let hops = Arc::clone(&h2);
+            let mut started = false;
+            Box::new(move |p: &mut Ports| {
+                if first && !started {
+                    started = true;
+                    p.send(out, 0).unwrap();
+                }
+                while let Some(v) = p.recv(inp) {
+                    hops.fetch_add(1, Ordering::Relaxed);
+                    if first && v + 1 >= laps {
+                        return Status::Done;
+                    }
+                    let next = if first { v + 1 } else { v };
+                    if p.send(out, next).is_err() {
+                        // The first node ended the ring: its input is gone.
+                        return Status::Done;
+                    }
+                }
+                if p.is_ended(inp) {
+                    Status::Done
+                } else {
+                    Status::Continue
+                }
+            }) as Box<dyn Actor>
+        })
+        .await
+        .expect("ring");
+        loc.all_reduce(hops.load(Ordering::Relaxed), |a, b| a + b)
+            .await
+    });
+    let n = world.locations() as u64;
+    for t in total {
+        assert_eq!(t, 50 * n, "every node sees every lap once");
+    }
+}
+
+/// A fast producer and a consumer that keeps count of tokens in flight: with
+/// capacity 3 no more than 3 are ever sent and not yet taken, across ranks too.
+fn credits_bound_tokens_in_flight(world: &World) {
+    let n_loc = world.locations();
+    let ok = on_all(world, move |loc| async move {
+        let mut b = ActorGraph::builder();
+        let pa = b.actor("producer").unwrap();
+        let out = b.output::<u64>(pa, "out").unwrap();
+        let ca = b.actor("consumer").unwrap();
+        let inp = b.input::<u64>(ca, "in").unwrap();
+        b.connect(out, inp, 3).unwrap();
+        let g = b.build();
+        // Producer on the first location, consumer on the last.
+        let placement = g
+            .partition(n_loc, &Partition::Explicit(vec![0, n_loc - 1]))
+            .unwrap();
+        let mut next = 0u64;
+        let mut taken = 0u64;
+        let mut max_gap = 0u64;
+        let result = Arc::new(AtomicU64::new(u64::MAX));
+        let r2 = Arc::clone(&result);
+        let total = 2000;
+        g.run(&loc, &placement, move |id| -> Box<dyn Actor> {
+            if id == pa {
+                Box::new(move |p: &mut Ports| {
+                    while next < total {
+                        match p.send(out, next) {
+                            Ok(()) => next += 1,
+                            Err(_) => return Status::Continue,
+                        }
+                    }
+                    Status::Done
+                })
+            } else {
+                let r2 = Arc::clone(&r2);
+                Box::new(move |p: &mut Ports| {
+                    // Take one token per call: the producer runs ahead.
+                    let queued = p.len(inp) as u64;
+                    max_gap = max_gap.max(queued);
+                    if let Some(v) = p.recv(inp) {
+                        assert_eq!(v, taken);
+                        taken += 1;
+                    }
+                    if taken == total {
+                        r2.store(max_gap, Ordering::Relaxed);
+                        return Status::Done;
+                    }
+                    if p.len(inp) > 0 {
+                        // More waiting: ask to be run again by sending nothing;
+                        // OnChange will fire again on the next arrival anyway,
+                        // so drain the rest now.
+                        while let Some(v) = p.recv(inp) {
+                            assert_eq!(v, taken);
+                            taken += 1;
+                        }
+                        if taken == total {
+                            r2.store(max_gap, Ordering::Relaxed);
+                            return Status::Done;
+                        }
+                    }
+                    Status::Continue
+                })
+            }
+        })
+        .await
+        .expect("credits");
+        let gap = result.load(Ordering::Relaxed);
+        gap == u64::MAX || gap <= 3
+    });
+    assert!(ok.iter().all(|&b| b), "never more than the capacity queued");
+}
+
+/// Pond's rule: an adder fires only with a token on both inputs and room out.
+fn pond_firing_rule(world: &World) {
+    let n_loc = world.locations();
+    let sums = on_all(world, move |loc| async move {
+        let mut b = ActorGraph::builder();
+        let a1 = b.actor("a").unwrap();
+        let o1 = b.output::<u64>(a1, "out").unwrap();
+        let a2 = b.actor("b").unwrap();
+        let o2 = b.output::<u64>(a2, "out").unwrap();
+        let add = b.actor_firing("add", Firing::AllReady).unwrap();
+        let (x, y) = (
+            b.input::<u64>(add, "x").unwrap(),
+            b.input::<u64>(add, "y").unwrap(),
+        );
+        let z = b.output::<u64>(add, "z").unwrap();
+        let s = b.actor("sink").unwrap();
+        let si = b.input::<u64>(s, "in").unwrap();
+        b.connect(o1, x, 2).unwrap();
+        b.connect(o2, y, 5).unwrap();
+        b.connect(z, si, 1).unwrap();
+        let g = b.build();
+        let placement = g.partition(n_loc, &Partition::Block).unwrap();
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let s2 = Arc::clone(&seen);
+        let fired_without = Arc::new(AtomicUsize::new(0));
+        let f2 = Arc::clone(&fired_without);
+        g.run(&loc, &placement, move |id| -> Box<dyn Actor> {
+            if id == a1 {
+                source(o1, 100)
+            } else if id == a2 {
+                source(o2, 100)
+            } else if id == add {
+                let f2 = Arc::clone(&f2);
+                Box::new(move |p: &mut Ports| {
+                    match (p.recv(x), p.recv(y)) {
+                        (Some(a), Some(b)) => p.send(z, a * 1000 + b).unwrap(),
+                        (None, None) if p.is_ended(x) && p.is_ended(y) => return Status::Done,
+                        _ => {
+                            f2.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                    Status::Continue
+                })
+            } else {
+                sink(si, Arc::clone(&s2))
+            }
+        })
+        .await
+        .expect("pond");
+        assert_eq!(
+            fired_without.load(Ordering::Relaxed),
+            0,
+            "fired without both tokens"
+        );
+        let v = seen.lock().unwrap().clone();
+        (placement.location(s) == loc.id(), v)
+    });
+    for (has, v) in sums {
+        if has {
+            let want: Vec<u64> = (0..100).map(|i| i * 1000 + i).collect();
+            assert_eq!(v, want);
+        }
+    }
+}
+
+/// A 4 × 4 grid of cells exchanging `PodVec<f64>` halos with their four
+/// neighbours for several steps; each cell's value is checked against the
+/// sequential result.
+fn grid_halo_exchange(world: &World) {
+    let n_loc = world.locations();
+    let got = on_all(world, move |loc| async move {
+        let (w, h, steps) = (4usize, 4usize, 6u32);
+        let mut b = ActorGraph::builder();
+        // dir 0..4 = east, west, north, south.
+        let mut ports: Vec<(
+            Vec<Option<InPort<PodVec<f64>>>>,
+            Vec<Option<OutPort<PodVec<f64>>>>,
+        )> = Vec::new();
+        for y in 0..h {
+            for x in 0..w {
+                let a = b.actor(&format!("cell{x}_{y}")).unwrap();
+                let mut ins = Vec::new();
+                let mut outs = Vec::new();
+                for (d, name) in ["e", "w", "n", "s"].iter().enumerate() {
+                    let exists = match d {
+                        0 => x + 1 < w,
+                        1 => x > 0,
+                        2 => y > 0,
+                        _ => y + 1 < h,
+                    };
+                    ins.push(exists.then(|| b.input(a, &format!("in_{name}")).unwrap()));
+                    outs.push(exists.then(|| b.output(a, &format!("out_{name}")).unwrap()));
+                }
+                ports.push((ins, outs));
+            }
+        }
+        for y in 0..h {
+            for x in 0..w {
+                let i = y * w + x;
+                if x + 1 < w {
+                    b.connect(ports[i].1[0].unwrap(), ports[i + 1].0[1].unwrap(), 1)
+                        .unwrap();
+                    b.connect(ports[i + 1].1[1].unwrap(), ports[i].0[0].unwrap(), 1)
+                        .unwrap();
+                }
+                if y + 1 < h {
+                    b.connect(ports[i].1[3].unwrap(), ports[i + w].0[2].unwrap(), 1)
+                        .unwrap();
+                    b.connect(ports[i + w].1[2].unwrap(), ports[i].0[3].unwrap(), 1)
+                        .unwrap();
+                }
+            }
+        }
+        let g = b.build();
+        let placement: Placement = g
+            .partition(
+                n_loc,
+                &Partition::Grid {
+                    cols: w,
+                    rows: h,
+                    curve: Curve::Hilbert,
+                },
+            )
+            .unwrap();
+        let results = Arc::new(Mutex::new(vec![0.0f64; w * h]));
+        let r2 = Arc::clone(&results);
+        let ports = Arc::new(ports);
+        g.run(&loc, &placement, move |id| -> Box<dyn Actor> {
+            let i = id.index();
+            let (ins, outs) = ports[i].clone();
+            let mut value = i as f64;
+            let mut step = 0;
+            let mut sent = false;
+            let r2 = Arc::clone(&r2);
+            Box::new(move |p: &mut Ports| loop {
+                if step == steps {
+                    r2.lock().unwrap()[i] = value;
+                    return Status::Done;
+                }
+                if !sent {
+                    for o in outs.iter().flatten() {
+                        if p.room(*o) == 0 {
+                            return Status::Continue;
+                        }
+                    }
+                    for o in outs.iter().flatten() {
+                        p.send(*o, PodVec(vec![value; 3])).unwrap();
+                    }
+                    sent = true;
+                }
+                if ins.iter().flatten().any(|i| p.len(*i) == 0) {
+                    return Status::Continue;
+                }
+                let mut sum = value;
+                for inp in ins.iter().flatten() {
+                    let halo = p.recv(*inp).unwrap().into_inner();
+                    assert_eq!(halo.len(), 3);
+                    sum += halo[0];
+                }
+                value = sum / 2.0;
+                step += 1;
+                sent = false;
+            })
+        })
+        .await
+        .expect("grid");
+        let mine = results.lock().unwrap().clone();
+        loc.all_reduce(mine, |a, b| a.iter().zip(&b).map(|(x, y)| x + y).collect())
+            .await
+    });
+    // Sequential reference.
+    let (w, h) = (4usize, 4usize);
+    let mut v: Vec<f64> = (0..w * h).map(|i| i as f64).collect();
+    for _ in 0..6 {
+        let old = v.clone();
+        for y in 0..h {
+            for x in 0..w {
+                let i = y * w + x;
+                let mut s = old[i];
+                if x + 1 < w {
+                    s += old[i + 1];
+                }
+                if x > 0 {
+                    s += old[i - 1];
+                }
+                if y > 0 {
+                    s += old[i - w];
+                }
+                if y + 1 < h {
+                    s += old[i + w];
+                }
+                v[i] = s / 2.0;
+            }
+        }
+    }
+    for g in got {
+        assert_eq!(
+            g, v,
+            "the distributed grid equals the sequential one bit for bit"
+        );
+    }
+}
+
+/// Two actors on different locations each waiting for the other.
+fn stall_is_reported_everywhere(world: &World) {
+    let n_loc = world.locations();
+    let errs = on_all(world, move |loc| async move {
+        let mut b = ActorGraph::builder();
+        let a = b.actor("a").unwrap();
+        let c = b.actor("c").unwrap();
+        let (ao, ai) = (
+            b.output::<u8>(a, "out").unwrap(),
+            b.input::<u8>(a, "in").unwrap(),
+        );
+        let (co, ci) = (
+            b.output::<u8>(c, "out").unwrap(),
+            b.input::<u8>(c, "in").unwrap(),
+        );
+        b.connect(ao, ci, 1).unwrap();
+        b.connect(co, ai, 1).unwrap();
+        let g = b.build();
+        let p = g
+            .partition(n_loc, &Partition::Explicit(vec![0, n_loc - 1]))
+            .unwrap();
+        g.run(&loc, &p, |_| -> Box<dyn Actor> {
+            Box::new(|_: &mut Ports| Status::Continue)
+        })
+        .await
+    });
+    for e in errs {
+        match e {
+            Err(RunError::Stalled(w)) => {
+                assert_eq!(w.len(), 2, "{w:?}");
+                assert!(
+                    w[0].contains("actor 'a'") && w[0].contains("input 'in' holds 0"),
+                    "{w:?}"
+                );
+            }
+            other => panic!("expected a stall, got {other:?}"),
+        }
+    }
+}
+
+fn panic_is_reported_everywhere(world: &World) {
+    let n_loc = world.locations();
+    let errs = on_all(world, move |loc| async move {
+        let mut b = ActorGraph::builder();
+        let a = b.actor("bad").unwrap();
+        let o = b.output::<u64>(a, "out").unwrap();
+        let c = b.actor("sink").unwrap();
+        let i = b.input::<u64>(c, "in").unwrap();
+        b.connect(o, i, 1).unwrap();
+        let g = b.build();
+        let p = g
+            .partition(n_loc, &Partition::Explicit(vec![n_loc - 1, 0]))
+            .unwrap();
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        g.run(&loc, &p, move |id| -> Box<dyn Actor> {
+            if id == a {
+                Box::new(|_: &mut Ports| panic!("boom in act"))
+            } else {
+                sink(i, Arc::clone(&seen))
+            }
+        })
+        .await
+    });
+    for e in errs {
+        match e {
+            Err(RunError::Panicked(w)) => {
+                assert_eq!(w.len(), 1);
+                assert!(
+                    w[0].contains("actor 'bad'") && w[0].contains("boom in act"),
+                    "{w:?}"
+                );
+            }
+            other => panic!("expected a panic report, got {other:?}"),
+        }
+    }
+}
+
+/// A consumer that stops after 3 tokens: the producer sees `Closed`, and what
+/// was left is counted as discarded, not silently lost.
+fn early_consumer_end_discards(world: &World) {
+    let n_loc = world.locations();
+    let got = on_all(world, move |loc| async move {
+        let mut b = ActorGraph::builder();
+        let a = b.actor("p").unwrap();
+        let o = b.output::<u64>(a, "out").unwrap();
+        let c = b.actor("c").unwrap();
+        let i = b.input::<u64>(c, "in").unwrap();
+        b.connect(o, i, 4).unwrap();
+        let g = b.build();
+        let p = g
+            .partition(n_loc, &Partition::Explicit(vec![0, n_loc - 1]))
+            .unwrap();
+        let sent = Arc::new(AtomicU64::new(0));
+        let s2 = Arc::clone(&sent);
+        let mut took = 0;
+        let report = g
+            .run(&loc, &p, move |id| -> Box<dyn Actor> {
+                if id == a {
+                    let s2 = Arc::clone(&s2);
+                    Box::new(move |p: &mut Ports| loop {
+                        match p.send(o, 1) {
+                            Ok(()) => {
+                                s2.fetch_add(1, Ordering::Relaxed);
+                            }
+                            Err(SendError::Full(_)) => return Status::Continue,
+                            Err(SendError::Closed(_)) => return Status::Done,
+                            Err(e) => panic!("{e}"),
+                        }
+                    })
+                } else {
+                    Box::new(move |p: &mut Ports| {
+                        while took < 3 {
+                            if p.recv(i).is_none() {
+                                return Status::Continue;
+                            }
+                            took += 1;
+                        }
+                        Status::Done
+                    })
+                }
+            })
+            .await
+            .expect("early end");
+        let (s, d) = (sent.load(Ordering::Relaxed), report.discarded);
+        loc.all_reduce((s, d), |a, b| (a.0 + b.0, a.1 + b.1)).await
+    });
+    for (sent, discarded) in got {
+        assert_eq!(sent, 3 + discarded, "every token sent is taken or counted");
+    }
+}
+
+fn build_errors_are_the_same_everywhere(world: &World) {
+    let errs = on_all(world, |loc| async move {
+        let mut b = ActorGraph::builder();
+        let a = b.actor("a").unwrap();
+        let o = b.output::<u32>(a, "out").unwrap();
+        let c = b.actor("c").unwrap();
+        let i = b.input::<u32>(c, "in").unwrap();
+        b.input::<String>(c, "text").unwrap();
+        b.connect(o, i, 1).unwrap();
+        let twice = b.connect(o, i, 1).unwrap_err();
+        let types = b.connect_named("a.out", "c.text", 1).unwrap_err();
+        let missing = b.connect_named("a.nope", "c.in", 1).unwrap_err();
+        let dir = b.connect_named("c.in", "a.out", 1).unwrap_err();
+        let texts = vec![
+            twice.to_string(),
+            types.to_string(),
+            missing.to_string(),
+            dir.to_string(),
+        ];
+        assert!(matches!(types, BuildError::TypeMismatch { .. }));
+        let joined = texts.join("|");
+        let (lo, hi) = loc
+            .all_reduce((joined.clone(), joined.clone()), |a, b| {
+                (a.0.min(b.0), a.1.max(b.1))
+            })
+            .await;
+        assert_eq!(lo, hi, "every location sees the same errors");
+        texts
+    });
+    let t = &errs[0];
+    assert_eq!(t[0], "port 'a.out' is connected twice");
+    assert_eq!(
+        t[1],
+        "cannot connect 'a.out' (sends u32) to 'c.text' (takes alloc::string::String): the types differ"
+    );
+    assert_eq!(t[2], "there is no port 'a.nope'");
+    assert_eq!(
+        t[3],
+        "port 'c.in' has the wrong direction for this connection"
+    );
+}
+
+fn different_graphs_are_refused(world: &World) {
+    if world.locations() == 1 {
+        return;
+    }
+    let errs = on_all(world, |loc| async move {
+        let mut b = ActorGraph::builder();
+        let a = b.actor("a").unwrap();
+        let o = b.output::<u32>(a, "out").unwrap();
+        let c = b.actor("c").unwrap();
+        let i = b.input::<u32>(c, "in").unwrap();
+        // Location 0 builds a different capacity: a bug in SPMD code.
+        b.connect(o, i, if loc.id().index() == 0 { 1 } else { 2 })
+            .unwrap();
+        let g = b.build();
+        let p = g
+            .partition(loc.world().locations(), &Partition::Block)
+            .unwrap();
+        g.run(&loc, &p, |_| -> Box<dyn Actor> {
+            Box::new(|_: &mut Ports| Status::Done)
+        })
+        .await
+    });
+    for e in errs {
+        assert_eq!(e, Err(RunError::Mismatch));
+    }
+}
