@@ -81,6 +81,8 @@ enum BenchCommand {
     Actor(bench::actor::ActorArgs),
     /// Distributed objects: empty method, ping-pong and fence vs direct calls, an atomic flag and std::sync::Barrier.
     Rmi(bench::rmi::RmiArgs),
+    /// Actor graphs: local port hand-over vs a crossbeam bounded channel between threads.
+    Graph(bench::graph::GraphArgs),
 }
 
 /// One worker per available core.
@@ -134,6 +136,7 @@ fn main() {
         Command::MpiBench(a) => (a.json, mpi_bench::run(a)),
         Command::Bench(BenchCommand::Actor(a)) => (a.json, bench::actor::run(a)),
         Command::Bench(BenchCommand::Rmi(a)) => (a.json, bench::rmi::run(a)),
+        Command::Bench(BenchCommand::Graph(a)) => (a.json, bench::graph::run(a)),
     };
     match outcome {
         Ok(report) => {

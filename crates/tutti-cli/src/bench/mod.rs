@@ -4,6 +4,7 @@ pub mod actor;
 pub mod codec;
 pub mod csp;
 pub mod fib;
+pub mod graph;
 pub mod idle;
 pub mod rmi;
 pub mod rmi_sweep;

@@ -447,7 +447,7 @@ impl ActorGraph {
                     "actor '{}' on {} waits ({})",
                     self.actors[l.id.index()].name,
                     me,
-                    crate::loom::lock(&l.waits)
+                    &*crate::loom::lock(&l.waits)
                 ));
                 l.abandon.store(true, Ordering::Release);
                 l.cell.notify();
