@@ -50,6 +50,8 @@ enum Command {
     Weather(apps::weather::WeatherArgs),
     /// Jacobi for Poisson's equation in 1D, one halo exchange per iteration via RMI (seed 004).
     Jacobi(apps::jacobi::JacobiArgs),
+    /// Shallow water (seed 002): patches as graph actors vs bulk-synchronous steps.
+    Swe(apps::swe::SweArgs),
     /// Strongly connected components by trim / pivot / mark with fine-grain RMI (seed 004).
     Scc(apps::scc::SccArgs),
     /// Distributed actors: a registered service on location 0 asked by actors on
@@ -120,6 +122,7 @@ fn main() {
         Command::Sort(a) => (a.json, apps::sort::run(a)),
         Command::Gauss(a) => (a.json, apps::gauss::run(a)),
         Command::Jacobi(a) => (a.json, apps::jacobi::run(a)),
+        Command::Swe(a) => (a.json, apps::swe::run(a)),
         Command::Scc(a) => (a.json, apps::scc::run(a)),
         Command::Db(a) => (a.json, apps::db::run(a)),
         Command::Weather(a) => (a.json, apps::weather::run(a)),

@@ -9,6 +9,7 @@ pub mod jacobi;
 pub mod mad;
 pub mod scc;
 pub mod sort;
+pub mod swe;
 pub mod weather;
 
 /// Runs `f` on each rank of `world` in turn (the others wait at a barrier),

@@ -20,6 +20,16 @@ impl<T: Serialize + DeserializeOwned + Send + 'static> Token for T {}
 pub struct ActorId(pub(crate) u32);
 
 impl ActorId {
+    /// The actor declared `index`-th (ids are declaration indices, the same on
+    /// every rank that built the same graph).
+    ///
+    /// ```
+    /// assert_eq!(tutti::graph::ActorId::new(3).index(), 3);
+    /// ```
+    pub fn new(index: usize) -> ActorId {
+        ActorId(index as u32)
+    }
+
     /// The declaration index.
     ///
     /// ```

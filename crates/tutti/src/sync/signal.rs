@@ -115,21 +115,24 @@ impl Signal {
         if self.take() {
             return Wait::Notified;
         }
-        // The state is EMPTY and only we set PARKED: no notifier reads `waker`
-        // from an earlier park any more... except one still inside `wake_by_ref`,
-        // so the stored waker is written only the first time.
-        let stable = self.waker.with_mut(|w| {
-            // SAFETY: the waiter alone writes, and only while no notifier can
-            // read (the first park: `PARKED` was never published).
-            let w = unsafe { &mut *w };
-            match w {
-                None => {
-                    *w = Some(cx.waker().clone());
-                    true
-                }
-                Some(old) => old.will_wake(cx.waker()),
-            }
-        });
+        // The state is EMPTY and only we set PARKED, but a notifier from an
+        // earlier park may still be inside `wake_by_ref`: so the stored waker
+        // is written only the first time.
+        // Reads may overlap a notifier's read (both shared); the one write
+        // happens at the first park, before `PARKED` was ever published, so
+        // no notifier reads then.
+        // SAFETY: a shared read (see above).
+        let first = self.waker.with(|w| unsafe { (*w).is_none() });
+        let stable = if first {
+            // SAFETY: the first park: no notifier can be reading (see above).
+            self.waker
+                .with_mut(|w| unsafe { *w = Some(cx.waker().clone()) });
+            true
+        } else {
+            // SAFETY: a shared read (see above).
+            self.waker
+                .with(|w| unsafe { (*w).as_ref().is_some_and(|old| old.will_wake(cx.waker())) })
+        };
         if !stable {
             return Wait::Notified;
         }
