@@ -151,8 +151,10 @@ pub(crate) trait ErasedIn: Send {
 }
 
 impl<T: Token> InEnd<T> {
+    /// Takes a token; sets `away` if that sent a credit to another location
+    /// (the location is then flushed after `act()`).
     #[inline]
-    pub(crate) fn recv(&mut self, loc: &Location) -> Option<T> {
+    pub(crate) fn recv(&mut self, loc: &Location, away: &mut bool) -> Option<T> {
         let v = self.chan.q.pop()?;
         match &self.credit {
             None => {
@@ -160,7 +162,10 @@ impl<T: Token> InEnd<T> {
                     p.notify();
                 }
             }
-            Some(c) => send_control(loc, c.to, c.channel, c.same_rank, CREDIT, 1),
+            Some(c) => {
+                send_control(loc, c.to, c.channel, c.same_rank, CREDIT, 1);
+                *away = true;
+            }
         }
         Some(v)
     }
@@ -537,5 +542,66 @@ impl<T: Token> Maker for TypedMaker<T> {
             }),
             Box::new(TypedInlet { chan, activity }),
         )
+    }
+}
+
+#[cfg(all(test, loom))]
+mod loom_tests {
+    use std::future::poll_fn;
+    use std::task::Poll;
+
+    use std::sync::Arc;
+
+    use super::{Activity, Cell};
+    use crate::loom::{thread, AtomicBool, Ordering};
+    use crate::sync::Wait;
+    use crate::test_util::loom::block_on;
+
+    /// The idle detection the end of a run rests on: once a notify of an actor
+    /// has returned, its location is not seen idle until that actor has run
+    /// (else the router could end a run with a token unhandled).
+    #[test]
+    fn idle_is_never_seen_before_a_notified_actor_ran() {
+        loom::model(|| {
+            let activity = Arc::new(Activity::new(1));
+            let cell = Arc::new(Cell::new(Arc::clone(&activity)));
+            let acted = Arc::new(AtomicBool::new(false));
+            let actor = {
+                let (activity, cell, acted) =
+                    (Arc::clone(&activity), Arc::clone(&cell), Arc::clone(&acted));
+                thread::spawn(move || {
+                    // Active from the start; waits for one notification.
+                    block_on(poll_fn(|cx| match cell.signal.poll_wait(cx) {
+                        Wait::Notified => Poll::Ready(()),
+                        Wait::Parked => {
+                            activity.parked();
+                            Poll::Pending
+                        }
+                        Wait::StillParked => Poll::Pending,
+                    }));
+                    acted.store(true, Ordering::Release);
+                    activity.parked(); // terminates
+                })
+            };
+            let notifier = {
+                let cell = Arc::clone(&cell);
+                thread::spawn(move || cell.notify())
+            };
+            notifier.join().unwrap();
+            block_on(poll_fn(|cx| loop {
+                if activity.is_idle() {
+                    return Poll::Ready(());
+                }
+                match activity.router.poll_wait(cx) {
+                    Wait::Notified => continue,
+                    Wait::Parked | Wait::StillParked => return Poll::Pending,
+                }
+            }));
+            assert!(
+                acted.load(Ordering::Acquire),
+                "idle before the notified actor ran"
+            );
+            actor.join().unwrap();
+        });
     }
 }

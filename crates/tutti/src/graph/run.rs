@@ -120,7 +120,10 @@ impl<'a> Ports<'a> {
     #[inline]
     pub fn recv<T: Token>(&mut self, p: InPort<T>) -> Option<T> {
         let loc = self.loc;
-        self.input(p)?.recv(loc)
+        let mut away = false;
+        let v = self.input(p)?.recv(loc, &mut away);
+        self.sent_away |= away;
+        v
     }
 
     /// Whether input `p` has ended: its producer terminated and every token it

@@ -199,10 +199,13 @@ mod loom_tests {
     }
 
     /// Two notifiers each make a change and notify; the waiter sees both changes
-    /// (loom reports a deadlock if a wake-up were lost).
+    /// (loom reports a deadlock if a wake-up were lost). Three threads: bounded
+    /// preemptions keep the search finite in CI time.
     #[test]
     fn no_change_is_missed() {
-        loom::model(|| {
+        let mut model = loom::model::Builder::new();
+        model.preemption_bound = Some(3);
+        model.check(|| {
             let sig = Arc::new(Signal::new());
             let count = Arc::new(AtomicUsize::new(0));
             let hs: Vec<_> = (0..2)
