@@ -50,6 +50,8 @@
 
 mod build;
 mod channel;
+#[cfg(feature = "metis")]
+mod metis;
 mod partition;
 mod port;
 mod run;

@@ -27,6 +27,10 @@ pub enum Partition {
     },
     /// `locations[a]` is the location of actor `a`.
     Explicit(Vec<usize>),
+    /// METIS' multilevel k-way partitioning of the channel graph (feature
+    /// `metis`; METIS is compiled from source, no system library needed).
+    #[cfg(feature = "metis")]
+    Metis,
 }
 
 /// How a grid is cut over locations.
@@ -163,6 +167,8 @@ impl ActorGraph {
                 }
                 v.iter().map(|&l| l as u32).collect()
             }
+            #[cfg(feature = "metis")]
+            Partition::Metis => super::metis::partition(self, locations)?,
         };
         let edge_cut = self
             .edges()
@@ -247,6 +253,54 @@ fn grid_hilbert(cols: usize, rows: usize, p: usize) -> Vec<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[cfg(feature = "metis")]
+    #[test]
+    fn metis_cuts_a_grid_no_worse_than_blocks() {
+        let mut b = ActorGraph::builder();
+        let (w, h) = (8, 8);
+        let mut ports = Vec::new();
+        for i in 0..w * h {
+            let a = b.actor(&format!("c{i}")).unwrap();
+            ports.push((
+                b.output::<u8>(a, "e").unwrap(),
+                b.input::<u8>(a, "w").unwrap(),
+                b.output::<u8>(a, "s").unwrap(),
+                b.input::<u8>(a, "n").unwrap(),
+            ));
+        }
+        for y in 0..h {
+            for x in 0..w {
+                let i = y * w + x;
+                if x + 1 < w {
+                    b.connect(ports[i].0, ports[i + 1].1, 1).unwrap();
+                }
+                if y + 1 < h {
+                    b.connect(ports[i].2, ports[i + w].3, 1).unwrap();
+                }
+            }
+        }
+        let g = b.build();
+        let m = g.partition(4, &Partition::Metis).unwrap();
+        let blocks = g
+            .partition(
+                4,
+                &Partition::Grid {
+                    cols: w,
+                    rows: h,
+                    curve: Curve::Blocks,
+                },
+            )
+            .unwrap();
+        assert_eq!(blocks.edge_cut(), 16);
+        assert!(m.edge_cut() <= 20, "METIS cut {}", m.edge_cut());
+        assert!(
+            m.loads().iter().all(|&l| (12..=20).contains(&l)),
+            "{:?}",
+            m.loads()
+        );
+        assert!(g.partition(100, &Partition::Metis).is_err());
+    }
 
     #[test]
     fn hilbert_visits_each_cell_once_and_steps_to_neighbours() {

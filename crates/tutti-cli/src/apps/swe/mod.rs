@@ -59,6 +59,9 @@ pub enum Placing {
     Blocks,
     /// Pieces of the Hilbert curve through the patches.
     Hilbert,
+    /// METIS k-way partitioning of the patch graph (feature `metis`).
+    #[cfg(feature = "metis")]
+    Metis,
 }
 
 /// Arguments of `tutti swe`.
@@ -195,19 +198,19 @@ impl Config {
 
     pub fn placement(&self, locations: usize, placing: Placing) -> Result<Placement, String> {
         let pg = actors::build(self)?;
-        let curve = match placing {
-            Placing::Blocks => Curve::Blocks,
-            Placing::Hilbert => Curve::Hilbert,
+        let grid = |curve| Partition::Grid {
+            cols: self.px,
+            rows: self.py,
+            curve,
+        };
+        let how = match placing {
+            Placing::Blocks => grid(Curve::Blocks),
+            Placing::Hilbert => grid(Curve::Hilbert),
+            #[cfg(feature = "metis")]
+            Placing::Metis => Partition::Metis,
         };
         pg.graph
-            .partition(
-                locations,
-                &Partition::Grid {
-                    cols: self.px,
-                    rows: self.py,
-                    curve,
-                },
-            )
+            .partition(locations, &how)
             .map_err(|e| e.to_string())
     }
 }
