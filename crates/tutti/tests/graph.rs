@@ -17,6 +17,12 @@ use tutti::world::{Location, World};
 
 type Body = fn(&World);
 
+/// A grid cell's inputs and outputs (east, west, north, south), where it has neighbours.
+type CellPorts = (
+    Vec<Option<InPort<PodVec<f64>>>>,
+    Vec<Option<OutPort<PodVec<f64>>>>,
+);
+
 const BODIES: &[(&str, Body)] = &[
     ("pipeline_in_order", pipeline_in_order),
     ("ring_of_all_locations", ring_of_all_locations),
@@ -382,10 +388,7 @@ fn grid_halo_exchange(world: &World) {
         let (w, h, steps) = (4usize, 4usize, 6u32);
         let mut b = ActorGraph::builder();
         // dir 0..4 = east, west, north, south.
-        let mut ports: Vec<(
-            Vec<Option<InPort<PodVec<f64>>>>,
-            Vec<Option<OutPort<PodVec<f64>>>>,
-        )> = Vec::new();
+        let mut ports: Vec<CellPorts> = Vec::new();
         for y in 0..h {
             for x in 0..w {
                 let a = b.actor(&format!("cell{x}_{y}")).unwrap();

@@ -88,9 +88,10 @@ impl Signal {
 
     #[cold]
     fn wake_cold(&self) {
-        // SAFETY: we took `PARKED` out, so the waiter stored its waker before it
-        // published `PARKED` (our swap acquired that) and will not write it again.
         self.waker.with(|w| {
+            // SAFETY: we took `PARKED` out, so the waiter stored its waker before
+            // it published `PARKED` (our swap acquired that) and never writes it
+            // again; other readers only read.
             if let Some(w) = unsafe { &*w } {
                 w.wake_by_ref();
             }

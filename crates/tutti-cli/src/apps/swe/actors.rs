@@ -13,6 +13,9 @@ use super::{Config, LocalResult};
 
 type Halo = PodVec<f64>;
 
+/// A patch's ports, per side (`Side::ALL` order), if it has a neighbour there.
+pub type SidePorts = [Option<(InPort<Halo>, OutPort<Halo>)>; 4];
+
 /// The graph: a `px × py` grid of patch actors, each joined to its neighbours
 /// in both directions by channels of capacity 2 (a patch may be one step
 /// ahead of its neighbour).
@@ -20,13 +23,13 @@ pub struct PatchGraph {
     pub graph: ActorGraph,
     /// Per patch, per side (`Side::ALL` order): the input and output port if
     /// there is a neighbour on that side.
-    pub ports: Vec<[Option<(InPort<Halo>, OutPort<Halo>)>; 4]>,
+    pub ports: Vec<SidePorts>,
 }
 
 pub fn build(cfg: &Config) -> Result<PatchGraph, String> {
     let mut b = ActorGraph::builder();
     let n = cfg.px * cfg.py;
-    let mut ports: Vec<[Option<(InPort<Halo>, OutPort<Halo>)>; 4]> = Vec::with_capacity(n);
+    let mut ports: Vec<SidePorts> = Vec::with_capacity(n);
     for p in 0..n {
         let a = b
             .actor(&format!("patch{}_{}", p % cfg.px, p / cfg.px))
@@ -69,7 +72,7 @@ pub fn build(cfg: &Config) -> Result<PatchGraph, String> {
 struct PatchActor {
     id: usize,
     patch: Patch,
-    ports: [Option<(InPort<Halo>, OutPort<Halo>)>; 4],
+    ports: SidePorts,
     cfg: Arc<Config>,
     step: u64,
     sent: bool,

@@ -563,10 +563,14 @@ pub fn run(a: &SweArgs) -> Result<Report, String> {
         if world.ranks() > 1 {
             return Err("--scaling runs in-process worlds; run it without mpirun".into());
         }
-        drop(world);
         scaling(&mut report, a, max as usize, &cfg, &mut verified)?;
     }
-    report.verify(leader && verified || !leader);
+    // Rank 0 verified; every rank reports its verdict.
+    let verdict = world.run(|loc| async move {
+        let mine = (loc.id().index() == 0).then_some(verified);
+        loc.broadcast(LocationId::new(0), mine).await
+    });
+    report.verify(verdict.iter().all(|&v| v));
     Ok(report)
 }
 
@@ -582,6 +586,8 @@ fn scaling(
     let mut l = 1;
     while l <= max {
         let world = World::builder()
+            .ignore_env()
+            .transport(tutti::world::TransportKind::InProcess)
             .locations(l)
             .workers(a.workers.unwrap_or_else(crate::default_workers))
             .build()
