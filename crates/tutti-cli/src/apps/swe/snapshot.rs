@@ -16,18 +16,20 @@ pub fn write_all(
     for (k, h) in snaps.iter().enumerate() {
         let t = times.get(k).copied().unwrap_or(0.0);
         let path = format!("{dir}/{}-t{t:.2}.png", cfg.scenario.name());
-        draw(&path, cfg, h, t).map_err(|e| format!("cannot draw {path}: {e}"))?;
+        draw(&path, cfg, h).map_err(|e| format!("cannot draw {path}: {e}"))?;
         files.push(path);
     }
     Ok(files)
 }
 
-/// A height map: blue (low) to white to red (high), scaled to the field's range.
-fn draw(path: &str, cfg: &Config, h: &[f64], t: f64) -> Result<(), Box<dyn std::error::Error>> {
+/// A height map: blue (low) to white to red (high), scaled to the field's
+/// range (plotters is built without fonts, so the picture has no text; the
+/// file name says the scenario and time).
+fn draw(path: &str, cfg: &Config, h: &[f64]) -> Result<(), Box<dyn std::error::Error>> {
     let (nx, ny) = (cfg.grid.nx, cfg.grid.ny);
     let scale = (512 / nx.max(ny)).max(1);
     let (w, hgt) = ((nx * scale) as u32, (ny * scale) as u32);
-    let root = BitMapBackend::new(path, (w, hgt + 24)).into_drawing_area();
+    let root = BitMapBackend::new(path, (w, hgt)).into_drawing_area();
     root.fill(&WHITE)?;
     let (lo, hi) = h
         .iter()
@@ -36,20 +38,11 @@ fn draw(path: &str, cfg: &Config, h: &[f64], t: f64) -> Result<(), Box<dyn std::
             (a.min(v), b.max(v))
         });
     let span = if hi > lo { hi - lo } else { 1.0 };
-    root.draw(&Text::new(
-        format!(
-            "{} t = {t:.2} s, h in [{lo:.3}, {hi:.3}] m",
-            cfg.scenario.name()
-        ),
-        (4, 4),
-        ("sans-serif", 14).into_font(),
-    ))
-    .ok();
     for j in 0..ny {
         for i in 0..nx {
             let v = (h[j * nx + i] - lo) / span;
             let c = if v.is_finite() { color(v) } else { BLACK };
-            let (x0, y0) = ((i * scale) as i32, 24 + ((ny - 1 - j) * scale) as i32);
+            let (x0, y0) = ((i * scale) as i32, ((ny - 1 - j) * scale) as i32);
             root.draw(&Rectangle::new(
                 [(x0, y0), (x0 + scale as i32, y0 + scale as i32)],
                 c.filled(),
