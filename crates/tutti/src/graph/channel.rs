@@ -5,9 +5,9 @@
 //!
 //! A channel is a lock-free bounded queue of capacity `n` (crossbeam's
 //! `ArrayQueue`) plus two flags, `producer_done` and `consumer_done`, and the
-//! wake cells of its two actors. A push notifies the consumer's cell, a pop the
-//! producer's (each notify is one swap on the actor's signal word, see
-//! `sync/signal.rs`). A producer that terminates sets `producer_done`
+//! wake cells of its two actors. A push notifies the consumer's cell (one swap
+//! on the actor's signal word, see `sync/signal.rs`); a pop notifies the
+//! producer only if it saw the ring full and asked (`RoomFlag`). A producer that terminates sets `producer_done`
 //! (`Release`, after its last push); a consumer reads it (`Acquire`) *before*
 //! looking at the queue, so "done and empty" means no token will ever come.
 //!
@@ -24,7 +24,7 @@
 //!
 //! Wire form between ranks: `[kind: u8][channel: u32 LE][payload]`.
 
-use crate::loom::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use crate::loom::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::any::Any;
 use std::sync::Arc;
 
@@ -109,6 +109,9 @@ pub(crate) struct Chan<T> {
     q: ArrayQueue<T>,
     producer_done: AtomicBool,
     consumer_done: AtomicBool,
+    /// Set by a producer that saw the ring full; the consumer notifies it
+    /// after a pop only then.
+    wants_room: RoomFlag,
     /// `None` when the producer is the router (a channel from another location).
     producer: Option<Arc<Cell>>,
     consumer: Arc<Cell>,
@@ -120,9 +123,63 @@ impl<T> Chan<T> {
             q: ArrayQueue::new(capacity),
             producer_done: AtomicBool::new(false),
             consumer_done: AtomicBool::new(false),
+            wants_room: RoomFlag::new(),
             producer,
             consumer,
         }
+    }
+}
+
+/// The producer's request to hear about room (see `arm` and `took`).
+///
+/// A store-buffering pair: the producer stores the flag and then looks at the
+/// ring; the consumer changes the ring and then looks at the flag; a `SeqCst`
+/// fence between the two steps on each side means at least one of them sees
+/// the other's step — the producer sees the room, or the consumer sees the
+/// flag and notifies. So a producer never waits for room that freed
+/// unnoticed, and a consumer notifies its producer only when it asked (a
+/// notify per token would wake the producer for nothing most of the time).
+pub(crate) struct RoomFlag {
+    wants: AtomicBool,
+}
+
+impl RoomFlag {
+    pub(crate) fn new() -> RoomFlag {
+        RoomFlag {
+            wants: AtomicBool::new(false),
+        }
+    }
+
+    /// The producer saw the ring full: asks to be notified when a slot
+    /// frees; returns `still_full()` as seen after asking.
+    pub(crate) fn arm(&self, still_full: impl FnOnce() -> bool) -> bool {
+        self.wants.store(true, Ordering::Relaxed);
+        fence(Ordering::SeqCst);
+        still_full()
+    }
+
+    /// The consumer took a token: runs `notify` if the producer asked.
+    #[inline]
+    pub(crate) fn took(&self, notify: impl FnOnce()) {
+        fence(Ordering::SeqCst);
+        if self.wants.load(Ordering::Relaxed) && self.wants.swap(false, Ordering::Relaxed) {
+            notify();
+        }
+    }
+}
+
+impl<T> Chan<T> {
+    fn arm_full(&self) -> bool {
+        self.wants_room.arm(|| self.q.is_full())
+    }
+
+    #[inline]
+    fn took(&self) {
+        self.wants_room.took(|| {
+            if let Some(p) = &self.producer {
+                p.notify();
+            }
+        });
     }
 }
 
@@ -157,11 +214,7 @@ impl<T: Token> InEnd<T> {
     pub(crate) fn recv(&mut self, loc: &Location, away: &mut bool) -> Option<T> {
         let v = self.chan.q.pop()?;
         match &self.credit {
-            None => {
-                if let Some(p) = &self.chan.producer {
-                    p.notify();
-                }
-            }
+            None => self.chan.took(),
             Some(c) => {
                 send_control(loc, c.to, c.channel, c.same_rank, CREDIT, 1);
                 *away = true;
@@ -278,7 +331,19 @@ impl<T: Token> OutEnd<T> {
                         chan.consumer.notify();
                         Ok(false)
                     }
-                    Err(v) => Err(Refused::Full(v)),
+                    Err(v) => {
+                        if chan.arm_full() {
+                            return Err(Refused::Full(v));
+                        }
+                        // A slot freed meanwhile (only this producer pushes).
+                        match chan.q.push(v) {
+                            Ok(()) => {
+                                chan.consumer.notify();
+                                Ok(false)
+                            }
+                            Err(v) => Err(Refused::Full(v)),
+                        }
+                    }
                 }
             }
             OutEnd::Remote {
@@ -330,7 +395,13 @@ impl<T: Token> OutEnd<T> {
     /// Tokens that can be sent now.
     pub(crate) fn room(&self) -> usize {
         match self {
-            OutEnd::Local(chan) => chan.q.capacity() - chan.q.len(),
+            OutEnd::Local(chan) => {
+                let room = chan.q.capacity() - chan.q.len();
+                if room == 0 && chan.arm_full() {
+                    return 0;
+                }
+                chan.q.capacity() - chan.q.len()
+            }
             OutEnd::Remote { out, .. } => out.credits.load(Ordering::Acquire),
         }
     }
@@ -339,7 +410,9 @@ impl<T: Token> OutEnd<T> {
 impl<T: Token> ErasedOut for OutEnd<T> {
     fn ready(&self) -> bool {
         match self {
-            OutEnd::Local(chan) => !chan.q.is_full() || chan.consumer_done.load(Ordering::Acquire),
+            OutEnd::Local(chan) => {
+                !chan.q.is_full() || !chan.arm_full() || chan.consumer_done.load(Ordering::Acquire)
+            }
             OutEnd::Remote { out, .. } => {
                 out.credits.load(Ordering::Acquire) > 0 || out.gone.load(Ordering::Acquire)
             }
@@ -556,6 +629,39 @@ mod loom_tests {
     use crate::loom::{thread, AtomicBool, Ordering};
     use crate::sync::Wait;
     use crate::test_util::loom::block_on;
+
+    /// A producer that finds the ring full and a consumer taking the last
+    /// token: the producer either sees the room or is notified (a lost
+    /// notification leaves it waiting for ever, which loom reports).
+    #[test]
+    fn room_is_never_missed() {
+        use super::RoomFlag;
+        use crate::loom::AtomicUsize;
+        loom::model(|| {
+            let activity = Arc::new(Activity::new(1));
+            let cell = Arc::new(Cell::new(Arc::clone(&activity)));
+            let flag = Arc::new(RoomFlag::new());
+            let len = Arc::new(AtomicUsize::new(1)); // capacity 1, full
+            let consumer = {
+                let (cell, flag, len) = (Arc::clone(&cell), Arc::clone(&flag), Arc::clone(&len));
+                thread::spawn(move || {
+                    len.fetch_sub(1, Ordering::AcqRel);
+                    flag.took(|| cell.notify());
+                })
+            };
+            // The producer: full, so it asks, and waits until there is room.
+            block_on(poll_fn(|cx| loop {
+                if !flag.arm(|| len.load(Ordering::Acquire) == 1) {
+                    return Poll::Ready(());
+                }
+                match cell.signal.poll_wait(cx) {
+                    Wait::Notified => continue,
+                    Wait::Parked | Wait::StillParked => return Poll::Pending,
+                }
+            }));
+            consumer.join().unwrap();
+        });
+    }
 
     /// The idle detection the end of a run rests on: once a notify of an actor
     /// has returned, its location is not seen idle until that actor has run
