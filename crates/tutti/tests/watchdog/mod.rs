@@ -23,7 +23,7 @@ fn arm() {
     let limit = match std::env::var("TUTTI_TEST_TIMEOUT") {
         Err(_) => DEFAULT_LIMIT,
         Ok(s) => match s.trim().parse::<f64>() {
-            Ok(secs) if secs == 0.0 => return,
+            Ok(0.0) => return,
             Ok(secs) if secs.is_finite() && secs > 0.0 => Duration::from_secs_f64(secs),
             _ => {
                 eprintln!(
