@@ -4,7 +4,8 @@
 //! * **v2**, `n` = `--hello-n`, `m` = `--hello-m`: ns per message on 1 and
 //!   `--workers` workers (Go: `GOMAXPROCS` 1 and the same), the speedup of
 //!   each, and the time ratio at each worker count.
-//! * **v1**, `m` = 1, `n` = `--v1-n` (2237: about 10^7 live processes): ns per
+//! * **v1**, `m` = 1, `n` = `--v1-n` (2237: about 10^7 processes; `par` spawns them in
+//!   batches, so far fewer are live at the peak): ns per
 //!   message, peak resident memory and bytes per process (channels included),
 //!   on `--workers` workers. Go runs with `n` = `--go-v1-n`, since a goroutine
 //!   needs several times the memory; bytes per process compare across sizes.
