@@ -59,6 +59,7 @@ use std::task::{Context, Poll};
 
 use super::deadlock::{self, Deadlock, Network};
 use super::Arc;
+use crate::runtime::context::RuntimeRef;
 pub(crate) use process::Shared;
 use process::{Failure, Process};
 
@@ -354,6 +355,9 @@ pub struct ParFuture<'a> {
     start: Option<Start<'a>>,
     /// Created by the first poll, in the network of the process polling (if any).
     shared: Option<Arc<Shared>>,
+    /// The runtime the first poll spawned on: a `par` dropped while still spawning
+    /// spawns the rest there.
+    runtime: Option<RuntimeRef>,
     /// The processes have all ended and the result was reported.
     done: bool,
 }
@@ -363,6 +367,7 @@ impl<'a> ParFuture<'a> {
         ParFuture {
             start: Some(start),
             shared: None,
+            runtime: None,
             done: false,
         }
     }
@@ -445,6 +450,7 @@ impl Future for ParFuture<'_> {
         assert!(!this.done, "tutti: ParFuture polled after completion");
         let shared = this.shared.get_or_insert_with(Self::make_shared);
         if let Some(start) = this.start.as_mut() {
+            this.runtime.get_or_insert_with(RuntimeRef::current);
             let Some(names) = start(shared, SPAWN_BATCH) else {
                 // More to spawn: let the batch run first (see `SPAWN_BATCH`).
                 cx.waker().wake_by_ref();
@@ -477,11 +483,17 @@ impl Future for ParFuture<'_> {
 }
 
 impl Drop for ParFuture<'_> {
-    /// A `par` dropped while it was still spawning its processes spawns the rest, so
-    /// that, as documented, every process of a started `par` runs (detached).
+    /// A `par` dropped while it was still spawning its processes spawns the rest on the
+    /// runtime it started on, so that, as documented, every process of a started `par`
+    /// runs (detached). If that runtime is gone (its tasks were cancelled), the rest are
+    /// dropped unstarted.
     fn drop(&mut self) {
         if let (Some(start), Some(shared)) = (self.start.as_mut(), self.shared.as_ref()) {
-            if let Some(names) = start(shared, usize::MAX) {
+            let names = self
+                .runtime
+                .as_ref()
+                .and_then(|rt| rt.enter(|| start(shared, usize::MAX)));
+            if let Some(Some(names)) = names {
                 let _ = shared.names.set(names);
             }
             shared.done(); // drop the hold

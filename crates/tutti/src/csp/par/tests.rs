@@ -206,3 +206,37 @@ fn dropping_a_par_while_it_spawns_starts_the_rest() {
     }
     assert_eq!(ran.load(Ordering::Relaxed), N);
 }
+
+/// A `par` dropped while spawning, after the runtime it started on shut down, spawns
+/// nothing more (anywhere else): the rest are dropped unstarted, as that runtime's tasks
+/// were cancelled.
+#[test]
+fn a_par_dropped_after_its_runtime_spawns_no_more() {
+    const N: usize = 4 * SPAWN_BATCH;
+    let rt = crate::Runtime::builder().workers(1).build().unwrap();
+    let ran = Arc::new(AtomicUsize::new(0));
+    let made = Arc::new(AtomicUsize::new(0));
+    let (r, m) = (ran.clone(), made.clone());
+    let mut net = Box::pin(par_for_each(0..N, move |_| {
+        m.fetch_add(1, Ordering::Relaxed);
+        let r = r.clone();
+        async move {
+            r.fetch_add(1, Ordering::Relaxed);
+        }
+    }));
+    let (_woken, waker) = crate::test_util::counting_waker();
+    {
+        let _on = rt.enter();
+        assert!(net
+            .as_mut()
+            .poll(&mut Context::from_waker(&waker))
+            .is_pending());
+    }
+    drop(rt);
+    drop(net);
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    // Nothing ran beyond the first batch (the rest were dropped, or spawned on the
+    // stopped runtime and cancelled), in particular nothing on the global runtime.
+    assert!(made.load(Ordering::Relaxed) >= SPAWN_BATCH);
+    assert!(ran.load(Ordering::Relaxed) <= SPAWN_BATCH);
+}
