@@ -8,8 +8,11 @@
 //! ```text
 //! {"bench": …, "params": {…},
 //!  "results": [{"impl": …, "metric": …, "value": …, "unit": …}, …],
-//!  "ratios": {"time_tutti_over_rayon": …}, "verified": bool}
+//!  "ratios": {"time_tutti_over_rayon": …}, "verified": bool or null}
 //! ```
+//!
+//! `verified` is *unknown* (`null`, "unknown" in the table) until the command checks
+//! something: a run that never verifies its result says so instead of claiming a pass.
 //!
 //! A result's `value` is the median of its runs; the table also shows the
 //! minimum and maximum, which the JSON leaves out to keep its shape fixed.
@@ -100,19 +103,20 @@ pub struct Report {
     params: serde_json::Map<String, Value>,
     results: Vec<Row>,
     ratios: BTreeMap<String, f64>,
-    verified: bool,
+    /// `None` until the first [`Report::verify`]: nothing was checked.
+    verified: Option<bool>,
 }
 
 impl Report {
-    /// An empty report for the command `bench`; `verified` starts true and
-    /// [`Report::verify`] can only lower it.
+    /// An empty report for the command `bench`; `verified` starts unknown, the first
+    /// [`Report::verify`] makes it known, and later ones can only lower it.
     pub fn new(bench: &str) -> Report {
         Report {
             bench: bench.to_string(),
             params: serde_json::Map::new(),
             results: Vec::new(),
             ratios: BTreeMap::new(),
-            verified: true,
+            verified: None,
         }
     }
 
@@ -142,11 +146,11 @@ impl Report {
 
     /// Folds one verification outcome into the report.
     pub fn verify(&mut self, ok: bool) {
-        self.verified &= ok;
+        self.verified = Some(self.verified.unwrap_or(true) && ok);
     }
 
-    /// Whether every verification passed.
-    pub fn verified(&self) -> bool {
+    /// Whether every verification passed: `None` if nothing was verified.
+    pub fn verified(&self) -> Option<bool> {
         self.verified
     }
 
@@ -214,7 +218,11 @@ impl Report {
         let _ = writeln!(
             out,
             "verified: {}",
-            if self.verified { "yes" } else { "NO" }
+            match self.verified {
+                Some(true) => "yes",
+                Some(false) => "NO",
+                None => "unknown (nothing was checked)",
+            }
         );
         out
     }
@@ -328,8 +336,20 @@ mod tests {
         let mut r = Report::new("x");
         r.verify(false);
         r.verify(true);
-        assert!(!r.verified());
+        assert_eq!(r.verified(), Some(false));
         assert_eq!(r.to_json()["verified"], false);
+    }
+
+    #[test]
+    fn verified_starts_unknown() {
+        let mut r = Report::new("x");
+        r.result("tutti", "time", Stats::single(1.0), "ms");
+        assert_eq!(r.verified(), None);
+        assert_eq!(r.to_json()["verified"], Value::Null);
+        assert!(r.to_table().contains("verified: unknown"));
+        r.verify(true);
+        assert_eq!(r.verified(), Some(true));
+        assert_eq!(r.to_json()["verified"], true);
     }
 
     #[test]
@@ -338,6 +358,7 @@ mod tests {
         r.param("n", 32);
         r.result("tutti", "time", Stats::single(12.5), "ms");
         r.ratio("time_tutti_over_rayon_w1", 0.8);
+        r.verify(true);
         let t = r.to_table();
         assert!(t.starts_with("fib  (n=32)"));
         assert!(t.contains("tutti"));

@@ -1,5 +1,9 @@
 //! Helpers shared by the crate's unit tests.
 
+/// Aborts this test binary if it is still running after a time limit (a hung test).
+#[path = "../tests/watchdog/mod.rs"]
+mod watchdog;
+
 #[cfg(not(loom))]
 pub(crate) use parked::{counting_waker, park_on, WakeCount};
 

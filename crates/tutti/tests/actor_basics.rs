@@ -1,5 +1,6 @@
 //! Actors: ordering, exclusive access, awaiting handlers, dead actors, panics, fairness.
 
+mod watchdog;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

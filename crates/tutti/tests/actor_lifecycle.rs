@@ -1,5 +1,6 @@
 //! Lifecycle: hooks, the stop rules, system shutdown, runtime drop.
 
+mod watchdog;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 

@@ -1,5 +1,6 @@
 //! Mailboxes: bounded policies, drop reporting, the priority lane, message strategies.
 
+mod watchdog;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

@@ -1,5 +1,6 @@
 //! The name registry: typing, vanishing names, concurrency.
 
+mod watchdog;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 

@@ -1,5 +1,6 @@
 //! Supervision: monitors, links, trapped exits, supervisors with injected panics.
 
+mod watchdog;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::Duration;

@@ -5,6 +5,7 @@
 //! MPI a panic takes the whole job down.
 
 mod common;
+mod watchdog;
 
 use std::time::Duration;
 

@@ -6,6 +6,7 @@
 //! crafted claims of huge lengths — is decoded as several message types; none may
 //! allocate more than `PER_BYTE` bytes per input byte plus a constant.
 
+mod watchdog;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::collections::{BTreeMap, HashMap};

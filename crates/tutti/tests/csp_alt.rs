@@ -2,6 +2,7 @@
 //! priority under load, fair rotation, timeouts and pre-conditions, from async tasks and
 //! plain threads.
 
+mod watchdog;
 use std::time::Duration;
 
 use tutti::csp::{buffered, channel, Alt, RecvError, Rx};

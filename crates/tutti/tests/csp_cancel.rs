@@ -3,6 +3,7 @@
 //! sent has been either received exactly once or dropped exactly once — never both,
 //! never neither.
 
+mod watchdog;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};

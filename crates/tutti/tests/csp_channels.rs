@@ -2,6 +2,7 @@
 //! exactly once), close and poison propagating through a pipeline, and the same channel
 //! used from async tasks and plain threads at once.
 
+mod watchdog;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;

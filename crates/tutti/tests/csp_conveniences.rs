@@ -1,6 +1,7 @@
 //! The conveniences users expect of a channel library: timer channels as `Alt` guards,
 //! deadlines, lengths, iteration, an explicit close — and values whose `Drop` panics.
 
+mod watchdog;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -1,6 +1,7 @@
 //! Deadlock detection: networks that can no longer progress are reported (positive
 //! cases), networks that can are left alone (negative cases).
 
+mod watchdog;
 use std::time::Duration;
 
 use tutti::csp::{

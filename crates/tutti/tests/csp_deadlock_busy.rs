@@ -5,6 +5,7 @@
 //! and a plain thread competes for the cores, so that workers are preempted at any
 //! point — for instance just after taking a woken task out of a queue.
 
+mod watchdog;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;

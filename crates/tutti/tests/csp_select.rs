@@ -1,6 +1,7 @@
 //! Send guards in `Alt`, the `select!` macros, and fairness: what users rely on when a
 //! selection offers values as well as takes them.
 
+mod watchdog;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;

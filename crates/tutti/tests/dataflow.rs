@@ -1,6 +1,7 @@
 //! Dataflow variables on the scheduler, through the public API only: readers suspend
 //! instead of blocking their worker, and blocking `get` on a worker keeps it working.
 
+mod watchdog;
 use std::sync::Arc;
 use std::time::Duration;
 

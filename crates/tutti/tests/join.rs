@@ -1,6 +1,7 @@
 //! `join`, `scope` and parallel loops: recursion depth and width, panics,
 //! calls from outside and inside the runtime.
 
+mod watchdog;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering};
 

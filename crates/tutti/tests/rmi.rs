@@ -10,6 +10,7 @@
 //! chain, malformed bytes — are in `rmi_abort.rs`.)
 
 mod common;
+mod watchdog;
 
 use serde::{Deserialize, Serialize};
 use tutti::msg::{Dispatch, Handler, Message, Object, RegistryError, Remote};

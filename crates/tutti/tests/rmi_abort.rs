@@ -11,6 +11,7 @@
 //! not an RMI message), `payload` (a well-formed request frame whose payload
 //! does not decode as its message type).
 
+mod watchdog;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use serde::{Deserialize, Serialize};

@@ -1,5 +1,6 @@
 //! Sequential groups run their tasks one at a time in submission order.
 
+mod watchdog;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 

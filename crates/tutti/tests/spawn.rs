@@ -1,6 +1,7 @@
 //! Async tasks: spawn, await, panics, cancellation, callbacks, fairness and
 //! the interplay with `join` and `block_on`.
 
+mod watchdog;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};

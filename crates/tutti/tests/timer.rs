@@ -3,6 +3,7 @@
 //!
 //! No test asserts an upper bound on time; "at least `d` elapsed" is guaranteed.
 
+mod watchdog;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 

@@ -6,6 +6,7 @@
 //! takes the whole job down with a non-zero exit status.
 
 mod common;
+mod watchdog;
 
 use std::collections::HashMap;
 use std::time::Duration;

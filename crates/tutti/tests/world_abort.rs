@@ -10,6 +10,7 @@
 //! rank 1 a malformed frame. Either way the job must end with a non-zero status
 //! and a message naming rank 1 and the cause, instead of hanging.
 
+mod watchdog;
 use tutti::world::{TransportKind, World};
 
 fn main() {

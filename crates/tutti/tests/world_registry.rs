@@ -9,6 +9,7 @@
 //! In-process (plain `cargo test`) there are no other ranks to disagree with: the
 //! world starts whatever is registered.
 
+mod watchdog;
 use serde::{Deserialize, Serialize};
 use tutti::msg::{self, Message, Remote};
 use tutti::world::{World, WorldError};

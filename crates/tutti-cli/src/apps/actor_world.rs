@@ -458,6 +458,6 @@ mod tests {
             "0",
         ]);
         let report = run(&cli.args).unwrap();
-        assert!(report.verified(), "{}", report.to_table());
+        assert_eq!(report.verified(), Some(true), "{}", report.to_table());
     }
 }

@@ -421,7 +421,7 @@ mod tests {
             json: true,
         };
         let r = run(&args).unwrap();
-        assert!(r.verified());
+        assert_eq!(r.verified(), Some(true));
         let v = r.to_json();
         assert!(v["ratios"]["speedup_w2"].as_f64().unwrap() > 0.0);
         assert_eq!(v["params"]["processes"], 72);

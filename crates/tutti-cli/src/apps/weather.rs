@@ -557,7 +557,7 @@ mod tests {
             json: true,
         };
         let report = run(&args).unwrap();
-        assert!(report.verified());
+        assert_eq!(report.verified(), Some(true));
     }
 
     #[test]

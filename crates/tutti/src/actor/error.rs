@@ -1,5 +1,7 @@
 //! The error of every operation form: `tell`, `send`, `send_timeout`, `ask`,
-//! `ask_timeout`, the registry. Errors that refuse a message give it back.
+//! `ask_timeout`, the registry. Errors that refuse a message give it back. Every
+//! message starts with `tutti::actor:`, so that an actor's `SendError` is never taken
+//! for a channel's (`tutti::csp:`) or the world's.
 
 use std::fmt;
 
@@ -41,7 +43,15 @@ impl<M> TellError<M> {
 }
 
 /// Why [`send`](crate::actor::Addr::send) (or `send_blocking`) did not queue a message:
-/// the actor stopped. The message is given back.
+/// the actor stopped. The message is given back. Its message names the layer, unlike a
+/// channel's [`csp::SendError`](crate::csp::SendError):
+///
+/// ```
+/// let actor = tutti::actor::SendError("hello");
+/// assert_eq!(actor.to_string(), "tutti::actor: the actor has stopped");
+/// let channel = tutti::csp::SendError::Closed("hello");
+/// assert!(channel.to_string().starts_with("tutti::csp: "));
+/// ```
 #[derive(PartialEq, Eq)]
 pub struct SendError<M>(pub M);
 
@@ -165,11 +175,11 @@ macro_rules! msg_error_impls {
 }
 
 msg_error_impls!(TellError,
-    Stopped => "the actor has stopped",
-    Full => "the actor's mailbox is full");
+    Stopped => "tutti::actor: the actor has stopped",
+    Full => "tutti::actor: the actor's mailbox is full");
 msg_error_impls!(SendTimeoutError,
-    Stopped => "the actor has stopped",
-    Timeout => "no room in the actor's mailbox before the deadline");
+    Stopped => "tutti::actor: the actor has stopped",
+    Timeout => "tutti::actor: no room in the actor's mailbox before the deadline");
 
 impl<M> fmt::Debug for SendError<M> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -179,7 +189,7 @@ impl<M> fmt::Debug for SendError<M> {
 
 impl<M> fmt::Display for SendError<M> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("the actor has stopped")
+        f.write_str("tutti::actor: the actor has stopped")
     }
 }
 
@@ -188,9 +198,9 @@ impl<M> std::error::Error for SendError<M> {}
 impl fmt::Display for AskError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
-            AskError::Stopped => "the actor stopped before replying",
-            AskError::Full => "the actor's mailbox is full",
-            AskError::Dropped => "the actor's full mailbox discarded the question",
+            AskError::Stopped => "tutti::actor: the actor stopped before replying",
+            AskError::Full => "tutti::actor: the actor's mailbox is full",
+            AskError::Dropped => "tutti::actor: the actor's full mailbox discarded the question",
         })
     }
 }
@@ -200,7 +210,7 @@ impl std::error::Error for AskError {}
 impl fmt::Display for AskTimeoutError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            AskTimeoutError::Timeout => f.write_str("no reply before the deadline"),
+            AskTimeoutError::Timeout => f.write_str("tutti::actor: no reply before the deadline"),
             AskTimeoutError::Stopped => AskError::Stopped.fmt(f),
             AskTimeoutError::Full => AskError::Full.fmt(f),
             AskTimeoutError::Dropped => AskError::Dropped.fmt(f),
@@ -213,12 +223,14 @@ impl std::error::Error for AskTimeoutError {}
 impl fmt::Display for LookupError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            LookupError::NotFound { name } => write!(f, "no actor is registered as {name:?}"),
+            LookupError::NotFound { name } => {
+                write!(f, "tutti::actor: no actor is registered as {name:?}")
+            }
             LookupError::WrongType {
                 name,
                 expected,
                 found,
-            } => write!(f, "{name:?} is a {found}, not a {expected}"),
+            } => write!(f, "tutti::actor: {name:?} is a {found}, not a {expected}"),
         }
     }
 }
@@ -229,10 +241,13 @@ impl fmt::Display for RegisterError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             RegisterError::Taken { name, by } => {
-                write!(f, "{name:?} is already registered by {by}")
+                write!(f, "tutti::actor: {name:?} is already registered by {by}")
             }
             RegisterError::Stopped { name } => {
-                write!(f, "cannot register {name:?}: the actor has stopped")
+                write!(
+                    f,
+                    "tutti::actor: cannot register {name:?}: the actor has stopped"
+                )
             }
         }
     }

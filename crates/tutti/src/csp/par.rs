@@ -6,9 +6,11 @@
 //!   processes of different types), so that a failure says which process it was.
 //!
 //! Each returns a [`ParFuture`]: await it from an async process, or call
-//! [`wait_blocking`](ParFuture::wait_blocking) from a plain thread. When first polled it
-//! spawns every process as a task on the current runtime (so they run in parallel on its
-//! workers, not on the awaiting task) and completes when all have ended.
+//! [`wait_blocking`](ParFuture::wait_blocking) from a plain thread. When polled it spawns
+//! every process as a task on the current runtime (so they run in parallel on its
+//! workers, not on the awaiting task), in batches of 128 between which it yields (so the
+//! first processes run before the millionth is queued), and completes when all have
+//! ended.
 //!
 //! **Panics.** A panic in a process does not stop the others: once every process has
 //! ended, the `par` panics with a message naming the process that panicked (the first to
@@ -57,6 +59,7 @@ use std::task::{Context, Poll};
 
 use super::deadlock::{self, Deadlock, Network};
 use super::Arc;
+use crate::runtime::context::RuntimeRef;
 pub(crate) use process::Shared;
 use process::{Failure, Process};
 
@@ -87,12 +90,9 @@ where
     I::IntoIter: Send + 'a,
     I::Item: Future<Output = ()> + Send + 'static,
 {
-    let processes = processes.into_iter();
-    ParFuture::new(Box::new(move |shared: &Arc<Shared>| {
-        for (i, p) in processes.enumerate() {
-            spawn(shared, i, p);
-        }
-        Names::Numbered
+    let mut processes = processes.into_iter().enumerate();
+    ParFuture::new(Box::new(move |shared: &Arc<Shared>, batch| {
+        spawn_batch(&mut processes, batch, |(i, p)| spawn(shared, i, p)).then_some(Names::Numbered)
     }))
 }
 
@@ -121,11 +121,10 @@ where
     F: FnMut(usize) -> P + Send + 'a,
     P: Future<Output = ()> + Send + 'static,
 {
-    ParFuture::new(Box::new(move |shared: &Arc<Shared>| {
-        for i in range {
-            spawn(shared, i, process(i));
-        }
-        Names::Replicated
+    let mut range = range;
+    ParFuture::new(Box::new(move |shared: &Arc<Shared>, batch| {
+        spawn_batch(&mut range, batch, |i| spawn(shared, i, process(i)))
+            .then_some(Names::Replicated)
     }))
 }
 
@@ -151,20 +150,39 @@ where
     N: Into<Cow<'static, str>>,
     P: Future<Output = ()> + Send + 'static,
 {
-    let processes = processes.into_iter();
-    ParFuture::new(Box::new(move |shared: &Arc<Shared>| {
-        let mut names = Vec::new();
-        for (i, (name, p)) in processes.enumerate() {
+    let mut processes = processes.into_iter().enumerate();
+    let mut names = Vec::new();
+    ParFuture::new(Box::new(move |shared: &Arc<Shared>, batch| {
+        let all = spawn_batch(&mut processes, batch, |(i, (name, p))| {
             names.push(name.into());
             spawn(shared, i, p);
-        }
-        Names::Given(names)
+        });
+        all.then(|| Names::Given(std::mem::take(&mut names)))
     }))
 }
 
-/// Spawns a `par`'s processes (counting each in the shared state) and says how they are
-/// named. One allocation per `par`, none per process.
-type Start<'a> = Box<dyn FnOnce(&Arc<Shared>) -> Names + Send + 'a>;
+/// Spawns up to `batch` more of a `par`'s processes (counting each in the shared state);
+/// once every one is spawned, says how they are named. One allocation per `par`, none
+/// per process.
+type Start<'a> = Box<dyn FnMut(&Arc<Shared>, usize) -> Option<Names> + Send + 'a>;
+
+/// Processes a `par` spawns before it yields (and goes behind them in its worker's
+/// FIFO). A `par` of millions of processes thus never has them all queued at once: the
+/// first batches run (and block, or end) while the rest are still unspawned, so the
+/// queues hold `batch` entries per starting `par` instead of every process (16 bytes
+/// each, plus the queue's growth) — hello v1's peak memory on one worker.
+const SPAWN_BATCH: usize = 128;
+
+/// Calls `spawn` on the next `batch` items of `items`; true once `items` is exhausted.
+fn spawn_batch<I: Iterator>(items: &mut I, batch: usize, mut spawn: impl FnMut(I::Item)) -> bool {
+    for _ in 0..batch {
+        match items.next() {
+            Some(item) => spawn(item),
+            None => return true,
+        }
+    }
+    false
+}
 
 /// Spawns one process of a [`Par`] builder.
 type Starter = Box<dyn FnOnce(&Arc<Shared>, usize) + Send>;
@@ -290,14 +308,14 @@ impl Par {
     /// tutti::block_on(par.run()).unwrap();
     /// ```
     pub fn run(self) -> ParFuture<'static> {
-        let processes = self.processes;
-        ParFuture::new(Box::new(move |shared: &Arc<Shared>| {
-            let mut names = Vec::with_capacity(processes.len());
-            for (i, (name, start)) in processes.into_iter().enumerate() {
+        let mut names = Vec::with_capacity(self.processes.len());
+        let mut processes = self.processes.into_iter().enumerate();
+        ParFuture::new(Box::new(move |shared: &Arc<Shared>, batch| {
+            let all = spawn_batch(&mut processes, batch, |(i, (name, start))| {
                 names.push(name);
                 start(shared, i);
-            }
-            Names::Given(names)
+            });
+            all.then(|| Names::Given(std::mem::take(&mut names)))
         }))
     }
 }
@@ -333,10 +351,13 @@ impl fmt::Debug for Par {
 /// ```
 #[must_use = "futures do nothing unless awaited: the processes have not started"]
 pub struct ParFuture<'a> {
-    /// Starts the processes; taken by the first poll.
+    /// Starts the processes, a batch per poll; dropped once all are spawned.
     start: Option<Start<'a>>,
     /// Created by the first poll, in the network of the process polling (if any).
     shared: Option<Arc<Shared>>,
+    /// The runtime the first poll spawned on: a `par` dropped while still spawning
+    /// spawns the rest there.
+    runtime: Option<RuntimeRef>,
     /// The processes have all ended and the result was reported.
     done: bool,
 }
@@ -346,6 +367,7 @@ impl<'a> ParFuture<'a> {
         ParFuture {
             start: Some(start),
             shared: None,
+            runtime: None,
             done: false,
         }
     }
@@ -427,8 +449,14 @@ impl Future for ParFuture<'_> {
         let this = self.get_mut();
         assert!(!this.done, "tutti: ParFuture polled after completion");
         let shared = this.shared.get_or_insert_with(Self::make_shared);
-        if let Some(start) = this.start.take() {
-            let names = start(shared);
+        if let Some(start) = this.start.as_mut() {
+            this.runtime.get_or_insert_with(RuntimeRef::current);
+            let Some(names) = start(shared, SPAWN_BATCH) else {
+                // More to spawn: let the batch run first (see `SPAWN_BATCH`).
+                cx.waker().wake_by_ref();
+                return Poll::Pending;
+            };
+            this.start = None;
             let _ = shared.names.set(names);
             shared.done(); // drop the hold
         }
@@ -450,6 +478,25 @@ impl Future for ParFuture<'_> {
         ) {
             (None, Some(d)) => Poll::Ready(Err(d.clone())),
             _ => Poll::Ready(Ok(())),
+        }
+    }
+}
+
+impl Drop for ParFuture<'_> {
+    /// A `par` dropped while it was still spawning its processes spawns the rest on the
+    /// runtime it started on, so that, as documented, every process of a started `par`
+    /// runs (detached). If that runtime is gone (its tasks were cancelled), the rest are
+    /// dropped unstarted.
+    fn drop(&mut self) {
+        if let (Some(start), Some(shared)) = (self.start.as_mut(), self.shared.as_ref()) {
+            let names = self
+                .runtime
+                .as_ref()
+                .and_then(|rt| rt.enter(|| start(shared, usize::MAX)));
+            if let Some(Some(names)) = names {
+                let _ = shared.names.set(names);
+            }
+            shared.done(); // drop the hold
         }
     }
 }

@@ -657,3 +657,145 @@ fn a_waker_change_reregisters_the_alt() {
     assert_eq!(s.recv(&a), Ok(1));
     assert_eq!(waiting(&tb), (0, 0));
 }
+
+/// Senders queued on `rx`'s channel right now.
+fn queued_senders<T>(rx: &Rx<T>) -> usize {
+    rx.chan().lock().waiting().0
+}
+
+/// How a contending sender paces itself, so that the senders differ in who spins.
+#[derive(Clone, Copy, Debug)]
+enum Pace {
+    /// A plain thread in a tight `send_blocking` loop (it spins before it parks).
+    Spin,
+    /// A plain thread that sleeps between sends, so each send starts cold.
+    Sleep,
+    /// A plain thread that parks at once in every send (`block_on`, no spin phase).
+    Park,
+    /// A tutti task on the global runtime.
+    Task,
+}
+
+/// Fair ALT under contention (issue 16, item 2), measured by counts, not time: one
+/// plain thread selects over rendezvous channels whose senders keep sending, each
+/// paced differently (one spins, one starts cold, one parks at once, one is a task).
+///
+/// * **Gated:** before each selection the selector waits until *every* sender is
+///   queued; then every selection must fire the guard after the last one (strict
+///   rotation), so each sender gets exactly its share of the selections.
+/// * **Free-running:** before each selection the selector notes which senders are
+///   queued. A queued sender stays queued until its value is taken (nobody else
+///   receives there), so each guard noted ready must fire within `s` selections —
+///   whatever the OS scheduler does with the threads.
+///
+/// `select` runs one fair selection, blocking, and returns the fired guard's value.
+fn fair_alt_bound(select: fn(&mut Alt<'_>, &[Rx<usize>]) -> (usize, usize)) {
+    const PACES: [Pace; 4] = [Pace::Spin, Pace::Sleep, Pace::Park, Pace::Task];
+    const GATED: usize = 200;
+    const FREE: usize = 4_000;
+    let s = PACES.len();
+    let (txs, rxs): (Vec<Tx<usize>>, Vec<Rx<usize>>) = (0..s).map(|_| channel()).unzip();
+    let mut threads = Vec::new();
+    let mut tasks = Vec::new();
+    for (i, (tx, pace)) in txs.into_iter().zip(PACES).enumerate() {
+        match pace {
+            Pace::Spin => threads.push(std::thread::spawn(
+                move || {
+                    while tx.send_blocking(i).is_ok() {}
+                },
+            )),
+            Pace::Sleep => threads.push(std::thread::spawn(move || loop {
+                std::thread::sleep(Duration::from_micros(20));
+                if tx.send_blocking(i).is_err() {
+                    break;
+                }
+            })),
+            Pace::Park => threads.push(std::thread::spawn(move || {
+                while crate::block_on(tx.send(i)).is_ok() {}
+            })),
+            Pace::Task => tasks.push(crate::spawn(
+                async move { while tx.send(i).await.is_ok() {} },
+            )),
+        }
+    }
+    let mut alt = rxs.iter().fold(Alt::new(), |alt, rx| alt.recv(rx));
+
+    // Gated: every guard ready at every selection.
+    let mut counts = vec![0usize; s];
+    let mut last = None;
+    for k in 0..GATED {
+        let give_up = Instant::now() + Duration::from_secs(30);
+        while rxs.iter().any(|rx| queued_senders(rx) == 0) {
+            assert!(Instant::now() < give_up, "a sender never queued again");
+            std::thread::yield_now();
+        }
+        let (i, v) = select(&mut alt, &rxs);
+        assert_eq!(v, i, "guard {i} delivered another channel's value");
+        if let Some(prev) = last {
+            assert_eq!(i, (prev + 1) % s, "selection {k}: not the next ready guard");
+        }
+        last = Some(i);
+        counts[i] += 1;
+    }
+    assert!(
+        counts.iter().all(|&c| c == GATED / s),
+        "uneven split with every guard ready: {counts:?}"
+    );
+
+    // Free-running: a guard seen ready fires within `s` selections.
+    let mut ready = Vec::with_capacity(FREE);
+    let mut fired = Vec::with_capacity(FREE);
+    for _ in 0..FREE {
+        let mask = rxs
+            .iter()
+            .enumerate()
+            .filter(|(_, rx)| queued_senders(rx) > 0)
+            .fold(0u32, |m, (i, _)| m | 1 << i);
+        ready.push(mask);
+        fired.push(select(&mut alt, &rxs).0);
+    }
+    for (k, &mask) in ready.iter().enumerate().take(FREE - s) {
+        for i in (0..s).filter(|&i| mask & 1 << i != 0) {
+            assert!(
+                fired[k..k + s].contains(&i),
+                "guard {i} ({:?} sender) was ready at selection {k} but did not fire in \
+                 the next {s}: {:?}",
+                PACES[i],
+                &fired[k..k + s]
+            );
+        }
+    }
+
+    drop(alt);
+    drop(rxs); // the senders see `Closed`
+    for t in threads {
+        t.join().unwrap();
+    }
+    for t in tasks {
+        t.join();
+    }
+}
+
+fn select_spinning(alt: &mut Alt<'_>, rxs: &[Rx<usize>]) -> (usize, usize) {
+    let sel = alt.fair_select_blocking();
+    let i = sel.index();
+    (i, sel.recv(&rxs[i]).unwrap())
+}
+
+fn select_parking(alt: &mut Alt<'_>, rxs: &[Rx<usize>]) -> (usize, usize) {
+    let sel = crate::block_on(alt.fair_select());
+    let i = sel.index();
+    (i, sel.recv(&rxs[i]).unwrap())
+}
+
+/// The selector spins before it parks (`fair_select_blocking` on a plain thread).
+#[test]
+fn fair_alt_serves_every_ready_sender_within_a_rotation_spinning() {
+    fair_alt_bound(select_spinning);
+}
+
+/// The selector parks at once (`block_on` of `fair_select` on a plain thread).
+#[test]
+fn fair_alt_serves_every_ready_sender_within_a_rotation_parking() {
+    fair_alt_bound(select_parking);
+}

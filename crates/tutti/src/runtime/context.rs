@@ -95,6 +95,13 @@ impl RuntimeRef {
         RuntimeRef(with_current_registry(Arc::downgrade))
     }
 
+    /// Runs `f` with that runtime entered on this thread, so that what `f` spawns (off a
+    /// worker) goes to it; `None`, without running `f`, if the runtime is gone.
+    pub(crate) fn enter<R>(&self, f: impl FnOnce() -> R) -> Option<R> {
+        let registry = self.0.upgrade()?;
+        Some(super::with_entered(registry, f))
+    }
+
     /// Whether that runtime is quiet now (see [`on_idle`]).
     pub(crate) fn is_quiet(&self) -> bool {
         self.0.upgrade().is_some_and(|r| is_quiet(&r))

@@ -69,6 +69,20 @@ pub(crate) fn entered_registry() -> Option<Arc<Registry>> {
     ENTERED.with(|e| e.borrow().last().cloned())
 }
 
+/// Runs `f` with `registry` entered on this thread (left again when `f` returns or
+/// unwinds).
+pub(crate) fn with_entered<R>(registry: Arc<Registry>, f: impl FnOnce() -> R) -> R {
+    struct Leave;
+    impl Drop for Leave {
+        fn drop(&mut self) {
+            ENTERED.with(|e| e.borrow_mut().pop());
+        }
+    }
+    ENTERED.with(|e| e.borrow_mut().push(registry));
+    let _leave = Leave;
+    f()
+}
+
 /// A pool of worker threads running tasks, `join`s, scopes and loops.
 ///
 /// Dropping a `Runtime` shuts it down: each worker finishes the job it is

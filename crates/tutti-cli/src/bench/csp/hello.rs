@@ -4,10 +4,14 @@
 //! * **v2**, `n` = `--hello-n`, `m` = `--hello-m`: ns per message on 1 and
 //!   `--workers` workers (Go: `GOMAXPROCS` 1 and the same), the speedup of
 //!   each, and the time ratio at each worker count.
-//! * **v1**, `m` = 1, `n` = `--v1-n` (2237: about 10^7 live processes): ns per
+//! * **v1**, `m` = 1, `n` = `--v1-n` (2237: about 10^7 processes; `par` spawns them in
+//!   batches, so far fewer are live at the peak): ns per
 //!   message, peak resident memory and bytes per process (channels included),
 //!   on `--workers` workers. Go runs with `n` = `--go-v1-n`, since a goroutine
 //!   needs several times the memory; bytes per process compare across sizes.
+//!   Beside them, the exact heap bytes of one *blocked* process (task, future and
+//!   its wait, no channel), counted by the CLI's allocator over `--v1-n`² processes
+//!   that each wait in `recv` ([`blocked_process_heap`]).
 
 use super::{go_stats, Ctx};
 use crate::apps::hello::{check_v1_memory, run_once, Version};
@@ -130,6 +134,14 @@ fn v1(ctx: &Ctx<'_>, report: &mut Report) -> Result<(), String> {
     if let Some(b) = ours_bpp {
         report.result(&name, "hello_v1_bytes_per_process", b, "bytes");
     }
+    let (heap, blocks) = blocked_process_heap(rt, n * n)?;
+    report.result(&name, "blocked_process_heap", Stats::single(heap), "bytes");
+    report.result(
+        &name,
+        "blocked_process_heap_blocks",
+        Stats::single(blocks),
+        "allocations",
+    );
 
     let go_n = ctx.args.go_v1_n;
     if go_n == 0 || ctx.go.is_err() {
@@ -175,4 +187,70 @@ fn v1(ctx: &Ctx<'_>, report: &mut Report) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// Heap bytes (as requested from the allocator) and allocations per blocked CSP
+/// process, counted exactly by the CLI's allocator: `count` processes of one `par`,
+/// each like a hello v1 receiver (its end, an id, a count and the shared error
+/// counter) waiting in `recv` on a channel of its own. The channels are made before the
+/// count starts, so the figure is the process alone: its task header, its `par`
+/// member, its future with the wait inside it. (glibc adds 8 bytes per allocation and
+/// rounds to 16.)
+pub fn blocked_process_heap(rt: &tutti::Runtime, count: usize) -> Result<(f64, f64), String> {
+    use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+    use std::sync::Arc;
+
+    /// One shared counter block, as hello's processes share one error counter.
+    #[derive(Default)]
+    struct Counters {
+        waiting: AtomicUsize,
+        errors: AtomicU64,
+    }
+
+    let count = count.max(1);
+    let (txs, rxs): (Vec<_>, Vec<_>) = (0..count).map(|_| tutti::csp::channel::<u32>()).unzip();
+    let counters = Arc::new(Counters::default());
+    let c = counters.clone();
+    let m = 1u32; // hello v1's messages per channel
+    let (net, growth) = crate::alloc::measure(|| {
+        let net = rt.spawn(tutti::csp::par(rxs.into_iter().zip(0u32..).map(
+            move |(rx, j)| {
+                let c = c.clone();
+                async move {
+                    c.waiting.fetch_add(1, Ordering::Relaxed);
+                    for _ in 0..m {
+                        match rx.recv().await {
+                            Ok(x) if x == j => {}
+                            _ => {
+                                c.errors.fetch_add(1, Ordering::Relaxed);
+                            }
+                        }
+                    }
+                }
+            },
+        )));
+        let give_up = std::time::Instant::now() + std::time::Duration::from_secs(120);
+        while counters.waiting.load(Ordering::Relaxed) < count {
+            if std::time::Instant::now() > give_up {
+                return Err("blocked-process count: the processes did not start".to_string());
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        Ok(net)
+    });
+    let net = net?;
+    for (tx, j) in txs.iter().zip(0u32..) {
+        tx.send_blocking(j)
+            .map_err(|e| format!("blocked-process count: {e}"))?;
+    }
+    drop(txs);
+    rt.block_on(net)
+        .map_err(|d| format!("blocked-process count: {d}"))?;
+    if counters.errors.load(Ordering::Relaxed) != 0 {
+        return Err("blocked-process count: a process received a wrong value".to_string());
+    }
+    Ok((
+        growth.bytes as f64 / count as f64,
+        growth.blocks as f64 / count as f64,
+    ))
 }

@@ -148,3 +148,95 @@ fn named_and_numbered_reports() {
     }));
     assert!(msg.contains("process `#1` panicked: y"), "{msg}");
 }
+
+/// A large `par` spawns its processes in batches and lets each batch run before it
+/// spawns the next: on one worker, the first process runs when one batch is spawned,
+/// not all of them (so a million-process `par` never has all of them queued).
+#[test]
+fn a_large_par_lets_each_batch_run_before_spawning_more() {
+    const N: usize = 10 * SPAWN_BATCH;
+    let rt = crate::Runtime::builder().workers(1).build().unwrap();
+    let spawned = Arc::new(AtomicUsize::new(0));
+    let seen_first = Arc::new(AtomicUsize::new(usize::MAX));
+    let ran = Arc::new(AtomicUsize::new(0));
+    let (s, f, r) = (spawned.clone(), seen_first.clone(), ran.clone());
+    let net = par_for_each(0..N, move |i| {
+        s.fetch_add(1, Ordering::Relaxed);
+        let (s, f, r) = (s.clone(), f.clone(), r.clone());
+        async move {
+            if i == 0 {
+                f.store(s.load(Ordering::Relaxed), Ordering::Relaxed);
+            }
+            r.fetch_add(1, Ordering::Relaxed);
+        }
+    });
+    rt.block_on(rt.spawn(net)).unwrap();
+    assert_eq!(ran.load(Ordering::Relaxed), N);
+    assert_eq!(seen_first.load(Ordering::Relaxed), SPAWN_BATCH);
+}
+
+/// Dropping a `par` that has spawned only some of its processes spawns the rest: every
+/// process of a started `par` runs.
+#[test]
+fn dropping_a_par_while_it_spawns_starts_the_rest() {
+    const N: usize = 3 * SPAWN_BATCH + 5;
+    let ran = Arc::new(AtomicUsize::new(0));
+    let r = ran.clone();
+    let mut net = Box::pin(par_for_each(0..N, move |_| {
+        let r = r.clone();
+        async move {
+            r.fetch_add(1, Ordering::Relaxed);
+        }
+    }));
+    let (woken, waker) = crate::test_util::counting_waker();
+    assert!(net
+        .as_mut()
+        .poll(&mut Context::from_waker(&waker))
+        .is_pending());
+    assert_eq!(
+        woken.0.load(Ordering::Relaxed),
+        1,
+        "it yields to its first batch"
+    );
+    drop(net);
+    let give_up = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while ran.load(Ordering::Relaxed) < N {
+        assert!(std::time::Instant::now() < give_up, "not every process ran");
+        std::thread::yield_now();
+    }
+    assert_eq!(ran.load(Ordering::Relaxed), N);
+}
+
+/// A `par` dropped while spawning, after the runtime it started on shut down, spawns
+/// nothing more (anywhere else): the rest are dropped unstarted, as that runtime's tasks
+/// were cancelled.
+#[test]
+fn a_par_dropped_after_its_runtime_spawns_no_more() {
+    const N: usize = 4 * SPAWN_BATCH;
+    let rt = crate::Runtime::builder().workers(1).build().unwrap();
+    let ran = Arc::new(AtomicUsize::new(0));
+    let made = Arc::new(AtomicUsize::new(0));
+    let (r, m) = (ran.clone(), made.clone());
+    let mut net = Box::pin(par_for_each(0..N, move |_| {
+        m.fetch_add(1, Ordering::Relaxed);
+        let r = r.clone();
+        async move {
+            r.fetch_add(1, Ordering::Relaxed);
+        }
+    }));
+    let (_woken, waker) = crate::test_util::counting_waker();
+    {
+        let _on = rt.enter();
+        assert!(net
+            .as_mut()
+            .poll(&mut Context::from_waker(&waker))
+            .is_pending());
+    }
+    drop(rt);
+    drop(net);
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    // Nothing ran beyond the first batch (the rest were dropped, or spawned on the
+    // stopped runtime and cancelled), in particular nothing on the global runtime.
+    assert!(made.load(Ordering::Relaxed) >= SPAWN_BATCH);
+    assert!(ran.load(Ordering::Relaxed) <= SPAWN_BATCH);
+}

@@ -125,6 +125,11 @@ impl<F: Future> Cell<F> {
                     Polled::Panicked
                 };
                 drop_future_in(stage);
+                // Leave the live list before the output overwrites the future's memory:
+                // a detector walking the list (under its locks) reads the futures of
+                // linked tagged tasks, and must find a dropped process's `Member`
+                // (marked ended), never bytes of the output (`complete` skips this step).
+                super::live::remove(RawTask(ptr));
                 (*stage).output = ManuallyDrop::new(output);
                 polled
             })
@@ -349,7 +354,8 @@ impl RawTask {
             // SAFETY: completed, and claimed by the CAS above (T3).
             unsafe { (self.header().vtable.drop_output)(self.0) };
         }
-        self.finish(outcome);
+        // The poll took the task off the live list already (before storing the output).
+        self.header().join.finish(outcome);
         self.drop_ref(); // the job's
     }
 
