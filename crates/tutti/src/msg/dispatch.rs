@@ -17,9 +17,18 @@ use super::{Envelope, Handle, Handler, MsgId, NoReply, Object, Remote, Reply};
 type TellFn<O> = fn(&Frame<'_>) -> Result<Envelope<O>, CodecError>;
 /// Decodes an `Ask` frame's payload into an envelope with a reply slot.
 type AskFn<O> = fn(&Frame<'_>) -> Result<(Envelope<O>, RemoteReply), CodecError>;
+type PrefixFn<O> = for<'b> fn(&'b [u8], u32) -> Result<(Envelope<O>, &'b [u8]), CodecError>;
 
 fn tell<O: Handler<M>, M: Remote>(frame: &Frame<'_>) -> Result<Envelope<O>, CodecError> {
     Ok(Envelope::new(frame.decode::<M>()?))
+}
+
+fn prefix<O: Handler<M>, M: Remote>(
+    bytes: &[u8],
+    max_depth: u32,
+) -> Result<(Envelope<O>, &[u8]), CodecError> {
+    let (m, rest) = codec::decode_prefix::<M>(bytes, max_depth)?;
+    Ok((Envelope::new(m), rest))
 }
 
 fn ask<O: Handler<M>, M: Remote>(
@@ -34,6 +43,7 @@ struct Route<O: Object> {
     entry: Entry,
     tell: TellFn<O>,
     ask: AskFn<O>,
+    prefix: PrefixFn<O>,
 }
 
 impl<O: Object> Clone for Route<O> {
@@ -42,6 +52,7 @@ impl<O: Object> Clone for Route<O> {
             entry: self.entry,
             tell: self.tell,
             ask: self.ask,
+            prefix: self.prefix,
         }
     }
 }
@@ -205,6 +216,7 @@ impl<O: Object> Dispatch<O> {
             entry: Entry::of::<M>(),
             tell: tell::<O, M>,
             ask: ask::<O, M>,
+            prefix: prefix::<O, M>,
         };
         // The same rules as the world-wide registry.
         let mut check = Registry::new();
@@ -274,6 +286,30 @@ impl<O: Object> Dispatch<O> {
             }
             kind => Err(DispatchError::NotAMessage(kind)),
         }
+    }
+
+    /// Decodes one message of type `id` from the start of `bytes` (one of a run
+    /// of statements, each encoded after the other) and returns its envelope
+    /// with the bytes after it.
+    pub(crate) fn tell_prefix<'b>(
+        &self,
+        id: MsgId,
+        bytes: &'b [u8],
+        max_depth: u32,
+    ) -> Result<(Envelope<O>, &'b [u8]), DispatchError> {
+        let route = self.route(id).ok_or(DispatchError::Unhandled {
+            id,
+            object: std::any::type_name::<O>(),
+        })?;
+        (route.prefix)(bytes, max_depth).map_err(|error| DispatchError::Decode {
+            name: route.entry.name(),
+            error,
+        })
+    }
+
+    /// The stable name of message type `id`, if the table has it.
+    pub(crate) fn name_of(&self, id: MsgId) -> Option<&'static str> {
+        self.route(id).map(|r| r.entry.name())
     }
 
     /// Decodes a `Tell` or `Ask` frame and applies it to `obj` with `ctx`: a future

@@ -136,16 +136,21 @@
 //! travel through the world (aggregated like any message, and counted by the
 //! quiescence detection, so [`Location::fence`] stays exact):
 //!
-//! * a request is a `Tell` (`async_rmi`, `broadcast_rmi`) or `Ask` (`sync_rmi`)
-//!   frame — message id, target object, correlation id — preceded, for a
-//!   `sync_rmi` issued by a method, by a `Control` frame with the chain of
-//!   representatives held by the waiting methods (for the deadlock check);
+//! Across ranks RMI speaks the request/reply core ([`crate::call`]), as
+//! distributed actors do: each location has a conversation over its world
+//! location, with the core's correlation ids, pending table and framing.
+//!
+//! * a request is a `Tell` (`async_rmi`, `broadcast_rmi`: a run of one or more
+//!   messages of one type for one object) or an `Ask` (`sync_rmi`), preceded,
+//!   for a `sync_rmi` issued by a method, by a `Control` frame with the chain
+//!   of representatives held by the waiting methods (for the deadlock check);
 //! * the receiver decodes it with the object type's
 //!   [`Dispatch`](crate::msg::Dispatch) table, built at registration from
 //!   [`Object::remote`](crate::msg::Object::remote), and executes it exactly
 //!   as a local request (same ordering, deferral and nesting rules);
 //! * the answer to a `sync_rmi` is a `Reply` frame with the encoded reply,
-//!   decoded by the asker, or a `Fault` frame with the reason there is none.
+//!   decoded by the asker, or a `Fault` frame with the reason there is none
+//!   (the asker panics naming the location, its rank and the reason).
 //!
 //! **The bound.** Every RMI message is [`Remote`](crate::msg::Remote) (so its
 //! reply is serializable too), and a request to any *other* location — even one
@@ -156,17 +161,27 @@
 //! listing. Registration also compares each object type's list between
 //! locations ([`RmiError::MethodsMismatch`]).
 //!
-//! **Bad bytes.** A message from another rank that does not decode — a broken
-//! frame, a request for an object never registered or a message type its
-//! object does not accept, a reply that is not a value of the expected type —
-//! takes the whole job down, naming the rank, the locations and the cause;
-//! it never panics or runs undefined behaviour.
+//! **Bad bytes** from another rank — a broken frame, a request for an object
+//! never registered or a message type its object does not accept, a payload
+//! that does not decode — follow the core's one policy (see [`crate::call`]):
+//! the receiving location rejects them, reports them on stderr naming the
+//! sender, its rank and the cause, and goes on, losing nothing else (the other
+//! requests of the same arrival still run). The sender is told: a rejected
+//! `sync_rmi` is refused, anything else answered with a `Rejected` notice, and
+//! the **sending** location panics when it arrives — naming the location and
+//! rank that rejected its bytes and the cause (under MPI that takes the job
+//! down). A reply that does not decode as the `sync_rmi`'s reply type panics
+//! the asker, naming the location it came from. Nothing runs undefined
+//! behaviour.
 
+mod admission;
 mod error;
+mod execute;
 mod handle;
 mod local;
 mod location;
 mod request;
+mod wire;
 
 #[cfg(all(test, not(loom)))]
 mod tests;

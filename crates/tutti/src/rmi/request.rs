@@ -1,7 +1,7 @@
 //! What travels between locations: a [`Request`] (a method call on a registered
 //! object, its message type erased) and, for a `sync_rmi`, a [`Response`].
 //! Between locations of one rank they move as typed values; across ranks as
-//! frames of the `msg` codec (see `location.rs`), decoded into a [`Decoded`]
+//! frames of the request/reply core (see `wire.rs`), decoded into a [`Decoded`]
 //! call on arrival.
 
 use std::any::{Any, TypeId};
@@ -190,10 +190,6 @@ where
         unsafe { run_method(rep, ctx, out, spare, cx, method) }
     }
 }
-
-/// The encoded reply to a `sync_rmi` that crossed ranks, decoded by the asker
-/// (which knows its type).
-pub(crate) struct Encoded(pub(crate) Vec<u8>);
 
 /// A method call for the object registered as `object`; `corr` is 0 for an
 /// `async_rmi`, else the number the caller's `sync_rmi` waits for.

@@ -1,0 +1,310 @@
+//! How requests and answers travel, on the request/reply core
+//! ([`crate::call`]): to this location itself through its own queue, to a
+//! location of the same rank as typed values (never serialized), and to
+//! another rank as the core's frames through the location's [`Conversation`]
+//! — a `Tell` run per `async_rmi`, an `Ask` per `sync_rmi` (after a `Control`
+//! frame with the chain of waiting methods, for the deadlock check), answered
+//! by a `Reply` or a `Fault`. Every `sync_rmi` is a question in the
+//! conversation's pending table, under its correlation ids, whether its answer
+//! comes back as a value or as bytes.
+//!
+//! Bad bytes from another rank follow the core's policy (see
+//! [`crate::call`]): the receiving location rejects them, reports them on
+//! stderr naming the sender with its rank and the cause, and goes on; the
+//! sender is told (a question is refused, anything else answered with a
+//! `Rejected` notice), and the *sending* location panics when the refusal or
+//! notice reaches it, naming the location and rank that rejected its bytes
+//! and the cause.
+
+use std::any::Any;
+use std::sync::Arc;
+
+use super::request::{Answer as MethodAnswer, Call, Chain, Invoke, Request, Response};
+use super::{HandlerContext, Location};
+use crate::call::{Answer, CallError, Link, Received, Refusal};
+use crate::msg::codec::{self, Frame, FrameKind};
+use crate::msg::{Handler, MsgId, Remote};
+use crate::world::{Delivery, LocationId};
+
+/// The message id of RMI's one control message: the chain of representatives
+/// held by the methods waiting for the `Ask` that follows it.
+const CHAIN: MsgId = MsgId::from_name("tutti.rmi.Chain");
+
+impl Location {
+    /// Sends a request for object `object` of type `T` to `dest`: a statement,
+    /// or (`ask`) a question, whose correlation id is returned (0 for a
+    /// statement). To itself into its own queue, within the rank as a typed
+    /// value, across ranks as frames of the core.
+    pub(super) fn request<T, M>(
+        &self,
+        dest: usize,
+        object: u32,
+        ask: bool,
+        chain: Option<Arc<Chain>>,
+        msg: M,
+    ) -> u64
+    where
+        T: Handler<M>,
+        T::Context: HandlerContext,
+        M: Remote,
+    {
+        let count = self.count();
+        if dest >= count {
+            panic!(
+                "tutti::rmi: `{}` sent to location {dest}, but the world has {count} locations",
+                M::NAME
+            );
+        }
+        let to = LocationId::new(dest as u32);
+        let me = self.id();
+        if dest != me {
+            self.check_accepts(dest, object, M::ID, M::NAME);
+        }
+        if dest == me || dest / self.inner.per_rank == self.inner.rank {
+            let corr = if ask {
+                self.conv().pending().open(to)
+            } else {
+                0
+            };
+            let req = Request {
+                object,
+                corr,
+                call: Box::new(Invoke::<T, M>::new(msg)),
+                chain,
+            };
+            if dest == me {
+                self.state().own.push_back(req);
+            } else if let Err(e) = self.world().send(to, req) {
+                panic!("tutti::rmi: cannot send to location {dest}: {e}");
+            }
+            return corr;
+        }
+        let conv = self.conv();
+        let target = u64::from(object);
+        let sent = if ask {
+            let ends = conv.ends(to);
+            conv.ask_with(to, |corr, buf| {
+                if let Some(c) = &chain {
+                    buf.control(ends, CHAIN, 0, &c.links())?;
+                }
+                buf.ask(ends, target, M::ID, corr, &msg)
+            })
+        } else {
+            conv.tell(to, target, M::ID, &msg).map(|()| 0)
+        };
+        match sent {
+            Ok(corr) => corr,
+            Err(CallError::Encode(e)) => panic!(
+                "tutti::rmi: `{}` for location {dest} cannot be serialized: {e}",
+                M::NAME
+            ),
+            Err(e) => panic!(
+                "tutti::rmi: cannot send `{}` to location {dest}: {e}",
+                M::NAME
+            ),
+        }
+    }
+
+    /// Panics unless object `object`'s type accepts message `id` from other
+    /// locations (requests to other locations must be able to cross ranks, so
+    /// that the same program runs in every world shape).
+    fn check_accepts(&self, dest: usize, object: u32, id: MsgId, name: &str) {
+        let st = self.state();
+        let Some(slot) = st.objects.get(object as usize) else {
+            drop(st);
+            panic!(
+                "tutti::rmi: `{name}` sent for object #{object}, which was never registered \
+                 on location {}",
+                self.id()
+            );
+        };
+        if slot.methods.accepts.binary_search(&id).is_err() {
+            let tname = slot.type_name;
+            drop(st);
+            panic!(
+                "tutti::rmi: location {} sends `{name}` to location {dest}, but `{tname}` does \
+                 not accept it from other locations: list it in `{tname}`'s \
+                 `Object::remote` (`table.register::<...>()?` for the type named \"{name}\")",
+                self.id()
+            );
+        }
+    }
+
+    /// The answer to question `corr` (a `sync_rmi` of `M` to `dest`), if it
+    /// has arrived.
+    ///
+    /// # Panics
+    /// If the question was refused, or its answer is not a value of the
+    /// reply type (naming `dest`, its rank and the cause).
+    pub(super) fn answer_to<M: Remote>(&self, dest: usize, corr: u64) -> Option<M::Reply> {
+        let outcome = self.conv().pending().take(corr)?;
+        let to = LocationId::new(dest as u32);
+        let why = match outcome {
+            Ok(Answer::Value(v)) => match v.downcast::<M::Reply>() {
+                Ok(r) => return Some(*r),
+                Err(_) => "a reply of another type".to_string(),
+            },
+            Ok(Answer::Bytes(b)) => match codec::decode::<M::Reply>(&b) {
+                Ok(r) => return Some(r),
+                Err(e) => format!("a reply that does not decode: {e}"),
+            },
+            Err(CallError::Refused { refusal, .. }) => format!("refused: {refusal}"),
+            Err(e) => e.to_string(),
+        };
+        panic!(
+            "tutti::rmi: location {} (rank {}): the sync_rmi of `{}` to {} got no reply: {why}",
+            self.id(),
+            self.inner.rank,
+            M::NAME,
+            self.conv().link().name(to)
+        )
+    }
+
+    /// Answers question `corr` from `to` with a method's reply: filed at once
+    /// for this location itself, a typed value within the rank, a `Reply`
+    /// (or `Fault`) frame across ranks.
+    pub(super) fn answer(&self, to: LocationId, corr: u64, reply: Box<dyn Any + Send>) {
+        let me = self.world().id();
+        if to == me {
+            self.conv()
+                .pending()
+                .complete(corr, me, Ok(Answer::Value(reply)));
+            return;
+        }
+        if to.index() / self.inner.per_rank == self.inner.rank {
+            if let Err(e) = self.world().send(to, Response { corr, reply }) {
+                panic!("tutti::rmi: cannot answer {to}: {e}");
+            }
+            return;
+        }
+        let bytes;
+        let answer = match reply.downcast::<MethodAnswer>().map(|a| a.0) {
+            Ok(Some(Ok(b))) => {
+                bytes = b;
+                Ok(&bytes[..])
+            }
+            Ok(Some(Err(e))) => Err(Refusal::Failed(e.to_string())),
+            _ => Err(Refusal::Failed(
+                "the request was not sent as a question".into(),
+            )),
+        };
+        if let Err(e) = self.conv().answer(to, corr, answer) {
+            panic!("tutti::rmi: cannot answer {to}: {e}");
+        }
+    }
+
+    /// What one delivery brings: the requests it carries, in order (a typed
+    /// request; or, from another rank, the requests of its frames); answers
+    /// are filed in the pending table on the way. Bytes that break the rules
+    /// are rejected under the core's policy (the sender is told) and reported
+    /// here; a rejection notice for bytes this location sent panics.
+    pub(super) fn arrivals(&self, d: &mut Delivery<'_>, out: &mut Vec<Request>) {
+        let from = d.from();
+        if d.bytes().is_none() {
+            if let Some(req) = d.take::<Request>() {
+                out.push(req);
+            } else if let Some(resp) = d.take::<Response>() {
+                // A typed answer comes from this rank: it cannot be late or
+                // from the wrong peer unless the runtime is broken.
+                self.conv()
+                    .pending()
+                    .complete(resp.corr, from, Ok(Answer::Value(resp.reply)));
+            } else {
+                let bad =
+                    self.conv()
+                        .reject(from, None, format!("a value that is not an RMI ({d:?})"));
+                self.report(&bad.to_string());
+            }
+            return;
+        }
+        let Some(bytes) = d.bytes() else { return };
+        let mut chain: Option<Arc<Chain>> = None;
+        let mut calls: Vec<Box<dyn Call>> = Vec::new();
+        for r in self.conv().receive(from, bytes) {
+            match r {
+                Received::Request(frame) => {
+                    let h = *frame.header();
+                    let chain = chain.take().filter(|_| h.kind == FrameKind::Ask);
+                    match self.decode(&frame, &mut calls) {
+                        Ok(()) => out.extend(calls.drain(..).map(|call| Request {
+                            object: h.target as u32,
+                            corr: if h.kind == FrameKind::Ask { h.corr } else { 0 },
+                            call,
+                            chain: chain.clone(),
+                        })),
+                        Err(why) => {
+                            // The messages before the bad one still run.
+                            out.extend(calls.drain(..).map(|call| Request {
+                                object: h.target as u32,
+                                corr: 0,
+                                call,
+                                chain: None,
+                            }));
+                            let bad = self.conv().reject(from, Some(&h), why);
+                            self.report(&bad.to_string());
+                        }
+                    }
+                }
+                Received::Control(frame) if frame.header().msg == CHAIN => {
+                    match frame.decode::<Vec<(u32, u32)>>() {
+                        Ok(links) => chain = Chain::from_links(&links),
+                        Err(e) => {
+                            let why = format!("a sync_rmi chain that does not decode: {e}");
+                            let bad = self.conv().reject(from, Some(frame.header()), why);
+                            self.report(&bad.to_string());
+                        }
+                    }
+                }
+                Received::Control(frame) => {
+                    let why = format!(
+                        "a control message of another protocol ({})",
+                        frame.header().msg
+                    );
+                    let bad = self.conv().reject(from, Some(frame.header()), why);
+                    self.report(&bad.to_string());
+                }
+                Received::Answered(_) => {}
+                Received::Rejected(cause) => panic!(
+                    "tutti::rmi: location {} (rank {}): {} rejected what this location sent \
+                     it: {cause}",
+                    self.id(),
+                    self.inner.rank,
+                    self.conv().link().name(from)
+                ),
+                Received::Bad(bad) => self.report(&bad.to_string()),
+            }
+        }
+    }
+
+    /// Decodes the calls of a request frame with its object type's table.
+    fn decode(&self, frame: &Frame<'_>, out: &mut Vec<Box<dyn Call>>) -> Result<(), String> {
+        let h = frame.header();
+        let methods = {
+            let st = self.state();
+            let slot = usize::try_from(h.target)
+                .ok()
+                .and_then(|i| st.objects.get(i));
+            match slot {
+                Some(slot) => Arc::clone(&slot.methods),
+                None => {
+                    return Err(format!(
+                        "a request (message id {}) for object #{}, which was never registered \
+                         here",
+                        h.msg, h.target
+                    ))
+                }
+            }
+        };
+        (methods.decode)(frame, out)
+    }
+
+    /// Reports bytes this location rejected (the sender has been told; this
+    /// location goes on).
+    fn report(&self, why: &str) {
+        eprintln!(
+            "tutti::rmi: location {} (rank {}) rejected {why}",
+            self.id(),
+            self.inner.rank
+        );
+    }
+}
