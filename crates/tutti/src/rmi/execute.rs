@@ -61,6 +61,8 @@ impl Location {
             rep,
         } = a;
         let (reply, deferred) = self.run_entered(object, call, rep).await;
+        let executed = self.inner.executed.load(Ordering::Relaxed);
+        self.inner.executed.store(executed + 1, Ordering::Relaxed);
         if corr != 0 {
             self.answer(from, corr, reply);
         }

@@ -43,6 +43,10 @@ pub(crate) struct Inner {
     /// Poll every n-th communication call (0: never).
     poll_every: AtomicUsize,
     calls: AtomicUsize,
+    /// Requests executed here so far, and how many of them the last `wait`
+    /// or `fence` had seen (ARMI's `rmi_wait` semantics).
+    pub(super) executed: AtomicUsize,
+    waited: AtomicUsize,
     /// This location's rank, and the locations per rank.
     pub(super) rank: usize,
     pub(super) per_rank: usize,
@@ -94,6 +98,8 @@ impl Location {
                 max_depth: AtomicUsize::new(DEFAULT_MAX_NESTING),
                 poll_every: AtomicUsize::new(DEFAULT_POLL_EVERY),
                 calls: AtomicUsize::new(0),
+                executed: AtomicUsize::new(0),
+                waited: AtomicUsize::new(0),
             }),
         }
     }
@@ -390,14 +396,52 @@ impl Location {
         n
     }
 
-    /// Waits for the next incoming message and handles it (ARMI's `rmi_wait`).
+    /// Waits for the next request executed here since the previous `wait` or
+    /// [`fence`](Self::fence), executing what arrives meanwhile (ARMI's
+    /// `rmi_wait`). If a request has already arrived and run since then — in
+    /// a [`poll`](Self::poll), an automatic poll of a communication call, a
+    /// `sync_rmi` or a barrier — it returns at once. So a program that checks
+    /// its state and then waits cannot miss a request that ran in between:
+    ///
+    /// ```
+    /// # use serde::{Deserialize, Serialize};
+    /// # use tutti::msg::{Dispatch, Handler, Message, Object, RegistryError, Remote};
+    /// # use tutti::rmi;
+    /// # #[derive(Serialize, Deserialize)] struct Add(u64);
+    /// # impl Message for Add { type Reply = (); }
+    /// # impl Remote for Add { const NAME: &'static str = "doc.wait.Add"; }
+    /// # struct Counter(u64);
+    /// # impl Object for Counter {
+    /// #     type Context = ();
+    /// #     fn remote(t: &mut Dispatch<Self>) -> Result<(), RegistryError> { t.register::<Add>()?; Ok(()) }
+    /// # }
+    /// # impl Handler<Add> for Counter { async fn handle(&mut self, m: Add, _: &mut ()) { self.0 += m.0; } }
+    /// let world = tutti::world::World::builder().locations(2).workers(1).build().unwrap();
+    /// rmi::run(&world, |mut loc| async move {
+    ///     let h = loc.register(Counter(0)).await.unwrap();
+    ///     if loc.id() == 1 {
+    ///         loc.async_rmi(0, &h, Add(1)).await;
+    ///     } else {
+    ///         while loc.local(&h).0 == 0 {
+    ///             loc.poll().await; // runs the request…
+    ///         }
+    ///         loc.wait().await; // …so this returns at once
+    ///     }
+    /// });
+    /// ```
     pub async fn wait(&self) {
-        if self.run_own().await > 0 {
-            return;
+        loop {
+            let executed = self.inner.executed.load(Ordering::Relaxed);
+            if executed != self.inner.waited.load(Ordering::Relaxed) {
+                self.inner.waited.store(executed, Ordering::Relaxed);
+                return;
+            }
+            if self.run_own().await > 0 {
+                continue;
+            }
+            let d = self.world().recv().await;
+            self.handle(d).await;
         }
-        let d = self.world().recv().await;
-        self.handle(d).await;
-        self.run_own().await;
     }
 
     /// Collective: returns on every location once all have called it and every
@@ -426,6 +470,8 @@ impl Location {
         // barrier (which executes nothing) lets no location out before all
         // are past quiescence.
         self.world().barrier().await;
+        let executed = self.inner.executed.load(Ordering::Relaxed);
+        self.inner.waited.store(executed, Ordering::Relaxed);
     }
 
     /// A barrier over all locations that keeps executing incoming requests.

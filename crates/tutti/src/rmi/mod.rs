@@ -21,7 +21,8 @@
 //!   anywhere, including those issued by methods to any depth and those still
 //!   in aggregation buffers, has executed (the world's quiescence detection);
 //!   [`poll`](Location::poll) executes what has arrived, [`wait`](Location::wait)
-//!   waits for the next request; every n-th communication call polls
+//!   waits for the next request since the previous `wait` or `fence` (at once
+//!   if one already ran meanwhile); every n-th communication call polls
 //!   ([`Location::set_poll_every`]).
 //!
 //! RMI messages are [`Remote`](crate::msg::Remote) types (serde, with a stable
