@@ -7,11 +7,13 @@ use std::any::TypeId;
 use std::sync::Arc;
 
 use super::location::State;
-use super::request::{Call, Chain, Decoded, Rep, Request};
+use super::request::{Call, Chain, Decoded, DecodedRun, Rep, Request};
 use super::{HandlerContext, Location};
-use crate::loom::{MutexGuard, Ordering};
+use std::cell::RefMut;
+
+use crate::loom::Ordering;
 use crate::msg::codec::{Frame, FrameKind};
-use crate::msg::{Dispatch, DispatchError, MsgId, Object};
+use crate::msg::{Dispatch, MsgId, Object};
 use crate::world::LocationId;
 
 /// Decodes the messages of a request frame from another rank into calls on
@@ -54,24 +56,31 @@ impl Methods {
             }
             let run = crate::call::Run::of(frame).map_err(|e| e.to_string())?;
             let (count, mut rest) = run.remaining();
+            let mut envelopes = Vec::with_capacity(count as usize);
+            let mut bad = None;
             for _ in 0..count {
-                let (envelope, after) = table
-                    .tell_prefix(h.msg, rest, frame.max_depth())
-                    .map_err(|e: DispatchError| e.to_string())?;
-                rest = after;
-                out.push(Box::new(Decoded::<T> {
-                    envelope,
-                    reply: None,
-                    name,
-                }));
+                match table.tell_prefix(h.msg, rest, frame.max_depth()) {
+                    Ok((envelope, after)) => {
+                        rest = after;
+                        envelopes.push(envelope);
+                    }
+                    Err(e) => {
+                        bad = Some(e.to_string());
+                        break;
+                    }
+                }
             }
-            if !rest.is_empty() {
-                return Err(format!(
+            if bad.is_none() && !rest.is_empty() {
+                bad = Some(format!(
                     "a run of {count} \"{name}\" messages with {} bytes after them",
                     rest.len()
                 ));
             }
-            Ok(())
+            // The statements before a bad one still run.
+            if !envelopes.is_empty() {
+                out.push(Box::new(DecodedRun::<T> { envelopes, name }));
+            }
+            bad.map_or(Ok(()), Err)
         };
         Methods {
             accepts,
@@ -153,7 +162,7 @@ impl Location {
         }
     }
 
-    /// Admits `req` (from `from`) for execution under the state lock `st`:
+    /// Admits `req` (from `from`) for execution, with the state borrowed (`st`):
     /// takes its representative and enters its method, or defers it (`None`)
     /// if its object is busy or an earlier request from the same sender waits.
     ///
@@ -163,7 +172,7 @@ impl Location {
     /// [`cycle`](Self::cycle)).
     pub(super) fn admit(
         &self,
-        mut st: MutexGuard<'_, State>,
+        mut st: RefMut<'_, State>,
         from: LocationId,
         req: Request,
     ) -> Option<Admitted> {
@@ -269,9 +278,9 @@ impl Location {
     }
 
     /// Enters the method of `req` on `rep` (taken out of slot `req.object`)
-    /// one level deeper, under the state lock `st`: checks the nesting limit
+    /// one level deeper, with the state borrowed (`st`): checks the nesting limit
     /// and pushes its frame (with the chain waiting for it, for a `sync_rmi`).
-    pub(super) fn enter(&self, mut st: MutexGuard<'_, State>, req: Request, rep: Rep) -> Admitted {
+    pub(super) fn enter(&self, mut st: RefMut<'_, State>, req: Request, rep: Rep) -> Admitted {
         let Request {
             object,
             corr,

@@ -5,15 +5,17 @@
 //! `execute.rs`.
 
 use std::any::TypeId;
+use std::cell::{Cell, RefCell, RefMut};
 use std::collections::VecDeque;
 use std::fmt;
 use std::sync::Arc;
 
 use super::admission::{Deferred, Entry, MethodFrame, Methods, Slot};
 use super::request::{Chain, Invoke, Rep, Request};
+use super::wire::Open;
 use super::{Handle, HandlerContext, Local, RmiError, DEFAULT_MAX_NESTING, DEFAULT_POLL_EVERY};
 use crate::call::Conversation;
-use crate::loom::{lock, AtomicUsize, Mutex, MutexGuard, Ordering};
+use crate::loom::{AtomicUsize, Ordering};
 use crate::msg::{Handler, Object, Remote};
 use crate::world;
 
@@ -26,6 +28,10 @@ pub(super) struct State {
     /// Requests this location sent to itself: they bypass the world and run
     /// before anything else is received, in issue order.
     pub(super) own: VecDeque<Request>,
+    /// Runs of statements being built, by destination (see `wire.rs`), and
+    /// the destinations that have one.
+    pub(super) out: Vec<Option<Open>>,
+    pub(super) dirty: Vec<usize>,
 }
 
 /// Everything one location's RMI endpoint owns; shared (through `Arc`) by the
@@ -35,14 +41,17 @@ pub(crate) struct Inner {
     /// The location's end of the request/reply core, over its world location:
     /// correlation ids, the questions waiting for answers, frames.
     pub(super) conv: Conversation<world::Location>,
-    /// Never held across an `.await`.
-    pub(super) state: Mutex<State>,
+    /// Owned by the location's task: see [`Owned`]. Never borrowed across an
+    /// `.await` or a call into user code.
+    pub(super) state: Owned<State>,
     /// Methods of this location on the call stack now.
     pub(super) depth: AtomicUsize,
     pub(super) max_depth: AtomicUsize,
     /// Poll every n-th communication call (0: never).
     poll_every: AtomicUsize,
     calls: AtomicUsize,
+    /// Statements per destination combined into one message.
+    aggregation: AtomicUsize,
     /// Requests executed here so far, and how many of them the last `wait`
     /// or `fence` had seen (ARMI's `rmi_wait` semantics).
     pub(super) executed: AtomicUsize,
@@ -52,6 +61,80 @@ pub(crate) struct Inner {
     pub(super) per_rank: usize,
 }
 
+/// The location's state, owned by its task: a single-owner cell, no lock.
+///
+/// Every access goes through [`Location::state`], which first checks that
+/// this thread is polling the location's own task right now — the task that
+/// [`run`](super::run) made for the location marks itself in [`CURRENT`]
+/// around each poll ([`OwnerScope`]). A task is polled by one thread at a time
+/// and its polls are ordered by the scheduler, so the state is never touched
+/// from two threads at once, whatever a program does with its `Location`s
+/// (they stay `Send`, so that a location's body can be an ordinary task: a
+/// handle taken elsewhere gets a clear panic instead of a lock). Within the
+/// task the `RefCell` keeps borrows exclusive: none spans an `.await` or user
+/// code.
+pub(super) struct Owned<T>(RefCell<T>);
+
+// SAFETY: the `RefCell` is only borrowed by `Location::state`, on a thread
+// that is polling the owning location's task (checked against `CURRENT`,
+// which only that task's `OwnerScope` sets to this endpoint); so no two
+// threads borrow it at once, and a thread hand-over between polls is ordered
+// by the scheduler's synchronisation. `T: Send` because the task (and with it
+// the value) moves between threads.
+unsafe impl<T: Send> Sync for Owned<T> {}
+
+thread_local! {
+    /// The endpoint whose location task this thread is polling (null: none).
+    static CURRENT: Cell<*const Inner> = const { Cell::new(std::ptr::null()) };
+}
+
+/// A location's task (body and closing fence, see [`run`](super::run)):
+/// marks the endpoint as owned by this thread while it polls.
+pub(super) struct OwnerScope<F> {
+    owner: *const Inner,
+    fut: std::pin::Pin<Box<F>>,
+}
+
+// SAFETY: `owner` is only compared, never dereferenced; the future is `Send`.
+unsafe impl<F: Send> Send for OwnerScope<F> {}
+
+impl OwnerScope<()> {
+    /// The scope of `loc`'s location, for its task.
+    pub(super) fn of(loc: &Location) -> OwnerScope<()> {
+        OwnerScope {
+            owner: Arc::as_ptr(&loc.inner),
+            fut: Box::pin(()),
+        }
+    }
+
+    /// `fut`, run as the location's task.
+    pub(super) fn run<F: std::future::Future>(self, fut: F) -> OwnerScope<F> {
+        OwnerScope {
+            owner: self.owner,
+            fut: Box::pin(fut),
+        }
+    }
+}
+
+impl<F: std::future::Future> std::future::Future for OwnerScope<F> {
+    type Output = F::Output;
+
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<F::Output> {
+        /// Restores the previous owner, also when the poll panics.
+        struct Restore(*const Inner);
+        impl Drop for Restore {
+            fn drop(&mut self) {
+                CURRENT.with(|c| c.set(self.0));
+            }
+        }
+        let _restore = Restore(CURRENT.with(|c| c.replace(self.owner)));
+        self.fut.as_mut().poll(cx)
+    }
+}
+
 /// One location's RMI endpoint (ARMI's location): the SPMD body gets one, and so
 /// does every method executed here (as its [`Object::Context`]).
 ///
@@ -59,6 +142,11 @@ pub(crate) struct Inner {
 /// to this location's representative of a registered object — takes
 /// `&mut self`, so no call that executes incoming requests can run while the
 /// representative is borrowed (a compile-time rule):
+///
+/// A location's endpoint belongs to its task (the one [`run`](super::run)
+/// makes for it): its queues and tables are single-owner, with no lock. A
+/// `Location` (or a method's context) used from another task or thread is a
+/// clear panic naming the location, never a data race.
 ///
 /// ```compile_fail
 /// # use tutti::rmi;
@@ -88,16 +176,18 @@ impl fmt::Debug for Location {
 impl Location {
     pub(crate) fn new(world: world::Location) -> Location {
         let (rank, per_rank) = (world.rank(), world.world().locations_per_rank());
+        let aggregation = super::default_aggregation(world.world().config());
         Location {
             inner: Arc::new(Inner {
                 rank,
                 per_rank,
                 conv: Conversation::new(world),
-                state: Mutex::new(State::default()),
+                state: Owned(RefCell::new(State::default())),
                 depth: AtomicUsize::new(0),
                 max_depth: AtomicUsize::new(DEFAULT_MAX_NESTING),
                 poll_every: AtomicUsize::new(DEFAULT_POLL_EVERY),
                 calls: AtomicUsize::new(0),
+                aggregation: AtomicUsize::new(aggregation),
                 executed: AtomicUsize::new(0),
                 waited: AtomicUsize::new(0),
             }),
@@ -110,8 +200,21 @@ impl Location {
     }
 
     /// The location's state (never held across an `.await`).
-    pub(super) fn state(&self) -> MutexGuard<'_, State> {
-        lock(&self.inner.state)
+    pub(super) fn state(&self) -> RefMut<'_, State> {
+        if CURRENT.with(Cell::get) != Arc::as_ptr(&self.inner) {
+            self.not_owner();
+        }
+        self.inner.state.0.borrow_mut()
+    }
+
+    #[cold]
+    #[track_caller]
+    fn not_owner(&self) -> ! {
+        panic!(
+            "tutti::rmi: the endpoint of location {} was used outside its location's task \
+             (an rmi::Location, or a method's context, taken to another task or thread)",
+            self.id()
+        )
     }
 
     /// Another handle on the same endpoint (for a method's context, and for
@@ -163,6 +266,32 @@ impl Location {
     /// [`DEFAULT_POLL_EVERY`].
     pub fn set_poll_every(&self, n: usize) {
         self.inner.poll_every.store(n, Ordering::Relaxed);
+    }
+
+    /// Sets how many statements (`async_rmi`, `broadcast_rmi`) to one
+    /// destination are combined into one message (ARMI's aggregation factor;
+    /// 1 sends each at once), and the world location's factor with it. What
+    /// is buffered is sent first. Default: the world's factor, except
+    /// in-process, where the world's default is none and RMI's is
+    /// [`DEFAULT_AGGREGATION`]. Buffered statements go whenever this location
+    /// receives, waits, polls or takes part in a collective.
+    ///
+    /// # Panics
+    /// If `factor` is 0.
+    pub fn set_aggregation(&self, factor: usize) {
+        assert!(
+            factor > 0,
+            "tutti::rmi: the aggregation factor must be at least 1"
+        );
+        self.flush_out();
+        self.inner.aggregation.store(factor, Ordering::Relaxed);
+        self.world().set_aggregation(factor);
+    }
+
+    /// This location's aggregation factor (see
+    /// [`set_aggregation`](Self::set_aggregation)).
+    pub fn aggregation(&self) -> usize {
+        self.inner.aggregation.load(Ordering::Relaxed)
     }
 
     /// Registers `obj` as this location's representative of a new distributed
@@ -293,7 +422,11 @@ impl Location {
         T::Context: HandlerContext,
         M: Remote,
     {
-        self.request::<T, M>(dest, h.id(), false, None, msg);
+        if dest == self.id() {
+            self.run_here::<T, M>(h.id(), msg).await;
+        } else {
+            self.statement::<T, M>(dest, h.id(), msg);
+        }
         self.counted_call().await;
     }
 
@@ -318,7 +451,7 @@ impl Location {
                 parent: f.waiting.clone(),
             })
         });
-        let corr = self.request::<T, M>(dest, h.id(), true, chain, msg);
+        let corr = self.question::<T, M>(dest, h.id(), chain, msg);
         self.counted_call().await;
         loop {
             if let Some(r) = self.answer_to::<M>(dest, corr) {
@@ -327,6 +460,7 @@ impl Location {
             if self.run_own().await > 0 {
                 continue;
             }
+            self.flush_out();
             let d = self.world().recv().await;
             self.handle(d).await;
         }
@@ -344,7 +478,11 @@ impl Location {
         M: Remote + Clone,
     {
         for dest in 0..self.count() {
-            self.request::<T, M>(dest, h.id(), false, None, msg.clone());
+            if dest == self.id() {
+                self.queue_own::<T, M>(h.id(), msg.clone());
+            } else {
+                self.statement::<T, M>(dest, h.id(), msg.clone());
+            }
         }
         self.counted_call().await;
     }
@@ -388,11 +526,13 @@ impl Location {
     /// `rmi_poll`).
     pub async fn poll(&self) -> usize {
         let mut n = self.run_own().await;
+        self.flush_out();
         self.world().poll();
         while let Some(d) = self.world().try_recv() {
             self.handle(d).await;
             n += 1 + self.run_own().await;
         }
+        self.flush_out();
         n
     }
 
@@ -439,6 +579,7 @@ impl Location {
             if self.run_own().await > 0 {
                 continue;
             }
+            self.flush_out();
             let d = self.world().recv().await;
             self.handle(d).await;
         }
@@ -459,10 +600,13 @@ impl Location {
         // Requests to itself are not counted by the world: each contribution
         // to a quiescence wave (inside `recv_until_quiet`) comes right after
         // they have all run, so what they sent is counted.
+        // So are the runs this location has built: they are sent before.
         self.run_own().await;
+        self.flush_out();
         while let Some(d) = self.world().recv_until_quiet().await {
             self.handle(d).await;
             self.run_own().await;
+            self.flush_out();
         }
         // Quiescence ends on each location when it sees the last wave's
         // result; one that sees it first could otherwise issue the next
@@ -501,7 +645,9 @@ impl Location {
         let n = self.inner.calls.load(Ordering::Relaxed) + 1;
         if n >= every {
             self.inner.calls.store(0, Ordering::Relaxed);
-            self.poll().await;
+            // Boxed: keeps the futures of the communication calls small (this
+            // runs on every n-th call only).
+            Box::pin(self.poll()).await;
         } else {
             self.inner.calls.store(n, Ordering::Relaxed);
         }

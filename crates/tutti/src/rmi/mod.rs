@@ -203,6 +203,32 @@ pub const DEFAULT_MAX_NESTING: usize = 64;
 /// executes what has arrived.
 pub const DEFAULT_POLL_EVERY: usize = 64;
 
+/// Default of [`Location::set_aggregation`] in-process (where the world's own
+/// default is no aggregation): statements per destination combined into one
+/// run.
+pub const DEFAULT_AGGREGATION: usize = 256;
+
+/// The aggregation factor RMI locations of a world with `config` start with
+/// ([`Location::set_aggregation`]): the world's factor, except in-process with
+/// the world's default (no aggregation, chosen for its plain messages), where
+/// RMI's runs still pay — one admission per run instead of per request — and
+/// it is [`DEFAULT_AGGREGATION`].
+///
+/// ```
+/// let world = tutti::world::World::builder().ignore_env().locations(2).build().unwrap();
+/// assert_eq!(tutti::rmi::default_aggregation(world.config()), tutti::rmi::DEFAULT_AGGREGATION);
+/// ```
+pub fn default_aggregation(config: &crate::world::WorldConfig) -> usize {
+    use crate::world::{TransportKind, DEFAULT_AGGREGATION_INPROC};
+    if config.transport() == TransportKind::InProcess
+        && config.aggregation() == DEFAULT_AGGREGATION_INPROC
+    {
+        DEFAULT_AGGREGATION
+    } else {
+        config.aggregation()
+    }
+}
+
 /// What a method gets as its context, made from the executing location.
 ///
 /// Implemented for [`Location`] (methods that issue RMIs) and `()`.
@@ -247,12 +273,14 @@ where
     world.run(|wloc| {
         let loc = Location::new(wloc);
         let closing = loc.share();
+        // The location's endpoint is owned by this task (see `Owned`).
+        let scope = location::OwnerScope::of(&loc);
         let fut = body(loc);
-        async move {
+        scope.run(async move {
             let out = fut.await;
             closing.fence().await;
             out
-        }
+        })
     })
 }
 

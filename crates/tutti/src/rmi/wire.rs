@@ -19,9 +19,9 @@
 use std::any::Any;
 use std::sync::Arc;
 
-use super::request::{Answer as MethodAnswer, Call, Chain, Invoke, Request, Response};
+use super::request::{Answer as MethodAnswer, Call, Chain, Invoke, Request, Response, RunOf};
 use super::{HandlerContext, Location};
-use crate::call::{Answer, CallError, Link, Received, Refusal};
+use crate::call::{Answer, CallError, FrameBuf, Link, Received, Refusal};
 use crate::msg::codec::{self, Frame, FrameKind};
 use crate::msg::{Handler, MsgId, Remote};
 use crate::world::{Delivery, LocationId};
@@ -30,16 +30,220 @@ use crate::world::{Delivery, LocationId};
 /// held by the methods waiting for the `Ask` that follows it.
 const CHAIN: MsgId = MsgId::from_name("tutti.rmi.Chain");
 
+/// Statements waiting to go to one destination: the run being built (see
+/// [`Location::statement`]).
+pub(super) enum Open {
+    /// To another location of this rank: a typed run (a [`RunOf`]), held by
+    /// value.
+    Typed { object: u32, call: Box<dyn Call> },
+    /// To another rank: the core's frames (consecutive statements for one
+    /// object and message type share one `Tell` run), and how many.
+    Wire { frames: FrameBuf, count: usize },
+}
+
+/// Bytes of frames for one rank after which they are sent (within the
+/// world's batches towards another rank).
+const WIRE_BYTES: usize = 16 * 1024;
+
 impl Location {
-    /// Sends a request for object `object` of type `T` to `dest`: a statement,
-    /// or (`ask`) a question, whose correlation id is returned (0 for a
-    /// statement). To itself into its own queue, within the rank as a typed
-    /// value, across ranks as frames of the core.
-    pub(super) fn request<T, M>(
+    /// Sends a statement (`async_rmi`, `broadcast_rmi`) for object `object`
+    /// of type `T` to `dest`, another location. Statements to one destination
+    /// are combined into runs of up to the location's aggregation factor
+    /// (ARMI's message aggregation): typed and held by value within the
+    /// rank, the core's `Tell` runs across ranks. A run goes when it is full,
+    /// when a request of another kind goes to the same destination, and
+    /// whenever this location is about to receive, wait or poll
+    /// ([`flush_out`](Self::flush_out)) — so it never waits for a run that
+    /// was not sent, and quiescence counts every statement.
+    pub(super) fn statement<T, M>(&self, dest: usize, object: u32, msg: M)
+    where
+        T: Handler<M>,
+        T::Context: HandlerContext,
+        M: Remote,
+    {
+        self.check_dest::<M>(dest);
+        self.check_accepts(dest, object, M::ID, M::NAME);
+        let cap = self.aggregation();
+        if cap <= 1 {
+            self.send_now::<T, M>(dest, object, msg);
+            return;
+        }
+        let local = dest / self.inner.per_rank == self.inner.rank;
+        let mut st = self.state();
+        if st.out.len() <= dest {
+            let n = self.count();
+            st.out.resize_with(n, || None);
+        }
+        if local {
+            if let Some(Open::Typed { object: o, call }) = &mut st.out[dest] {
+                if *o == object {
+                    if let Some(run) = call.as_any_mut().downcast_mut::<RunOf<T, M>>() {
+                        run.msgs.push(msg);
+                        if run.msgs.len() >= cap {
+                            let full = st.out[dest].take();
+                            drop(st);
+                            self.send_open(dest, full);
+                            self.world().flush();
+                        }
+                        return;
+                    }
+                }
+            }
+            let run = Open::Typed {
+                object,
+                call: Box::new(RunOf::<T, M>::new(msg, cap.min(1024))),
+            };
+            let old = st.out[dest].replace(run);
+            if old.is_none() {
+                st.dirty.push(dest);
+            }
+            drop(st);
+            // The earlier run goes first (the new one is only buffered).
+            self.send_open(dest, old);
+            return;
+        }
+        let to = LocationId::new(dest as u32);
+        let ends = self.conv().ends(to);
+        let open = &mut st.out[dest];
+        if open.is_none() {
+            *open = Some(Open::Wire {
+                frames: FrameBuf::new(),
+                count: 0,
+            });
+            st.dirty.push(dest);
+        }
+        let Some(Open::Wire { frames, count }) = &mut st.out[dest] else {
+            unreachable!("a destination of another rank gets frames")
+        };
+        if let Err(e) = frames.tell(ends, u64::from(object), M::ID, &msg) {
+            panic!(
+                "tutti::rmi: `{}` for location {dest} cannot be serialized: {e}",
+                M::NAME
+            );
+        }
+        *count += 1;
+        if *count >= cap || frames.len() >= WIRE_BYTES {
+            let full = st.out[dest].take();
+            drop(st);
+            self.send_open(dest, full);
+            self.world().flush();
+        }
+    }
+
+    /// Sends every run this location has built (before it receives, waits,
+    /// polls or takes part in a collective).
+    pub(super) fn flush_out(&self) {
+        let mut st = self.state();
+        if st.dirty.is_empty() {
+            return;
+        }
+        let dirty = std::mem::take(&mut st.dirty);
+        let runs: Vec<(usize, Option<Open>)> =
+            dirty.iter().map(|&d| (d, st.out[d].take())).collect();
+        st.dirty = dirty;
+        st.dirty.clear();
+        drop(st);
+        for (dest, open) in runs {
+            self.send_open(dest, open);
+        }
+    }
+
+    /// Sends the run built for `dest` now (before a request of another kind
+    /// to it).
+    fn flush_dest(&self, dest: usize) {
+        let open = {
+            let mut st = self.state();
+            st.out.get_mut(dest).and_then(Option::take)
+        };
+        self.send_open(dest, open);
+    }
+
+    /// Sends a run taken out of the outgoing table.
+    fn send_open(&self, dest: usize, open: Option<Open>) {
+        let to = LocationId::new(dest as u32);
+        match open {
+            None => {}
+            Some(Open::Typed { object, call }) => {
+                let req = Request {
+                    object,
+                    corr: 0,
+                    call,
+                    chain: None,
+                };
+                if let Err(e) = self.world().send(to, req) {
+                    panic!("tutti::rmi: cannot send to location {dest}: {e}");
+                }
+            }
+            Some(Open::Wire { mut frames, .. }) => {
+                if let Err(e) = self.conv().send(to, &mut frames) {
+                    panic!("tutti::rmi: cannot send to location {dest}: {e}");
+                }
+            }
+        }
+    }
+
+    /// One statement, not aggregated (aggregation factor 1).
+    fn send_now<T, M>(&self, dest: usize, object: u32, msg: M)
+    where
+        T: Handler<M>,
+        T::Context: HandlerContext,
+        M: Remote,
+    {
+        let to = LocationId::new(dest as u32);
+        if dest / self.inner.per_rank == self.inner.rank {
+            let req = Request {
+                object,
+                corr: 0,
+                call: Box::new(Invoke::<T, M>::new(msg)),
+                chain: None,
+            };
+            if let Err(e) = self.world().send(to, req) {
+                panic!("tutti::rmi: cannot send to location {dest}: {e}");
+            }
+        } else if let Err(e) = self.conv().tell(to, u64::from(object), M::ID, &msg) {
+            panic!(
+                "tutti::rmi: cannot send `{}` to location {dest}: {e}",
+                M::NAME
+            );
+        }
+    }
+
+    #[track_caller]
+    fn check_dest<M: Remote>(&self, dest: usize) {
+        let count = self.count();
+        if dest >= count {
+            panic!(
+                "tutti::rmi: `{}` sent to location {dest}, but the world has {count} locations",
+                M::NAME
+            );
+        }
+    }
+
+    /// Queues a statement to this location itself (run by `run_own`).
+    pub(super) fn queue_own<T, M>(&self, object: u32, msg: M)
+    where
+        T: Handler<M>,
+        T::Context: HandlerContext,
+        M: Remote,
+    {
+        let req = Request {
+            object,
+            corr: 0,
+            call: Box::new(Invoke::<T, M>::new(msg)),
+            chain: None,
+        };
+        self.state().own.push_back(req);
+    }
+
+    /// Sends a question (`sync_rmi`) for object `object` of type `T` to
+    /// `dest` and returns its correlation id in the location's pending table.
+    /// To itself into its own queue, within the rank as a typed value, across
+    /// ranks as the core's frames (after whatever statements to `dest` are
+    /// buffered: issue order).
+    pub(super) fn question<T, M>(
         &self,
         dest: usize,
         object: u32,
-        ask: bool,
         chain: Option<Arc<Chain>>,
         msg: M,
     ) -> u64
@@ -48,24 +252,15 @@ impl Location {
         T::Context: HandlerContext,
         M: Remote,
     {
-        let count = self.count();
-        if dest >= count {
-            panic!(
-                "tutti::rmi: `{}` sent to location {dest}, but the world has {count} locations",
-                M::NAME
-            );
-        }
+        self.check_dest::<M>(dest);
         let to = LocationId::new(dest as u32);
         let me = self.id();
         if dest != me {
             self.check_accepts(dest, object, M::ID, M::NAME);
+            self.flush_dest(dest);
         }
         if dest == me || dest / self.inner.per_rank == self.inner.rank {
-            let corr = if ask {
-                self.conv().pending().open(to)
-            } else {
-                0
-            };
+            let corr = self.conv().pending().open(to);
             let req = Request {
                 object,
                 corr,
@@ -81,17 +276,13 @@ impl Location {
         }
         let conv = self.conv();
         let target = u64::from(object);
-        let sent = if ask {
-            let ends = conv.ends(to);
-            conv.ask_with(to, |corr, buf| {
-                if let Some(c) = &chain {
-                    buf.control(ends, CHAIN, 0, &c.links())?;
-                }
-                buf.ask(ends, target, M::ID, corr, &msg)
-            })
-        } else {
-            conv.tell(to, target, M::ID, &msg).map(|()| 0)
-        };
+        let ends = conv.ends(to);
+        let sent = conv.ask_with(to, |corr, buf| {
+            if let Some(c) = &chain {
+                buf.control(ends, CHAIN, 0, &c.links())?;
+            }
+            buf.ask(ends, target, M::ID, corr, &msg)
+        });
         match sent {
             Ok(corr) => corr,
             Err(CallError::Encode(e)) => panic!(
