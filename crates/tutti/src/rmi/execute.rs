@@ -3,16 +3,17 @@
 //! carries runs before it counts as handled), the location's own queue, the
 //! deferred requests, and serving while waiting for something else.
 
-use std::any::{Any, TypeId};
+use std::any::Any;
 use std::future::{poll_fn, Future};
 use std::pin::{pin, Pin};
 use std::task::Poll;
 
-use super::admission::{Admitted, Entry, MethodFrame};
-use super::request::{invoke, Call, Outcome, Rep, Request};
-use super::{HandlerContext, Location};
+use super::admission::{Admitted, Entry};
+use super::request::{Call, Outcome, Rep, Request};
+use super::wire::Open;
+use super::Location;
 use crate::loom::Ordering;
-use crate::msg::{Handler, Remote, Spare};
+use crate::msg::Spare;
 use crate::world::{Delivery, LocationId};
 
 impl Location {
@@ -124,7 +125,21 @@ impl Location {
             // One lock to take the request, its representative and its frame.
             let admitted = {
                 let mut st = self.state();
-                match st.own.pop_front() {
+                let next = match st.own.pop_front() {
+                    Some(req) => Some(req),
+                    // The run of statements to itself being built joins the
+                    // queue: all of them run before anything is received.
+                    None => match st.out.get_mut(me.index()).and_then(Option::take) {
+                        Some(Open::Typed { object, call }) => Some(Request {
+                            object,
+                            corr: 0,
+                            call,
+                            chain: None,
+                        }),
+                        _ => None,
+                    },
+                };
+                match next {
                     Some(req) => self.admit(st, me, req),
                     None => return n,
                 }
@@ -158,78 +173,6 @@ impl Location {
                 Ok(v) => return v,
                 Err(d) => self.handle(d).await,
             }
-        }
-    }
-
-    /// An `async_rmi` to this location itself: executed at once, in place and
-    /// typed (no queue, no box) if nothing may run before it — no request of
-    /// its own waits, nothing is deferred, its representative is free and the
-    /// nesting limit allows one more level; else queued, to run in order.
-    pub(super) async fn run_here<T, M>(&self, object: u32, msg: M)
-    where
-        T: Handler<M>,
-        T::Context: HandlerContext,
-        M: Remote,
-    {
-        let rep = {
-            let mut st = self.state();
-            let depth = self.inner.depth.load(Ordering::Relaxed);
-            let free = st.own.is_empty()
-                && st.deferred.is_empty()
-                && depth < self.inner.max_depth.load(Ordering::Relaxed);
-            match st.objects.get_mut(object as usize) {
-                Some(slot) if free && slot.type_id == TypeId::of::<T>() => {
-                    match std::mem::replace(&mut slot.entry, Entry::Busy) {
-                        Entry::Here(rep) => {
-                            st.stack.push(MethodFrame {
-                                object,
-                                waiting: None,
-                            });
-                            self.inner.depth.store(depth + 1, Ordering::Relaxed);
-                            Some(rep)
-                        }
-                        other => {
-                            slot.entry = other;
-                            None
-                        }
-                    }
-                }
-                _ => None,
-            }
-        };
-        let Some(rep) = rep else {
-            self.queue_own::<T, M>(object, msg);
-            return;
-        };
-        let mut out: Outcome = None;
-        let mut start = Some((msg, rep));
-        let running = poll_fn(|cx| {
-            let (msg, rep) = start.take().expect("a method starts once");
-            let mut spare = Spare::default();
-            // SAFETY: as in `run_entered`: `out` outlives the method and is
-            // not read before it has completed.
-            Poll::Ready(unsafe { invoke::<T, M>(msg, rep, self, &mut out, &mut spare, cx) })
-        })
-        .await;
-        if let Some(mut running) = running {
-            poll_fn(|cx| running.poll(cx)).await;
-        }
-        let Some((rep, _)) = out.take() else {
-            unreachable!("a method that returned left its outcome")
-        };
-        let deferred = {
-            let mut st = self.state();
-            st.stack.pop();
-            st.objects[object as usize].entry = Entry::Here(rep);
-            !st.deferred.is_empty()
-        };
-        let depth = self.inner.depth.load(Ordering::Relaxed);
-        self.inner.depth.store(depth - 1, Ordering::Relaxed);
-        let executed = self.inner.executed.load(Ordering::Relaxed);
-        self.inner.executed.store(executed + 1, Ordering::Relaxed);
-        if deferred {
-            // Boxed, as rare: keeps `async_rmi`'s future small.
-            Box::pin(self.drain_deferred()).await;
         }
     }
 }

@@ -422,11 +422,7 @@ impl Location {
         T::Context: HandlerContext,
         M: Remote,
     {
-        if dest == self.id() {
-            self.run_here::<T, M>(h.id(), msg).await;
-        } else {
-            self.statement::<T, M>(dest, h.id(), msg);
-        }
+        self.statement::<T, M>(dest, h.id(), msg);
         self.counted_call().await;
     }
 
@@ -478,11 +474,7 @@ impl Location {
         M: Remote + Clone,
     {
         for dest in 0..self.count() {
-            if dest == self.id() {
-                self.queue_own::<T, M>(h.id(), msg.clone());
-            } else {
-                self.statement::<T, M>(dest, h.id(), msg.clone());
-            }
+            self.statement::<T, M>(dest, h.id(), msg.clone());
         }
         self.counted_call().await;
     }

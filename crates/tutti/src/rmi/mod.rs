@@ -134,8 +134,23 @@
 //! A request to the sender's own location goes into its own queue; to another
 //! location of the same rank it moves through the world as a typed value; to a
 //! location of another rank it is encoded with the `msg` codec and its bytes
-//! travel through the world (aggregated like any message, and counted by the
-//! quiescence detection, so [`Location::fence`] stays exact):
+//! travel through the world (counted by the quiescence detection, so
+//! [`Location::fence`] stays exact).
+//!
+//! **Aggregation** ([`Location::set_aggregation`], ARMI's aggregation factor):
+//! consecutive statements (`async_rmi`, `broadcast_rmi`) from one location to
+//! one destination, for one object and message type, are combined into a
+//! *run* — held by value as a typed `Vec` of the messages within the rank
+//! (and for the location itself), or the core's `Tell` run across ranks. A
+//! run is one message and one admission at its destination: its methods run
+//! one after the other in one future, with no lock, allocation or decode
+//! header per statement. A run goes when it holds the factor's number of
+//! statements, before a request of another kind to the same destination (issue
+//! order), and whenever the location receives, waits, polls or enters a
+//! collective — so nothing waits in a buffer while its sender waits, and
+//! `fence` counts every statement. A location's statements to itself run at
+//! its next such call (the automatic poll included), before anything it
+//! receives.
 //!
 //! Across ranks RMI speaks the request/reply core ([`crate::call`]), as
 //! distributed actors do: each location has a conversation over its world

@@ -61,34 +61,44 @@ impl Location {
         T::Context: HandlerContext,
         M: Remote,
     {
-        self.check_dest::<M>(dest);
-        self.check_accepts(dest, object, M::ID, M::NAME);
         let cap = self.aggregation();
+        let mut st = self.state();
+        // The common case: the open run to `dest` continues (its destination,
+        // object and message type were checked when it was opened).
+        if let Some(Some(Open::Typed { object: o, call })) = st.out.get_mut(dest) {
+            if *o == object {
+                if let Some(run) = call.as_any_mut().downcast_mut::<RunOf<T, M>>() {
+                    run.msgs.push(msg);
+                    if run.msgs.len() >= cap {
+                        let full = st.out[dest].take();
+                        drop(st);
+                        self.send_open(dest, full, true);
+                    }
+                    return;
+                }
+            }
+        }
+        drop(st);
+        self.check_dest::<M>(dest);
+        let me = self.id();
+        if dest != me {
+            self.check_accepts(dest, object, M::ID, M::NAME);
+        }
         if cap <= 1 {
-            self.send_now::<T, M>(dest, object, msg);
+            if dest == me {
+                self.queue_own::<T, M>(object, msg);
+            } else {
+                self.send_now::<T, M>(dest, object, msg);
+            }
             return;
         }
-        let local = dest / self.inner.per_rank == self.inner.rank;
+        let typed = dest == me || dest / self.inner.per_rank == self.inner.rank;
         let mut st = self.state();
         if st.out.len() <= dest {
             let n = self.count();
             st.out.resize_with(n, || None);
         }
-        if local {
-            if let Some(Open::Typed { object: o, call }) = &mut st.out[dest] {
-                if *o == object {
-                    if let Some(run) = call.as_any_mut().downcast_mut::<RunOf<T, M>>() {
-                        run.msgs.push(msg);
-                        if run.msgs.len() >= cap {
-                            let full = st.out[dest].take();
-                            drop(st);
-                            self.send_open(dest, full);
-                            self.world().flush();
-                        }
-                        return;
-                    }
-                }
-            }
+        if typed {
             let run = Open::Typed {
                 object,
                 call: Box::new(RunOf::<T, M>::new(msg, cap.min(1024))),
@@ -99,7 +109,7 @@ impl Location {
             }
             drop(st);
             // The earlier run goes first (the new one is only buffered).
-            self.send_open(dest, old);
+            self.send_open(dest, old, false);
             return;
         }
         let to = LocationId::new(dest as u32);
@@ -125,8 +135,7 @@ impl Location {
         if *count >= cap || frames.len() >= WIRE_BYTES {
             let full = st.out[dest].take();
             drop(st);
-            self.send_open(dest, full);
-            self.world().flush();
+            self.send_open(dest, full, true);
         }
     }
 
@@ -144,25 +153,27 @@ impl Location {
         st.dirty.clear();
         drop(st);
         for (dest, open) in runs {
-            self.send_open(dest, open);
+            self.send_open(dest, open, false);
         }
     }
 
     /// Sends the run built for `dest` now (before a request of another kind
     /// to it).
-    fn flush_dest(&self, dest: usize) {
+    pub(super) fn flush_dest(&self, dest: usize) {
         let open = {
             let mut st = self.state();
             st.out.get_mut(dest).and_then(Option::take)
         };
-        self.send_open(dest, open);
+        self.send_open(dest, open, false);
     }
 
-    /// Sends a run taken out of the outgoing table.
-    fn send_open(&self, dest: usize, open: Option<Open>) {
+    /// Sends a run taken out of the outgoing table: to this location itself
+    /// into its own queue, else through the world (at once if it is `full`:
+    /// the run is the aggregate, the world need not hold it back).
+    fn send_open(&self, dest: usize, open: Option<Open>, full: bool) {
         let to = LocationId::new(dest as u32);
         match open {
-            None => {}
+            None => return,
             Some(Open::Typed { object, call }) => {
                 let req = Request {
                     object,
@@ -170,6 +181,10 @@ impl Location {
                     call,
                     chain: None,
                 };
+                if dest == self.id() {
+                    self.state().own.push_back(req);
+                    return;
+                }
                 if let Err(e) = self.world().send(to, req) {
                     panic!("tutti::rmi: cannot send to location {dest}: {e}");
                 }
@@ -179,6 +194,9 @@ impl Location {
                     panic!("tutti::rmi: cannot send to location {dest}: {e}");
                 }
             }
+        }
+        if full {
+            self.world().flush();
         }
     }
 
@@ -257,8 +275,8 @@ impl Location {
         let me = self.id();
         if dest != me {
             self.check_accepts(dest, object, M::ID, M::NAME);
-            self.flush_dest(dest);
         }
+        self.flush_dest(dest);
         if dest == me || dest / self.inner.per_rank == self.inner.rank {
             let corr = self.conv().pending().open(to);
             let req = Request {
