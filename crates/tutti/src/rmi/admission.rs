@@ -55,21 +55,11 @@ impl Methods {
                 return Ok(());
             }
             let run = crate::call::Run::of(frame).map_err(|e| e.to_string())?;
-            let (count, mut rest) = run.remaining();
-            let mut envelopes = Vec::with_capacity(count as usize);
-            let mut bad = None;
-            for _ in 0..count {
-                match table.tell_prefix(h.msg, rest, frame.max_depth()) {
-                    Ok((envelope, after)) => {
-                        rest = after;
-                        envelopes.push(envelope);
-                    }
-                    Err(e) => {
-                        bad = Some(e.to_string());
-                        break;
-                    }
-                }
-            }
+            let (count, bytes) = run.remaining();
+            let (batch, rest, bad) = table
+                .batch(h.msg, bytes, count, frame.max_depth())
+                .map_err(|e| e.to_string())?;
+            let mut bad = bad.map(|e| e.to_string());
             if bad.is_none() && !rest.is_empty() {
                 bad = Some(format!(
                     "a run of {count} \"{name}\" messages with {} bytes after them",
@@ -77,8 +67,8 @@ impl Methods {
                 ));
             }
             // The statements before a bad one still run.
-            if !envelopes.is_empty() {
-                out.push(Box::new(DecodedRun::<T> { envelopes, name }));
+            if batch.len > 0 {
+                out.push(Box::new(DecodedRun::<T> { batch, name }));
             }
             bad.map_or(Ok(()), Err)
         };

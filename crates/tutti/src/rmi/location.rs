@@ -517,14 +517,22 @@ impl Location {
     /// buffers first) and returns how many messages it handled (ARMI's
     /// `rmi_poll`).
     pub async fn poll(&self) -> usize {
-        let mut n = self.run_own().await;
         self.flush_out();
+        let n = self.poll_incoming().await;
+        self.flush_out();
+        n
+    }
+
+    /// Executes what has arrived and this location's own requests (the
+    /// automatic poll: runs to other locations being built stay, so that
+    /// they fill up to the aggregation factor).
+    async fn poll_incoming(&self) -> usize {
+        let mut n = self.run_own().await;
         self.world().poll();
         while let Some(d) = self.world().try_recv() {
             self.handle(d).await;
             n += 1 + self.run_own().await;
         }
-        self.flush_out();
         n
     }
 
@@ -639,7 +647,7 @@ impl Location {
             self.inner.calls.store(0, Ordering::Relaxed);
             // Boxed: keeps the futures of the communication calls small (this
             // runs on every n-th call only).
-            Box::pin(self.poll()).await;
+            Box::pin(self.poll_incoming()).await;
         } else {
             self.inner.calls.store(n, Ordering::Relaxed);
         }

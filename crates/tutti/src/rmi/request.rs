@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::task::Context;
 
 use super::{HandlerContext, Location};
+use crate::msg::RunBatch;
 use crate::msg::{Envelope, Handler, Message, RemoteReply, ReplyError, Running, Spare};
 
 /// A representative, type-erased while it sits in its location's table.
@@ -290,10 +291,10 @@ where
 }
 
 /// A run of statements from another rank (one `Tell` frame), decoded by the
-/// object type's [`Dispatch`](crate::msg::Dispatch): executed as a
-/// [`RunOf`] is.
+/// object type's [`Dispatch`](crate::msg::Dispatch) into one batch held by
+/// value (no envelope per statement): executed as a [`RunOf`] is.
 pub(crate) struct DecodedRun<T: crate::msg::Object> {
-    pub(crate) envelopes: Vec<Envelope<T>>,
+    pub(crate) batch: RunBatch<T>,
     /// The message type's stable name.
     pub(crate) name: &'static str,
 }
@@ -312,7 +313,7 @@ where
     }
 
     fn count(&self) -> usize {
-        self.envelopes.len()
+        self.batch.len
     }
 
     fn as_any_mut(&mut self) -> &mut dyn Any {
@@ -327,11 +328,9 @@ where
         spare: &mut Spare,
         cx: &mut Context<'_>,
     ) -> Option<Running> {
-        let envelopes = self.envelopes;
+        let RunBatch { msgs, run, .. } = self.batch;
         let method = move |mut obj: Box<T>, mut ctx: T::Context| async move {
-            for e in envelopes {
-                e.handle(&mut obj, &mut ctx).await;
-            }
+            run(msgs, &mut obj, &mut ctx).await;
             (obj, Box::new(()) as Box<dyn Any + Send>)
         };
         // SAFETY: passed on from the caller.
