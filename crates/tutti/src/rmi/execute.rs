@@ -130,7 +130,7 @@ impl Location {
                     // The run of statements to itself being built joins the
                     // queue: all of them run before anything is received.
                     None => match st.out.get_mut(me.index()).and_then(Option::take) {
-                        Some(Open::Typed { object, call }) => Some(Request {
+                        Some(Open::Typed { object, call, .. }) => Some(Request {
                             object,
                             corr: 0,
                             call,

@@ -200,6 +200,7 @@ impl Location {
     }
 
     /// The location's state (never held across an `.await`).
+    #[inline]
     pub(super) fn state(&self) -> RefMut<'_, State> {
         if CURRENT.with(Cell::get) != Arc::as_ptr(&self.inner) {
             self.not_owner();
@@ -290,6 +291,7 @@ impl Location {
 
     /// This location's aggregation factor (see
     /// [`set_aggregation`](Self::set_aggregation)).
+    #[inline]
     pub fn aggregation(&self) -> usize {
         self.inner.aggregation.load(Ordering::Relaxed)
     }
@@ -423,7 +425,9 @@ impl Location {
         M: Remote,
     {
         self.statement::<T, M>(dest, h.id(), msg);
-        self.counted_call().await;
+        if self.poll_due() {
+            Box::pin(self.poll_incoming()).await;
+        }
     }
 
     /// Calls `msg` on `dest`'s representative of `h` and waits for its reply (a
@@ -638,18 +642,27 @@ impl Location {
 
     /// Counts a communication call and polls on every n-th.
     async fn counted_call(&self) {
+        if self.poll_due() {
+            // Boxed: keeps the futures of the communication calls small (this
+            // runs on every n-th call only).
+            Box::pin(self.poll_incoming()).await;
+        }
+    }
+
+    /// Counts a communication call; whether it is the n-th.
+    #[inline]
+    fn poll_due(&self) -> bool {
         let every = self.inner.poll_every.load(Ordering::Relaxed);
         if every == 0 {
-            return;
+            return false;
         }
         let n = self.inner.calls.load(Ordering::Relaxed) + 1;
         if n >= every {
             self.inner.calls.store(0, Ordering::Relaxed);
-            // Boxed: keeps the futures of the communication calls small (this
-            // runs on every n-th call only).
-            Box::pin(self.poll_incoming()).await;
+            true
         } else {
             self.inner.calls.store(n, Ordering::Relaxed);
+            false
         }
     }
 }

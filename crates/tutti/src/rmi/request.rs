@@ -47,8 +47,7 @@ pub(crate) trait Call: Send + 'static {
     fn count(&self) -> usize {
         1
     }
-    /// For a sender extending an open run of statements in place.
-    fn as_any_mut(&mut self) -> &mut dyn Any;
+
     /// Starts the handler on `rep` (whose type is `object()`) in a reusable block
     /// (`spare`'s, else one of the thread's) and polls it once, in place. When the
     /// handler returns, the representative and the reply are left in `*out`.
@@ -95,10 +94,6 @@ where
 
     fn message(&self) -> &'static str {
         std::any::type_name::<M>()
-    }
-
-    fn as_any_mut(&mut self) -> &mut dyn Any {
-        self
     }
 
     unsafe fn start(
@@ -200,10 +195,6 @@ where
         self.name
     }
 
-    fn as_any_mut(&mut self) -> &mut dyn Any {
-        self
-    }
-
     unsafe fn start(
         self: Box<Self>,
         rep: Rep,
@@ -266,10 +257,6 @@ where
         self.msgs.len()
     }
 
-    fn as_any_mut(&mut self) -> &mut dyn Any {
-        self
-    }
-
     unsafe fn start(
         self: Box<Self>,
         rep: Rep,
@@ -314,10 +301,6 @@ where
 
     fn count(&self) -> usize {
         self.batch.len
-    }
-
-    fn as_any_mut(&mut self) -> &mut dyn Any {
-        self
     }
 
     unsafe fn start(

@@ -16,7 +16,7 @@
 //! notice reaches it, naming the location and rank that rejected its bytes
 //! and the cause.
 
-use std::any::Any;
+use std::any::{Any, TypeId};
 use std::sync::Arc;
 
 use super::request::{Answer as MethodAnswer, Call, Chain, Invoke, Request, Response, RunOf};
@@ -35,7 +35,12 @@ const CHAIN: MsgId = MsgId::from_name("tutti.rmi.Chain");
 pub(super) enum Open {
     /// To another location of this rank: a typed run (a [`RunOf`]), held by
     /// value.
-    Typed { object: u32, call: Box<dyn Call> },
+    Typed {
+        object: u32,
+        /// The type of `call` (a `RunOf<T, M>`).
+        kind: TypeId,
+        call: Box<dyn Call>,
+    },
     /// To another rank: the core's frames (consecutive statements for one
     /// object and message type share one `Tell` run), and how many.
     Wire { frames: FrameBuf, count: usize },
@@ -65,17 +70,24 @@ impl Location {
         let mut st = self.state();
         // The common case: the open run to `dest` continues (its destination,
         // object and message type were checked when it was opened).
-        if let Some(Some(Open::Typed { object: o, call })) = st.out.get_mut(dest) {
-            if *o == object {
-                if let Some(run) = call.as_any_mut().downcast_mut::<RunOf<T, M>>() {
-                    run.msgs.push(msg);
-                    if run.msgs.len() >= cap {
-                        let full = st.out[dest].take();
-                        drop(st);
-                        self.send_open(dest, full, true);
-                    }
-                    return;
+        if let Some(Some(Open::Typed {
+            object: o,
+            kind,
+            call,
+        })) = st.out.get_mut(dest)
+        {
+            if *o == object && *kind == TypeId::of::<RunOf<T, M>>() {
+                // SAFETY: `kind` is the type of the boxed `call`, recorded when
+                // the box was made (below), so the pointer is to a live
+                // `RunOf<T, M>`, borrowed mutably through `st` for this block.
+                let run = unsafe { &mut *(&mut **call as *mut dyn Call).cast::<RunOf<T, M>>() };
+                run.msgs.push(msg);
+                if run.msgs.len() >= cap {
+                    let full = st.out[dest].take();
+                    drop(st);
+                    self.send_open(dest, full, true);
                 }
+                return;
             }
         }
         drop(st);
@@ -101,6 +113,7 @@ impl Location {
         if typed {
             let run = Open::Typed {
                 object,
+                kind: TypeId::of::<RunOf<T, M>>(),
                 call: Box::new(RunOf::<T, M>::new(msg, cap.min(1024))),
             };
             let old = st.out[dest].replace(run);
@@ -174,7 +187,7 @@ impl Location {
         let to = LocationId::new(dest as u32);
         match open {
             None => return,
-            Some(Open::Typed { object, call }) => {
+            Some(Open::Typed { object, call, .. }) => {
                 let req = Request {
                     object,
                     corr: 0,
