@@ -274,7 +274,7 @@ impl Location {
     /// 1 sends each at once), and the world location's factor with it. What
     /// is buffered is sent first. Default: the world's factor, except
     /// in-process, where the world's default is none and RMI's is
-    /// [`DEFAULT_AGGREGATION`]. Buffered statements go whenever this location
+    /// [`DEFAULT_AGGREGATION`](super::DEFAULT_AGGREGATION). Buffered statements go whenever this location
     /// receives, waits, polls or takes part in a collective.
     ///
     /// # Panics

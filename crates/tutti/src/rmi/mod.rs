@@ -152,7 +152,7 @@
 //! its next such call (the automatic poll included), before anything it
 //! receives.
 //!
-//! Across ranks RMI speaks the request/reply core ([`crate::call`]), as
+//! Across ranks RMI speaks the request/reply core (`call`, crate-internal), as
 //! distributed actors do: each location has a conversation over its world
 //! location, with the core's correlation ids, pending table and framing.
 //!
@@ -179,7 +179,7 @@
 //!
 //! **Bad bytes** from another rank — a broken frame, a request for an object
 //! never registered or a message type its object does not accept, a payload
-//! that does not decode — follow the core's one policy (see [`crate::call`]):
+//! that does not decode — follow the core's one policy (see the `call` module):
 //! the receiving location rejects them, reports them on stderr naming the
 //! sender, its rank and the cause, and goes on, losing nothing else (the other
 //! requests of the same arrival still run). The sender is told: a rejected
