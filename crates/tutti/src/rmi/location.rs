@@ -264,7 +264,11 @@ impl Location {
 
     /// Executes incoming requests automatically every `n`-th communication call
     /// (`async_rmi`, `sync_rmi`, `broadcast_rmi`); 0 turns it off. Default
-    /// [`DEFAULT_POLL_EVERY`].
+    /// [`DEFAULT_POLL_EVERY`]. Unlike [`poll`](Self::poll), the automatic
+    /// poll leaves the runs of statements being built for other locations to
+    /// fill up to the aggregation factor: a loop that only issues `async_rmi`s
+    /// and waits for their effect must call `poll`, `wait` or `fence` (as in
+    /// ARMI, where aggregation buffers go when full or on those calls).
     pub fn set_poll_every(&self, n: usize) {
         self.inner.poll_every.store(n, Ordering::Relaxed);
     }

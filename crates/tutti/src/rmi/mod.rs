@@ -146,8 +146,9 @@
 //! one after the other in one future, with no lock, allocation or decode
 //! header per statement. A run goes when it holds the factor's number of
 //! statements, before a request of another kind to the same destination (issue
-//! order), and whenever the location receives, waits, polls or enters a
-//! collective — so nothing waits in a buffer while its sender waits, and
+//! order), and whenever the location receives, waits, polls (explicitly: the
+//! automatic poll leaves them to fill) or enters a collective — so nothing
+//! waits in a buffer while its sender waits, and
 //! `fence` counts every statement. A location's statements to itself run at
 //! its next such call (the automatic poll included), before anything it
 //! receives.
