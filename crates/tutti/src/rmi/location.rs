@@ -19,6 +19,9 @@ use crate::loom::{AtomicUsize, Ordering};
 use crate::msg::{Handler, Object, Remote};
 use crate::world;
 
+/// The automatic poll drives the world's transport every this many times.
+const AUTO_PROGRESS_EVERY: usize = 4;
+
 #[derive(Default)]
 pub(super) struct State {
     /// The methods executing here, innermost last.
@@ -50,6 +53,8 @@ pub(crate) struct Inner {
     /// Poll every n-th communication call (0: never).
     poll_every: AtomicUsize,
     calls: AtomicUsize,
+    /// Automatic polls so far.
+    autos: AtomicUsize,
     /// Statements per destination combined into one message.
     aggregation: AtomicUsize,
     /// Requests executed here so far, and how many of them the last `wait`
@@ -187,6 +192,7 @@ impl Location {
                 max_depth: AtomicUsize::new(DEFAULT_MAX_NESTING),
                 poll_every: AtomicUsize::new(DEFAULT_POLL_EVERY),
                 calls: AtomicUsize::new(0),
+                autos: AtomicUsize::new(0),
                 aggregation: AtomicUsize::new(aggregation),
                 executed: AtomicUsize::new(0),
                 waited: AtomicUsize::new(0),
@@ -430,7 +436,7 @@ impl Location {
     {
         self.statement::<T, M>(dest, h.id(), msg);
         if self.poll_due() {
-            Box::pin(self.poll_incoming()).await;
+            Box::pin(self.poll_incoming(self.auto_drive())).await;
         }
     }
 
@@ -526,17 +532,22 @@ impl Location {
     /// `rmi_poll`).
     pub async fn poll(&self) -> usize {
         self.flush_out();
-        let n = self.poll_incoming().await;
+        let n = self.poll_incoming(true).await;
         self.flush_out();
         n
     }
 
     /// Executes what has arrived and this location's own requests (the
     /// automatic poll: runs to other locations being built stay, so that
-    /// they fill up to the aggregation factor).
-    async fn poll_incoming(&self) -> usize {
+    /// they fill up to the aggregation factor); `drive`: also flush the world
+    /// location and drive its transport (the MPI engine's progress costs
+    /// microseconds: the automatic poll does it every
+    /// [`AUTO_PROGRESS_EVERY`]-th time only).
+    async fn poll_incoming(&self, drive: bool) -> usize {
         let mut n = self.run_own().await;
-        self.world().poll();
+        if drive {
+            self.world().poll();
+        }
         while let Some(d) = self.world().try_recv() {
             self.handle(d).await;
             n += 1 + self.run_own().await;
@@ -649,8 +660,15 @@ impl Location {
         if self.poll_due() {
             // Boxed: keeps the futures of the communication calls small (this
             // runs on every n-th call only).
-            Box::pin(self.poll_incoming()).await;
+            Box::pin(self.poll_incoming(self.auto_drive())).await;
         }
+    }
+
+    /// Whether this automatic poll drives the transport.
+    fn auto_drive(&self) -> bool {
+        let n = self.inner.autos.load(Ordering::Relaxed) + 1;
+        self.inner.autos.store(n, Ordering::Relaxed);
+        n % AUTO_PROGRESS_EVERY == 0
     }
 
     /// Counts a communication call; whether it is the n-th.
