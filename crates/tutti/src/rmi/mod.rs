@@ -197,6 +197,7 @@ mod execute;
 mod handle;
 mod local;
 mod location;
+mod owner;
 mod request;
 mod wire;
 
@@ -290,7 +291,7 @@ where
         let loc = Location::new(wloc);
         let closing = loc.share();
         // The location's endpoint is owned by this task (see `Owned`).
-        let scope = location::OwnerScope::of(&loc);
+        let scope = owner::OwnerScope::of(&loc);
         let fut = body(loc);
         scope.run(async move {
             let out = fut.await;
