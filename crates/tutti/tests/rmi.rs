@@ -35,6 +35,7 @@ const BODIES: &[(&str, Body)] = &[
     ("update_and_unregister", update_unregister),
     ("large_arguments_and_replies", large_values),
     ("ping_pong_with_wait", ping_pong_with_wait),
+    ("wait_counts_requests_that_already_ran", wait_after_poll),
 ];
 
 fn main() {
@@ -612,6 +613,44 @@ fn ping_pong_with_wait(w: &World) {
                 loc.wait().await;
             }
             assert_eq!(loc.local(&h).0, mine, "location {me}");
+        }
+        loc.fence().await;
+    });
+}
+
+/// ARMI's `rmi_wait`: `wait` waits for the next request *since the previous
+/// wait or fence*. A request that already ran inside a `poll` counts, so the
+/// `wait` after it returns at once (before, it waited for a new message that
+/// never came: the timeout below fails the test); the next `wait` then waits
+/// for the next request.
+fn wait_after_poll(w: &World) {
+    rmi::run(w, |mut loc| async move {
+        let h = loc.register(Counter::default()).await.unwrap();
+        let sender = loc.count() - 1;
+        if loc.id() == sender {
+            loc.async_rmi(0, &h, Add(1)).await;
+            loc.world().flush();
+        }
+        if loc.id() == 0 {
+            while loc.local(&h).0 == 0 {
+                loc.poll().await;
+            }
+            let waited = tutti::timeout(std::time::Duration::from_secs(20), loc.wait()).await;
+            assert!(
+                waited.is_ok(),
+                "wait did not count the request that ran in poll"
+            );
+        }
+        loc.barrier().await;
+        if loc.id() == sender {
+            loc.async_rmi(0, &h, Add(1)).await;
+            loc.world().flush();
+        }
+        if loc.id() == 0 {
+            // Waits for the second request (or returns at once if the barrier
+            // already ran it).
+            loc.wait().await;
+            assert_eq!(loc.local(&h).0, 2);
         }
         loc.fence().await;
     });

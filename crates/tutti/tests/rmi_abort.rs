@@ -9,7 +9,11 @@
 //! limit), `deadlock` (a chain comes back to a representative held on the other
 //! rank), `bytes` (location 0 sends the first location of rank 1 bytes that are
 //! not an RMI message), `payload` (a well-formed request frame whose payload
-//! does not decode as its message type).
+//! does not decode as its message type). Bad bytes follow the request/reply
+//! core's policy: the receiving location rejects them (and says so on stderr)
+//! and goes on; the *sending* location panics when the rejection notice
+//! reaches it, naming the location and rank that rejected them and the cause
+//! — in-process too (tested here).
 
 mod watchdog;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -76,6 +80,60 @@ fn ring(w: &World, levels: usize, hops: u32, max_nesting: usize) {
     });
 }
 
+/// The location bad bytes go to: the first of rank 1 (under MPI), else the
+/// last location of this process.
+fn victim(loc: &Location) -> usize {
+    let per_rank = loc.world().world().locations_per_rank();
+    if per_rank < loc.count() {
+        per_rank
+    } else {
+        loc.count() - 1
+    }
+}
+
+/// Location 0 sends `victim` bytes that are not an RMI message at all.
+fn bad_bytes(w: &World) {
+    rmi::run(w, |loc| async move {
+        if loc.id() == 0 {
+            let to = LocationId::new(victim(&loc) as u32);
+            loc.world()
+                .send_bytes(to, b"TUTI but not an RMI message".to_vec())
+                .unwrap();
+        }
+        loc.barrier().await;
+    });
+}
+
+/// Location 0 sends `victim` a well-formed request frame whose payload is not
+/// a `Relay`.
+fn bad_payload(w: &World) {
+    rmi::run(w, |loc| async move {
+        let h = loc
+            .register(Ring {
+                level: 0,
+                all: Vec::new(),
+            })
+            .await
+            .unwrap();
+        let victim = victim(&loc);
+        if loc.id() == 0 {
+            let head = Header {
+                src: 0,
+                dst: victim as u32,
+                msg: Relay::ID,
+                target: h.id() as u64,
+                ..Header::new(FrameKind::Tell)
+            };
+            let mut bytes = Vec::new();
+            encode_raw_frame(&head, &[0xff, 0xff, 0xff], &mut bytes).unwrap();
+            loc.world()
+                .send_bytes(LocationId::new(victim as u32), bytes)
+                .unwrap();
+        }
+        loc.barrier().await;
+    });
+}
+
 fn main() {
     let launched = tutti::world::launched_by_mpi();
     if !launched {
@@ -90,45 +148,8 @@ fn main() {
         // One level: the chain comes back to location 1's only object, held
         // by the method that waits for it.
         "deadlock" => ring(&world, 1, 5, 16),
-        "bytes" => {
-            rmi::run(&world, |loc| async move {
-                let first_of_rank_1 = loc.world().world().locations_per_rank();
-                if loc.id() == 0 {
-                    let to = LocationId::new(first_of_rank_1 as u32);
-                    loc.world()
-                        .send_bytes(to, b"TUTI but not an RMI message".to_vec())
-                        .unwrap();
-                }
-                loc.barrier().await;
-            });
-        }
-        "payload" => {
-            rmi::run(&world, |loc| async move {
-                let h = loc
-                    .register(Ring {
-                        level: 0,
-                        all: Vec::new(),
-                    })
-                    .await
-                    .unwrap();
-                let first_of_rank_1 = loc.world().world().locations_per_rank();
-                if loc.id() == 0 {
-                    // A well-formed frame whose payload is not a `Relay`.
-                    let head = Header {
-                        src: 0,
-                        dst: first_of_rank_1 as u32,
-                        msg: Relay::ID,
-                        target: h.id() as u64,
-                        ..Header::new(FrameKind::Tell)
-                    };
-                    let mut bytes = Vec::new();
-                    encode_raw_frame(&head, &[0xff, 0xff, 0xff], &mut bytes).unwrap();
-                    let to = LocationId::new(first_of_rank_1 as u32);
-                    loc.world().send_bytes(to, bytes).unwrap();
-                }
-                loc.barrier().await;
-            });
-        }
+        "bytes" => bad_bytes(&world),
+        "payload" => bad_payload(&world),
         other => {
             panic!("TUTTI_RMI_ABORT={other:?}: expected nesting, deadlock, bytes or payload")
         }
@@ -158,5 +179,21 @@ fn in_process() {
     );
     let t = text(&|| ring(&world(), 1, 5, 16));
     assert!(t.contains("deadlock") && t.contains("Relay"), "{t}");
-    println!("rmi_abort: the nesting limit and a deadlocking chain are clear errors");
+    // Bad bytes: the receiving location rejects them and goes on; the
+    // location that sent them panics when the notice reaches it.
+    let t = text(&|| bad_bytes(&world()));
+    assert!(
+        t.contains(
+            "location 0 (rank 0): location 1 (rank 0) rejected what this location sent it: "
+        ) && t.contains("truncated"),
+        "{t}"
+    );
+    let t = text(&|| bad_payload(&world()));
+    assert!(
+        t.contains(
+            "location 0 (rank 0): location 1 (rank 0) rejected what this location sent it: "
+        ) && t.contains("cannot decode a \"tests.rmi_abort.Relay\" message"),
+        "{t}"
+    );
+    println!("rmi_abort: the nesting limit, a deadlocking chain and bad bytes are clear errors");
 }

@@ -95,7 +95,7 @@ impl Handler<Pong> for Player {
 /// Returns the time and whether every ping and pong arrived.
 fn one(world: &World, factor: usize, k: u64, rounds: u64) -> Run {
     let out = rmi::run(world, move |mut loc| async move {
-        loc.world().set_aggregation(factor);
+        loc.set_aggregation(factor);
         let Ok(h) = loc
             .register(Player {
                 me: None,

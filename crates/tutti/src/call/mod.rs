@@ -91,9 +91,7 @@ mod world;
 #[cfg(all(test, not(loom)))]
 mod tests;
 
-// What rmi's runs and typed answers use is landed with the core, ahead of rmi.
-#[allow(unused_imports)]
-pub(crate) use conversation::{with_scratch, Conversation, Receive, Received};
+pub(crate) use conversation::{Conversation, Received};
 pub(crate) use error::{BadFrame, CallError, Refusal};
 pub(crate) use link::{Link, LinkError};
 #[allow(unused_imports)]

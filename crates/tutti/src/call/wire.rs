@@ -42,7 +42,7 @@ impl FrameBuf {
     }
 
     /// Whether no frame has been written since the last [`clear`](Self::clear).
-    #[allow(dead_code)] // rmi (its runs and typed answers) moves onto the core next
+    #[cfg_attr(not(test), allow(dead_code))] // the core's tests read it
     pub(crate) fn is_empty(&self) -> bool {
         self.buf.is_empty()
     }
@@ -62,13 +62,6 @@ impl FrameBuf {
     pub(crate) fn finish(&mut self) -> &[u8] {
         self.seal();
         &self.buf
-    }
-
-    /// Moves the complete frames out, leaving the buffer empty.
-    #[allow(dead_code)] // rmi (its runs and typed answers) moves onto the core next
-    pub(crate) fn take(&mut self) -> Vec<u8> {
-        self.seal();
-        std::mem::take(&mut self.buf)
     }
 
     /// Finishes the open `Tell` frame, if any.
@@ -215,14 +208,13 @@ impl FrameBuf {
 /// decoded one at a time: each is checked as it is taken, and a run that claims
 /// more messages than it holds, or holds more bytes than its messages, is an
 /// error at its end.
-#[allow(dead_code)] // rmi (its runs and typed answers) moves onto the core next
 pub(crate) struct Run<'a> {
     rest: &'a [u8],
     left: u64,
+    #[cfg_attr(not(test), allow(dead_code))] // the core's tests read it
     max_depth: u32,
 }
 
-#[allow(dead_code)] // rmi (its runs and typed answers) moves onto the core next
 impl<'a> Run<'a> {
     /// The run of `frame`, a `Tell` frame (an `Ask` frame is a run of one).
     pub(crate) fn of(frame: &Frame<'a>) -> Result<Run<'a>, CodecError> {
@@ -245,17 +237,19 @@ impl<'a> Run<'a> {
     }
 
     /// Messages not yet taken.
+    #[cfg_attr(not(test), allow(dead_code))] // the core's tests read it
     pub(crate) fn len(&self) -> usize {
         self.left as usize
     }
 
     /// Whether every message has been taken.
-    #[allow(dead_code)] // rmi (its runs and typed answers) moves onto the core next
+    #[allow(dead_code)] // len()'s companion
     pub(crate) fn is_empty(&self) -> bool {
         self.left == 0
     }
 
     /// The next message; after the last, an error if bytes are left over.
+    #[cfg_attr(not(test), allow(dead_code))] // the core's tests read it
     pub(crate) fn next_message<M: DeserializeOwned>(&mut self) -> Option<Result<M, CodecError>> {
         if self.left == 0 {
             if self.rest.is_empty() {
@@ -283,7 +277,6 @@ impl<'a> Run<'a> {
     }
 
     /// The undecoded rest as owned bytes with its count (to decode later).
-    #[allow(dead_code)] // rmi (its runs and typed answers) moves onto the core next
     pub(crate) fn remaining(&self) -> (u64, &'a [u8]) {
         (self.left, self.rest)
     }

@@ -2,6 +2,7 @@
 //! `Handler` call a local `tell`/`ask` makes, and the reply back into bytes. The design
 //! and an example are on [`Dispatch`].
 
+use std::any::Any;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
@@ -17,9 +18,67 @@ use super::{Envelope, Handle, Handler, MsgId, NoReply, Object, Remote, Reply};
 type TellFn<O> = fn(&Frame<'_>) -> Result<Envelope<O>, CodecError>;
 /// Decodes an `Ask` frame's payload into an envelope with a reply slot.
 type AskFn<O> = fn(&Frame<'_>) -> Result<(Envelope<O>, RemoteReply), CodecError>;
+type BatchFn =
+    for<'b> fn(&'b [u8], u64, u32) -> (Box<dyn Any + Send>, usize, &'b [u8], Option<CodecError>);
+/// Runs a decoded batch (a `Vec<M>`, type-erased) on an object: each message's
+/// handler in turn, as one future.
+pub(crate) type BatchRunFn<O> = for<'a> fn(
+    Box<dyn Any + Send>,
+    &'a mut O,
+    &'a mut <O as Object>::Context,
+) -> Pin<Box<dyn Future<Output = ()> + Send + 'a>>;
+
+/// A run of messages of one type decoded for `O` in one go: the messages,
+/// held by value (type-erased), and how to run them.
+pub(crate) struct RunBatch<O: Object> {
+    /// A `Vec<M>`.
+    pub(crate) msgs: Box<dyn Any + Send>,
+    /// How many messages it holds.
+    pub(crate) len: usize,
+    pub(crate) run: BatchRunFn<O>,
+}
 
 fn tell<O: Handler<M>, M: Remote>(frame: &Frame<'_>) -> Result<Envelope<O>, CodecError> {
     Ok(Envelope::new(frame.decode::<M>()?))
+}
+
+fn batch<M: Remote>(
+    mut bytes: &[u8],
+    count: u64,
+    max_depth: u32,
+) -> (Box<dyn Any + Send>, usize, &[u8], Option<CodecError>) {
+    let mut msgs: Vec<M> = Vec::with_capacity(count.min(4096) as usize);
+    let mut bad = None;
+    for _ in 0..count {
+        match codec::decode_prefix::<M>(bytes, max_depth) {
+            Ok((m, rest)) => {
+                msgs.push(m);
+                bytes = rest;
+            }
+            Err(e) => {
+                bad = Some(e);
+                break;
+            }
+        }
+    }
+    let n = msgs.len();
+    (Box::new(msgs), n, bytes, bad)
+}
+
+fn run_batch<'a, O: Handler<M>, M: Remote>(
+    msgs: Box<dyn Any + Send>,
+    obj: &'a mut O,
+    ctx: &'a mut O::Context,
+) -> Pin<Box<dyn Future<Output = ()> + Send + 'a>> {
+    let msgs: Vec<M> = match msgs.downcast::<Vec<M>>() {
+        Ok(v) => *v,
+        Err(_) => unreachable!("a batch is run by the route that decoded it"),
+    };
+    Box::pin(async move {
+        for m in msgs {
+            obj.handle(m, ctx).await;
+        }
+    })
 }
 
 fn ask<O: Handler<M>, M: Remote>(
@@ -34,6 +93,8 @@ struct Route<O: Object> {
     entry: Entry,
     tell: TellFn<O>,
     ask: AskFn<O>,
+    batch: BatchFn,
+    run_batch: BatchRunFn<O>,
 }
 
 impl<O: Object> Clone for Route<O> {
@@ -42,6 +103,8 @@ impl<O: Object> Clone for Route<O> {
             entry: self.entry,
             tell: self.tell,
             ask: self.ask,
+            batch: self.batch,
+            run_batch: self.run_batch,
         }
     }
 }
@@ -205,6 +268,8 @@ impl<O: Object> Dispatch<O> {
             entry: Entry::of::<M>(),
             tell: tell::<O, M>,
             ask: ask::<O, M>,
+            batch: batch::<M>,
+            run_batch: run_batch::<O, M>,
         };
         // The same rules as the world-wide registry.
         let mut check = Registry::new();
@@ -274,6 +339,44 @@ impl<O: Object> Dispatch<O> {
             }
             kind => Err(DispatchError::NotAMessage(kind)),
         }
+    }
+
+    /// Decodes `count` messages of type `id`, each encoded after the other at
+    /// the start of `bytes` (a run of statements), into one [`RunBatch`] held by
+    /// value: no envelope per message. Returns the batch of the messages
+    /// before the first that does not decode (with that error), and the bytes
+    /// after the last decoded.
+    #[allow(clippy::type_complexity)]
+    pub(crate) fn batch<'b>(
+        &self,
+        id: MsgId,
+        bytes: &'b [u8],
+        count: u64,
+        max_depth: u32,
+    ) -> Result<(RunBatch<O>, &'b [u8], Option<DispatchError>), DispatchError> {
+        let route = self.route(id).ok_or(DispatchError::Unhandled {
+            id,
+            object: std::any::type_name::<O>(),
+        })?;
+        let (msgs, len, rest, bad) = (route.batch)(bytes, count, max_depth);
+        let bad = bad.map(|error| DispatchError::Decode {
+            name: route.entry.name(),
+            error,
+        });
+        Ok((
+            RunBatch {
+                msgs,
+                len,
+                run: route.run_batch,
+            },
+            rest,
+            bad,
+        ))
+    }
+
+    /// The stable name of message type `id`, if the table has it.
+    pub(crate) fn name_of(&self, id: MsgId) -> Option<&'static str> {
+        self.route(id).map(|r| r.entry.name())
     }
 
     /// Decodes a `Tell` or `Ask` frame and applies it to `obj` with `ctx`: a future

@@ -109,6 +109,7 @@ mod running;
 
 use std::future::Future;
 
+pub(crate) use dispatch::RunBatch;
 pub use dispatch::{Dispatch, DispatchError, Dispatched, Incoming, RemoteReply, ReplyError};
 pub(crate) use envelope::{AtomicLinkPtr, Link};
 pub use envelope::{Envelope, Parts};

@@ -21,7 +21,8 @@
 //!   anywhere, including those issued by methods to any depth and those still
 //!   in aggregation buffers, has executed (the world's quiescence detection);
 //!   [`poll`](Location::poll) executes what has arrived, [`wait`](Location::wait)
-//!   waits for the next request; every n-th communication call polls
+//!   waits for the next request since the previous `wait` or `fence` (at once
+//!   if one already ran meanwhile); every n-th communication call polls
 //!   ([`Location::set_poll_every`]).
 //!
 //! RMI messages are [`Remote`](crate::msg::Remote) types (serde, with a stable
@@ -133,19 +134,40 @@
 //! A request to the sender's own location goes into its own queue; to another
 //! location of the same rank it moves through the world as a typed value; to a
 //! location of another rank it is encoded with the `msg` codec and its bytes
-//! travel through the world (aggregated like any message, and counted by the
-//! quiescence detection, so [`Location::fence`] stays exact):
+//! travel through the world (counted by the quiescence detection, so
+//! [`Location::fence`] stays exact).
 //!
-//! * a request is a `Tell` (`async_rmi`, `broadcast_rmi`) or `Ask` (`sync_rmi`)
-//!   frame — message id, target object, correlation id — preceded, for a
-//!   `sync_rmi` issued by a method, by a `Control` frame with the chain of
-//!   representatives held by the waiting methods (for the deadlock check);
+//! **Aggregation** ([`Location::set_aggregation`], ARMI's aggregation factor):
+//! consecutive statements (`async_rmi`, `broadcast_rmi`) from one location to
+//! one destination, for one object and message type, are combined into a
+//! *run* — held by value as a typed `Vec` of the messages within the rank
+//! (and for the location itself), or the core's `Tell` run across ranks. A
+//! run is one message and one admission at its destination: its methods run
+//! one after the other in one future, with no lock, allocation or decode
+//! header per statement. A run goes when it holds the factor's number of
+//! statements, before a request of another kind to the same destination (issue
+//! order), and whenever the location receives, waits, polls (explicitly: the
+//! automatic poll leaves them to fill) or enters a collective — so nothing
+//! waits in a buffer while its sender waits, and
+//! `fence` counts every statement. A location's statements to itself run at
+//! its next such call (the automatic poll included), before anything it
+//! receives.
+//!
+//! Across ranks RMI speaks the request/reply core (`call`, crate-internal), as
+//! distributed actors do: each location has a conversation over its world
+//! location, with the core's correlation ids, pending table and framing.
+//!
+//! * a request is a `Tell` (`async_rmi`, `broadcast_rmi`: a run of one or more
+//!   messages of one type for one object) or an `Ask` (`sync_rmi`), preceded,
+//!   for a `sync_rmi` issued by a method, by a `Control` frame with the chain
+//!   of representatives held by the waiting methods (for the deadlock check);
 //! * the receiver decodes it with the object type's
 //!   [`Dispatch`](crate::msg::Dispatch) table, built at registration from
 //!   [`Object::remote`](crate::msg::Object::remote), and executes it exactly
 //!   as a local request (same ordering, deferral and nesting rules);
 //! * the answer to a `sync_rmi` is a `Reply` frame with the encoded reply,
-//!   decoded by the asker, or a `Fault` frame with the reason there is none.
+//!   decoded by the asker, or a `Fault` frame with the reason there is none
+//!   (the asker panics naming the location, its rank and the reason).
 //!
 //! **The bound.** Every RMI message is [`Remote`](crate::msg::Remote) (so its
 //! reply is serializable too), and a request to any *other* location — even one
@@ -156,17 +178,28 @@
 //! listing. Registration also compares each object type's list between
 //! locations ([`RmiError::MethodsMismatch`]).
 //!
-//! **Bad bytes.** A message from another rank that does not decode — a broken
-//! frame, a request for an object never registered or a message type its
-//! object does not accept, a reply that is not a value of the expected type —
-//! takes the whole job down, naming the rank, the locations and the cause;
-//! it never panics or runs undefined behaviour.
+//! **Bad bytes** from another rank — a broken frame, a request for an object
+//! never registered or a message type its object does not accept, a payload
+//! that does not decode — follow the core's one policy (see the `call` module):
+//! the receiving location rejects them, reports them on stderr naming the
+//! sender, its rank and the cause, and goes on, losing nothing else (the other
+//! requests of the same arrival still run). The sender is told: a rejected
+//! `sync_rmi` is refused, anything else answered with a `Rejected` notice, and
+//! the **sending** location panics when it arrives — naming the location and
+//! rank that rejected its bytes and the cause (under MPI that takes the job
+//! down). A reply that does not decode as the `sync_rmi`'s reply type panics
+//! the asker, naming the location it came from. Nothing runs undefined
+//! behaviour.
 
+mod admission;
 mod error;
+mod execute;
 mod handle;
 mod local;
 mod location;
+mod owner;
 mod request;
+mod wire;
 
 #[cfg(all(test, not(loom)))]
 mod tests;
@@ -186,6 +219,32 @@ pub const DEFAULT_MAX_NESTING: usize = 64;
 /// Default of [`Location::set_poll_every`]: every 64th communication call
 /// executes what has arrived.
 pub const DEFAULT_POLL_EVERY: usize = 64;
+
+/// Default of [`Location::set_aggregation`] in-process (where the world's own
+/// default is no aggregation): statements per destination combined into one
+/// run.
+pub const DEFAULT_AGGREGATION: usize = 256;
+
+/// The aggregation factor RMI locations of a world with `config` start with
+/// ([`Location::set_aggregation`]): the world's factor, except in-process with
+/// the world's default (no aggregation, chosen for its plain messages), where
+/// RMI's runs still pay — one admission per run instead of per request — and
+/// it is [`DEFAULT_AGGREGATION`].
+///
+/// ```
+/// let world = tutti::world::World::builder().ignore_env().locations(2).build().unwrap();
+/// assert_eq!(tutti::rmi::default_aggregation(world.config()), tutti::rmi::DEFAULT_AGGREGATION);
+/// ```
+pub fn default_aggregation(config: &crate::world::WorldConfig) -> usize {
+    use crate::world::{TransportKind, DEFAULT_AGGREGATION_INPROC};
+    if config.transport() == TransportKind::InProcess
+        && config.aggregation() == DEFAULT_AGGREGATION_INPROC
+    {
+        DEFAULT_AGGREGATION
+    } else {
+        config.aggregation()
+    }
+}
 
 /// What a method gets as its context, made from the executing location.
 ///
@@ -231,12 +290,14 @@ where
     world.run(|wloc| {
         let loc = Location::new(wloc);
         let closing = loc.share();
+        // The location's endpoint is owned by this task (see `Owned`).
+        let scope = owner::OwnerScope::of(&loc);
         let fut = body(loc);
-        async move {
+        scope.run(async move {
             let out = fut.await;
             closing.fence().await;
             out
-        }
+        })
     })
 }
 

@@ -1,7 +1,7 @@
 //! What travels between locations: a [`Request`] (a method call on a registered
 //! object, its message type erased) and, for a `sync_rmi`, a [`Response`].
 //! Between locations of one rank they move as typed values; across ranks as
-//! frames of the `msg` codec (see `location.rs`), decoded into a [`Decoded`]
+//! frames of the request/reply core (see `wire.rs`), decoded into a [`Decoded`]
 //! call on arrival.
 
 use std::any::{Any, TypeId};
@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::task::Context;
 
 use super::{HandlerContext, Location};
+use crate::msg::RunBatch;
 use crate::msg::{Envelope, Handler, Message, RemoteReply, ReplyError, Running, Spare};
 
 /// A representative, type-erased while it sits in its location's table.
@@ -36,11 +37,17 @@ impl OutSlot {
 }
 
 /// One method call with its message; `T` is the object type.
-pub(crate) trait Call: Send {
+pub(crate) trait Call: Send + 'static {
     /// The object type the method belongs to.
     fn object(&self) -> TypeId;
     /// The message type's name (for errors).
     fn message(&self) -> &'static str;
+    /// How many requests it carries (a run of statements carries several,
+    /// executed one after the other in one admission).
+    fn count(&self) -> usize {
+        1
+    }
+
     /// Starts the handler on `rep` (whose type is `object()`) in a reusable block
     /// (`spare`'s, else one of the thread's) and polls it once, in place. When the
     /// handler returns, the representative and the reply are left in `*out`.
@@ -97,14 +104,35 @@ where
         spare: &mut Spare,
         cx: &mut Context<'_>,
     ) -> Option<Running> {
-        let msg = self.msg;
-        let method = move |mut obj: Box<T>, mut ctx: T::Context| async move {
-            let reply = obj.handle(msg, &mut ctx).await;
-            (obj, Box::new(reply) as Box<dyn Any + Send>)
-        };
         // SAFETY: passed on from the caller.
-        unsafe { run_method(rep, ctx, out, spare, cx, method) }
+        unsafe { invoke::<T, M>(self.msg, rep, ctx, out, spare, cx) }
     }
+}
+
+/// [`Invoke::start`] without the box: the handler of `M` on `rep`, a `T`
+/// (also the self-request fast path).
+///
+/// # Safety
+/// As [`Call::start`] (`out`'s validity).
+pub(crate) unsafe fn invoke<T, M>(
+    msg: M,
+    rep: Rep,
+    ctx: &Location,
+    out: *mut Outcome,
+    spare: &mut Spare,
+    cx: &mut Context<'_>,
+) -> Option<Running>
+where
+    T: Handler<M>,
+    T::Context: HandlerContext,
+    M: Message,
+{
+    let method = move |mut obj: Box<T>, mut ctx: T::Context| async move {
+        let reply = obj.handle(msg, &mut ctx).await;
+        (obj, Box::new(reply) as Box<dyn Any + Send>)
+    };
+    // SAFETY: passed on from the caller.
+    unsafe { run_method(rep, ctx, out, spare, cx, method) }
 }
 
 /// The part every [`Call::start`] shares: takes the representative as a `T`,
@@ -191,9 +219,107 @@ where
     }
 }
 
-/// The encoded reply to a `sync_rmi` that crossed ranks, decoded by the asker
-/// (which knows its type).
-pub(crate) struct Encoded(pub(crate) Vec<u8>);
+/// A run of statements of one message type for one object, held by value:
+/// consecutive `async_rmi`s from one location to another of the same rank
+/// (see `wire.rs`). Executed in one admission, one method after the other in
+/// one future, with no lock or allocation per statement.
+pub(crate) struct RunOf<T, M> {
+    pub(crate) msgs: Vec<M>,
+    _object: PhantomData<fn() -> T>,
+}
+
+impl<T, M> RunOf<T, M> {
+    pub(crate) fn new(first: M, capacity: usize) -> Self {
+        let mut msgs = Vec::with_capacity(capacity);
+        msgs.push(first);
+        RunOf {
+            msgs,
+            _object: PhantomData,
+        }
+    }
+}
+
+impl<T, M> Call for RunOf<T, M>
+where
+    T: Handler<M>,
+    T::Context: HandlerContext,
+    M: Message,
+{
+    fn object(&self) -> TypeId {
+        TypeId::of::<T>()
+    }
+
+    fn message(&self) -> &'static str {
+        std::any::type_name::<M>()
+    }
+
+    fn count(&self) -> usize {
+        self.msgs.len()
+    }
+
+    unsafe fn start(
+        self: Box<Self>,
+        rep: Rep,
+        ctx: &Location,
+        out: *mut Outcome,
+        spare: &mut Spare,
+        cx: &mut Context<'_>,
+    ) -> Option<Running> {
+        let msgs = self.msgs;
+        let method = move |mut obj: Box<T>, mut ctx: T::Context| async move {
+            for m in msgs {
+                obj.handle(m, &mut ctx).await;
+            }
+            (obj, Box::new(()) as Box<dyn Any + Send>)
+        };
+        // SAFETY: passed on from the caller.
+        unsafe { run_method(rep, ctx, out, spare, cx, method) }
+    }
+}
+
+/// A run of statements from another rank (one `Tell` frame), decoded by the
+/// object type's [`Dispatch`](crate::msg::Dispatch) into one batch held by
+/// value (no envelope per statement): executed as a [`RunOf`] is.
+pub(crate) struct DecodedRun<T: crate::msg::Object> {
+    pub(crate) batch: RunBatch<T>,
+    /// The message type's stable name.
+    pub(crate) name: &'static str,
+}
+
+impl<T> Call for DecodedRun<T>
+where
+    T: crate::msg::Object,
+    T::Context: HandlerContext,
+{
+    fn object(&self) -> TypeId {
+        TypeId::of::<T>()
+    }
+
+    fn message(&self) -> &'static str {
+        self.name
+    }
+
+    fn count(&self) -> usize {
+        self.batch.len
+    }
+
+    unsafe fn start(
+        self: Box<Self>,
+        rep: Rep,
+        ctx: &Location,
+        out: *mut Outcome,
+        spare: &mut Spare,
+        cx: &mut Context<'_>,
+    ) -> Option<Running> {
+        let RunBatch { msgs, run, .. } = self.batch;
+        let method = move |mut obj: Box<T>, mut ctx: T::Context| async move {
+            run(msgs, &mut obj, &mut ctx).await;
+            (obj, Box::new(()) as Box<dyn Any + Send>)
+        };
+        // SAFETY: passed on from the caller.
+        unsafe { run_method(rep, ctx, out, spare, cx, method) }
+    }
+}
 
 /// A method call for the object registered as `object`; `corr` is 0 for an
 /// `async_rmi`, else the number the caller's `sync_rmi` waits for.

@@ -285,22 +285,33 @@ fn an_actor_and_an_rmi_object_share_handlers() {
 
 #[test]
 fn automatic_poll_executes_requests_during_a_long_send_loop() {
-    let w = world(1, 1);
-    let got = run(&w, |loc| async move {
+    let w = world(2, 1);
+    let got = run(&w, |mut loc| async move {
         loc.set_poll_every(10);
         let h = loc.register(Counter::default()).await.unwrap();
-        for _ in 0..25 {
-            loc.async_rmi(0, &h, Add(1)).await;
+        if loc.id() == 1 {
+            for _ in 0..5 {
+                loc.async_rmi(0, &h, Add(1)).await;
+            }
+            // Sends the run (and executes nothing: none is for location 1).
+            loc.poll().await;
         }
-        // Polled at the 10th and 20th call: 20 executed so far. Only this
-        // location's own requests exist, so looking through `local` is exact.
-        let mut loc = loc;
-        let seen = loc.local(&h).0;
-        loc.fence().await;
-        let now = loc.local(&h).0;
-        (seen, now)
+        // A barrier of the world, which executes nothing: location 1's
+        // requests have arrived at location 0, and have not run.
+        loc.world().barrier().await;
+        if loc.id() == 1 {
+            return (0, 0);
+        }
+        for _ in 0..9 {
+            loc.async_rmi(1, &h, Add(1)).await;
+        }
+        let before = loc.local(&h).0;
+        // The 10th communication call polls: the five requests run.
+        loc.async_rmi(1, &h, Add(1)).await;
+        let after = loc.local(&h).0;
+        (before, after)
     });
-    assert_eq!(got, [(20, 25)]);
+    assert_eq!(got, [(0, 5), (0, 0)]);
 }
 
 #[test]
@@ -341,5 +352,29 @@ fn a_request_of_a_type_the_object_does_not_accept_from_others_is_a_clear_error()
     assert!(
         text.contains("rmi.tests.Secret") && text.contains("Object::remote"),
         "{text}"
+    );
+}
+
+#[test]
+fn a_location_used_outside_its_task_is_a_clear_error() {
+    let w = world(1, 1);
+    let got = run(&w, |loc| async move {
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    crate::block_on(loc.poll())
+                }));
+                r.err()
+                    .and_then(|p| p.downcast_ref::<String>().cloned())
+                    .unwrap_or_default()
+            })
+            .join()
+            .unwrap()
+        })
+    });
+    assert!(
+        got[0].contains("location 0 was used outside its location's task"),
+        "{}",
+        got[0]
     );
 }

@@ -92,7 +92,9 @@ pub fn run(a: &SccArgs) -> Result<Report, String> {
         .param(
             "aggregation",
             a.aggregation
-                .map_or(world.config().aggregation(), |f| f as usize),
+                .map_or(tutti::rmi::default_aggregation(world.config()), |f| {
+                    f as usize
+                }),
         )
         .param("seed", a.seed)
         .param("runs", plan.runs);

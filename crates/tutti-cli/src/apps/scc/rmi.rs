@@ -278,7 +278,7 @@ pub fn scc(
         let g = Arc::clone(&g);
         async move {
             if let Some(f) = aggregation {
-                loc.world().set_aggregation(f);
+                loc.set_aggregation(f);
             }
             let (me, p, n) = (loc.id(), loc.count(), g.vertices());
             let per = n.div_ceil(p).max(1);

@@ -210,7 +210,7 @@ pub fn run(args: &SortArgs) -> Result<Report, String> {
             let agg = args.aggregation.map(|a| a as usize);
             report.param(
                 "aggregation",
-                agg.unwrap_or_else(|| world.config().aggregation()),
+                agg.unwrap_or_else(|| tutti::rmi::default_aggregation(world.config())),
             );
             progress.stage("tutti rmi sample sort");
             rmi_m = Some(repeat(plan, &progress, || {

@@ -199,7 +199,7 @@ pub fn rmi_sort(
         let input = Arc::clone(&input);
         async move {
             if let Some(f) = aggregation {
-                loc.world().set_aggregation(f);
+                loc.set_aggregation(f);
             }
             let (me, p) = (loc.id(), loc.count());
             let expect = block(input.len(), p, me).len() + input.len() / p;

@@ -412,7 +412,6 @@ impl<'a> Frame<'a> {
     }
 
     /// The nesting limit its payload is decoded with.
-    #[allow(dead_code)] // rmi (its runs and typed answers) moves onto the core next
     pub(crate) fn max_depth(&self) -> u32 {
         self.max_depth
     }

@@ -1,0 +1,302 @@
+//! Admission and deferral: the table of representatives, and whether a request
+//! may run now. A request runs when its representative is in the table and no
+//! earlier request from the same sender waits; otherwise it is *deferred* (in
+//! issue order per sender) — unless waiting would deadlock, which is reported.
+
+use std::any::TypeId;
+use std::sync::Arc;
+
+use super::location::State;
+use super::request::{Call, Chain, Decoded, DecodedRun, Rep, Request};
+use super::{HandlerContext, Location};
+use std::cell::RefMut;
+
+use crate::loom::Ordering;
+use crate::msg::codec::{Frame, FrameKind};
+use crate::msg::{Dispatch, MsgId, Object};
+use crate::world::LocationId;
+
+/// Decodes the messages of a request frame from another rank into calls on
+/// the object type (a `Tell` run: one call per message; an `Ask`: one call).
+type DecodeFn = dyn Fn(&Frame<'_>, &mut Vec<Box<dyn Call>>) -> Result<(), String> + Send + Sync;
+
+/// What an object type accepts from other locations (its
+/// [`Object::remote`] table), and how to decode it.
+pub(super) struct Methods {
+    /// Sorted.
+    pub(super) accepts: Vec<MsgId>,
+    pub(super) decode: Box<DecodeFn>,
+}
+
+impl Methods {
+    pub(super) fn of<T>() -> Methods
+    where
+        T: Object,
+        T::Context: HandlerContext,
+    {
+        let mut table = Dispatch::<T>::new();
+        if let Err(e) = T::remote(&mut table) {
+            panic!(
+                "tutti::rmi: register: the message types of `{}` (its Object::remote): {e}",
+                std::any::type_name::<T>()
+            );
+        }
+        let accepts: Vec<MsgId> = table.message_types().map(|(id, _)| id).collect();
+        let decode = move |frame: &Frame<'_>, out: &mut Vec<Box<dyn Call>>| {
+            let h = frame.header();
+            let name = table.name_of(h.msg).unwrap_or("?");
+            if h.kind == FrameKind::Ask {
+                let incoming = table.incoming(frame).map_err(|e| e.to_string())?;
+                out.push(Box::new(Decoded::<T> {
+                    envelope: incoming.envelope,
+                    reply: incoming.reply,
+                    name,
+                }));
+                return Ok(());
+            }
+            let run = crate::call::Run::of(frame).map_err(|e| e.to_string())?;
+            let (count, bytes) = run.remaining();
+            let (batch, rest, bad) = table
+                .batch(h.msg, bytes, count, frame.max_depth())
+                .map_err(|e| e.to_string())?;
+            let mut bad = bad.map(|e| e.to_string());
+            if bad.is_none() && !rest.is_empty() {
+                bad = Some(format!(
+                    "a run of {count} \"{name}\" messages with {} bytes after them",
+                    rest.len()
+                ));
+            }
+            // The statements before a bad one still run.
+            if batch.len > 0 {
+                out.push(Box::new(DecodedRun::<T> { batch, name }));
+            }
+            bad.map_or(Ok(()), Err)
+        };
+        Methods {
+            accepts,
+            decode: Box::new(decode),
+        }
+    }
+
+    /// A digest of the accepted ids, compared between locations at registration.
+    pub(super) fn digest(&self) -> u64 {
+        self.accepts
+            .iter()
+            .fold(self.accepts.len() as u64, |h, id| {
+                (h.rotate_left(23) ^ id.get()).wrapping_mul(0x9e37_79b9_7f4a_7c15)
+            })
+    }
+}
+
+/// A representative's place in its location's table.
+pub(super) enum Entry {
+    /// Ready for a method or for [`Location::local`].
+    Here(Rep),
+    /// Taken out by a method that has not returned (or by a `Local` guard).
+    Busy,
+    /// Unregistered.
+    Gone,
+}
+
+pub(super) struct Slot {
+    pub(super) entry: Entry,
+    pub(super) type_id: TypeId,
+    pub(super) type_name: &'static str,
+    pub(super) methods: Arc<Methods>,
+}
+
+/// A request that arrived while its object was busy, or behind one from the
+/// same sender that did (requests from one sender execute in issue order).
+pub(super) struct Deferred {
+    pub(super) from: LocationId,
+    pub(super) req: Request,
+}
+
+/// A request admitted for execution: its representative is taken out of the
+/// table and its frame is on the stack (see [`Location::enter`]).
+pub(super) struct Admitted {
+    pub(super) object: u32,
+    pub(super) corr: u64,
+    pub(super) call: Box<dyn Call>,
+    pub(super) rep: Rep,
+}
+
+/// A method executing on this location: the representative it holds, and
+/// who waits for it (its request's chain, for a `sync_rmi`).
+pub(super) struct MethodFrame {
+    pub(super) object: u32,
+    pub(super) waiting: Option<Arc<Chain>>,
+}
+
+impl Location {
+    /// Takes representative `id` out of the table for exclusive use.
+    pub(super) fn take(&self, id: u32, what: &str) -> Rep {
+        let mut st = self.state();
+        let slot = &mut st.objects[id as usize];
+        match std::mem::replace(&mut slot.entry, Entry::Busy) {
+            Entry::Here(rep) => rep,
+            Entry::Busy => panic!(
+                "tutti::rmi: {what}: object #{id} (`{}`) on location {} is in use by a \
+                 method executing there",
+                slot.type_name,
+                self.id()
+            ),
+            Entry::Gone => {
+                slot.entry = Entry::Gone;
+                panic!(
+                    "tutti::rmi: {what}: object #{id} (`{}`) was unregistered on location {}",
+                    slot.type_name,
+                    self.id()
+                )
+            }
+        }
+    }
+
+    /// Admits `req` (from `from`) for execution, with the state borrowed (`st`):
+    /// takes its representative and enters its method, or defers it (`None`)
+    /// if its object is busy or an earlier request from the same sender waits.
+    ///
+    /// # Panics
+    /// If the request is for an object never registered here, or of another
+    /// type, or unregistered; if deferring it would deadlock (see
+    /// [`cycle`](Self::cycle)).
+    pub(super) fn admit(
+        &self,
+        mut st: RefMut<'_, State>,
+        from: LocationId,
+        req: Request,
+    ) -> Option<Admitted> {
+        let rep = {
+            let blocked = st.deferred.iter().any(|d| d.from == from);
+            let id = req.object as usize;
+            let Some(slot) = st.objects.get_mut(id) else {
+                drop(st);
+                panic!(
+                    "tutti::rmi: location {} got `{}` for object #{id}, which was never \
+                     registered here",
+                    self.id(),
+                    req.call.message()
+                );
+            };
+            if slot.type_id != req.call.object() {
+                let name = slot.type_name;
+                drop(st);
+                panic!(
+                    "tutti::rmi: location {} got `{}` for object #{id}, which is a `{name}` here",
+                    self.id(),
+                    req.call.message()
+                );
+            }
+            match std::mem::replace(&mut slot.entry, Entry::Busy) {
+                Entry::Here(rep) if !blocked => rep,
+                Entry::Gone => {
+                    slot.entry = Entry::Gone;
+                    let name = slot.type_name;
+                    drop(st);
+                    panic!(
+                        "tutti::rmi: location {} got `{}` from {from} for object \
+                         #{id} (`{name}`), which was unregistered",
+                        self.id(),
+                        req.call.message()
+                    );
+                }
+                other => {
+                    slot.entry = other;
+                    let name = slot.type_name;
+                    if !blocked {
+                        if let Some(held) = self.cycle(&st, id as u32, &req) {
+                            let chain = req.chain.as_deref().map(|c| c.to_string());
+                            drop(st);
+                            panic!(
+                                "tutti::rmi: deadlock: location {} cannot execute `{}` for \
+                                 object #{id} (`{name}`) until a method here returns, and the \
+                                 method holding object #{held} waits for this request's reply \
+                                 (a chain of sync_rmi calls came back to this location; chain: \
+                                 {})",
+                                self.id(),
+                                req.call.message(),
+                                chain.unwrap_or_default()
+                            );
+                        }
+                    }
+                    st.deferred.push_back(Deferred { from, req });
+                    return None;
+                }
+            }
+        };
+        Some(self.enter(st, req, rep))
+    }
+
+    /// Whether deferring `req` (for busy object `object`) would deadlock: a
+    /// method on this location waits for its reply, and cannot return before
+    /// the method holding `object` does (it is at or above that method's level
+    /// on this location's stack). Returns the object the waiting method holds.
+    fn cycle(&self, st: &State, object: u32, req: &Request) -> Option<u32> {
+        let chain = req.chain.as_deref()?;
+        let holder = st.stack.iter().position(|f| f.object == object)?;
+        chain.held_on(self.id()).find(|&held| {
+            st.stack
+                .iter()
+                .position(|f| f.object == held)
+                .is_some_and(|level| level >= holder)
+        })
+    }
+
+    /// The first deferred request whose object is free, in order per sender,
+    /// admitted.
+    pub(super) fn next_deferred(&self) -> Option<(LocationId, Admitted)> {
+        let mut st = self.state();
+        let mut blocked: Vec<LocationId> = Vec::new();
+        for i in 0..st.deferred.len() {
+            let (from, id) = (st.deferred[i].from, st.deferred[i].req.object as usize);
+            if blocked.contains(&from) {
+                continue;
+            }
+            let slot = &mut st.objects[id];
+            match std::mem::replace(&mut slot.entry, Entry::Busy) {
+                Entry::Here(rep) => {
+                    let d = st.deferred.remove(i).expect("the index is in range");
+                    return Some((d.from, self.enter(st, d.req, rep)));
+                }
+                other => {
+                    slot.entry = other;
+                    blocked.push(from);
+                }
+            }
+        }
+        None
+    }
+
+    /// Enters the method of `req` on `rep` (taken out of slot `req.object`)
+    /// one level deeper, with the state borrowed (`st`): checks the nesting limit
+    /// and pushes its frame (with the chain waiting for it, for a `sync_rmi`).
+    pub(super) fn enter(&self, mut st: RefMut<'_, State>, req: Request, rep: Rep) -> Admitted {
+        let Request {
+            object,
+            corr,
+            call,
+            chain,
+        } = req;
+        let depth = self.inner.depth.load(Ordering::Relaxed) + 1;
+        let max = self.inner.max_depth.load(Ordering::Relaxed);
+        if depth > max {
+            drop(st);
+            panic!(
+                "tutti::rmi: location {}: executing `{}` would nest {depth} methods deep, \
+                 beyond the maximum of {max} (sync_rmi chains keep returning here; raise \
+                 it with set_max_nesting)",
+                self.id(),
+                call.message()
+            );
+        }
+        self.inner.depth.store(depth, Ordering::Relaxed);
+        let waiting = if corr != 0 { chain } else { None };
+        st.stack.push(MethodFrame { object, waiting });
+        Admitted {
+            object,
+            corr,
+            call,
+            rep,
+        }
+    }
+}

@@ -1,0 +1,178 @@
+//! Execution: running admitted methods in place, answering questions, and the
+//! loops that receive and execute — one delivery at a time (every request it
+//! carries runs before it counts as handled), the location's own queue, the
+//! deferred requests, and serving while waiting for something else.
+
+use std::any::Any;
+use std::future::{poll_fn, Future};
+use std::pin::{pin, Pin};
+use std::task::Poll;
+
+use super::admission::{Admitted, Entry};
+use super::request::{Call, Outcome, Rep, Request};
+use super::wire::Open;
+use super::Location;
+use crate::loom::Ordering;
+use crate::msg::Spare;
+use crate::world::{Delivery, LocationId};
+
+impl Location {
+    /// Handles one delivery: executes the requests it carries, files the
+    /// answers. The delivery is dropped (counted as handled) only after its
+    /// methods have run and their replies have been sent, as quiescence
+    /// detection requires.
+    pub(super) async fn handle(&self, mut d: Delivery<'_>) {
+        let from = d.from();
+        if let Some(req) = d.take::<Request>() {
+            // The common case within a rank: one typed request (or run).
+            self.execute(from, req).await;
+            drop(d);
+            return;
+        }
+        let mut reqs = Vec::new();
+        self.arrivals(&mut d, &mut reqs);
+        for req in reqs {
+            self.execute(from, req).await;
+        }
+        drop(d);
+    }
+
+    /// Executes `req` (or defers it, if its object is busy or an earlier
+    /// request from the same sender waits), then whatever deferred requests
+    /// became ready.
+    pub(super) async fn execute(&self, from: LocationId, req: Request) {
+        let admitted = self.admit(self.state(), from, req);
+        if let Some(a) = admitted {
+            if self.execute_on(from, a).await {
+                self.drain_deferred().await;
+            }
+        }
+    }
+
+    /// Executes deferred requests whose object is free, in order per sender.
+    pub(super) async fn drain_deferred(&self) {
+        while let Some((from, a)) = self.next_deferred() {
+            if !self.execute_on(from, a).await {
+                return;
+            }
+        }
+    }
+
+    /// Runs the admitted method, puts the representative back and answers a
+    /// `sync_rmi`. Returns whether requests are deferred.
+    pub(super) async fn execute_on(&self, from: LocationId, a: Admitted) -> bool {
+        let Admitted {
+            object,
+            corr,
+            call,
+            rep,
+        } = a;
+        let count = call.count();
+        let (reply, deferred) = self.run_entered(object, call, rep).await;
+        let executed = self.inner.executed.load(Ordering::Relaxed);
+        self.inner
+            .executed
+            .store(executed + count, Ordering::Relaxed);
+        if corr != 0 {
+            self.answer(from, corr, reply);
+        }
+        deferred
+    }
+
+    /// Runs an entered method in place (in a reusable block, not a fresh box;
+    /// most methods complete on their first poll), then leaves its level: pops
+    /// its frame and puts the representative back. Returns the reply and
+    /// whether requests are deferred.
+    pub(super) async fn run_entered(
+        &self,
+        object: u32,
+        call: Box<dyn Call>,
+        rep: Rep,
+    ) -> (Box<dyn Any + Send>, bool) {
+        let mut out: Outcome = None;
+        let mut start = Some((call, rep));
+        let running = poll_fn(|cx| {
+            let (call, rep) = start.take().expect("a method starts once");
+            let mut spare = Spare::default();
+            // SAFETY: `out` lives in this (pinned) future's state and outlives the
+            // method: it is declared before `running`, so it is dropped after it,
+            // and it is not read before the method has completed.
+            Poll::Ready(unsafe { call.start(rep, self, &mut out, &mut spare, cx) })
+        })
+        .await;
+        if let Some(mut running) = running {
+            poll_fn(|cx| running.poll(cx)).await;
+        }
+        let Some((rep, reply)) = out.take() else {
+            unreachable!("a method that returned left its outcome")
+        };
+        let deferred = {
+            let mut st = self.state();
+            st.stack.pop();
+            st.objects[object as usize].entry = Entry::Here(rep);
+            !st.deferred.is_empty()
+        };
+        let depth = self.inner.depth.load(Ordering::Relaxed);
+        self.inner.depth.store(depth - 1, Ordering::Relaxed);
+        (reply, deferred)
+    }
+
+    /// Executes the requests this location sent itself; returns how many.
+    pub(super) async fn run_own(&self) -> usize {
+        let me = self.world().id();
+        let mut n = 0;
+        loop {
+            // One lock to take the request, its representative and its frame.
+            let admitted = {
+                let mut st = self.state();
+                let next = match st.own.pop_front() {
+                    Some(req) => Some(req),
+                    // The run of statements to itself being built joins the
+                    // queue: all of them run before anything is received.
+                    None => match st.out.get_mut(me.index()).and_then(Option::take) {
+                        Some(Open::Typed { object, call, .. }) => Some(Request {
+                            object,
+                            corr: 0,
+                            call,
+                            chain: None,
+                        }),
+                        _ => None,
+                    },
+                };
+                match next {
+                    Some(req) => self.admit(st, me, req),
+                    None => return n,
+                }
+            };
+            if let Some(a) = admitted {
+                if self.execute_on(me, a).await {
+                    self.drain_deferred().await;
+                }
+            }
+            n += 1;
+        }
+    }
+
+    /// Waits for `fut` while executing incoming requests.
+    pub(super) async fn serve_until<F: Future>(&self, fut: F) -> F::Output {
+        let mut fut = pin!(fut);
+        loop {
+            self.run_own().await;
+            self.flush_out();
+            let next = poll_fn(|cx| {
+                if let Poll::Ready(v) = fut.as_mut().poll(cx) {
+                    return Poll::Ready(Ok(v));
+                }
+                match Pin::new(&mut self.world().recv()).poll(cx) {
+                    Poll::Ready(d) => Poll::Ready(Err(d)),
+                    Poll::Pending => Poll::Pending,
+                }
+            })
+            .await;
+            match next {
+                Ok(v) => return v,
+                Err(d) => self.handle(d).await,
+            }
+        }
+    }
+}

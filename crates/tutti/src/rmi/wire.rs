@@ -1,0 +1,532 @@
+//! How requests and answers travel, on the request/reply core
+//! ([`crate::call`]): to this location itself through its own queue, to a
+//! location of the same rank as typed values (never serialized), and to
+//! another rank as the core's frames through the location's [`Conversation`]
+//! — a `Tell` run per `async_rmi`, an `Ask` per `sync_rmi` (after a `Control`
+//! frame with the chain of waiting methods, for the deadlock check), answered
+//! by a `Reply` or a `Fault`. Every `sync_rmi` is a question in the
+//! conversation's pending table, under its correlation ids, whether its answer
+//! comes back as a value or as bytes.
+//!
+//! Bad bytes from another rank follow the core's policy (see
+//! [`crate::call`]): the receiving location rejects them, reports them on
+//! stderr naming the sender with its rank and the cause, and goes on; the
+//! sender is told (a question is refused, anything else answered with a
+//! `Rejected` notice), and the *sending* location panics when the refusal or
+//! notice reaches it, naming the location and rank that rejected its bytes
+//! and the cause.
+
+use std::any::{Any, TypeId};
+use std::sync::Arc;
+
+use super::request::{Answer as MethodAnswer, Call, Chain, Invoke, Request, Response, RunOf};
+use super::{HandlerContext, Location};
+use crate::call::{Answer, CallError, FrameBuf, Link, Received, Refusal};
+use crate::msg::codec::{self, Frame, FrameKind};
+use crate::msg::{Handler, MsgId, Remote};
+use crate::world::{Delivery, LocationId};
+
+/// The message id of RMI's one control message: the chain of representatives
+/// held by the methods waiting for the `Ask` that follows it.
+const CHAIN: MsgId = MsgId::from_name("tutti.rmi.Chain");
+
+/// Statements waiting to go to one destination: the run being built (see
+/// [`Location::statement`]).
+pub(super) enum Open {
+    /// To another location of this rank: a typed run (a [`RunOf`]), held by
+    /// value.
+    Typed {
+        object: u32,
+        /// The type of `call` (a `RunOf<T, M>`).
+        kind: TypeId,
+        call: Box<dyn Call>,
+    },
+    /// To another rank: the core's frames (consecutive statements for one
+    /// object and message type share one `Tell` run), and how many.
+    Wire { frames: FrameBuf, count: usize },
+}
+
+/// Bytes of frames for one rank after which they are sent (within the
+/// world's batches towards another rank).
+const WIRE_BYTES: usize = 16 * 1024;
+
+impl Location {
+    /// Sends a statement (`async_rmi`, `broadcast_rmi`) for object `object`
+    /// of type `T` to `dest`, another location. Statements to one destination
+    /// are combined into runs of up to the location's aggregation factor
+    /// (ARMI's message aggregation): typed and held by value within the
+    /// rank, the core's `Tell` runs across ranks. A run goes when it is full,
+    /// when a request of another kind goes to the same destination, and
+    /// whenever this location is about to receive, wait or poll
+    /// ([`flush_out`](Self::flush_out)) — so it never waits for a run that
+    /// was not sent, and quiescence counts every statement.
+    pub(super) fn statement<T, M>(&self, dest: usize, object: u32, msg: M)
+    where
+        T: Handler<M>,
+        T::Context: HandlerContext,
+        M: Remote,
+    {
+        let cap = self.aggregation();
+        let mut st = self.state();
+        // The common case: the open run to `dest` continues (its destination,
+        // object and message type were checked when it was opened).
+        if let Some(Some(Open::Typed {
+            object: o,
+            kind,
+            call,
+        })) = st.out.get_mut(dest)
+        {
+            if *o == object && *kind == TypeId::of::<RunOf<T, M>>() {
+                // SAFETY: `kind` is the type of the boxed `call`, recorded when
+                // the box was made (below), so the pointer is to a live
+                // `RunOf<T, M>`, borrowed mutably through `st` for this block.
+                let run = unsafe { &mut *(&mut **call as *mut dyn Call).cast::<RunOf<T, M>>() };
+                run.msgs.push(msg);
+                if run.msgs.len() >= cap {
+                    let full = st.out[dest].take();
+                    drop(st);
+                    self.send_open(dest, full, true);
+                }
+                return;
+            }
+        }
+        drop(st);
+        self.check_dest::<M>(dest);
+        let me = self.id();
+        if dest != me {
+            self.check_accepts(dest, object, M::ID, M::NAME);
+        }
+        if cap <= 1 {
+            if dest == me {
+                self.queue_own::<T, M>(object, msg);
+            } else {
+                self.send_now::<T, M>(dest, object, msg);
+            }
+            return;
+        }
+        let typed = dest == me || dest / self.inner.per_rank == self.inner.rank;
+        let mut st = self.state();
+        if st.out.len() <= dest {
+            let n = self.count();
+            st.out.resize_with(n, || None);
+        }
+        if typed {
+            let run = Open::Typed {
+                object,
+                kind: TypeId::of::<RunOf<T, M>>(),
+                call: Box::new(RunOf::<T, M>::new(msg, cap.min(1024))),
+            };
+            let old = st.out[dest].replace(run);
+            if old.is_none() {
+                st.dirty.push(dest);
+            }
+            drop(st);
+            // The earlier run goes first (the new one is only buffered).
+            self.send_open(dest, old, false);
+            return;
+        }
+        let to = LocationId::new(dest as u32);
+        let ends = self.conv().ends(to);
+        let open = &mut st.out[dest];
+        if open.is_none() {
+            *open = Some(Open::Wire {
+                frames: FrameBuf::new(),
+                count: 0,
+            });
+            st.dirty.push(dest);
+        }
+        let Some(Open::Wire { frames, count }) = &mut st.out[dest] else {
+            unreachable!("a destination of another rank gets frames")
+        };
+        if let Err(e) = frames.tell(ends, u64::from(object), M::ID, &msg) {
+            panic!(
+                "tutti::rmi: `{}` for location {dest} cannot be serialized: {e}",
+                M::NAME
+            );
+        }
+        *count += 1;
+        if *count >= cap || frames.len() >= WIRE_BYTES {
+            let full = st.out[dest].take();
+            drop(st);
+            self.send_open(dest, full, true);
+        }
+    }
+
+    /// Sends every run this location has built (before it receives, waits,
+    /// polls or takes part in a collective).
+    pub(super) fn flush_out(&self) {
+        let mut st = self.state();
+        if st.dirty.is_empty() {
+            return;
+        }
+        let dirty = std::mem::take(&mut st.dirty);
+        let runs: Vec<(usize, Option<Open>)> =
+            dirty.iter().map(|&d| (d, st.out[d].take())).collect();
+        st.dirty = dirty;
+        st.dirty.clear();
+        drop(st);
+        for (dest, open) in runs {
+            self.send_open(dest, open, false);
+        }
+    }
+
+    /// Sends the run built for `dest` now (before a request of another kind
+    /// to it).
+    pub(super) fn flush_dest(&self, dest: usize) {
+        let open = {
+            let mut st = self.state();
+            st.out.get_mut(dest).and_then(Option::take)
+        };
+        self.send_open(dest, open, false);
+    }
+
+    /// Sends a run taken out of the outgoing table: to this location itself
+    /// into its own queue, else through the world (at once if it is `full`:
+    /// the run is the aggregate, the world need not hold it back).
+    fn send_open(&self, dest: usize, open: Option<Open>, full: bool) {
+        let to = LocationId::new(dest as u32);
+        match open {
+            None => return,
+            Some(Open::Typed { object, call, .. }) => {
+                let req = Request {
+                    object,
+                    corr: 0,
+                    call,
+                    chain: None,
+                };
+                if dest == self.id() {
+                    self.state().own.push_back(req);
+                    return;
+                }
+                if let Err(e) = self.world().send(to, req) {
+                    panic!("tutti::rmi: cannot send to location {dest}: {e}");
+                }
+            }
+            Some(Open::Wire { mut frames, .. }) => {
+                if let Err(e) = self.conv().send(to, &mut frames) {
+                    panic!("tutti::rmi: cannot send to location {dest}: {e}");
+                }
+            }
+        }
+        if full {
+            self.world().flush();
+        }
+    }
+
+    /// One statement, not aggregated (aggregation factor 1).
+    fn send_now<T, M>(&self, dest: usize, object: u32, msg: M)
+    where
+        T: Handler<M>,
+        T::Context: HandlerContext,
+        M: Remote,
+    {
+        let to = LocationId::new(dest as u32);
+        if dest / self.inner.per_rank == self.inner.rank {
+            let req = Request {
+                object,
+                corr: 0,
+                call: Box::new(Invoke::<T, M>::new(msg)),
+                chain: None,
+            };
+            if let Err(e) = self.world().send(to, req) {
+                panic!("tutti::rmi: cannot send to location {dest}: {e}");
+            }
+        } else if let Err(e) = self.conv().tell(to, u64::from(object), M::ID, &msg) {
+            panic!(
+                "tutti::rmi: cannot send `{}` to location {dest}: {e}",
+                M::NAME
+            );
+        }
+    }
+
+    #[track_caller]
+    fn check_dest<M: Remote>(&self, dest: usize) {
+        let count = self.count();
+        if dest >= count {
+            panic!(
+                "tutti::rmi: `{}` sent to location {dest}, but the world has {count} locations",
+                M::NAME
+            );
+        }
+    }
+
+    /// Queues a statement to this location itself (run by `run_own`).
+    pub(super) fn queue_own<T, M>(&self, object: u32, msg: M)
+    where
+        T: Handler<M>,
+        T::Context: HandlerContext,
+        M: Remote,
+    {
+        let req = Request {
+            object,
+            corr: 0,
+            call: Box::new(Invoke::<T, M>::new(msg)),
+            chain: None,
+        };
+        self.state().own.push_back(req);
+    }
+
+    /// Sends a question (`sync_rmi`) for object `object` of type `T` to
+    /// `dest` and returns its correlation id in the location's pending table.
+    /// To itself into its own queue, within the rank as a typed value, across
+    /// ranks as the core's frames (after whatever statements to `dest` are
+    /// buffered: issue order).
+    pub(super) fn question<T, M>(
+        &self,
+        dest: usize,
+        object: u32,
+        chain: Option<Arc<Chain>>,
+        msg: M,
+    ) -> u64
+    where
+        T: Handler<M>,
+        T::Context: HandlerContext,
+        M: Remote,
+    {
+        self.check_dest::<M>(dest);
+        let to = LocationId::new(dest as u32);
+        let me = self.id();
+        if dest != me {
+            self.check_accepts(dest, object, M::ID, M::NAME);
+        }
+        self.flush_dest(dest);
+        if dest == me || dest / self.inner.per_rank == self.inner.rank {
+            let corr = self.conv().pending().open(to);
+            let req = Request {
+                object,
+                corr,
+                call: Box::new(Invoke::<T, M>::new(msg)),
+                chain,
+            };
+            if dest == me {
+                self.state().own.push_back(req);
+            } else if let Err(e) = self.world().send(to, req) {
+                panic!("tutti::rmi: cannot send to location {dest}: {e}");
+            }
+            return corr;
+        }
+        let conv = self.conv();
+        let target = u64::from(object);
+        let ends = conv.ends(to);
+        let sent = conv.ask_with(to, |corr, buf| {
+            if let Some(c) = &chain {
+                buf.control(ends, CHAIN, 0, &c.links())?;
+            }
+            buf.ask(ends, target, M::ID, corr, &msg)
+        });
+        match sent {
+            Ok(corr) => corr,
+            Err(CallError::Encode(e)) => panic!(
+                "tutti::rmi: `{}` for location {dest} cannot be serialized: {e}",
+                M::NAME
+            ),
+            Err(e) => panic!(
+                "tutti::rmi: cannot send `{}` to location {dest}: {e}",
+                M::NAME
+            ),
+        }
+    }
+
+    /// Panics unless object `object`'s type accepts message `id` from other
+    /// locations (requests to other locations must be able to cross ranks, so
+    /// that the same program runs in every world shape).
+    fn check_accepts(&self, dest: usize, object: u32, id: MsgId, name: &str) {
+        let st = self.state();
+        let Some(slot) = st.objects.get(object as usize) else {
+            drop(st);
+            panic!(
+                "tutti::rmi: `{name}` sent for object #{object}, which was never registered \
+                 on location {}",
+                self.id()
+            );
+        };
+        if slot.methods.accepts.binary_search(&id).is_err() {
+            let tname = slot.type_name;
+            drop(st);
+            panic!(
+                "tutti::rmi: location {} sends `{name}` to location {dest}, but `{tname}` does \
+                 not accept it from other locations: list it in `{tname}`'s \
+                 `Object::remote` (`table.register::<...>()?` for the type named \"{name}\")",
+                self.id()
+            );
+        }
+    }
+
+    /// The answer to question `corr` (a `sync_rmi` of `M` to `dest`), if it
+    /// has arrived.
+    ///
+    /// # Panics
+    /// If the question was refused, or its answer is not a value of the
+    /// reply type (naming `dest`, its rank and the cause).
+    pub(super) fn answer_to<M: Remote>(&self, dest: usize, corr: u64) -> Option<M::Reply> {
+        let outcome = self.conv().pending().take(corr)?;
+        let to = LocationId::new(dest as u32);
+        let why = match outcome {
+            Ok(Answer::Value(v)) => match v.downcast::<M::Reply>() {
+                Ok(r) => return Some(*r),
+                Err(_) => "a reply of another type".to_string(),
+            },
+            Ok(Answer::Bytes(b)) => match codec::decode::<M::Reply>(&b) {
+                Ok(r) => return Some(r),
+                Err(e) => format!("a reply that does not decode: {e}"),
+            },
+            Err(CallError::Refused { refusal, .. }) => format!("refused: {refusal}"),
+            Err(e) => e.to_string(),
+        };
+        panic!(
+            "tutti::rmi: location {} (rank {}): the sync_rmi of `{}` to {} got no reply: {why}",
+            self.id(),
+            self.inner.rank,
+            M::NAME,
+            self.conv().link().name(to)
+        )
+    }
+
+    /// Answers question `corr` from `to` with a method's reply: filed at once
+    /// for this location itself, a typed value within the rank, a `Reply`
+    /// (or `Fault`) frame across ranks.
+    pub(super) fn answer(&self, to: LocationId, corr: u64, reply: Box<dyn Any + Send>) {
+        let me = self.world().id();
+        if to == me {
+            self.conv()
+                .pending()
+                .complete(corr, me, Ok(Answer::Value(reply)));
+            return;
+        }
+        if to.index() / self.inner.per_rank == self.inner.rank {
+            if let Err(e) = self.world().send(to, Response { corr, reply }) {
+                panic!("tutti::rmi: cannot answer {to}: {e}");
+            }
+            return;
+        }
+        let bytes;
+        let answer = match reply.downcast::<MethodAnswer>().map(|a| a.0) {
+            Ok(Some(Ok(b))) => {
+                bytes = b;
+                Ok(&bytes[..])
+            }
+            Ok(Some(Err(e))) => Err(Refusal::Failed(e.to_string())),
+            _ => Err(Refusal::Failed(
+                "the request was not sent as a question".into(),
+            )),
+        };
+        if let Err(e) = self.conv().answer(to, corr, answer) {
+            panic!("tutti::rmi: cannot answer {to}: {e}");
+        }
+    }
+
+    /// What one delivery brings: the requests it carries, in order (a typed
+    /// request; or, from another rank, the requests of its frames); answers
+    /// are filed in the pending table on the way. Bytes that break the rules
+    /// are rejected under the core's policy (the sender is told) and reported
+    /// here; a rejection notice for bytes this location sent panics.
+    pub(super) fn arrivals(&self, d: &mut Delivery<'_>, out: &mut Vec<Request>) {
+        let from = d.from();
+        if d.bytes().is_none() {
+            if let Some(req) = d.take::<Request>() {
+                out.push(req);
+            } else if let Some(resp) = d.take::<Response>() {
+                // A typed answer comes from this rank: it cannot be late or
+                // from the wrong peer unless the runtime is broken.
+                self.conv()
+                    .pending()
+                    .complete(resp.corr, from, Ok(Answer::Value(resp.reply)));
+            } else {
+                let bad =
+                    self.conv()
+                        .reject(from, None, format!("a value that is not an RMI ({d:?})"));
+                self.report(&bad.to_string());
+            }
+            return;
+        }
+        let Some(bytes) = d.bytes() else { return };
+        let mut chain: Option<Arc<Chain>> = None;
+        let mut calls: Vec<Box<dyn Call>> = Vec::new();
+        for r in self.conv().receive(from, bytes) {
+            match r {
+                Received::Request(frame) => {
+                    let h = *frame.header();
+                    let chain = chain.take().filter(|_| h.kind == FrameKind::Ask);
+                    match self.decode(&frame, &mut calls) {
+                        Ok(()) => out.extend(calls.drain(..).map(|call| Request {
+                            object: h.target as u32,
+                            corr: if h.kind == FrameKind::Ask { h.corr } else { 0 },
+                            call,
+                            chain: chain.clone(),
+                        })),
+                        Err(why) => {
+                            // The messages before the bad one still run.
+                            out.extend(calls.drain(..).map(|call| Request {
+                                object: h.target as u32,
+                                corr: 0,
+                                call,
+                                chain: None,
+                            }));
+                            let bad = self.conv().reject(from, Some(&h), why);
+                            self.report(&bad.to_string());
+                        }
+                    }
+                }
+                Received::Control(frame) if frame.header().msg == CHAIN => {
+                    match frame.decode::<Vec<(u32, u32)>>() {
+                        Ok(links) => chain = Chain::from_links(&links),
+                        Err(e) => {
+                            let why = format!("a sync_rmi chain that does not decode: {e}");
+                            let bad = self.conv().reject(from, Some(frame.header()), why);
+                            self.report(&bad.to_string());
+                        }
+                    }
+                }
+                Received::Control(frame) => {
+                    let why = format!(
+                        "a control message of another protocol ({})",
+                        frame.header().msg
+                    );
+                    let bad = self.conv().reject(from, Some(frame.header()), why);
+                    self.report(&bad.to_string());
+                }
+                Received::Answered(_) => {}
+                Received::Rejected(cause) => panic!(
+                    "tutti::rmi: location {} (rank {}): {} rejected what this location sent \
+                     it: {cause}",
+                    self.id(),
+                    self.inner.rank,
+                    self.conv().link().name(from)
+                ),
+                Received::Bad(bad) => self.report(&bad.to_string()),
+            }
+        }
+    }
+
+    /// Decodes the calls of a request frame with its object type's table.
+    fn decode(&self, frame: &Frame<'_>, out: &mut Vec<Box<dyn Call>>) -> Result<(), String> {
+        let h = frame.header();
+        let methods = {
+            let st = self.state();
+            let slot = usize::try_from(h.target)
+                .ok()
+                .and_then(|i| st.objects.get(i));
+            match slot {
+                Some(slot) => Arc::clone(&slot.methods),
+                None => {
+                    return Err(format!(
+                        "a request (message id {}) for object #{}, which was never registered \
+                         here",
+                        h.msg, h.target
+                    ))
+                }
+            }
+        };
+        (methods.decode)(frame, out)
+    }
+
+    /// Reports bytes this location rejected (the sender has been told; this
+    /// location goes on).
+    fn report(&self, why: &str) {
+        eprintln!(
+            "tutti::rmi: location {} (rank {}) rejected {why}",
+            self.id(),
+            self.inner.rank
+        );
+    }
+}
