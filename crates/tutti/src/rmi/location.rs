@@ -579,16 +579,13 @@ impl Location {
         // to a quiescence wave (inside `recv_until_quiet`) comes right after
         // they have all run, so what they sent is counted.
         self.run_own().await;
+        // The world's detection also separates phases: a request issued after
+        // another location's fence returned is handed out here only after
+        // this fence returns (see the `world` module's quiescence section).
         while let Some(d) = self.inner.world.recv_until_quiet().await {
             self.handle(d).await;
             self.run_own().await;
         }
-        // Quiescence ends on each location when it sees the last wave's
-        // result; one that sees it first could otherwise issue the next
-        // phase's requests into a location still inside this fence. The
-        // barrier (which executes nothing) lets no location out before all
-        // are past quiescence.
-        self.inner.world.barrier().await;
     }
 
     /// A barrier over all locations that keeps executing incoming requests.

@@ -22,6 +22,16 @@
 //!    associative operation need not be commutative), then the result travels back
 //!    down the tree (barrier, all-reduce) or to the root's rank (reduce); a
 //!    broadcast only travels down a tree rooted at the root's rank.
+//!    A quiescence wave's sums take a shorter way when the transport has a
+//!    collective of its own (MPI): the leader hands them to the engine, which
+//!    sums them over the ranks with one `MPI_Iallreduce` and stores the result
+//!    (`Transport::sum_wave`, `Sink::summed`). Every rank starts its waves in
+//!    the same order, as MPI requires: a location contributes to a wave only
+//!    after it has seen the previous wave's result. (A program whose ranks call
+//!    their collectives in different orders is reported when a collective frame
+//!    meets a round of another kind; a wave's all-reduce carries no kind, so a
+//!    rank that fences while another runs a different collective waits, as MPI
+//!    programs do.)
 //! 3. The result is stored in the round and every waiting location of the rank is
 //!    woken; each clones it. The round is removed once every location that needs
 //!    the result has taken it and the driver is done.
@@ -307,7 +317,22 @@ where
     };
     if local.ranks == 1 {
         complete(local, epoch, partial);
-    } else {
+        return epoch;
+    }
+    if kind == Kind::Quiescence {
+        // A wave's sums cross ranks as one MPI all-reduce when the transport
+        // has one (no driver task, no frames); the result comes back through
+        // `Sink::summed`.
+        let sums = partial
+            .as_ref()
+            .and_then(|p| (p as &dyn Any).downcast_ref::<[u64; 2]>());
+        if let Some(&sums) = sums {
+            if shared.transport.sum_wave(epoch, sums) {
+                return epoch;
+            }
+        }
+    }
+    {
         let driver = Driver {
             local: Arc::clone(local),
             transport: Arc::clone(&shared.transport),
@@ -328,7 +353,7 @@ fn unreachable_type() -> ! {
 }
 
 /// Stores the rank's result and wakes the locations waiting for it.
-fn complete<T: Send + 'static>(local: &Local, epoch: u64, result: Option<T>) {
+pub(crate) fn complete<T: Send + 'static>(local: &Local, epoch: u64, result: Option<T>) {
     let mut map = lock(&local.rounds.map);
     let Some(round) = map.get_mut(&epoch) else {
         return;

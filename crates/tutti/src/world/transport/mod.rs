@@ -46,6 +46,9 @@ pub(crate) trait Sink: Send + Sync {
         head: Arc<[u8]>,
         body: Option<Vec<u8>>,
     ) -> Result<(), String>;
+    /// The sums over all ranks of quiescence wave `epoch` (see
+    /// [`Transport::sum_wave`]).
+    fn summed(&self, epoch: u64, sums: [u64; 2]);
 }
 
 /// Moves frames between the ranks of a world.
@@ -55,6 +58,14 @@ pub(crate) trait Transport: Send + Sync {
     /// Hands `frame` over for rank `to` (never this rank). Does not block; frames
     /// to one rank arrive in the order they were handed over.
     fn send(&self, to: usize, frame: Frame);
+    /// Starts summing this rank's contribution to quiescence wave `epoch` over
+    /// all ranks with the engine's own collective (one `MPI_Iallreduce`); the
+    /// result comes back through [`Sink::summed`]. `false` if this transport has
+    /// no such collective (the world then uses its collective frames).
+    fn sum_wave(&self, epoch: u64, value: [u64; 2]) -> bool {
+        let _ = (epoch, value);
+        false
+    }
     /// Drives the engine once if nobody else does (polling mode); returns whether
     /// anything moved. A no-op for engines with their own progress thread.
     fn progress(&self) -> bool;

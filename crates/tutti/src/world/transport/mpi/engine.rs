@@ -51,6 +51,7 @@ use mpi::topology::{Communicator, SimpleCommunicator};
 use mpi::traits::AsRaw;
 
 use super::raw::{self, Request, Status, Tester};
+use super::Out;
 use crate::world::frame::Frame;
 use crate::world::inbox::Mailslot;
 use crate::world::transport::Sink;
@@ -106,6 +107,14 @@ struct Inbound {
     chunks_left: usize,
 }
 
+/// A quiescence wave's sum in flight (`MPI_Iallreduce`): the buffers live in
+/// boxes beside the request, so they do not move while MPI uses them.
+struct Summing {
+    epoch: u64,
+    send: Box<[u64; 2]>,
+    recv: Box<[u64; 2]>,
+}
+
 /// Counts for `tutti mpi-bench` and diagnostics.
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct EngineStats {
@@ -120,6 +129,8 @@ pub(crate) struct Engine {
     world: SimpleCommunicator,
     data: SimpleCommunicator,
     bulk: SimpleCommunicator,
+    /// The world's own MPI collectives (the waves' sums).
+    coll: SimpleCommunicator,
     pub(crate) user: SimpleCommunicator,
     rank: usize,
     ranks: usize,
@@ -137,8 +148,10 @@ pub(crate) struct Engine {
     frames_to: Vec<u64>,
     frames_from: Vec<u64>,
     touched: Vec<usize>,
-    outgoing: Arc<Mailslot<(usize, Frame)>>,
+    outgoing: Arc<Mailslot<Out>>,
     sink: Arc<dyn Sink>,
+    sum_reqs: Vec<Request>,
+    summing: Vec<Summing>,
     tester: Tester,
     done: Vec<(usize, Status)>,
     /// Scratch of `complete_sends`: which tested requests completed.
@@ -157,7 +170,7 @@ unsafe impl Send for Engine {}
 impl Engine {
     pub(crate) fn new(
         world: SimpleCommunicator,
-        outgoing: Arc<Mailslot<(usize, Frame)>>,
+        outgoing: Arc<Mailslot<Out>>,
         sink: Arc<dyn Sink>,
         chunk: usize,
     ) -> Engine {
@@ -165,11 +178,13 @@ impl Engine {
         let ranks = world.size() as usize;
         let data = world.duplicate();
         let bulk = world.duplicate();
+        let coll = world.duplicate();
         let user = world.duplicate();
         let mut e = Engine {
             world,
             data,
             bulk,
+            coll,
             user,
             rank,
             ranks,
@@ -188,6 +203,8 @@ impl Engine {
             touched: Vec::new(),
             outgoing,
             sink,
+            sum_reqs: Vec::new(),
+            summing: Vec::new(),
             tester: Tester::new(),
             done: Vec::new(),
             gone: Vec::new(),
@@ -236,8 +253,8 @@ impl Engine {
     /// queue. True if a frame was there after all (it is started; no parking).
     pub(crate) fn register_idle(&mut self, waker: &std::task::Waker) -> bool {
         match self.outgoing.pop_or_register(waker) {
-            Some((to, f)) => {
-                self.start_send(to, f);
+            Some(out) => {
+                self.start(out);
                 true
             }
             None => false,
@@ -250,8 +267,8 @@ impl Engine {
         let mut moved = false;
         while self.send_reqs.len() < MAX_IN_FLIGHT {
             match self.outgoing.pop() {
-                Some((to, f)) => {
-                    self.start_send(to, f);
+                Some(out) => {
+                    self.start(out);
                     moved = true;
                 }
                 None => break,
@@ -278,6 +295,45 @@ impl Engine {
         moved |= self.complete_receives();
         moved |= self.complete_chunks();
         self.deliver_ready();
+        moved |= self.complete_sums();
+        moved
+    }
+
+    fn start(&mut self, out: Out) {
+        match out {
+            Out::Frame(to, f) => self.start_send(to, f),
+            Out::Sum(epoch, value) => self.start_sum(epoch, value),
+        }
+    }
+
+    /// Starts the sum of a quiescence wave. Every rank starts its waves in the
+    /// same order (a location contributes to a wave only after it has seen the
+    /// previous wave's result), as MPI requires of collectives.
+    fn start_sum(&mut self, epoch: u64, value: [u64; 2]) {
+        let send = Box::new(value);
+        let mut recv = Box::new([0u64; 2]);
+        // SAFETY: both boxes move into `summing` beside the request (their heap
+        // buffers do not move) and are dropped only once it completed
+        // (`complete_sums`; `shutdown` waits for every sum first).
+        let req = unsafe { raw::iallreduce_sum_u64(&send[..], &mut recv[..], self.coll.as_raw()) };
+        self.sum_reqs.push(req);
+        self.summing.push(Summing { epoch, send, recv });
+    }
+
+    fn complete_sums(&mut self) -> bool {
+        let mut moved = false;
+        let mut i = 0;
+        while i < self.sum_reqs.len() {
+            if raw::test(&mut self.sum_reqs[i]).is_none() {
+                i += 1;
+                continue;
+            }
+            self.sum_reqs.remove(i);
+            let s = self.summing.remove(i);
+            let _ = s.send;
+            self.sink.summed(s.epoch, *s.recv);
+            moved = true;
+        }
         moved
     }
 
@@ -523,8 +579,10 @@ impl Engine {
     /// The drain described in the module documentation; on return nothing is in
     /// flight and the engine may be dropped.
     pub(crate) fn shutdown(&mut self) {
-        // 1. Everything handed over goes out and completes.
-        while !self.outgoing.is_empty() || !self.send_reqs.is_empty() {
+        // 1. Everything handed over goes out and completes (a wave's sum too:
+        //    every rank's locations contributed to it before they ended).
+        while !self.outgoing.is_empty() || !self.send_reqs.is_empty() || !self.sum_reqs.is_empty()
+        {
             if !self.progress() {
                 std::thread::yield_now();
             }
