@@ -585,6 +585,16 @@ pub(crate) fn poll_result<T: Clone + 'static>(
     Poll::Ready(value)
 }
 
+/// Whether collective `epoch`'s result is there for `loc` to take (a peek that
+/// registers nothing, for a location spinning on the engine).
+pub(crate) fn is_done(loc: &Location, epoch: u64) -> bool {
+    let local = &loc.shared().local;
+    let map = lock(&local.rounds.map);
+    map.get(&epoch).is_none_or(|round| {
+        round.result.is_some() || !(round.driving || round.arrived < local.per_rank)
+    })
+}
+
 /// Location `loc` gives up waiting for collective `epoch`'s result.
 pub(crate) fn abandon(loc: &Location, epoch: u64) {
     let local = &loc.shared().local;
@@ -640,7 +650,11 @@ impl<T: Clone + Send + 'static> Future for Collective<'_, T> {
             self.pending,
             "tutti: a collective future polled after it completed"
         );
-        match poll_result::<T>(self.loc, self.epoch, cx) {
+        let mut polled = poll_result::<T>(self.loc, self.epoch, cx);
+        if polled.is_pending() && self.loc.spin_until(|| is_done(self.loc, self.epoch)) {
+            polled = poll_result::<T>(self.loc, self.epoch, cx);
+        }
+        match polled {
             Poll::Pending => Poll::Pending,
             Poll::Ready(v) => {
                 self.pending = false;

@@ -7,6 +7,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
 
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -69,6 +70,14 @@ impl Current {
         self.cursor = Cursor::of(p);
     }
 }
+
+/// How long a waiting location drives a polled engine itself before it lets its
+/// worker go: a reply to a small message is due within a round trip (about a
+/// microsecond between ranks of one machine), while handing the worker back
+/// and being woken through the scheduler costs more than that.
+const SPIN_FOR: Duration = Duration::from_micros(30);
+/// Engine rounds between looks at the clock and the worker's queues.
+const SPIN_CHECK_EVERY: u32 = 16;
 
 /// The wave this location has contributed to and not yet seen complete.
 #[derive(Clone, Copy, Default)]
@@ -349,6 +358,33 @@ impl Location {
         }
     }
 
+    /// In polling mode, drives the engine from this task until `ready` holds —
+    /// for at most [`SPIN_FOR`], and only while no other work waits for this
+    /// worker — so that a reply due within a round trip costs no trip through
+    /// the scheduler. Returns whether `ready` held. With a progress thread it
+    /// returns `false` at once (the thread needs the core more).
+    pub(crate) fn spin_until(&self, mut ready: impl FnMut() -> bool) -> bool {
+        let t = &self.shared().transport;
+        if !t.polled() {
+            return false;
+        }
+        let start = Instant::now();
+        let mut rounds = 0u32;
+        loop {
+            t.progress();
+            if ready() {
+                return true;
+            }
+            rounds = rounds.wrapping_add(1);
+            if rounds % SPIN_CHECK_EVERY == 0
+                && (start.elapsed() >= SPIN_FOR || crate::runtime::work_waiting())
+            {
+                return false;
+            }
+            crate::loom::spin_hint();
+        }
+    }
+
     /// The next message, if one has arrived (no flush, no waiting).
     pub fn try_recv(&self) -> Option<Delivery<'_>> {
         self.next(u64::MAX)
@@ -431,6 +467,11 @@ impl Location {
             return Poll::Ready(d);
         }
         self.flush();
+        if self.spin_until(|| !self.slot().inbox.is_empty()) {
+            if let Some(d) = self.try_recv() {
+                return Poll::Ready(d);
+            }
+        }
         if let Some(p) = self.slot().inbox.pop_or_register(cx.waker()) {
             lock(&self.cursor).set(p);
             if let Some(d) = self.try_recv() {
@@ -651,7 +692,15 @@ impl Location {
                     if !matches!(lock(&self.cursor).cursor, Cursor::Idle) {
                         // A later phase's parcel is waiting: only the wave's
                         // result (its waker is registered) can move this on.
+                        if self.spin_until(|| collective::is_done(self, epoch)) {
+                            continue;
+                        }
                         return Poll::Pending;
+                    }
+                    if self.spin_until(|| {
+                        collective::is_done(self, epoch) || !slot.inbox.is_empty()
+                    }) {
+                        continue;
                     }
                     match slot.inbox.pop_or_register(cx.waker()) {
                         Some(p) => lock(&self.cursor).set(p),

@@ -211,28 +211,3 @@ pub(crate) unsafe fn ialltoall_u64(send: &[u64], recv: &mut [u64], comm: Comm) -
     req
 }
 
-/// Starts a sum over all ranks of `send` (element-wise, wrapping `u64`s) into
-/// `recv`: `MPI_Iallreduce` with `MPI_SUM`.
-///
-/// # Safety
-/// `send` and `recv` must have the same length and stay allocated (and `recv`
-/// unread, `send` unmodified) until the request completes.
-pub(crate) unsafe fn iallreduce_sum_u64(send: &[u64], recv: &mut [u64], comm: Comm) -> Request {
-    debug_assert_eq!(send.len(), recv.len());
-    let mut req = null_request();
-    let t = u64::equivalent_datatype().as_raw();
-    // SAFETY: the caller guarantees both buffers for `send.len()` elements until
-    // completion; MPI_SUM on an unsigned type wraps.
-    unsafe {
-        ffi::MPI_Iallreduce(
-            send.as_ptr().cast::<c_void>(),
-            recv.as_mut_ptr().cast::<c_void>(),
-            count_of(send.len()),
-            t,
-            ffi::RSMPI_SUM,
-            comm,
-            &mut req,
-        );
-    }
-    req
-}
