@@ -232,6 +232,31 @@ impl Location {
         Ok(())
     }
 
+    /// A buffer of `len` bytes to fill and send with
+    /// [`send_bytes`](Self::send_bytes): for a large message (64 KiB or more)
+    /// one the rank kept for reuse — the body of a message sent earlier whose
+    /// send completed, or of a received one whose delivery was dropped — so
+    /// that neither side pays page faults per message (its bytes are left over
+    /// from that use); otherwise a fresh zeroed one.
+    ///
+    /// ```
+    /// use tutti::world::World;
+    /// let world = World::builder().locations(1).workers(1).build().unwrap();
+    /// let loc = world.location(0).unwrap();
+    /// let mut b = loc.buffer(100_000);
+    /// assert_eq!(b.len(), 100_000);
+    /// b.fill(7);
+    /// loc.send_bytes(loc.id(), b).unwrap();
+    /// assert_eq!(loc.recv_blocking().bytes().map(|b| b.len()), Some(100_000));
+    /// ```
+    pub fn buffer(&self, len: usize) -> Vec<u8> {
+        self.shared()
+            .local
+            .pool
+            .take(len)
+            .unwrap_or_else(|| vec![0; len])
+    }
+
     /// Sends a copy of `bytes` to any location: for small messages towards
     /// another rank this copies them straight into the aggregation buffer, with
     /// no allocation per message.
@@ -428,10 +453,15 @@ impl Location {
                             left: left - 1,
                             body,
                         };
-                        return Some(Delivery::new(from, content, &self.slot().handled));
+                        return Some(Delivery::new(from, content, &self.slot().handled, &self.shared().local.pool));
                     }
                     if let Some(b) = body.take() {
-                        return Some(Delivery::new(from, Content::Bytes(b), &self.slot().handled));
+                        return Some(Delivery::new(
+                            from,
+                            Content::Bytes(b),
+                            &self.slot().handled,
+                            &self.shared().local.pool,
+                        ));
                     }
                 }
             }
@@ -443,7 +473,7 @@ impl Location {
             Payload::Value(v) => Content::Value(v),
             Payload::Bytes(b) => Content::Bytes(b),
         };
-        Delivery::new(from, content, &self.slot().handled)
+        Delivery::new(from, content, &self.slot().handled, &self.shared().local.pool)
     }
 
     /// Receives the next message, waiting (without holding a worker) until one

@@ -139,6 +139,7 @@ mod id;
 mod inbox;
 mod location;
 mod outbox;
+mod pool;
 mod transport;
 #[allow(clippy::module_inception)]
 mod world;

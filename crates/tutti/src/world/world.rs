@@ -13,6 +13,7 @@ use super::error::{LocationPanic, WorldError};
 use super::frame::{self, Parsed};
 use super::inbox::{Mailslot, Parcel};
 use super::outbox::{Limits, Outbox, Outgoing};
+use super::pool::Pool;
 use super::transport::{inproc::InProcess, Sink, Transport};
 use super::{Location, LocationId};
 use crate::loom::{lock, AtomicBool, AtomicU64, AtomicUsize, Mutex, Ordering};
@@ -88,6 +89,8 @@ pub(crate) struct Local {
     pub(crate) rounds: Rounds,
     /// Largest collective value sent inline in a frame.
     pub(crate) inline_max: usize,
+    /// Large body buffers for reuse (`pool.rs`).
+    pub(crate) pool: Pool,
 }
 
 impl Local {
@@ -152,6 +155,14 @@ impl Sink for Local {
                 self.rounds.incoming(c.from_rank, c.tag, value)
             }
         }
+    }
+
+    fn body_buffer(&self, len: usize) -> Option<Vec<u8>> {
+        self.pool.take(len)
+    }
+
+    fn recycle(&self, buffer: Vec<u8>) {
+        self.pool.put(buffer);
     }
 
     fn summed(&self, epoch: u64, sums: [u64; 2]) {
@@ -358,6 +369,7 @@ impl World {
                     .collect(),
                 rounds: Rounds::new(per_rank),
                 inline_max: limits.inline_max(),
+                pool: Pool::default(),
             })
         };
         let (local, transport): (Arc<Local>, Arc<dyn Transport>) = match config.transport() {

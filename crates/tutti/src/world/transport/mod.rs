@@ -46,6 +46,11 @@ pub(crate) trait Sink: Send + Sync {
         head: Arc<[u8]>,
         body: Option<Vec<u8>>,
     ) -> Result<(), String>;
+    /// A buffer to receive a body of `len` bytes into, if one is kept for
+    /// reuse (its contents are overwritten).
+    fn body_buffer(&self, len: usize) -> Option<Vec<u8>>;
+    /// A body buffer whose send completed, for reuse.
+    fn recycle(&self, buffer: Vec<u8>);
     /// The sums over all ranks of quiescence wave `epoch` (see
     /// [`Transport::sum_wave`]).
     fn summed(&self, epoch: u64, sums: [u64; 2]);

@@ -584,7 +584,14 @@ impl Engine {
             w += 1;
         }
         self.send_reqs.truncate(w);
-        self.sending.truncate(w);
+        for kept in self.sending.drain(w..) {
+            // The last chunk's completion frees the body for reuse.
+            if let Keep::Body(b) = kept {
+                if let Ok(b) = Arc::try_unwrap(b) {
+                    self.sink.recycle(b);
+                }
+            }
+        }
         true
     }
 
@@ -639,7 +646,13 @@ impl Engine {
                     Ok(l) if l <= isize::MAX as usize => l,
                     _ => self.abort(&format!("rank {src} announces a body of {len} bytes")),
                 };
-                let mut body: Vec<u8> = Vec::new();
+                let mut body: Vec<u8> = match self.sink.body_buffer(len) {
+                    Some(mut b) => {
+                        b.clear();
+                        b
+                    }
+                    None => Vec::new(),
+                };
                 if body.try_reserve_exact(len).is_err() {
                     self.abort(&format!(
                         "cannot allocate {len} bytes for a message from rank {src}"
