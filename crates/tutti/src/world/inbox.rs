@@ -69,9 +69,9 @@ impl Parcel {
     /// The phase its messages were sent in.
     pub(crate) fn phase(&self) -> u64 {
         match self {
-            Parcel::One { phase, .. } | Parcel::Batch { phase, .. } | Parcel::Frame { phase, .. } => {
-                *phase
-            }
+            Parcel::One { phase, .. }
+            | Parcel::Batch { phase, .. }
+            | Parcel::Frame { phase, .. } => *phase,
         }
     }
 

@@ -453,7 +453,12 @@ impl Location {
                             left: left - 1,
                             body,
                         };
-                        return Some(Delivery::new(from, content, &self.slot().handled, &self.shared().local.pool));
+                        return Some(Delivery::new(
+                            from,
+                            content,
+                            &self.slot().handled,
+                            &self.shared().local.pool,
+                        ));
                     }
                     if let Some(b) = body.take() {
                         return Some(Delivery::new(
@@ -473,7 +478,12 @@ impl Location {
             Payload::Value(v) => Content::Value(v),
             Payload::Bytes(b) => Content::Bytes(b),
         };
-        Delivery::new(from, content, &self.slot().handled, &self.shared().local.pool)
+        Delivery::new(
+            from,
+            content,
+            &self.slot().handled,
+            &self.shared().local.pool,
+        )
     }
 
     /// Receives the next message, waiting (without holding a worker) until one
@@ -727,9 +737,9 @@ impl Location {
                         }
                         return Poll::Pending;
                     }
-                    if self.spin_until(|| {
-                        collective::is_done(self, epoch) || !slot.inbox.is_empty()
-                    }) {
+                    if self
+                        .spin_until(|| collective::is_done(self, epoch) || !slot.inbox.is_empty())
+                    {
                         continue;
                     }
                     match slot.inbox.pop_or_register(cx.waker()) {

@@ -182,7 +182,10 @@ impl Outbox {
             // then this message on its own, as a body (an owned one is not copied).
             self.flush_one(to, lim, out);
             let b = DataBuilder::new(from.raw(), to.raw(), HEADER);
-            out(Outgoing::Remote(rank, b.finish(Some(msg.into_vec()), self.phase)));
+            out(Outgoing::Remote(
+                rank,
+                b.finish(Some(msg.into_vec()), self.phase),
+            ));
             return false;
         }
         let msg = msg.as_slice();

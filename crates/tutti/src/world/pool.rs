@@ -44,7 +44,8 @@ impl Pool {
         let Some(i) = (0..bufs.len()).min_by_key(|&i| bufs[i].capacity()) else {
             return;
         };
-        if bufs[i].capacity() < v.capacity() && held - bufs[i].capacity() + v.capacity() <= MAX_BYTES
+        if bufs[i].capacity() < v.capacity()
+            && held - bufs[i].capacity() + v.capacity() <= MAX_BYTES
         {
             let old = std::mem::replace(&mut bufs[i], v);
             drop(bufs);

@@ -414,10 +414,7 @@ impl Engine {
         let mut i = 0;
         while i < self.summing.len() {
             let s = &mut self.summing[i];
-            loop {
-                let Some(&step) = self.sum_plan.get(s.step) else {
-                    break;
-                };
+            while let Some(&step) = self.sum_plan.get(s.step) {
                 // Tags: the step, and the wave (mod 256), so a wave's messages
                 // never meet another's receives.
                 let tag = step.tag | (((s.epoch & 0xff) as i32) << 6);
@@ -447,9 +444,8 @@ impl Engine {
                     if let Some(p) = send_to {
                         // SAFETY: as above, for `out`, which is not written
                         // before the request completes.
-                        s.reqs[0] = unsafe {
-                            raw::isend(as_bytes(&s.out), p, tag, self.coll.as_raw())
-                        };
+                        s.reqs[0] =
+                            unsafe { raw::isend(as_bytes(&s.out), p, tag, self.coll.as_raw()) };
                     }
                 }
                 // A null request (none started, or completed before) tests
@@ -843,7 +839,11 @@ mod tests {
                     else {
                         continue;
                     };
-                    acc[r] = if st.kind == SumKind::Result { v } else { acc[r] + v };
+                    acc[r] = if st.kind == SumKind::Result {
+                        v
+                    } else {
+                        acc[r] + v
+                    };
                     at[r] += 1;
                     sent[r] = false;
                     moved = true;
@@ -858,7 +858,10 @@ mod tests {
                 assert_eq!(acc[r], total, "{ranks} ranks: rank {r}");
             }
             assert!(chan.values().all(VecDeque::is_empty), "{ranks} ranks");
-            let exchanges = plans[0].iter().filter(|s| s.kind == SumKind::Exchange).count();
+            let exchanges = plans[0]
+                .iter()
+                .filter(|s| s.kind == SumKind::Exchange)
+                .count();
             assert!(ranks != 2 || exchanges == 1, "two ranks: one exchange");
         }
     }

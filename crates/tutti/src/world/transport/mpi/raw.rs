@@ -210,4 +210,3 @@ pub(crate) unsafe fn ialltoall_u64(send: &[u64], recv: &mut [u64], comm: Comm) -
     }
     req
 }
-
