@@ -651,7 +651,13 @@ impl<T: Clone + Send + 'static> Future for Collective<'_, T> {
             "tutti: a collective future polled after it completed"
         );
         let mut polled = poll_result::<T>(self.loc, self.epoch, cx);
-        if polled.is_pending() && self.loc.spin_until(|| is_done(self.loc, self.epoch)) {
+        // Spin while neither the result nor a message (which a caller serving
+        // requests while it waits would handle) has arrived.
+        if polled.is_pending()
+            && self
+                .loc
+                .spin_until(|| is_done(self.loc, self.epoch) || self.loc.has_arrived())
+        {
             polled = poll_result::<T>(self.loc, self.epoch, cx);
         }
         match polled {

@@ -410,6 +410,11 @@ impl Location {
         }
     }
 
+    /// Whether a message waits in this location's inbox.
+    pub(crate) fn has_arrived(&self) -> bool {
+        !self.slot().inbox.is_empty()
+    }
+
     /// The next message, if one has arrived (no flush, no waiting).
     pub fn try_recv(&self) -> Option<Delivery<'_>> {
         self.next(u64::MAX)
