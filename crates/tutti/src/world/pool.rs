@@ -16,10 +16,10 @@ use crate::loom::{lock, Mutex};
 
 /// Smallest buffer worth keeping (below this, the allocator does well).
 pub(crate) const POOL_MIN: usize = 64 * 1024;
-/// Buffers kept at most.
-const MAX_BUFFERS: usize = 8;
+/// Buffers kept at most (a stream of 1 MiB messages keeps 64 in flight).
+const MAX_BUFFERS: usize = 64;
 /// Bytes kept at most.
-const MAX_BYTES: usize = 256 << 20;
+const MAX_BYTES: usize = 128 << 20;
 
 /// The rank's pool; see the module documentation.
 #[derive(Default)]
@@ -31,26 +31,34 @@ impl Pool {
     /// Keeps `v` (its bytes stay initialized: `take` hands out prefixes of
     /// them) if it is large enough and there is room.
     pub(crate) fn put(&self, v: Vec<u8>) {
-        if v.capacity() < POOL_MIN || v.is_empty() {
+        if v.capacity() < POOL_MIN || v.is_empty() || v.capacity() > MAX_BYTES {
             return;
         }
-        let mut bufs = lock(&self.bufs);
-        let held: usize = bufs.iter().map(Vec::capacity).sum();
-        if bufs.len() < MAX_BUFFERS && held + v.capacity() <= MAX_BYTES {
-            bufs.push(v);
-            return;
-        }
-        // Full: keep the larger of `v` and the smallest kept buffer.
-        let Some(i) = (0..bufs.len()).min_by_key(|&i| bufs[i].capacity()) else {
-            return;
-        };
-        if bufs[i].capacity() < v.capacity()
-            && held - bufs[i].capacity() + v.capacity() <= MAX_BYTES
+        let mut evicted = Vec::new();
         {
-            let old = std::mem::replace(&mut bufs[i], v);
-            drop(bufs);
-            drop(old);
+            let mut bufs = lock(&self.bufs);
+            let mut held: usize = bufs.iter().map(Vec::capacity).sum();
+            // Full: smaller buffers make room for a larger one (the sizes in
+            // use now are the likely ones next).
+            while bufs.len() >= MAX_BUFFERS || held + v.capacity() > MAX_BYTES {
+                let smallest = (0..bufs.len()).min_by_key(|&i| bufs[i].capacity());
+                match smallest {
+                    Some(i) if bufs[i].capacity() < v.capacity() => {
+                        let old = bufs.swap_remove(i);
+                        held -= old.capacity();
+                        evicted.push(old);
+                    }
+                    _ => break,
+                }
+            }
+            if bufs.len() < MAX_BUFFERS && held + v.capacity() <= MAX_BYTES {
+                bufs.push(v);
+            } else {
+                evicted.push(v);
+            }
         }
+        // Freed outside the lock.
+        drop(evicted);
     }
 
     /// A kept buffer with at least `len` initialized bytes (and not wastefully
@@ -85,10 +93,20 @@ mod tests {
         assert_eq!(v.len(), 600 << 10);
         assert!(v.iter().all(|&b| b == 7));
         assert!(p.take(600 << 10).is_none(), "taken once");
+        for _ in 0..100 {
+            p.put(vec![0u8; 1 << 20]);
+        }
+        assert_eq!(lock(&p.bufs).len(), MAX_BUFFERS);
         for _ in 0..20 {
             p.put(vec![0u8; 16 << 20]);
         }
         let held: usize = lock(&p.bufs).iter().map(Vec::capacity).sum();
         assert!(held <= MAX_BYTES && lock(&p.bufs).len() <= MAX_BUFFERS);
+        let large = lock(&p.bufs).iter().filter(|b| b.len() == 16 << 20).count();
+        assert_eq!(
+            large,
+            MAX_BYTES / (16 << 20),
+            "larger buffers evict smaller ones"
+        );
     }
 }
