@@ -23,15 +23,15 @@
 //!    down the tree (barrier, all-reduce) or to the root's rank (reduce); a
 //!    broadcast only travels down a tree rooted at the root's rank.
 //!    A quiescence wave's sums take a shorter way when the transport has a
-//!    collective of its own (MPI): the leader hands them to the engine, which
-//!    sums them over the ranks with one `MPI_Iallreduce` and stores the result
-//!    (`Transport::sum_wave`, `Sink::summed`). Every rank starts its waves in
-//!    the same order, as MPI requires: a location contributes to a wave only
-//!    after it has seen the previous wave's result. (A program whose ranks call
-//!    their collectives in different orders is reported when a collective frame
-//!    meets a round of another kind; a wave's all-reduce carries no kind, so a
-//!    rank that fences while another runs a different collective waits, as MPI
-//!    programs do.)
+//!    sum of its own (MPI): the leader hands them to the engine, which sums
+//!    them over the ranks by recursive doubling over point-to-point messages
+//!    and stores the result (`Transport::sum_wave`, `Sink::summed`). Every
+//!    rank starts its waves in the same order: a location contributes to a
+//!    wave only after it has seen the previous wave's result. (A program whose
+//!    ranks call their collectives in different orders is reported when a
+//!    collective frame meets a round of another kind; a wave's messages carry
+//!    no kind, so a rank that runs a collective as the root of its tree while
+//!    another rank fences at the same point waits, as an MPI program would.)
 //! 3. The result is stored in the round and every waiting location of the rank is
 //!    woken; each clones it. The round is removed once every location that needs
 //!    the result has taken it and the driver is done.
@@ -320,7 +320,7 @@ where
         return epoch;
     }
     if kind == Kind::Quiescence {
-        // A wave's sums cross ranks as one MPI all-reduce when the transport
+        // A wave's sums cross ranks through the transport's own sum when it
         // has one (no driver task, no frames); the result comes back through
         // `Sink::summed`.
         let sums = partial

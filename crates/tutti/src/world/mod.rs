@@ -58,7 +58,12 @@
 //! ([`ProgressMode::Thread`], `MPI_THREAD_FUNNELED`, thesis 002's design), or
 //! idle workers drive MPI one at a time ([`ProgressMode::Poll`],
 //! `MPI_THREAD_SERIALIZED`); polling is the default, chosen by benchmark (see
-//! [`ProgressMode`]'s `Default`). A rank whose location panics, or that receives a
+//! [`ProgressMode`]'s `Default`). In polling mode a location that waits (to
+//! receive, for a collective or for a quiescence wave) first drives the engine
+//! itself for up to 30 µs, while no other work waits for its worker: a reply
+//! due within a round trip then costs no trip through the scheduler. Large
+//! bodies are received into, and sent from, buffers the rank reuses
+//! ([`Location::buffer`]), so a stream of large messages pays no page faults. A rank whose location panics, or that receives a
 //! frame that does not parse, takes the whole job down with `MPI_Abort` and a
 //! message naming the rank and the cause, instead of leaving the others hanging.
 //!
@@ -80,7 +85,7 @@
 //! it whose [`Delivery`] was dropped. A location inside `recv_until_quiet` that
 //! has nothing to receive contributes `(s_i, h_i)` — reading `h_i` first — to a
 //! *wave*: an all-reduce of the sums `(S_k, H_k)` over all locations (across
-//! ranks one `MPI_Iallreduce` under MPI). Waves are numbered over the world's
+//! ranks, under MPI, one exchange of 16 bytes between two ranks). Waves are numbered over the world's
 //! whole life, across detections. When wave `k` completes the location compares
 //! `S_k` with `H_{k-1}`, the handled total of the wave before it — the previous
 //! wave of this detection, or the last wave of the previous detection (`H_{-1}

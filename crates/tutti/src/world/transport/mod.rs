@@ -64,8 +64,8 @@ pub(crate) trait Transport: Send + Sync {
     /// to one rank arrive in the order they were handed over.
     fn send(&self, to: usize, frame: Frame);
     /// Starts summing this rank's contribution to quiescence wave `epoch` over
-    /// all ranks with the engine's own collective (one `MPI_Iallreduce`); the
-    /// result comes back through [`Sink::summed`]. `false` if this transport has
+    /// all ranks with the engine's own messages; the result comes back through
+    /// [`Sink::summed`]. `false` if this transport has
     /// no such collective (the world then uses its collective frames).
     fn sum_wave(&self, epoch: u64, value: [u64; 2]) -> bool {
         let _ = (epoch, value);

@@ -2,7 +2,7 @@
 //!
 //! # Wire protocol
 //!
-//! Two communicators duplicated from `MPI_COMM_WORLD`:
+//! Three communicators duplicated from `MPI_COMM_WORLD`:
 //!
 //! * **data**: every frame's head. A frame without a body is one message with
 //!   tag `FRAME`; a frame with a body is one message with tag `FRAME_BODY`
@@ -10,6 +10,11 @@
 //!   (the world keeps them under [`EAGER`]).
 //! * **bulk**: bodies, in chunks of at most `chunk` bytes (2^30 by default, so no
 //!   MPI count reaches 2^31), tag `BULK`, sent right after their announcement.
+//! * **coll**: the sums of quiescence waves, 16 bytes per message (see
+//!   [`sum_plan`]): recursive doubling over point-to-point messages, so two
+//!   ranks sum a wave with one exchange. (Open MPI's `MPI_Iallreduce`, from
+//!   libnbc, cost about four `MPI_Barrier`s here.) A message's tag holds its
+//!   step and its wave modulo 256.
 //!
 //! # Receiving
 //!
@@ -19,7 +24,8 @@
 //! handles completions strictly in posting order (a later one waits for an
 //! earlier, still transferring one).
 //! An announcement makes the engine post the body's chunk receives on the bulk
-//! communicator for that source, into one buffer of the announced size; bulk
+//! communicator for that source, into one buffer of the announced size (a
+//! reused one from the rank's pool when one fits, `world/pool.rs`); bulk
 //! messages from one source match those receives in order (non-overtaking).
 //! Each source has a queue of frames in arrival order; a frame is delivered to
 //! the world when it and every frame before it from that source are complete,
@@ -32,7 +38,9 @@
 //! beyond that frames wait in the queue) and keeps each buffer until its request
 //! completes. Requests are kept in the order they started and completion passes
 //! test the oldest ones (and, now and then, all), so their cost does not grow
-//! with the number in flight.
+//! with the number in flight. Every test passes through MPI's progress, so a
+//! progress round completes sends only when many are in flight or every eighth
+//! round; a completed body's buffer goes back to the rank's pool.
 //!
 //! # Shutdown
 //!
