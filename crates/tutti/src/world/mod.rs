@@ -84,12 +84,12 @@
 //! is called, so buffered messages count), and `h_i`, the messages delivered to
 //! it whose [`Delivery`] was dropped. A location inside `recv_until_quiet` that
 //! has nothing to receive contributes `(s_i, h_i)` — reading `h_i` first — to a
-//! *wave*: an all-reduce of the sums `(S_k, H_k)` over all locations (across
-//! ranks, under MPI, one exchange of 16 bytes between two ranks). Waves are numbered over the world's
-//! whole life, across detections. When wave `k` completes the location compares
-//! `S_k` with `H_{k-1}`, the handled total of the wave before it — the previous
-//! wave of this detection, or the last wave of the previous detection (`H_{-1}
-//! = 0` before the first). If they are equal it returns `None`; otherwise it
+//! *wave*: an all-reduce of the sums `(S_k, H_k)` over all locations (under
+//! MPI, across two ranks, one exchange of 16 bytes). Waves are numbered over
+//! the world's whole life, across detections. When wave `k` completes the
+//! location compares `S_k` with `H_{k-1}`, the handled total of the wave before
+//! it — the previous wave of this detection, or the last wave of the previous
+//! detection (`H_{-1} = 0` before the first). If they are equal it returns `None`; otherwise it
 //! handles what has arrived and contributes to wave `k + 1`. So a detection
 //! after a phase that exchanged nothing takes **one** wave, and one after
 //! traffic takes two once everything is handled.
