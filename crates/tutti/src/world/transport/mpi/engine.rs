@@ -49,8 +49,10 @@
 //!    each other rank.
 //! 3. Keep receiving until that many frames from each rank have arrived and been
 //!    delivered.
-//! 4. Cancel the posted receives (nothing can match them any more), free the
-//!    communicators; the owner thread then calls `MPI_Finalize`.
+//! 4. Cancel the posted receives (nothing can match them any more), and those
+//!    of a quiescence wave left unfinished (a program that gave up a
+//!    detection), free the communicators; the owner thread then calls
+//!    `MPI_Finalize`.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -762,9 +764,8 @@ impl Engine {
     /// The drain described in the module documentation; on return nothing is in
     /// flight and the engine may be dropped.
     pub(crate) fn shutdown(&mut self) {
-        // 1. Everything handed over goes out and completes (a wave's sum too:
-        //    every rank's locations contributed to it before they ended).
-        while !self.outgoing.is_empty() || !self.send_reqs.is_empty() || !self.summing.is_empty() {
+        // 1. Everything handed over goes out and completes.
+        while !self.outgoing.is_empty() || !self.send_reqs.is_empty() {
             if !self.progress() {
                 std::thread::yield_now();
             }
@@ -810,6 +811,34 @@ impl Engine {
             }
         }
         self.order.clear();
+        // 5. A wave left unfinished (a location gave up its detection, and a
+        //    rank never joined the wave): its receive is cancelled; its send is
+        //    16 bytes, which MPI completes without the peer.
+        if !self.summing.is_empty() {
+            crate::world::say(&format!(
+                "rank {}: {} quiescence wave(s) left unfinished at shutdown",
+                self.rank,
+                self.summing.len()
+            ));
+        }
+        for mut s in std::mem::take(&mut self.summing) {
+            raw::cancel(&mut s.reqs[1]);
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(1);
+            let mut done = true;
+            for req in s.reqs.iter_mut() {
+                while raw::test(req).is_none() {
+                    if std::time::Instant::now() > deadline {
+                        done = false;
+                        break;
+                    }
+                    std::thread::yield_now();
+                }
+            }
+            if !done {
+                // MPI may still use the buffers: never free them.
+                std::mem::forget(s);
+            }
+        }
     }
 }
 
