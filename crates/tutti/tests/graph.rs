@@ -4,6 +4,7 @@
 //! one rank, and between ranks.
 
 mod common;
+mod watchdog;
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};

@@ -34,6 +34,10 @@ const BODIES: &[(&str, Body)] = &[
         quiescence_when_nothing_is_sent,
     ),
     ("quiescence_separates_phases", quiescence_separates_phases),
+    (
+        "quiescence_alone_separates_phases",
+        quiescence_alone_separates_phases,
+    ),
     ("large_messages", large_messages),
     ("many_outstanding_messages", many_outstanding_messages),
     (
@@ -316,6 +320,41 @@ fn quiescence_separates_phases(world: &World) {
                 }
             }
             loc.barrier().await;
+        }
+    });
+}
+
+/// The end of quiescence alone separates phases: with no barrier after it, a
+/// location that sees the last wave first and sends the next phase's messages
+/// at once must not have them handed out to a location still inside this
+/// phase's detection.
+fn quiescence_alone_separates_phases(world: &World) {
+    const PHASES: u64 = 300;
+    world.run(|loc| async move {
+        let n = loc.world().locations();
+        let me = loc.id().index();
+        for phase in 0..PHASES {
+            for k in 1..=2 {
+                loc.send_bytes(
+                    id((me + k) % n),
+                    [phase.to_le_bytes(), 1u64.to_le_bytes()].concat(),
+                )
+                .unwrap();
+            }
+            while let Some(d) = loc.recv_until_quiet().await {
+                let b = d.bytes().unwrap();
+                let got = u64::from_le_bytes(b[0..8].try_into().unwrap());
+                let hops = u64::from_le_bytes(b[8..16].try_into().unwrap());
+                assert_eq!(
+                    got, phase,
+                    "location {me} received a phase-{got} message inside phase {phase}'s quiescence"
+                );
+                if hops > 0 {
+                    let next = id((me + 1 + phase as usize) % n);
+                    loc.send_bytes(next, [phase.to_le_bytes(), 0u64.to_le_bytes()].concat())
+                        .unwrap();
+                }
+            }
         }
     });
 }

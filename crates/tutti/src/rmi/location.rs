@@ -549,17 +549,14 @@ impl Location {
         // So are the runs this location has built: they are sent before.
         self.run_own().await;
         self.flush_out();
+        // The world's detection also separates phases: a request issued after
+        // another location's fence returned is handed out here only after
+        // this fence returns (see the `world` module's quiescence section).
         while let Some(d) = self.world().recv_until_quiet().await {
             self.handle(d).await;
             self.run_own().await;
             self.flush_out();
         }
-        // Quiescence ends on each location when it sees the last wave's
-        // result; one that sees it first could otherwise issue the next
-        // phase's requests into a location still inside this fence. The
-        // barrier (which executes nothing) lets no location out before all
-        // are past quiescence.
-        self.world().barrier().await;
         let executed = self.inner.executed.load(Ordering::Relaxed);
         self.inner.waited.store(executed, Ordering::Relaxed);
     }

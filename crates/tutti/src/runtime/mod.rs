@@ -280,6 +280,14 @@ impl Drop for EnterGuard<'_> {
     }
 }
 
+/// Whether other work waits for the calling worker's thread: in its own queues
+/// or in any queue it could take from. A task that spins for an external event
+/// (the world's MPI engine) stops spinning then. `false` off the workers.
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+pub(crate) fn work_waiting() -> bool {
+    WorkerThread::current().is_some_and(|w| w.has_local_work() || w.registry().has_visible_work())
+}
+
 /// Number of workers of the current runtime.
 ///
 /// ```

@@ -404,7 +404,7 @@ impl WorkerThread {
 
     /// Whether this worker's own queues hold work (its `run_next` slot included, which
     /// no other worker can see).
-    fn has_local_work(&self) -> bool {
+    pub(crate) fn has_local_work(&self) -> bool {
         // Peek: take and put back the slot (a `Cell`).
         let next = self.run_next.take();
         let has = next.is_some();

@@ -22,6 +22,16 @@
 //!    associative operation need not be commutative), then the result travels back
 //!    down the tree (barrier, all-reduce) or to the root's rank (reduce); a
 //!    broadcast only travels down a tree rooted at the root's rank.
+//!    A quiescence wave's sums take a shorter way when the transport has a
+//!    sum of its own (MPI): the leader hands them to the engine, which sums
+//!    them over the ranks by recursive doubling over point-to-point messages
+//!    and stores the result (`Transport::sum_wave`, `Sink::summed`). Every
+//!    rank starts its waves in the same order: a location contributes to a
+//!    wave only after it has seen the previous wave's result. (A program whose
+//!    ranks call their collectives in different orders is reported when a
+//!    collective frame meets a round of another kind; a wave's messages carry
+//!    no kind, so a rank that runs a collective as the root of its tree while
+//!    another rank fences at the same point waits, as an MPI program would.)
 //! 3. The result is stored in the round and every waiting location of the rank is
 //!    woken; each clones it. The round is removed once every location that needs
 //!    the result has taken it and the driver is done.
@@ -307,7 +317,22 @@ where
     };
     if local.ranks == 1 {
         complete(local, epoch, partial);
-    } else {
+        return epoch;
+    }
+    if kind == Kind::Quiescence {
+        // A wave's sums cross ranks through the transport's own sum when it
+        // has one (no driver task, no frames); the result comes back through
+        // `Sink::summed`.
+        let sums = partial
+            .as_ref()
+            .and_then(|p| (p as &dyn Any).downcast_ref::<[u64; 2]>());
+        if let Some(&sums) = sums {
+            if shared.transport.sum_wave(epoch, sums) {
+                return epoch;
+            }
+        }
+    }
+    {
         let driver = Driver {
             local: Arc::clone(local),
             transport: Arc::clone(&shared.transport),
@@ -328,7 +353,7 @@ fn unreachable_type() -> ! {
 }
 
 /// Stores the rank's result and wakes the locations waiting for it.
-fn complete<T: Send + 'static>(local: &Local, epoch: u64, result: Option<T>) {
+pub(crate) fn complete<T: Send + 'static>(local: &Local, epoch: u64, result: Option<T>) {
     let mut map = lock(&local.rounds.map);
     let Some(round) = map.get_mut(&epoch) else {
         return;
@@ -560,6 +585,16 @@ pub(crate) fn poll_result<T: Clone + 'static>(
     Poll::Ready(value)
 }
 
+/// Whether collective `epoch`'s result is there for `loc` to take (a peek that
+/// registers nothing, for a location spinning on the engine).
+pub(crate) fn is_done(loc: &Location, epoch: u64) -> bool {
+    let local = &loc.shared().local;
+    let map = lock(&local.rounds.map);
+    map.get(&epoch).is_none_or(|round| {
+        round.result.is_some() || !(round.driving || round.arrived < local.per_rank)
+    })
+}
+
 /// Location `loc` gives up waiting for collective `epoch`'s result.
 pub(crate) fn abandon(loc: &Location, epoch: u64) {
     let local = &loc.shared().local;
@@ -615,7 +650,17 @@ impl<T: Clone + Send + 'static> Future for Collective<'_, T> {
             self.pending,
             "tutti: a collective future polled after it completed"
         );
-        match poll_result::<T>(self.loc, self.epoch, cx) {
+        let mut polled = poll_result::<T>(self.loc, self.epoch, cx);
+        // Spin while neither the result nor a message (which a caller serving
+        // requests while it waits would handle) has arrived.
+        if polled.is_pending()
+            && self
+                .loc
+                .spin_until(|| is_done(self.loc, self.epoch) || self.loc.has_arrived())
+        {
+            polled = poll_result::<T>(self.loc, self.epoch, cx);
+        }
+        match polled {
             Poll::Pending => Poll::Pending,
             Poll::Ready(v) => {
                 self.pending = false;

@@ -5,6 +5,7 @@ use std::fmt;
 use std::ops::Range;
 use std::sync::Arc;
 
+use super::pool::{Pool, POOL_MIN};
 use super::{cast, LocationId};
 use crate::loom::{AtomicU64, Ordering};
 
@@ -44,14 +45,22 @@ pub struct Delivery<'a> {
     from: LocationId,
     content: Content,
     handled: &'a AtomicU64,
+    /// Where a large body's buffer goes when the delivery is dropped.
+    pool: &'a Pool,
 }
 
 impl<'a> Delivery<'a> {
-    pub(crate) fn new(from: LocationId, content: Content, handled: &'a AtomicU64) -> Self {
+    pub(crate) fn new(
+        from: LocationId,
+        content: Content,
+        handled: &'a AtomicU64,
+        pool: &'a Pool,
+    ) -> Self {
         Delivery {
             from,
             content,
             handled,
+            pool,
         }
     }
 
@@ -116,6 +125,11 @@ impl<'a> Delivery<'a> {
 
 impl Drop for Delivery<'_> {
     fn drop(&mut self) {
+        if let Content::Bytes(b) = &mut self.content {
+            if b.capacity() >= POOL_MIN {
+                self.pool.put(std::mem::take(b));
+            }
+        }
         // Release: whoever reads this count with Acquire (the location's
         // quiescence contribution) also sees the sends made while handling.
         self.handled.fetch_add(1, Ordering::Release);

@@ -14,7 +14,8 @@
 //!              bit 7 a body comes with the head; the codec's own flags are clear
 //! msg          none
 //! data:        src, dst = locations; target = number of messages (the body counts);
-//!              corr = 0; payload = the inline messages, each (length u32 LE, bytes);
+//!              corr = the sender's phase (the fences it had completed when it
+//!              sent them, see the world's quiescence); payload = the inline messages, each (length u32 LE, bytes);
 //!              with a body, the body is the last message.
 //! collective:  src, dst = ranks; target = epoch; corr = phase (1 up, 2 down)
 //!              | kind << 8 | root << 32; payload = the value (empty if it is the body).
@@ -83,6 +84,8 @@ pub(crate) struct DataHead {
     pub(crate) to: u32,
     /// Inline messages (the body, if any, comes after them).
     pub(crate) inline: u32,
+    /// The phase the messages were sent in.
+    pub(crate) phase: u64,
 }
 
 /// What a frame is.
@@ -171,8 +174,9 @@ impl DataBuilder {
         self.count += 1;
     }
 
-    /// The finished frame, with `body` (if any) as its last message.
-    pub(crate) fn finish(mut self, body: Option<Vec<u8>>) -> Frame {
+    /// The finished frame, with `body` (if any) as its last message, its
+    /// messages sent in `phase`.
+    pub(crate) fn finish(mut self, body: Option<Vec<u8>>, phase: u64) -> Frame {
         let count = u64::from(self.count) + u64::from(body.is_some());
         seal(
             &mut self.head,
@@ -181,7 +185,7 @@ impl DataBuilder {
             self.from,
             self.to,
             count,
-            0,
+            phase,
         );
         Frame {
             head: self.head,
@@ -270,9 +274,6 @@ pub(crate) fn parse(head: &[u8], has_body: bool) -> Result<Parsed, FrameError> {
     }
     match bits & !FLAG_BODY {
         WHAT_DATA => {
-            if h.corr != 0 {
-                return bad("a data frame with a correlation id");
-            }
             // Count the inline messages by walking them: each must end within
             // the payload, and together they must fill it exactly.
             let payload = &head[..end];
@@ -303,6 +304,7 @@ pub(crate) fn parse(head: &[u8], has_body: bool) -> Result<Parsed, FrameError> {
                 // At most a quarter of the payload's length.
                 inline: u32::try_from(inline)
                     .map_err(|_| FrameError(format!("{inline} messages in one frame")))?,
+                phase: h.corr,
             }))
         }
         WHAT_COLLECTIVE => {
@@ -357,7 +359,7 @@ mod tests {
         for m in msgs {
             b.push(m);
         }
-        b.finish(body)
+        b.finish(body, 0)
     }
 
     fn messages(f: &Frame) -> Vec<Vec<u8>> {

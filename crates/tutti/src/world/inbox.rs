@@ -41,18 +41,24 @@ pub(crate) enum Payload {
 
 /// What arrives in an inbox: one message, a batch of them, or a frame from
 /// another rank (validated by the engine before it was pushed).
+///
+/// Every parcel carries the phase its messages were sent in: how many
+/// quiescence detections (`recv_until_quiet` ending) the sender had completed.
 pub(crate) enum Parcel {
     One {
         from: LocationId,
+        phase: u64,
         payload: Payload,
     },
     Batch {
         from: LocationId,
+        phase: u64,
         items: Vec<Payload>,
     },
     #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
     Frame {
         from: LocationId,
+        phase: u64,
         head: std::sync::Arc<[u8]>,
         inline: u32,
         body: Option<Vec<u8>>,
@@ -60,6 +66,15 @@ pub(crate) enum Parcel {
 }
 
 impl Parcel {
+    /// The phase its messages were sent in.
+    pub(crate) fn phase(&self) -> u64 {
+        match self {
+            Parcel::One { phase, .. }
+            | Parcel::Batch { phase, .. }
+            | Parcel::Frame { phase, .. } => *phase,
+        }
+    }
+
     /// Messages in this parcel.
     pub(crate) fn messages(&self) -> usize {
         match self {

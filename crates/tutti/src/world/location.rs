@@ -7,6 +7,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
 
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -38,13 +39,14 @@ enum Cursor {
 impl Cursor {
     fn of(p: Parcel) -> Cursor {
         match p {
-            Parcel::One { from, payload } => Cursor::One(from, payload),
-            Parcel::Batch { from, items } => Cursor::Batch(from, items.into_iter()),
+            Parcel::One { from, payload, .. } => Cursor::One(from, payload),
+            Parcel::Batch { from, items, .. } => Cursor::Batch(from, items.into_iter()),
             Parcel::Frame {
                 from,
                 head,
                 inline,
                 body,
+                ..
             } => Cursor::Frame {
                 from,
                 head,
@@ -56,13 +58,31 @@ impl Cursor {
     }
 }
 
-/// The state of this location's quiescence detection between calls.
+/// The parcel a location is consuming, and the phase it was sent in.
+struct Current {
+    cursor: Cursor,
+    phase: u64,
+}
+
+impl Current {
+    fn set(&mut self, p: Parcel) {
+        self.phase = p.phase();
+        self.cursor = Cursor::of(p);
+    }
+}
+
+/// How long a waiting location drives a polled engine itself before it lets its
+/// worker go: a reply to a small message is due within a round trip (about a
+/// microsecond between ranks of one machine), while handing the worker back
+/// and being woken through the scheduler costs more than that.
+const SPIN_FOR: Duration = Duration::from_micros(30);
+/// Engine rounds between looks at the clock and the worker's queues.
+const SPIN_CHECK_EVERY: u32 = 16;
+
+/// The wave this location has contributed to and not yet seen complete.
 #[derive(Clone, Copy, Default)]
 struct Quiet {
-    /// The wave this location has contributed to and not yet seen complete.
     wave: Option<u64>,
-    /// Messages handled world-wide, as of the previous completed wave.
-    prev_handled: Option<u64>,
 }
 
 /// One location of a [`World`]: the endpoint its SPMD code sends and receives
@@ -77,7 +97,7 @@ pub struct Location {
     world: World,
     local: usize,
     /// Only this location's receiving task takes it, so it is uncontended.
-    cursor: Mutex<Cursor>,
+    cursor: Mutex<Current>,
     quiet: Mutex<Quiet>,
 }
 
@@ -92,7 +112,10 @@ impl Location {
         Location {
             world,
             local,
-            cursor: Mutex::new(Cursor::Idle),
+            cursor: Mutex::new(Current {
+                cursor: Cursor::Idle,
+                phase: 0,
+            }),
             quiet: Mutex::new(Quiet::default()),
         }
     }
@@ -209,6 +232,31 @@ impl Location {
         Ok(())
     }
 
+    /// A buffer of `len` bytes to fill and send with
+    /// [`send_bytes`](Self::send_bytes): for a large message (64 KiB or more)
+    /// one the rank kept for reuse — the body of a message sent earlier whose
+    /// send completed, or of a received one whose delivery was dropped — so
+    /// that neither side pays page faults per message (its bytes are left over
+    /// from that use); otherwise a fresh zeroed one.
+    ///
+    /// ```
+    /// use tutti::world::World;
+    /// let world = World::builder().locations(1).workers(1).build().unwrap();
+    /// let loc = world.location(0).unwrap();
+    /// let mut b = loc.buffer(100_000);
+    /// assert_eq!(b.len(), 100_000);
+    /// b.fill(7);
+    /// loc.send_bytes(loc.id(), b).unwrap();
+    /// assert_eq!(loc.recv_blocking().bytes().map(|b| b.len()), Some(100_000));
+    /// ```
+    pub fn buffer(&self, len: usize) -> Vec<u8> {
+        self.shared()
+            .local
+            .pool
+            .take(len)
+            .unwrap_or_else(|| vec![0; len])
+    }
+
     /// Sends a copy of `bytes` to any location: for small messages towards
     /// another rank this copies them straight into the aggregation buffer, with
     /// no allocation per message.
@@ -270,6 +318,7 @@ impl Location {
             if let Some(dest) = shared.local.slot_of(to) {
                 dest.inbox.push(Parcel::One {
                     from: slot.id,
+                    phase: slot.phase.load(Ordering::Relaxed),
                     payload,
                 });
             }
@@ -322,7 +371,7 @@ impl Location {
     pub fn poll(&self) -> bool {
         self.flush();
         self.progress_now();
-        !matches!(*lock(&self.cursor), Cursor::Idle) || !self.slot().inbox.is_empty()
+        !matches!(lock(&self.cursor).cursor, Cursor::Idle) || !self.slot().inbox.is_empty()
     }
 
     /// In polling mode, drives the engine once. Waiting futures do not call it:
@@ -334,16 +383,57 @@ impl Location {
         }
     }
 
+    /// In polling mode, drives the engine from this task until `ready` holds —
+    /// for at most [`SPIN_FOR`], and only while no other work waits for this
+    /// worker — so that a reply due within a round trip costs no trip through
+    /// the scheduler. Returns whether `ready` held. With a progress thread it
+    /// returns `false` at once (the thread needs the core more).
+    pub(crate) fn spin_until(&self, mut ready: impl FnMut() -> bool) -> bool {
+        let t = &self.shared().transport;
+        if !t.polled() {
+            return false;
+        }
+        let start = Instant::now();
+        let mut rounds = 0u32;
+        loop {
+            t.progress();
+            if ready() {
+                return true;
+            }
+            rounds = rounds.wrapping_add(1);
+            if rounds % SPIN_CHECK_EVERY == 0
+                && (start.elapsed() >= SPIN_FOR || crate::runtime::work_waiting())
+            {
+                return false;
+            }
+            crate::loom::spin_hint();
+        }
+    }
+
+    /// Whether a message waits in this location's inbox.
+    pub(crate) fn has_arrived(&self) -> bool {
+        !self.slot().inbox.is_empty()
+    }
+
     /// The next message, if one has arrived (no flush, no waiting).
     pub fn try_recv(&self) -> Option<Delivery<'_>> {
-        let mut cursor = lock(&self.cursor);
+        self.next(u64::MAX)
+    }
+
+    /// The next message sent in a phase up to `phase`, if one has arrived; a
+    /// later phase's parcel stays where it is.
+    fn next(&self, phase: u64) -> Option<Delivery<'_>> {
+        let mut cur = lock(&self.cursor);
         loop {
-            match std::mem::replace(&mut *cursor, Cursor::Idle) {
-                Cursor::Idle => *cursor = Cursor::of(self.slot().inbox.pop()?),
+            if cur.phase > phase && !matches!(cur.cursor, Cursor::Idle) {
+                return None;
+            }
+            match std::mem::replace(&mut cur.cursor, Cursor::Idle) {
+                Cursor::Idle => cur.set(self.slot().inbox.pop()?),
                 Cursor::One(from, p) => return Some(self.delivery(from, p)),
                 Cursor::Batch(from, mut items) => {
                     if let Some(p) = items.next() {
-                        *cursor = Cursor::Batch(from, items);
+                        cur.cursor = Cursor::Batch(from, items);
                         return Some(self.delivery(from, p));
                     }
                 }
@@ -361,17 +451,27 @@ impl Location {
                                 .fail_invariant("a validated frame ran out of messages");
                         };
                         let content = Content::Shared(Arc::clone(&head), r);
-                        *cursor = Cursor::Frame {
+                        cur.cursor = Cursor::Frame {
                             from,
                             head,
                             pos,
                             left: left - 1,
                             body,
                         };
-                        return Some(Delivery::new(from, content, &self.slot().handled));
+                        return Some(Delivery::new(
+                            from,
+                            content,
+                            &self.slot().handled,
+                            &self.shared().local.pool,
+                        ));
                     }
                     if let Some(b) = body.take() {
-                        return Some(Delivery::new(from, Content::Bytes(b), &self.slot().handled));
+                        return Some(Delivery::new(
+                            from,
+                            Content::Bytes(b),
+                            &self.slot().handled,
+                            &self.shared().local.pool,
+                        ));
                     }
                 }
             }
@@ -383,7 +483,12 @@ impl Location {
             Payload::Value(v) => Content::Value(v),
             Payload::Bytes(b) => Content::Bytes(b),
         };
-        Delivery::new(from, content, &self.slot().handled)
+        Delivery::new(
+            from,
+            content,
+            &self.slot().handled,
+            &self.shared().local.pool,
+        )
     }
 
     /// Receives the next message, waiting (without holding a worker) until one
@@ -407,8 +512,13 @@ impl Location {
             return Poll::Ready(d);
         }
         self.flush();
+        if self.spin_until(|| !self.slot().inbox.is_empty()) {
+            if let Some(d) = self.try_recv() {
+                return Poll::Ready(d);
+            }
+        }
         if let Some(p) = self.slot().inbox.pop_or_register(cx.waker()) {
-            *lock(&self.cursor) = Cursor::of(p);
+            lock(&self.cursor).set(p);
             if let Some(d) = self.try_recv() {
                 return Poll::Ready(d);
             }
@@ -559,11 +669,11 @@ impl Location {
     /// call); see the `quiescence` section of the module documentation for the
     /// algorithm and why it cannot end early.
     ///
-    /// Each location returns `None` when *it* sees the final wave's result, so
-    /// one location may already be past it, sending, while another still waits
-    /// inside: that one would receive the next phase's message as part of this
-    /// phase. To separate phases, follow `None` with a [`barrier`](Self::barrier),
-    /// which hands out nothing (as `rmi::Location::fence` does).
+    /// It also separates phases: a message sent after the sender's
+    /// `recv_until_quiet` returned `None` is handed out by the receiver only
+    /// after its own `recv_until_quiet` has returned `None` (no barrier is
+    /// needed). A detection after a phase that sent nothing costs one wave (one
+    /// all-reduce), else two once everything is handled.
     pub fn recv_until_quiet(&self) -> UntilQuiet<'_> {
         UntilQuiet { loc: self }
     }
@@ -574,8 +684,13 @@ impl Location {
     }
 
     fn poll_until_quiet(&self, cx: &mut Context<'_>) -> Poll<Option<Delivery<'_>>> {
+        let slot = self.slot();
+        let phase = slot.phase.load(Ordering::Relaxed);
         loop {
-            if let Some(d) = self.try_recv() {
+            // Only this phase's messages: a later phase's were sent by a
+            // location that saw this detection end, so its last wave has
+            // completed and its result is about to be seen here.
+            if let Some(d) = self.next(phase) {
                 return Poll::Ready(Some(d));
             }
             self.flush();
@@ -585,7 +700,6 @@ impl Location {
                 None => {
                     // Handled first (Acquire), then sent: a handled message's
                     // onward sends are then counted too (see `delivery.rs`).
-                    let slot = self.slot();
                     let handled = slot.handled.load(Ordering::Acquire);
                     let sent = slot.sent.load(Ordering::Relaxed);
                     let sum: Op<[u64; 2]> =
@@ -609,19 +723,35 @@ impl Location {
                             .local
                             .fail_invariant("a quiescence wave completed without its sums");
                     };
-                    if q.prev_handled == Some(sent) {
-                        *lock(&self.quiet) = Quiet::default();
+                    *lock(&self.quiet) = Quiet { wave: None };
+                    let before = slot.last_handled.swap(handled, Ordering::Relaxed);
+                    if sent == before {
+                        // Quiescent. Nothing is buffered (every message sent
+                        // was handled), so the next phase starts here.
+                        slot.phase.store(phase + 1, Ordering::Relaxed);
+                        lock(&slot.outbox).set_phase(phase + 1);
                         return Poll::Ready(None);
                     }
-                    *lock(&self.quiet) = Quiet {
-                        wave: None,
-                        prev_handled: Some(handled),
-                    };
                 }
-                Poll::Pending => match self.slot().inbox.pop_or_register(cx.waker()) {
-                    Some(p) => *lock(&self.cursor) = Cursor::of(p),
-                    None => return Poll::Pending,
-                },
+                Poll::Pending => {
+                    if !matches!(lock(&self.cursor).cursor, Cursor::Idle) {
+                        // A later phase's parcel is waiting: only the wave's
+                        // result (its waker is registered) can move this on.
+                        if self.spin_until(|| collective::is_done(self, epoch)) {
+                            continue;
+                        }
+                        return Poll::Pending;
+                    }
+                    if self
+                        .spin_until(|| collective::is_done(self, epoch) || !slot.inbox.is_empty())
+                    {
+                        continue;
+                    }
+                    match slot.inbox.pop_or_register(cx.waker()) {
+                        Some(p) => lock(&self.cursor).set(p),
+                        None => return Poll::Pending,
+                    }
+                }
             }
         }
     }

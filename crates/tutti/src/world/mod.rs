@@ -58,7 +58,12 @@
 //! ([`ProgressMode::Thread`], `MPI_THREAD_FUNNELED`, thesis 002's design), or
 //! idle workers drive MPI one at a time ([`ProgressMode::Poll`],
 //! `MPI_THREAD_SERIALIZED`); polling is the default, chosen by benchmark (see
-//! [`ProgressMode`]'s `Default`). A rank whose location panics, or that receives a
+//! [`ProgressMode`]'s `Default`). In polling mode a location that waits (to
+//! receive, for a collective or for a quiescence wave) first drives the engine
+//! itself for up to 30 µs, while no other work waits for its worker: a reply
+//! due within a round trip then costs no trip through the scheduler. Large
+//! bodies are received into, and sent from, buffers the rank reuses
+//! ([`Location::buffer`]), so a stream of large messages pays no page faults. A rank whose location panics, or that receives a
 //! frame that does not parse, takes the whole job down with `MPI_Abort` and a
 //! message naming the rank and the cause, instead of leaving the others hanging.
 //!
@@ -79,29 +84,56 @@
 //! is called, so buffered messages count), and `h_i`, the messages delivered to
 //! it whose [`Delivery`] was dropped. A location inside `recv_until_quiet` that
 //! has nothing to receive contributes `(s_i, h_i)` — reading `h_i` first — to a
-//! *wave*: an all-reduce of the sums `(S_k, H_k)` over all locations. When wave
-//! `k` completes the location looks at its result; it returns `None` if
-//! `S_k = H_{k-1}`, the handled total of the previous wave, and otherwise
-//! handles what has arrived and contributes to wave `k + 1`.
+//! *wave*: an all-reduce of the sums `(S_k, H_k)` over all locations (under
+//! MPI, across two ranks, one exchange of 16 bytes). Waves are numbered over
+//! the world's whole life, across detections. When wave `k` completes the
+//! location compares `S_k` with `H_{k-1}`, the handled total of the wave before
+//! it — the previous wave of this detection, or the last wave of the previous
+//! detection (`H_{-1} = 0` before the first). If they are equal it returns `None`; otherwise it
+//! handles what has arrived and contributes to wave `k + 1`. So a detection
+//! after a phase that exchanged nothing takes **one** wave, and one after
+//! traffic takes two once everything is handled.
 //!
-//! *Why it cannot end early.* Every location contributes to wave `k + 1` only
-//! after seeing wave `k`'s result, which exists only once every location has
-//! contributed to wave `k`. So there is a moment `T` after every contribution to
-//! wave `k` and before any contribution to wave `k + 1`. Counters only grow, so
-//! `H_{k-1} ≤ H_k ≤ H(T)` (every wave-`k` read happened before `T`) and
-//! `S(T) ≤ S_{k+1}` (every wave-`k+1` read happened after). A message is handled
-//! only after it was sent, so `H(T) ≤ S(T)` at every moment. If
-//! `S_{k+1} = H_k`, then `H(T) ≤ S(T) ≤ S_{k+1} = H_k ≤ H(T)`: at `T`, every
-//! message ever sent had been handled — no message was buffered, in flight,
-//! queued, or being handled (a delivery alive at `T` would make `H(T) < S(T)`).
-//! Every location was inside `recv_until_quiet` at `T` (it had contributed to
-//! wave `k`), so none was running code that sends, and a send can only come from
-//! handling a message. Nothing can ever be sent again: the world is quiescent,
-//! and all locations see the same wave results and so decide alike. Conversely,
-//! once the world is quiescent two more waves see equal sums and end it. A
-//! handler's sends are counted before its delivery is dropped (same thread, and
-//! the drop's `Release` pairs with the contribution's `Acquire` read of `h_i`),
-//! so `h_i` never runs ahead of the `s` of the messages it caused.
+//! *Why it cannot end early.* Every location contributes to wave `k` only after
+//! seeing wave `k - 1`'s result (in this detection, or before it left the
+//! previous one), which exists only once every location has contributed to wave
+//! `k - 1`. So there is a moment `T` after every contribution to wave `k - 1` and
+//! before any contribution to wave `k`. Counters only grow, so `H_{k-1} ≤ H(T)`
+//! (every wave-`k-1` read happened before `T`) and `S(T) ≤ S_k` (every wave-`k`
+//! read happened after). A message is handled only after it was sent, so
+//! `H(T) ≤ S(T)` at every moment. If `S_k = H_{k-1}`, then
+//! `H(T) ≤ S(T) ≤ S_k = H_{k-1} ≤ H(T)`: all are equal. So (a) at `T` every
+//! message ever sent had been handled — none was buffered, in flight, queued or
+//! being handled (a delivery alive at `T` would make `H(T) < S(T)`); and (b) no
+//! location sent anything between `T` and its wave-`k` contribution (each `s_i`
+//! is the same at both moments, since the sums are and no counter shrinks).
+//! Locations need not be inside `recv_until_quiet` at `T` — one may still be
+//! running its phase's code — but (b) says it sent nothing more before it
+//! contributed. After its contribution a location only hands out messages, and
+//! sends only while handling one (a handler's sends are counted before its
+//! delivery is dropped: same thread, and the drop's `Release` pairs with the
+//! contribution's `Acquire` read of `h_i`, so `h_i` never runs ahead of the `s`
+//! of the messages it caused). Suppose some message is sent after `T` and take
+//! the first, sent by `X`: by (b) after `X`'s contribution, so while `X`
+//! handles a message `m` sent before it — before `T` — and so already handled
+//! (dropped) by `T` by (a), which contradicts `X` handling it after `T`. So
+//! nothing is ever sent again in this phase: the world is quiescent, and all
+//! locations see the same wave results and keep the same `H_{k-1}`, so they
+//! decide alike. Conversely, once the world is quiescent the next wave sees
+//! `S = H` and the one after it ends the detection.
+//!
+//! *Phases.* Each location returns `None` when *it* sees the final wave's result,
+//! so one may already be past it, sending, while another has not yet seen the
+//! result. Every message carries its sender's *phase* — how many detections the
+//! sender has completed — and a location inside detection `p` hands out only
+//! messages of phases `≤ p`. A message of phase `p + 1` reaching it was sent by a
+//! location that saw the final wave, which had then completed, so the waiting
+//! location sees its result too and ends; the message waits in its inbox for
+//! the next phase. No message of phase `≤ p` can be behind it (all were handled
+//! before `T`). So the end of a detection separates phases without a barrier,
+//! and a location inside a detection keeps serving (handing out this phase's
+//! messages) while its wave is pending: a location that has not yet started its
+//! detection can still be answered.
 
 mod collective;
 mod config;
@@ -112,6 +144,7 @@ mod id;
 mod inbox;
 mod location;
 mod outbox;
+mod pool;
 mod transport;
 #[allow(clippy::module_inception)]
 mod world;

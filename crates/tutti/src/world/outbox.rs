@@ -85,6 +85,8 @@ pub(crate) struct Outbox {
     dirty: Vec<u32>,
     /// The sweeper has seen this outbox non-empty (and not emptied since).
     seen: bool,
+    /// The phase stamped on what leaves (its location's; see [`Parcel`]).
+    phase: u64,
 }
 
 impl Outbox {
@@ -94,7 +96,15 @@ impl Outbox {
             bufs: Vec::new(),
             dirty: Vec::new(),
             seen: false,
+            phase: 0,
         }
+    }
+
+    /// Sets the phase of what is buffered from now on (the location's next
+    /// phase; it has nothing buffered when it changes phase).
+    pub(crate) fn set_phase(&mut self, phase: u64) {
+        debug_assert!(self.is_empty());
+        self.phase = phase;
     }
 
     /// Whether anything is buffered.
@@ -148,7 +158,8 @@ impl Outbox {
         items.push(payload);
         if items.len() >= lim.factor {
             let items = std::mem::replace(items, Vec::with_capacity(lim.factor));
-            out(Outgoing::Local(to, Parcel::Batch { from, items }));
+            let phase = self.phase;
+            out(Outgoing::Local(to, Parcel::Batch { from, phase, items }));
             self.unmark(to);
             return false;
         }
@@ -171,7 +182,10 @@ impl Outbox {
             // then this message on its own, as a body (an owned one is not copied).
             self.flush_one(to, lim, out);
             let b = DataBuilder::new(from.raw(), to.raw(), HEADER);
-            out(Outgoing::Remote(rank, b.finish(Some(msg.into_vec()))));
+            out(Outgoing::Remote(
+                rank,
+                b.finish(Some(msg.into_vec()), self.phase),
+            ));
             return false;
         }
         let msg = msg.as_slice();
@@ -213,15 +227,18 @@ impl Outbox {
 
     /// Sends `to`'s buffer, if it holds anything.
     fn flush_one(&mut self, to: LocationId, lim: Limits, out: &mut impl FnMut(Outgoing)) {
-        let from = self.from;
+        let (from, phase) = (self.from, self.phase);
         let Some(buf) = self.bufs.get_mut(to.index()).and_then(Option::take) else {
             return;
         };
         match buf {
             Buf::Local(items) if items.is_empty() => {}
-            Buf::Local(items) => out(Outgoing::Local(to, Parcel::Batch { from, items })),
+            Buf::Local(items) => out(Outgoing::Local(to, Parcel::Batch { from, phase, items })),
             Buf::Remote(b) if b.count() == 0 => {}
-            Buf::Remote(b) => out(Outgoing::Remote(to.rank(lim.per_rank), b.finish(None))),
+            Buf::Remote(b) => out(Outgoing::Remote(
+                to.rank(lim.per_rank),
+                b.finish(None, phase),
+            )),
         }
         self.unmark(to);
     }

@@ -218,3 +218,33 @@ fn a_fencing_location_keeps_serving() {
     });
     assert_eq!(got, [2, 1]);
 }
+
+/// A detection after a phase that sent nothing takes one wave (its first wave
+/// is compared with the previous detection's last), and one after traffic ends
+/// too; each location's collective count shows the waves.
+#[test]
+fn a_quiet_phase_costs_one_wave() {
+    let w = world(3, 2, 4);
+    let waves = w.run(|loc| async move {
+        let slot = &loc.shared().local.slots[loc.local_index()];
+        let mut waves = Vec::new();
+        for round in 0..4 {
+            if round == 2 {
+                let next = LocationId::new(((loc.id().index() + 1) % 3) as u32);
+                loc.send(next, 1u8).unwrap();
+            }
+            let before = slot.epochs();
+            while let Some(d) = loc.recv_until_quiet().await {
+                drop(d);
+            }
+            waves.push(slot.epochs() - before);
+        }
+        waves
+    });
+    for w in &waves {
+        assert_eq!(w[0], 1, "the first detection, nothing sent: {waves:?}");
+        assert_eq!(w[1], 1, "nothing sent since the last: {waves:?}");
+        assert!(w[2] >= 2, "traffic needs a second wave: {waves:?}");
+        assert_eq!(w[3], 1, "quiet again: {waves:?}");
+    }
+}

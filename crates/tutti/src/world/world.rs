@@ -13,6 +13,7 @@ use super::error::{LocationPanic, WorldError};
 use super::frame::{self, Parsed};
 use super::inbox::{Mailslot, Parcel};
 use super::outbox::{Limits, Outbox, Outgoing};
+use super::pool::Pool;
 use super::transport::{inproc::InProcess, Sink, Transport};
 use super::{Location, LocationId};
 use crate::loom::{lock, AtomicBool, AtomicU64, AtomicUsize, Mutex, Ordering};
@@ -30,6 +31,12 @@ pub(crate) struct Slot {
     pub(crate) handled: AtomicU64,
     /// Collectives this location has started.
     epoch: AtomicU64,
+    /// Quiescence detections this location has completed: its phase, stamped
+    /// on what it sends (only its own handle writes it).
+    pub(crate) phase: AtomicU64,
+    /// The handled total of the last quiescence wave this location saw (0
+    /// before any: the world's start); see the `world` module documentation.
+    pub(crate) last_handled: AtomicU64,
     /// This location's aggregation factor; 0 for the world's.
     pub(crate) factor: AtomicUsize,
     /// Whether the outbox holds anything (a hint kept under the outbox lock, so
@@ -48,6 +55,8 @@ impl Slot {
             sent: AtomicU64::new(0),
             handled: AtomicU64::new(0),
             epoch: AtomicU64::new(0),
+            phase: AtomicU64::new(0),
+            last_handled: AtomicU64::new(0),
             factor: AtomicUsize::new(0),
             buffered: AtomicBool::new(false),
             taken: AtomicBool::new(false),
@@ -58,6 +67,12 @@ impl Slot {
     pub(crate) fn next_epoch(&self) -> u64 {
         // Only the location's own handle calls this.
         self.epoch.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Collectives this location has started.
+    #[cfg(test)]
+    pub(crate) fn epochs(&self) -> u64 {
+        self.epoch.load(Ordering::Relaxed)
     }
 
     pub(crate) fn release(&self) {
@@ -74,6 +89,8 @@ pub(crate) struct Local {
     pub(crate) rounds: Rounds,
     /// Largest collective value sent inline in a frame.
     pub(crate) inline_max: usize,
+    /// Large body buffers for reuse (`pool.rs`).
+    pub(crate) pool: Pool,
 }
 
 impl Local {
@@ -117,6 +134,7 @@ impl Sink for Local {
                 };
                 slot.inbox.push(Parcel::Frame {
                     from,
+                    phase: h.phase,
                     head,
                     inline: h.inline,
                     body,
@@ -137,6 +155,18 @@ impl Sink for Local {
                 self.rounds.incoming(c.from_rank, c.tag, value)
             }
         }
+    }
+
+    fn body_buffer(&self, len: usize) -> Option<Vec<u8>> {
+        self.pool.take(len)
+    }
+
+    fn recycle(&self, buffer: Vec<u8>) {
+        self.pool.put(buffer);
+    }
+
+    fn summed(&self, epoch: u64, sums: [u64; 2]) {
+        super::collective::complete(self, epoch, Some(sums));
     }
 }
 
@@ -339,6 +369,7 @@ impl World {
                     .collect(),
                 rounds: Rounds::new(per_rank),
                 inline_max: limits.inline_max(),
+                pool: Pool::default(),
             })
         };
         let (local, transport): (Arc<Local>, Arc<dyn Transport>) = match config.transport() {

@@ -46,6 +46,14 @@ pub(crate) trait Sink: Send + Sync {
         head: Arc<[u8]>,
         body: Option<Vec<u8>>,
     ) -> Result<(), String>;
+    /// A buffer to receive a body of `len` bytes into, if one is kept for
+    /// reuse (its contents are overwritten).
+    fn body_buffer(&self, len: usize) -> Option<Vec<u8>>;
+    /// A body buffer whose send completed, for reuse.
+    fn recycle(&self, buffer: Vec<u8>);
+    /// The sums over all ranks of quiescence wave `epoch` (see
+    /// [`Transport::sum_wave`]).
+    fn summed(&self, epoch: u64, sums: [u64; 2]);
 }
 
 /// Moves frames between the ranks of a world.
@@ -55,6 +63,14 @@ pub(crate) trait Transport: Send + Sync {
     /// Hands `frame` over for rank `to` (never this rank). Does not block; frames
     /// to one rank arrive in the order they were handed over.
     fn send(&self, to: usize, frame: Frame);
+    /// Starts summing this rank's contribution to quiescence wave `epoch` over
+    /// all ranks with the engine's own messages; the result comes back through
+    /// [`Sink::summed`]. `false` if this transport has
+    /// no such collective (the world then uses its collective frames).
+    fn sum_wave(&self, epoch: u64, value: [u64; 2]) -> bool {
+        let _ = (epoch, value);
+        false
+    }
     /// Drives the engine once if nobody else does (polling mode); returns whether
     /// anything moved. A no-op for engines with their own progress thread.
     fn progress(&self) -> bool;

@@ -2,7 +2,7 @@
 //!
 //! # Wire protocol
 //!
-//! Two communicators duplicated from `MPI_COMM_WORLD`:
+//! Three communicators duplicated from `MPI_COMM_WORLD`:
 //!
 //! * **data**: every frame's head. A frame without a body is one message with
 //!   tag `FRAME`; a frame with a body is one message with tag `FRAME_BODY`
@@ -10,6 +10,11 @@
 //!   (the world keeps them under [`EAGER`]).
 //! * **bulk**: bodies, in chunks of at most `chunk` bytes (2^30 by default, so no
 //!   MPI count reaches 2^31), tag `BULK`, sent right after their announcement.
+//! * **coll**: the sums of quiescence waves, 16 bytes per message (see
+//!   [`sum_plan`]): recursive doubling over point-to-point messages, so two
+//!   ranks sum a wave with one exchange. (Open MPI's `MPI_Iallreduce`, from
+//!   libnbc, cost about four `MPI_Barrier`s here.) A message's tag holds its
+//!   step and its wave modulo 256.
 //!
 //! # Receiving
 //!
@@ -19,7 +24,8 @@
 //! handles completions strictly in posting order (a later one waits for an
 //! earlier, still transferring one).
 //! An announcement makes the engine post the body's chunk receives on the bulk
-//! communicator for that source, into one buffer of the announced size; bulk
+//! communicator for that source, into one buffer of the announced size (a
+//! reused one from the rank's pool when one fits, `world/pool.rs`); bulk
 //! messages from one source match those receives in order (non-overtaking).
 //! Each source has a queue of frames in arrival order; a frame is delivered to
 //! the world when it and every frame before it from that source are complete,
@@ -32,7 +38,9 @@
 //! beyond that frames wait in the queue) and keeps each buffer until its request
 //! completes. Requests are kept in the order they started and completion passes
 //! test the oldest ones (and, now and then, all), so their cost does not grow
-//! with the number in flight.
+//! with the number in flight. Every test passes through MPI's progress, so a
+//! progress round completes sends only when many are in flight or every eighth
+//! round; a completed body's buffer goes back to the rank's pool.
 //!
 //! # Shutdown
 //!
@@ -41,8 +49,10 @@
 //!    each other rank.
 //! 3. Keep receiving until that many frames from each rank have arrived and been
 //!    delivered.
-//! 4. Cancel the posted receives (nothing can match them any more), free the
-//!    communicators; the owner thread then calls `MPI_Finalize`.
+//! 4. Cancel the posted receives (nothing can match them any more), and those
+//!    of a quiescence wave left unfinished (a program that gave up a
+//!    detection), free the communicators; the owner thread then calls
+//!    `MPI_Finalize`.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -51,9 +61,16 @@ use mpi::topology::{Communicator, SimpleCommunicator};
 use mpi::traits::AsRaw;
 
 use super::raw::{self, Request, Status, Tester};
+use super::Out;
 use crate::world::frame::Frame;
 use crate::world::inbox::Mailslot;
 use crate::world::transport::Sink;
+
+/// Two `u64`s as the bytes MPI sends.
+fn as_bytes(v: &[u64; 2]) -> &[u8] {
+    // SAFETY: 16 initialized bytes of a live array, read-only, no padding.
+    unsafe { std::slice::from_raw_parts(v.as_ptr().cast::<u8>(), 16) }
+}
 
 const TAG_FRAME: i32 = 1;
 const TAG_FRAME_BODY: i32 = 2;
@@ -71,6 +88,8 @@ pub(crate) const POSTED: usize = 16;
 pub(crate) const MAX_IN_FLIGHT: usize = 512;
 /// In-flight sends beyond which [`Engine::start_sends`] also completes sends.
 const COMPLETE_AT: usize = 16;
+/// Every this many progress rounds complete sends even when few are in flight.
+const SEND_TEST_EVERY: u64 = 8;
 /// How many of the oldest in-flight sends a completion pass tests.
 const TEST_WINDOW: usize = 32;
 /// Every this many completion passes test every in-flight send.
@@ -106,6 +125,85 @@ struct Inbound {
     chunks_left: usize,
 }
 
+/// What one step of a wave's sum does with its partner rank.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum SumKind {
+    /// Send the partial sum and add the partner's.
+    Exchange,
+    /// Send the partial sum (the partner folds it into its own, or it is the
+    /// total the partner waits for).
+    Give,
+    /// Add the partner's partial sum.
+    Take,
+    /// The partner's value is the total.
+    Result,
+}
+
+/// One step of a wave's sum: with whom, and the step's tag (both partners use
+/// the same one).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct SumStep {
+    kind: SumKind,
+    partner: usize,
+    tag: i32,
+}
+
+/// Tag of the steps that fold the extra ranks in.
+const SUM_TAG_IN: i32 = 0;
+/// Tag of the steps that hand the extra ranks the total.
+const SUM_TAG_OUT: i32 = 63;
+
+/// The steps of a sum over `ranks` ranks as seen by `rank`: recursive doubling
+/// over the largest power of two `q ≤ ranks`, the `ranks - q` extra ranks first
+/// folding their value into a neighbour and getting the total back from it at
+/// the end (MPICH's allreduce): `log2 q` exchanges, one for two ranks.
+fn sum_plan(rank: usize, ranks: usize) -> Vec<SumStep> {
+    let step = |kind, partner, tag| SumStep { kind, partner, tag };
+    let mut plan = Vec::new();
+    if ranks < 2 {
+        return plan;
+    }
+    let q = 1usize << (usize::BITS - 1 - ranks.leading_zeros());
+    let rem = ranks - q;
+    // Position among the `q` ranks of the doubling (`None`: an extra rank).
+    let me = if rank < 2 * rem {
+        if rank % 2 == 0 {
+            plan.push(step(SumKind::Give, rank + 1, SUM_TAG_IN));
+            plan.push(step(SumKind::Result, rank + 1, SUM_TAG_OUT));
+            return plan;
+        }
+        plan.push(step(SumKind::Take, rank - 1, SUM_TAG_IN));
+        rank / 2
+    } else {
+        rank - rem
+    };
+    let real = |n: usize| if n < rem { 2 * n + 1 } else { n + rem };
+    let mut level = 1;
+    while (1usize << (level - 1)) < q {
+        let partner = real(me ^ (1 << (level - 1)));
+        plan.push(step(SumKind::Exchange, partner, level));
+        level += 1;
+    }
+    if rank < 2 * rem {
+        plan.push(step(SumKind::Give, rank - 1, SUM_TAG_OUT));
+    }
+    plan
+}
+
+/// A quiescence wave's sum in flight: the plan's next step, its requests, and
+/// buffers boxed beside them so that they do not move while MPI uses them.
+struct Summing {
+    epoch: u64,
+    step: usize,
+    started: bool,
+    /// This step's receive (if it has one) completed.
+    received: bool,
+    acc: [u64; 2],
+    out: Box<[u64; 2]>,
+    inc: Box<[u64; 2]>,
+    reqs: [Request; 2],
+}
+
 /// Counts for `tutti mpi-bench` and diagnostics.
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct EngineStats {
@@ -120,6 +218,8 @@ pub(crate) struct Engine {
     world: SimpleCommunicator,
     data: SimpleCommunicator,
     bulk: SimpleCommunicator,
+    /// The waves' sums (their own messages, see [`sum_plan`]).
+    coll: SimpleCommunicator,
     pub(crate) user: SimpleCommunicator,
     rank: usize,
     ranks: usize,
@@ -137,8 +237,10 @@ pub(crate) struct Engine {
     frames_to: Vec<u64>,
     frames_from: Vec<u64>,
     touched: Vec<usize>,
-    outgoing: Arc<Mailslot<(usize, Frame)>>,
+    outgoing: Arc<Mailslot<Out>>,
     sink: Arc<dyn Sink>,
+    sum_plan: Vec<SumStep>,
+    summing: Vec<Summing>,
     tester: Tester,
     done: Vec<(usize, Status)>,
     /// Scratch of `complete_sends`: which tested requests completed.
@@ -157,7 +259,7 @@ unsafe impl Send for Engine {}
 impl Engine {
     pub(crate) fn new(
         world: SimpleCommunicator,
-        outgoing: Arc<Mailslot<(usize, Frame)>>,
+        outgoing: Arc<Mailslot<Out>>,
         sink: Arc<dyn Sink>,
         chunk: usize,
     ) -> Engine {
@@ -165,11 +267,13 @@ impl Engine {
         let ranks = world.size() as usize;
         let data = world.duplicate();
         let bulk = world.duplicate();
+        let coll = world.duplicate();
         let user = world.duplicate();
         let mut e = Engine {
             world,
             data,
             bulk,
+            coll,
             user,
             rank,
             ranks,
@@ -188,6 +292,8 @@ impl Engine {
             touched: Vec::new(),
             outgoing,
             sink,
+            sum_plan: sum_plan(rank, ranks),
+            summing: Vec::new(),
             tester: Tester::new(),
             done: Vec::new(),
             gone: Vec::new(),
@@ -236,8 +342,8 @@ impl Engine {
     /// queue. True if a frame was there after all (it is started; no parking).
     pub(crate) fn register_idle(&mut self, waker: &std::task::Waker) -> bool {
         match self.outgoing.pop_or_register(waker) {
-            Some((to, f)) => {
-                self.start_send(to, f);
+            Some(out) => {
+                self.start(out);
                 true
             }
             None => false,
@@ -250,8 +356,8 @@ impl Engine {
         let mut moved = false;
         while self.send_reqs.len() < MAX_IN_FLIGHT {
             match self.outgoing.pop() {
-                Some((to, f)) => {
-                    self.start_send(to, f);
+                Some(out) => {
+                    self.start(out);
                     moved = true;
                 }
                 None => break,
@@ -274,10 +380,132 @@ impl Engine {
     pub(crate) fn progress(&mut self) -> bool {
         self.stats.progress_calls += 1;
         let mut moved = self.start_queued();
-        moved |= self.complete_sends();
         moved |= self.complete_receives();
         moved |= self.complete_chunks();
         self.deliver_ready();
+        moved |= self.complete_sums();
+        // Completing sends only frees their buffers, and every test is a pass
+        // through MPI's progress: a few in flight wait for a later round.
+        if self.send_reqs.len() >= COMPLETE_AT || self.stats.progress_calls % SEND_TEST_EVERY == 0 {
+            moved |= self.complete_sends();
+        }
+        moved
+    }
+
+    fn start(&mut self, out: Out) {
+        match out {
+            Out::Frame(to, f) => self.start_send(to, f),
+            Out::Sum(epoch, value) => self.start_sum(epoch, value),
+        }
+    }
+
+    /// Starts the sum of a quiescence wave over the ranks ([`sum_plan`]). Every
+    /// rank starts its waves in the same order (a location contributes to a
+    /// wave only after it has seen the previous wave's result), and each step's
+    /// messages carry the wave and step in their tag.
+    fn start_sum(&mut self, epoch: u64, value: [u64; 2]) {
+        self.summing.push(Summing {
+            epoch,
+            step: 0,
+            started: false,
+            received: false,
+            acc: value,
+            out: Box::new([0; 2]),
+            inc: Box::new([0; 2]),
+            reqs: [raw::null_request(), raw::null_request()],
+        });
+        self.advance_sums();
+    }
+
+    fn complete_sums(&mut self) -> bool {
+        if self.summing.is_empty() {
+            return false;
+        }
+        self.advance_sums()
+    }
+
+    /// Moves every wave's sum as far as its messages allow; whether any moved.
+    fn advance_sums(&mut self) -> bool {
+        let mut moved = false;
+        let mut i = 0;
+        while i < self.summing.len() {
+            let s = &mut self.summing[i];
+            while let Some(&step) = self.sum_plan.get(s.step) {
+                // Tags: the step, and the wave (mod 256), so a wave's messages
+                // never meet another's receives.
+                let tag = step.tag | (((s.epoch & 0xff) as i32) << 6);
+                if !s.started {
+                    s.started = true;
+                    *s.out = s.acc;
+                    let p = step.partner;
+                    let (send_to, recv_from) = match step.kind {
+                        SumKind::Exchange => (Some(p), Some(p)),
+                        SumKind::Give => (Some(p), None),
+                        SumKind::Take | SumKind::Result => (None, Some(p)),
+                    };
+                    if let Some(p) = recv_from {
+                        // SAFETY: `inc` is boxed in `summing` and neither read
+                        // nor freed before this request completes (`test` below;
+                        // `shutdown` waits for every sum).
+                        s.reqs[1] = unsafe {
+                            raw::irecv(
+                                s.inc.as_mut_ptr().cast::<u8>(),
+                                16,
+                                p as i32,
+                                tag,
+                                self.coll.as_raw(),
+                            )
+                        };
+                    }
+                    if let Some(p) = send_to {
+                        // SAFETY: as above, for `out`, which is not written
+                        // before the request completes.
+                        s.reqs[0] =
+                            unsafe { raw::isend(as_bytes(&s.out), p, tag, self.coll.as_raw()) };
+                    }
+                }
+                // A null request (none started, or completed before) tests
+                // complete at once, so only a pending one stops here.
+                if raw::test(&mut s.reqs[0]).is_none() {
+                    break;
+                }
+                if !s.received {
+                    match raw::test(&mut s.reqs[1]) {
+                        None => break,
+                        Some(st) => {
+                            s.received = true;
+                            if step.kind == SumKind::Give {
+                                // Nothing was received.
+                            } else if st.count != 16 {
+                                let (count, from) = (st.count, st.source);
+                                self.abort(&format!(
+                                    "a wave's sum of {count} bytes from rank {from} (16 expected)"
+                                ));
+                            }
+                        }
+                    }
+                }
+                match step.kind {
+                    SumKind::Exchange | SumKind::Take => {
+                        s.acc[0] = s.acc[0].wrapping_add(s.inc[0]);
+                        s.acc[1] = s.acc[1].wrapping_add(s.inc[1]);
+                    }
+                    SumKind::Result => s.acc = *s.inc,
+                    SumKind::Give => {}
+                }
+                s.received = false;
+                s.step += 1;
+                s.started = false;
+                moved = true;
+            }
+            if s.step >= self.sum_plan.len() {
+                let s = self.summing.remove(i);
+                self.sink.summed(s.epoch, s.acc);
+                moved = true;
+            } else {
+                i += 1;
+            }
+        }
         moved
     }
 
@@ -368,7 +596,14 @@ impl Engine {
             w += 1;
         }
         self.send_reqs.truncate(w);
-        self.sending.truncate(w);
+        for kept in self.sending.drain(w..) {
+            // The last chunk's completion frees the body for reuse.
+            if let Keep::Body(b) = kept {
+                if let Ok(b) = Arc::try_unwrap(b) {
+                    self.sink.recycle(b);
+                }
+            }
+        }
         true
     }
 
@@ -423,7 +658,13 @@ impl Engine {
                     Ok(l) if l <= isize::MAX as usize => l,
                     _ => self.abort(&format!("rank {src} announces a body of {len} bytes")),
                 };
-                let mut body: Vec<u8> = Vec::new();
+                let mut body: Vec<u8> = match self.sink.body_buffer(len) {
+                    Some(mut b) => {
+                        b.clear();
+                        b
+                    }
+                    None => Vec::new(),
+                };
                 if body.try_reserve_exact(len).is_err() {
                     self.abort(&format!(
                         "cannot allocate {len} bytes for a message from rank {src}"
@@ -570,5 +811,101 @@ impl Engine {
             }
         }
         self.order.clear();
+        // 5. A wave left unfinished (a location gave up its detection, and a
+        //    rank never joined the wave): its receive is cancelled; its send is
+        //    16 bytes, which MPI completes without the peer.
+        if !self.summing.is_empty() {
+            crate::world::say(&format!(
+                "rank {}: {} quiescence wave(s) left unfinished at shutdown",
+                self.rank,
+                self.summing.len()
+            ));
+        }
+        for mut s in std::mem::take(&mut self.summing) {
+            raw::cancel(&mut s.reqs[1]);
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(1);
+            let mut done = true;
+            for req in s.reqs.iter_mut() {
+                while raw::test(req).is_none() {
+                    if std::time::Instant::now() > deadline {
+                        done = false;
+                        break;
+                    }
+                    std::thread::yield_now();
+                }
+            }
+            if !done {
+                // MPI may still use the buffers: never free them.
+                std::mem::forget(s);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::{HashMap, VecDeque};
+
+    use super::*;
+
+    /// Runs every rank's plan against FIFO channels per (sender, receiver,
+    /// tag), as MPI matches them, until all are done (or none can move).
+    #[test]
+    fn every_rank_gets_the_total_for_any_number_of_ranks() {
+        for ranks in 1..=33usize {
+            let plans: Vec<_> = (0..ranks).map(|r| sum_plan(r, ranks)).collect();
+            let mut acc: Vec<u64> = (0..ranks as u64).map(|r| 1 << r).collect();
+            let mut at = vec![0usize; ranks];
+            let mut sent = vec![false; ranks];
+            let mut chan: HashMap<(usize, usize, i32), VecDeque<u64>> = HashMap::new();
+            loop {
+                let mut moved = false;
+                for r in 0..ranks {
+                    let Some(&st) = plans[r].get(at[r]) else {
+                        continue;
+                    };
+                    if !sent[r] && matches!(st.kind, SumKind::Exchange | SumKind::Give) {
+                        chan.entry((r, st.partner, st.tag))
+                            .or_default()
+                            .push_back(acc[r]);
+                        sent[r] = true;
+                        moved = true;
+                    }
+                    if st.kind == SumKind::Give {
+                        at[r] += 1;
+                        sent[r] = false;
+                        continue;
+                    }
+                    let Some(v) = chan
+                        .get_mut(&(st.partner, r, st.tag))
+                        .and_then(VecDeque::pop_front)
+                    else {
+                        continue;
+                    };
+                    acc[r] = if st.kind == SumKind::Result {
+                        v
+                    } else {
+                        acc[r] + v
+                    };
+                    at[r] += 1;
+                    sent[r] = false;
+                    moved = true;
+                }
+                if !moved {
+                    break;
+                }
+            }
+            let total = (1u64 << ranks) - 1;
+            for r in 0..ranks {
+                assert_eq!(at[r], plans[r].len(), "{ranks} ranks: rank {r} is stuck");
+                assert_eq!(acc[r], total, "{ranks} ranks: rank {r}");
+            }
+            assert!(chan.values().all(VecDeque::is_empty), "{ranks} ranks");
+            let exchanges = plans[0]
+                .iter()
+                .filter(|s| s.kind == SumKind::Exchange)
+                .count();
+            assert!(ranks != 2 || exchanges == 1, "two ranks: one exchange");
+        }
     }
 }

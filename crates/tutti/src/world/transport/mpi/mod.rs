@@ -51,6 +51,13 @@ const MIN_PARK: Duration = Duration::from_micros(20);
 
 type UserFn = Box<dyn FnOnce(&SimpleCommunicator) + Send>;
 
+/// What the locations hand the engine: a frame for a rank, or their rank's
+/// contribution to a quiescence wave's sums (summed over the ranks by MPI).
+pub(crate) enum Out {
+    Frame(usize, Frame),
+    Sum(u64, [u64; 2]),
+}
+
 /// Requests to the progress thread.
 enum Command {
     Run(UserFn),
@@ -72,7 +79,7 @@ type Polled = Arc<Mutex<Option<Engine>>>;
 pub(crate) struct Pending {
     hello: Hello,
     attach: mpsc::Sender<Arc<dyn Sink>>,
-    outgoing: Arc<Mailslot<(usize, Frame)>>,
+    outgoing: Arc<Mailslot<Out>>,
     control: Arc<Mailslot<Command>>,
     polled: Option<(mpsc::Receiver<Engine>, mpsc::Sender<()>)>,
     owner: JoinHandle<()>,
@@ -117,7 +124,7 @@ pub(crate) struct Mpi {
     rank: usize,
     ranks: usize,
     describe: String,
-    outgoing: Arc<Mailslot<(usize, Frame)>>,
+    outgoing: Arc<Mailslot<Out>>,
     control: Arc<Mailslot<Command>>,
     /// Polling mode: the engine, `None` after shutdown.
     engine: Option<Polled>,
@@ -438,7 +445,13 @@ impl Transport for Mpi {
     }
 
     fn send(&self, to: usize, frame: Frame) {
-        self.outgoing.push((to, frame));
+        self.outgoing.push(Out::Frame(to, frame));
+    }
+
+    fn sum_wave(&self, epoch: u64, value: [u64; 2]) -> bool {
+        self.outgoing.push(Out::Sum(epoch, value));
+        self.start_sends();
+        true
     }
 
     fn progress(&self) -> bool {
