@@ -165,6 +165,9 @@ impl Location {
         if to.index() >= self.world.locations() {
             return Err(SendError::NoSuchLocation(to, value));
         }
+        if self.rank_died(to) {
+            return Err(SendError::RankDied(to, value));
+        }
         let value = match cast::<T, Vec<u8>>(value) {
             Ok(bytes) => {
                 self.push_bytes(to, bytes);
@@ -205,6 +208,9 @@ impl Location {
         if to.index() >= self.world.locations() {
             return Err(SendError::NoSuchLocation(to, bytes));
         }
+        if self.rank_died(to) {
+            return Err(SendError::RankDied(to, bytes));
+        }
         self.push_bytes(to, bytes);
         Ok(())
     }
@@ -225,8 +231,19 @@ impl Location {
         if to.index() >= self.world.locations() {
             return Err(SendError::NoSuchLocation(to, ()));
         }
+        if self.rank_died(to) {
+            return Err(SendError::RankDied(to, ()));
+        }
         self.push(to, Bytes::Borrowed(bytes));
         Ok(())
+    }
+
+    /// Whether `to` lives on a rank that died (shared-memory systems).
+    fn rank_died(&self, to: LocationId) -> bool {
+        let shared = self.shared();
+        let rank = to.rank(shared.local.per_rank);
+        rank != shared.local.rank
+            && super::transport::shm::rank_died(&shared.transport, rank)
     }
 
     /// Sends bytes to `to`, a location of the world.

@@ -132,6 +132,8 @@ pub use error::{LocationPanic, SendError, WorldError};
 pub use id::LocationId;
 pub use location::{Location, Recv, UntilQuiet};
 pub use world::World;
+#[cfg(not(loom))]
+pub use transport::shm::launch;
 
 use std::any::Any;
 
