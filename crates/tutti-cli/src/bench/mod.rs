@@ -7,5 +7,6 @@ pub mod fib;
 pub mod idle;
 pub mod rmi;
 pub mod rmi_sweep;
+pub mod shm;
 pub mod spawn;
 pub mod world;

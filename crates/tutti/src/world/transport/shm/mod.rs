@@ -58,8 +58,20 @@ mod engine {
     /// How often a process writes its heartbeat and looks at the others.
     pub(crate) const CHECK_EVERY: Duration = Duration::from_millis(10);
     /// How long the receiving thread spins after the last fragment before it
-    /// sleeps on its futex.
-    const SPIN_FOR: Duration = Duration::from_micros(50);
+    /// sleeps on its futex (`TUTTI_SHM_SPIN_US`; unpolled mode). Zero by
+    /// default: on a machine with fewer cores than busy threads a spinning
+    /// receiver takes the core the woken location needs (`tutti bench shm`).
+    fn spin_for() -> Duration {
+        std::env::var("TUTTI_SHM_SPIN_US")
+            .ok()
+            .and_then(|v| v.trim().parse().ok())
+            .map_or(Duration::ZERO, Duration::from_micros)
+    }
+    /// Polled mode: how long after the last traffic the receiving thread
+    /// starts sleeping on its futex.
+    const BACKSTOP_AFTER: Duration = Duration::from_millis(2);
+    /// Polled mode: the receiving thread's nap while traffic is recent.
+    const BACKSTOP_NAP: Duration = Duration::from_micros(200);
     /// How long start-up waits for every rank to join (`TUTTI_SHM_TIMEOUT_S`).
     const JOIN_TIMEOUT: Duration = Duration::from_secs(60);
     /// Bytes before a frame's head in the slot stream: head length (u32) and
@@ -81,6 +93,9 @@ mod engine {
         /// Messages dropped because their rank had died, per rank.
         dropped: Vec<AtomicU64>,
         stop: AtomicBool,
+        consumer: Mutex<Consumer>,
+        /// The world's sink, once attached (for polling workers).
+        sink: std::sync::OnceLock<Arc<dyn Sink>>,
     }
 
     impl Inner {
@@ -220,53 +235,78 @@ mod engine {
         }
     }
 
-    /// The receiving thread: drains this process's mailbox and delivers
-    /// whole frames to the world; looks at the other members every
-    /// [`CHECK_EVERY`]; ends when told to stop and the mailbox is empty.
-    fn receive(inner: Arc<Inner>, sink: Arc<dyn Sink>) {
-        let ring = inner.mine.ring();
-        let mut partial: Vec<Option<Vec<u8>>> = vec![None; inner.ranks];
-        let mut scratch = Vec::with_capacity(SLOT_BYTES);
-        let mut last = Instant::now();
-        let mut checked = Instant::now();
-        loop {
+    /// The consumer's side of this process's mailbox: frames being
+    /// reassembled, per sender. Behind a lock: the receiving thread and idle
+    /// workers (polling) take turns.
+    struct Consumer {
+        partial: Vec<Option<Vec<u8>>>,
+        scratch: Vec<u8>,
+    }
+
+    impl Inner {
+        /// Drains the mailbox, delivering whole frames; true if anything
+        /// moved. `wait` takes the consumer's lock, else it is only tried.
+        fn drain(&self, sink: &dyn Sink, wait: bool) -> bool {
+            let mut c = if wait {
+                self.consumer.lock().unwrap_or_else(|p| p.into_inner())
+            } else {
+                match self.consumer.try_lock() {
+                    Ok(c) => c,
+                    Err(_) => return false,
+                }
+            };
+            let ring = self.mine.ring();
             let mut moved = false;
             loop {
+                let Consumer { partial, scratch } = &mut *c;
                 scratch.clear();
-                let f = match ring.pop(&mut scratch, inner.ranks) {
+                let f = match ring.pop(scratch, self.ranks) {
                     Ok(Some(f)) => f,
-                    Ok(None) => break,
-                    Err(e) => inner.abort(&format!("its mailbox is corrupt: {e}")),
+                    Ok(None) => return moved,
+                    Err(e) => self.abort(&format!("its mailbox is corrupt: {e}")),
                 };
                 moved = true;
                 let from = f.from;
                 let whole = match (f.first, partial[from].take()) {
-                    (true, None) if f.last => std::mem::take(&mut scratch),
+                    (true, None) if f.last => std::mem::replace(scratch, Vec::with_capacity(256)),
                     (true, None) => {
-                        partial[from] = Some(std::mem::take(&mut scratch));
+                        partial[from] = Some(std::mem::take(scratch));
                         continue;
                     }
                     (false, Some(mut buf)) => {
-                        buf.extend_from_slice(&scratch);
+                        buf.extend_from_slice(scratch);
                         if !f.last {
                             partial[from] = Some(buf);
                             continue;
                         }
                         buf
                     }
-                    (true, Some(_)) => inner.abort(&format!(
+                    (true, Some(_)) => self.abort(&format!(
                         "its mailbox is corrupt: a frame from rank {from} began before the \
                          previous one ended"
                     )),
-                    (false, None) => inner.abort(&format!(
+                    (false, None) => self.abort(&format!(
                         "its mailbox is corrupt: a continuation from rank {from} without a start"
                     )),
                 };
-                if let Err(why) = deliver(&*sink, from, whole) {
-                    inner.abort(&format!("a malformed frame from rank {from}: {why}"));
+                if let Err(why) = deliver(sink, from, whole) {
+                    self.abort(&format!("a malformed frame from rank {from}: {why}"));
                 }
-                scratch = Vec::with_capacity(SLOT_BYTES);
             }
+        }
+    }
+
+    /// The receiving thread: drains this process's mailbox (taking turns with
+    /// polling workers), sleeps on its futex when it is empty, looks at the
+    /// other members every [`CHECK_EVERY`]; ends when told to stop and the
+    /// mailbox is empty.
+    fn receive(inner: Arc<Inner>, sink: Arc<dyn Sink>, polled: bool) {
+        let ring = inner.mine.ring();
+        let spin = spin_for();
+        let mut last = Instant::now();
+        let mut checked = Instant::now();
+        loop {
+            let moved = inner.drain(&*sink, true);
             let now = Instant::now();
             if moved {
                 last = now;
@@ -284,7 +324,17 @@ mod engine {
                 }
                 continue;
             }
-            if now.duration_since(last) < SPIN_FOR {
+            let idle = now.duration_since(last);
+            if polled {
+                // Idle workers drain the mailbox themselves while there is
+                // traffic; this thread is the backstop. It stays off the
+                // futex (so senders make no system call) until the traffic
+                // has stopped for a while.
+                if idle < BACKSTOP_AFTER {
+                    thread::sleep(BACKSTOP_NAP);
+                    continue;
+                }
+            } else if idle < spin {
                 std::hint::spin_loop();
                 continue;
             }
@@ -336,14 +386,17 @@ mod engine {
 
         /// Starts the receiving thread.
         pub(crate) fn attach(self, sink: Arc<dyn Sink>) -> Result<Shm, WorldError> {
+            let _ = self.inner.sink.set(Arc::clone(&sink));
             let inner = Arc::clone(&self.inner);
+            let polled = std::env::var("TUTTI_SHM_POLL").as_deref() != Ok("0");
             let receiver = thread::Builder::new()
                 .name(format!("tutti-shm-{}", inner.rank))
-                .spawn(move || receive(inner, sink))
+                .spawn(move || receive(inner, sink, polled))
                 .map_err(|e| {
                     WorldError::Transport(format!("cannot start the receiving thread: {e}"))
                 })?;
             Ok(Shm {
+                polled,
                 inner: self.inner,
                 receiver: Mutex::new(Some(receiver)),
             })
@@ -353,6 +406,8 @@ mod engine {
     /// The shared-memory transport; see the module documentation.
     pub(crate) struct Shm {
         inner: Arc<Inner>,
+        /// Whether idle workers and waiting locations drain the mailbox too.
+        polled: bool,
         receiver: Mutex<Option<JoinHandle<()>>>,
     }
 
@@ -464,6 +519,11 @@ mod engine {
                     dead: AtomicU64::new(0),
                     dropped: (0..ranks).map(|_| AtomicU64::new(0)).collect(),
                     stop: AtomicBool::new(false),
+                    consumer: Mutex::new(Consumer {
+                        partial: vec![None; ranks],
+                        scratch: Vec::with_capacity(256),
+                    }),
+                    sink: std::sync::OnceLock::new(),
                 }),
             })
         }
@@ -497,13 +557,18 @@ mod engine {
         }
 
         fn progress(&self) -> bool {
-            false
+            match self.inner.sink.get() {
+                Some(sink) if !self.inner.stop.load(Ordering::Relaxed) => {
+                    self.inner.drain(&**sink, false)
+                }
+                _ => false,
+            }
         }
 
         fn start_sends(&self) {}
 
         fn polled(&self) -> bool {
-            false
+            self.polled
         }
 
         fn abort(&self, why: &str) -> ! {
@@ -586,9 +651,6 @@ mod engine {
             .downcast_ref::<Shm>()
             .is_some_and(|s| s.rank_died(r))
     }
-
-    #[allow(unused_imports)]
-    pub(crate) use super::sys::exists as segment_exists;
 }
 
 #[cfg(all(test, loom))]

@@ -150,7 +150,7 @@ fn fail(why: String) -> WorldError {
 }
 
 /// How long a joiner waits for a creator to finish setting a segment up.
-const SETUP_GRACE: Duration = Duration::from_secs(2);
+const SETUP_GRACE: Duration = Duration::from_secs(5);
 
 impl System {
     /// The header (the mapping is at least a header long, checked at open).
@@ -180,7 +180,10 @@ impl System {
         let seg = segment(name);
         let len = std::mem::size_of::<Header>();
         let io = |e: io::Error| fail(format!("shared-memory segment {seg}: {e}"));
-        for _attempt in 0..4 {
+        let started = Instant::now();
+        let mut attempts = 0;
+        while attempts < 4 {
+            attempts += 1;
             match sys::open(&seg, len, true).map_err(io)? {
                 Opened::Created(map) => {
                     let s = System {
@@ -202,6 +205,12 @@ impl System {
                     }
                     h.magic.store(MAGIC, Ordering::Release);
                     return Ok(s);
+                }
+                Opened::Existing(map) if map.len() < 32 && started.elapsed() < SETUP_GRACE => {
+                    // Its creator has not sized it yet: look again.
+                    drop(map);
+                    attempts -= 1;
+                    std::thread::sleep(Duration::from_millis(1));
                 }
                 Opened::Existing(map) => {
                     let s = System {
@@ -243,15 +252,8 @@ impl System {
     /// What an existing segment is.
     fn judge(&self, len: usize) -> Verdict {
         let deadline = Instant::now() + SETUP_GRACE;
-        // A creator may be between creating and initializing it.
-        loop {
-            if self.map.len() >= 32 {
-                break;
-            }
-            if Instant::now() > deadline {
-                return Verdict::Stale(format!("{} bytes, never set up", self.map.len()));
-            }
-            std::thread::sleep(Duration::from_millis(5));
+        if self.map.len() < 32 {
+            return Verdict::Stale(format!("{} bytes, never set up", self.map.len()));
         }
         // SAFETY: the mapping is page aligned and at least 32 bytes: the four
         // version-independent words, atomics valid for any bit pattern,
