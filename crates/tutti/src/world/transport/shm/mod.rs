@@ -452,7 +452,17 @@ mod engine {
             loop {
                 let mut missing = Vec::new();
                 for r in 0..ranks {
-                    match h.members[r].state.load(Ordering::Acquire) {
+                    let state = h.members[r].state.load(Ordering::Acquire);
+                    // Published before READY, kept after the member ends.
+                    let theirs = h.members[r].per_rank.load(Ordering::Relaxed) as usize;
+                    if matches!(state, READY | LEAVING | LEFT) && theirs != config.locations() {
+                        return Err(leave(WorldError::LocationsDiffer {
+                            here: config.locations(),
+                            there: theirs,
+                            rank: r,
+                        }));
+                    }
+                    match state {
                         READY | LEAVING => {}
                         JOINING | 0 => missing.push(r),
                         _ => {
