@@ -10,10 +10,11 @@
 //!   that echoes (blocking reads and writes of 8 bytes).
 //! * **pipe**: two pipes (the child's stdin and stdout), same protocol.
 //!
+//! * **iceoryx2** (0.10): two publish-subscribe services of `u64` (ping and
+//!   pong) between this process and a child, both polling `receive()` (spin,
+//!   then yield), the pattern of iceoryx2's own latency benchmark.
+//!
 //! The processes are started anew for every run (outside the timed section).
-//! iceoryx2 is not a peer here: see the README (it does not build in this
-//! workspace's offline-capable setup; the figure to compare with is its
-//! published latency).
 
 use std::io::{Read, Write};
 use std::os::unix::net::{UnixListener, UnixStream};
@@ -237,6 +238,127 @@ fn pipe_run(n: u64) -> Run {
     finish(r, "pipe")
 }
 
+/// iceoryx2's "child is ready" value.
+const READY: u64 = u64::MAX - 1;
+
+/// Waits for one `u64` on `sub`, spinning then yielding.
+fn ice_receive(
+    sub: &iceoryx2::port::subscriber::Subscriber<iceoryx2::service::ipc::Service, u64, ()>,
+) -> Result<u64, String> {
+    let mut polls = 0u32;
+    loop {
+        if let Some(s) = sub.receive().map_err(|e| format!("{e:?}"))? {
+            return Ok(*s);
+        }
+        polls += 1;
+        if polls < 100 {
+            std::hint::spin_loop();
+        } else {
+            std::thread::yield_now();
+        }
+    }
+}
+
+fn ice_send(
+    publisher: &iceoryx2::port::publisher::Publisher<iceoryx2::service::ipc::Service, u64, ()>,
+    v: u64,
+) -> Result<(), String> {
+    let s = publisher.loan_uninit().map_err(|e| format!("{e:?}"))?;
+    s.write_payload(v).send().map_err(|e| format!("{e:?}"))?;
+    Ok(())
+}
+
+type IcePorts = (
+    iceoryx2::node::Node<iceoryx2::service::ipc::Service>,
+    iceoryx2::port::publisher::Publisher<iceoryx2::service::ipc::Service, u64, ()>,
+    iceoryx2::port::subscriber::Subscriber<iceoryx2::service::ipc::Service, u64, ()>,
+);
+
+/// A node publishing on `out` and subscribed to `inp`.
+fn ice_ports(out: &str, inp: &str) -> Result<IcePorts, String> {
+    use iceoryx2::prelude::*;
+    let e = |e: &dyn std::fmt::Debug| format!("iceoryx2: {e:?}");
+    let node = NodeBuilder::new()
+        .create::<ipc::Service>()
+        .map_err(|x| e(&x))?;
+    let open = |name: &str| -> Result<_, String> {
+        let n: ServiceName = name.try_into().map_err(|x| e(&x))?;
+        node.service_builder(&n)
+            .publish_subscribe::<u64>()
+            .open_or_create()
+            .map_err(|x| e(&x))
+    };
+    let o = open(out)?;
+    let i = open(inp)?;
+    let publisher = o.publisher_builder().create().map_err(|x| e(&x))?;
+    let sub = i.subscriber_builder().create().map_err(|x| e(&x))?;
+    Ok((node, publisher, sub))
+}
+
+fn ice_child(tag: &str) -> Result<(), String> {
+    let (_node, publisher, sub) = ice_ports(&format!("tutti/pong/{tag}"), &format!("tutti/ping/{tag}"))?;
+    // Say ready until the first ping arrives.
+    let first = loop {
+        ice_send(&publisher, READY)?;
+        let t = Instant::now();
+        let mut got = None;
+        while t.elapsed() < Duration::from_millis(1) {
+            if let Some(s) = sub.receive().map_err(|e| format!("{e:?}"))? {
+                got = Some(*s);
+                break;
+            }
+        }
+        if let Some(v) = got {
+            break v;
+        }
+    };
+    let mut v = first;
+    while v != u64::MAX {
+        ice_send(&publisher, v)?;
+        v = ice_receive(&sub)?;
+    }
+    Ok(())
+}
+
+fn ice_run(n: u64) -> Run {
+    let r = (|| {
+        let tag = format!("{}-{}", std::process::id(), Instant::now().elapsed().as_nanos());
+        let (_node, publisher, sub) =
+            ice_ports(&format!("tutti/ping/{tag}"), &format!("tutti/pong/{tag}"))?;
+        let mut c = me()?;
+        let mut child = c
+            .args(["--role", "iceoryx2", "--path", &tag])
+            .spawn()
+            .map_err(|e| e.to_string())?;
+        while ice_receive(&sub)? != READY {}
+        let mut ok = true;
+        let mut round = |i: u64| -> Result<(), String> {
+            ice_send(&publisher, i)?;
+            let mut v = ice_receive(&sub)?;
+            while v == READY {
+                v = ice_receive(&sub)?;
+            }
+            ok &= v == i;
+            Ok(())
+        };
+        for i in 0..WARMUP {
+            round(i)?;
+        }
+        let t = Instant::now();
+        for i in 0..n {
+            round(i)?;
+        }
+        let elapsed = t.elapsed();
+        ice_send(&publisher, u64::MAX)?;
+        let st = child.wait().map_err(|e| e.to_string())?;
+        if !st.success() {
+            return Err(format!("the iceoryx2 echo process failed: {st}"));
+        }
+        Ok((elapsed, ok))
+    })();
+    finish(r, "iceoryx2")
+}
+
 /// Runs `tutti bench shm` (or a child's role).
 pub fn run(a: &ShmArgs) -> Result<Report, String> {
     if let Some(role) = &a.role {
@@ -249,24 +371,25 @@ pub fn run(a: &ShmArgs) -> Result<Report, String> {
                 echo(&s, &w)?;
             }
             "pipe" => echo(std::io::stdin().lock(), std::io::stdout().lock())?,
+            "iceoryx2" => ice_child(&path)?,
             other => return Err(format!("unknown role {other:?}")),
         }
         std::process::exit(0);
     }
     let plan = a.run.plan(5);
     let n = a.messages;
-    let progress = Progress::new(plan.total() * 3, a.json);
+    let progress = Progress::new(plan.total() * 4, a.json);
     let mut report = Report::new("bench shm");
     report
         .param("messages", n)
         .param("bytes", 8)
         .param("runs", plan.runs);
     // In rounds, so that the machine's load falls on all alike.
-    let (mut t, mut u, mut p) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut t, mut u, mut p, mut x) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let mut ok = true;
     for i in 0..plan.total() {
-        progress.stage("tutti shm / uds / pipe");
-        let runs = [tutti_run(n), uds_run(n), pipe_run(n)];
+        progress.stage("tutti shm / uds / pipe / iceoryx2");
+        let runs = [tutti_run(n), uds_run(n), pipe_run(n), ice_run(n)];
         for r in &runs {
             ok &= r.ok;
             progress.tick();
@@ -275,6 +398,7 @@ pub fn run(a: &ShmArgs) -> Result<Report, String> {
             t.push(runs[0].elapsed.as_secs_f64());
             u.push(runs[1].elapsed.as_secs_f64());
             p.push(runs[2].elapsed.as_secs_f64());
+            x.push(runs[3].elapsed.as_secs_f64());
         }
     }
     progress.finish();
@@ -285,10 +409,12 @@ pub fn run(a: &ShmArgs) -> Result<Report, String> {
         };
         Stats::of(&m.map(|s| s * 1e9 / (2 * n) as f64)).unwrap_or(Stats::single(f64::NAN))
     };
-    let (lt, lu, lp) = (one_way(&t), one_way(&u), one_way(&p));
+    let (lt, lu, lp, lx) = (one_way(&t), one_way(&u), one_way(&p), one_way(&x));
     report.result("tutti shm", "latency one-way", lt, "ns");
     report.result("unix socket", "latency one-way", lu, "ns");
     report.result("pipe", "latency one-way", lp, "ns");
+    report.result("iceoryx2", "latency one-way", lx, "ns");
+    report.ratio("latency_tutti_over_iceoryx2", lt.median / lx.median);
     report.ratio("latency_tutti_over_uds", lt.median / lu.median);
     report.ratio("latency_tutti_over_pipe", lt.median / lp.median);
     report.verify(ok);

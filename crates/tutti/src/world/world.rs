@@ -354,6 +354,7 @@ impl World {
                 let mpi = pending.attach(Arc::clone(&local) as Arc<dyn Sink>);
                 (local, Arc::new(mpi))
             }
+            #[cfg(not(loom))]
             TransportKind::Shm => {
                 let pending = super::transport::shm::Shm::init(&config)?;
                 let local = make_local(pending.rank(), pending.ranks());

@@ -22,7 +22,9 @@ fn consume(ring: &Ring<2, 4>, n: usize) -> Vec<(usize, Vec<u8>)> {
 /// wakes: every fragment arrives once, intact, in each producer's order.
 #[test]
 fn two_producers_one_sleeping_consumer_lose_nothing() {
-    loom::model(|| {
+    let mut model = loom::model::Builder::new();
+    model.preemption_bound = Some(2);
+    model.check(|| {
         let ring = Arc::new(Ring::<2, 4>::boxed());
         let mut hs = Vec::new();
         for from in 1..=2usize {
@@ -48,7 +50,9 @@ fn two_producers_one_sleeping_consumer_lose_nothing() {
 /// fragments arrive in order.
 #[test]
 fn a_producer_lapping_the_ring_keeps_order() {
-    loom::model(|| {
+    let mut model = loom::model::Builder::new();
+    model.preemption_bound = Some(2);
+    model.check(|| {
         let ring = Arc::new(Ring::<2, 4>::boxed());
         let r = Arc::clone(&ring);
         let p = thread::spawn(move || {

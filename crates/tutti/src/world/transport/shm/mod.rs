@@ -303,10 +303,16 @@ mod engine {
     fn receive(inner: Arc<Inner>, sink: Arc<dyn Sink>, polled: bool) {
         let ring = inner.mine.ring();
         let spin = spin_for();
+        let backstop_after = std::env::var("TUTTI_SHM_BACKSTOP_US")
+            .ok()
+            .and_then(|v| v.trim().parse().ok())
+            .map_or(BACKSTOP_AFTER, Duration::from_micros);
         let mut last = Instant::now();
         let mut checked = Instant::now();
         loop {
-            let moved = inner.drain(&*sink, true);
+            // Polled: never wait for the lock a worker holds (a receiving
+            // thread descheduled while holding it would stall the workers).
+            let moved = inner.drain(&*sink, !polled || inner.stop.load(Ordering::Acquire));
             let now = Instant::now();
             if moved {
                 last = now;
@@ -330,7 +336,7 @@ mod engine {
                 // traffic; this thread is the backstop. It stays off the
                 // futex (so senders make no system call) until the traffic
                 // has stopped for a while.
-                if idle < BACKSTOP_AFTER {
+                if idle < backstop_after {
                     thread::sleep(BACKSTOP_NAP);
                     continue;
                 }
