@@ -10,7 +10,11 @@ use std::time::{Duration, Instant};
 use tutti::world::{LocationId, SendError, World};
 
 fn member() {
-    let world = World::builder().locations(1).workers(1).build().expect("world");
+    let world = World::builder()
+        .locations(1)
+        .workers(1)
+        .build()
+        .expect("world");
     let system = world.config().system().expect("a named system").to_string();
     let rank = world.rank();
     world.run(move |loc| {
@@ -20,7 +24,9 @@ fn member() {
             loc.barrier().await;
             if rank == 2 {
                 let me = std::process::id().to_string();
-                let _ = std::process::Command::new("kill").args(["-9", &me]).status();
+                let _ = std::process::Command::new("kill")
+                    .args(["-9", &me])
+                    .status();
                 std::thread::sleep(Duration::from_secs(60));
                 unreachable!("kill -9 did not kill rank 2");
             }
@@ -47,7 +53,10 @@ fn member() {
             let seg = format!("/dev/shm/tutti-{system}.2");
             let start = Instant::now();
             while std::path::Path::new(&seg).exists() {
-                assert!(start.elapsed() < Duration::from_secs(5), "{seg} left behind");
+                assert!(
+                    start.elapsed() < Duration::from_secs(5),
+                    "{seg} left behind"
+                );
                 tutti::sleep(Duration::from_millis(5)).await;
             }
             // The others go on: ranks 0 and 1 talk.

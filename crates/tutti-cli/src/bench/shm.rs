@@ -296,7 +296,8 @@ fn ice_ports(out: &str, inp: &str) -> Result<IcePorts, String> {
 }
 
 fn ice_child(tag: &str) -> Result<(), String> {
-    let (_node, publisher, sub) = ice_ports(&format!("tutti/pong/{tag}"), &format!("tutti/ping/{tag}"))?;
+    let (_node, publisher, sub) =
+        ice_ports(&format!("tutti/pong/{tag}"), &format!("tutti/ping/{tag}"))?;
     // Say ready until the first ping arrives.
     let first = loop {
         ice_send(&publisher, READY)?;
@@ -322,7 +323,11 @@ fn ice_child(tag: &str) -> Result<(), String> {
 
 fn ice_run(n: u64) -> Run {
     let r = (|| {
-        let tag = format!("{}-{}", std::process::id(), Instant::now().elapsed().as_nanos());
+        let tag = format!(
+            "{}-{}",
+            std::process::id(),
+            Instant::now().elapsed().as_nanos()
+        );
         let (_node, publisher, sub) =
             ice_ports(&format!("tutti/ping/{tag}"), &format!("tutti/pong/{tag}"))?;
         let mut c = me()?;

@@ -409,11 +409,15 @@ impl WorldBuilder {
         )?;
         let rank_wanted = match env("TUTTI_RANK") {
             None => None,
-            Some(v) => Some(v.trim().parse::<usize>().map_err(|_| WorldError::BadSetting {
-                var: "TUTTI_RANK",
-                value: v,
-                expected: "a rank (0, 1, …)",
-            })?),
+            Some(v) => Some(
+                v.trim()
+                    .parse::<usize>()
+                    .map_err(|_| WorldError::BadSetting {
+                        var: "TUTTI_RANK",
+                        value: v,
+                        expected: "a rank (0, 1, …)",
+                    })?,
+            ),
         };
         if transport == TransportKind::Shm && processes.is_none() {
             return Err(WorldError::BadSetting {

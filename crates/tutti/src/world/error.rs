@@ -109,7 +109,9 @@ impl<T> SendError<T> {
     /// The message that was not sent.
     pub fn into_inner(self) -> T {
         match self {
-            SendError::NoSuchLocation(_, v) | SendError::NotLocal(_, v) | SendError::RankDied(_, v) => v,
+            SendError::NoSuchLocation(_, v)
+            | SendError::NotLocal(_, v)
+            | SendError::RankDied(_, v) => v,
         }
     }
 }

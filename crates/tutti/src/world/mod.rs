@@ -131,9 +131,9 @@ pub use delivery::Delivery;
 pub use error::{LocationPanic, SendError, WorldError};
 pub use id::LocationId;
 pub use location::{Location, Recv, UntilQuiet};
-pub use world::World;
 #[cfg(not(loom))]
 pub use transport::shm::launch;
+pub use world::World;
 
 use std::any::Any;
 

@@ -47,7 +47,10 @@ pub fn run_suite(name: &str, shapes: &[(usize, usize, usize)], run_all: impl Fn(
         cmd.env("TUTTI_LOCATIONS", "2").env("TUTTI_WORKERS", "1");
         let statuses = tutti::world::launch(2, cmd).expect("launch");
         for (rank, s) in statuses.iter().enumerate() {
-            assert!(s.success(), "{name}: rank {rank} of the shared-memory system: {s}");
+            assert!(
+                s.success(),
+                "{name}: rank {rank} of the shared-memory system: {s}"
+            );
         }
         println!("{name}: all passed as a shared-memory system of 2 processes");
     }

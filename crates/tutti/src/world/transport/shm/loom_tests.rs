@@ -64,9 +64,6 @@ fn a_producer_lapping_the_ring_keeps_order() {
         });
         let got = consume(&ring, 3);
         p.join().unwrap();
-        assert_eq!(
-            got,
-            vec![(1, vec![0]), (1, vec![1]), (1, vec![2])]
-        );
+        assert_eq!(got, vec![(1, vec![0]), (1, vec![1]), (1, vec![2])]);
     });
 }

@@ -521,8 +521,7 @@ mod engine {
                     peers.push(Mutex::new(None));
                     continue;
                 }
-                let m = MailboxMap::open(name, r)
-                    .map_err(|e| leave(WorldError::Transport(e)))?;
+                let m = MailboxMap::open(name, r).map_err(|e| leave(WorldError::Transport(e)))?;
                 peers.push(Mutex::new(Some(m)));
             }
             Ok(Pending {
@@ -546,14 +545,15 @@ mod engine {
 
         /// Whether rank `r` died (its messages are refused).
         pub(crate) fn rank_died(&self, r: usize) -> bool {
-            r < self.inner.ranks && (self.inner.is_dead(r) || {
-                if self.inner.system.died(r) {
-                    self.inner.bury(r);
-                    true
-                } else {
-                    false
-                }
-            })
+            r < self.inner.ranks
+                && (self.inner.is_dead(r) || {
+                    if self.inner.system.died(r) {
+                        self.inner.bury(r);
+                        true
+                    } else {
+                        false
+                    }
+                })
         }
     }
 

@@ -112,7 +112,7 @@ impl<const N: usize, const D: usize> Ring<N, D> {
     /// A fresh ring on the heap (tests and loom models).
     #[cfg(test)]
     pub(crate) fn boxed() -> Box<Self> {
-        let r = Box::new(Ring {
+        Box::new(Ring {
             tail: Line(AtomicU64::new(0)),
             head: Line(AtomicU64::new(0)),
             waiting: Line(AtomicU32::new(0)),
@@ -123,8 +123,7 @@ impl<const N: usize, const D: usize> Ring<N, D> {
             }),
             #[cfg(loom)]
             futex: (crate::loom::Mutex::new(()), crate::loom::Condvar::new()),
-        });
-        r
+        })
     }
 
     /// Sets up a ring in zero-filled memory (the owner, before anyone else
@@ -195,7 +194,9 @@ impl<const N: usize, const D: usize> Ring<N, D> {
     /// Wakes the consumer if it sleeps (after a publish).
     fn wake(&self) {
         fence(Ordering::SeqCst);
-        if self.waiting.0.load(Ordering::Relaxed) != 0 && self.waiting.0.swap(0, Ordering::Relaxed) != 0 {
+        if self.waiting.0.load(Ordering::Relaxed) != 0
+            && self.waiting.0.swap(0, Ordering::Relaxed) != 0
+        {
             self.futex_wake();
         }
     }
@@ -203,7 +204,10 @@ impl<const N: usize, const D: usize> Ring<N, D> {
     /// Whether the slot at the consumer's position is published.
     pub(crate) fn ready(&self) -> bool {
         let pos = self.head.0.load(Ordering::Relaxed);
-        self.slots[(pos % N as u64) as usize].seq.load(Ordering::Acquire) != pos
+        self.slots[(pos % N as u64) as usize]
+            .seq
+            .load(Ordering::Acquire)
+            != pos
     }
 
     /// The consumer: takes the fragment at its position, if published, into

@@ -154,7 +154,9 @@ pub(crate) fn unlink(name: &str) -> io::Result<()> {
 /// Whether segment `name` exists.
 #[cfg(test)]
 pub(crate) fn exists(name: &str) -> bool {
-    std::path::Path::new("/dev/shm").join(name.trim_start_matches('/')).exists()
+    std::path::Path::new("/dev/shm")
+        .join(name.trim_start_matches('/'))
+        .exists()
 }
 
 /// Sleeps while `word == expected`, at most `timeout` (a shared futex: the

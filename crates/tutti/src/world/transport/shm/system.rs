@@ -113,7 +113,9 @@ pub(crate) struct System {
 
 impl std::fmt::Debug for System {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("System").field("name", &self.name).finish_non_exhaustive()
+        f.debug_struct("System")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
     }
 }
 
@@ -194,10 +196,8 @@ impl System {
                     let me = sys::pid();
                     h.version.store(VERSION, Ordering::Relaxed);
                     h.creator_pid.store(me as u64, Ordering::Relaxed);
-                    h.creator_start.store(
-                        sys::start_time(me).map_or(0, |(t, _)| t),
-                        Ordering::Relaxed,
-                    );
+                    h.creator_start
+                        .store(sys::start_time(me).map_or(0, |(t, _)| t), Ordering::Relaxed);
                     h.ranks.store(ranks as u64, Ordering::Relaxed);
                     // Mailboxes of a crashed run under this name go too.
                     for r in 0..MAX_MEMBERS {
@@ -306,8 +306,8 @@ impl System {
             seen = true;
             let pid = m.pid.load(Ordering::Acquire);
             // A rank just claimed, its pid not yet written, is starting.
-            let alive = (st == JOINING && pid == 0)
-                || sys::alive(pid, m.start.load(Ordering::Relaxed));
+            let alive =
+                (st == JOINING && pid == 0) || sys::alive(pid, m.start.load(Ordering::Relaxed));
             anyone |= alive && st != LEFT && st != DEAD;
             all_done &= st == LEFT || st == DEAD || !alive;
         }
@@ -369,7 +369,12 @@ impl System {
     }
 
     /// Publishes member `rank`'s details and marks it ready.
-    pub(crate) fn ready(&self, rank: usize, per_rank: usize, digest: &[u8]) -> Result<(), WorldError> {
+    pub(crate) fn ready(
+        &self,
+        rank: usize,
+        per_rank: usize,
+        digest: &[u8],
+    ) -> Result<(), WorldError> {
         if digest.len() > DIGEST_WORDS * 8 {
             return Err(fail(format!(
                 "the message registry digest is {} bytes; a system member holds at most {}",
@@ -427,16 +432,19 @@ impl System {
             return None;
         }
         let text = read_bytes(&h.abort_text[1..], &h.abort_text[0]).unwrap_or_default();
-        Some((who as usize - 1, String::from_utf8_lossy(&text).into_owned()))
+        Some((
+            who as usize - 1,
+            String::from_utf8_lossy(&text).into_owned(),
+        ))
     }
 
     /// Whether this member is the one to remove the segments at the end.
     pub(crate) fn last_out(&self) -> bool {
         let h = self.header();
         let ranks = h.ranks.load(Ordering::Relaxed) as usize;
-        let done = h.members[..ranks.min(MAX_MEMBERS)].iter().all(|m| {
-            matches!(m.state.load(Ordering::Acquire), LEFT | DEAD)
-        });
+        let done = h.members[..ranks.min(MAX_MEMBERS)]
+            .iter()
+            .all(|m| matches!(m.state.load(Ordering::Acquire), LEFT | DEAD));
         done && h
             .closing
             .compare_exchange(0, 1, Ordering::AcqRel, Ordering::Relaxed)
@@ -473,7 +481,9 @@ impl MailboxMap {
                 Err(e) => return Err(fail(format!("mailbox segment {seg}: {e}"))),
             }
         }
-        Err(fail(format!("mailbox segment {seg} exists and cannot be replaced")))
+        Err(fail(format!(
+            "mailbox segment {seg} exists and cannot be replaced"
+        )))
     }
 
     /// Maps member `rank`'s mailbox.

@@ -38,7 +38,10 @@ fn corrupt_contents_are_errors_naming_the_slot() {
     // A published slot with a length beyond the slot.
     ring.scribble(0, 1, super::ring::meta(1, FIRST | LAST, 9999));
     let e = ring.pop(&mut out, 2).unwrap_err().to_string();
-    assert!(e.contains("bad descriptor (length 9999 of at most 8"), "{e}");
+    assert!(
+        e.contains("bad descriptor (length 9999 of at most 8"),
+        "{e}"
+    );
     // A sender rank outside the system.
     ring.scribble(0, 1, super::ring::meta(5, FIRST, 1));
     let e = ring.pop(&mut out, 2).unwrap_err().to_string();
@@ -110,7 +113,13 @@ fn a_stale_segment_of_a_crashed_run_is_removed_and_created_anew() {
     assert!(e.contains("not a tutti system"), "{e}");
     super::sys::unlink(&seg).unwrap();
     let e = System::open_or_create("bad/name", 2).unwrap_err();
-    assert!(matches!(e, WorldError::BadSetting { var: "TUTTI_SYSTEM", .. }));
+    assert!(matches!(
+        e,
+        WorldError::BadSetting {
+            var: "TUTTI_SYSTEM",
+            ..
+        }
+    ));
 }
 
 /// Writes word `i` of segment `seg` through the file system.
