@@ -277,6 +277,8 @@ type IcePorts = (
 /// A node publishing on `out` and subscribed to `inp`.
 fn ice_ports(out: &str, inp: &str) -> Result<IcePorts, String> {
     use iceoryx2::prelude::*;
+    // Its notice about a missing config file is not part of the report.
+    set_log_level(LogLevel::Error);
     let e = |e: &dyn std::fmt::Debug| format!("iceoryx2: {e:?}");
     let node = NodeBuilder::new()
         .create::<ipc::Service>()
