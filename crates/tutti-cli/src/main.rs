@@ -8,6 +8,7 @@
 mod alloc;
 mod apps;
 mod bench;
+mod launch;
 mod measure;
 mod mem;
 mod mpi_bench;
@@ -64,6 +65,9 @@ enum Command {
     /// Micro-benchmarks of the runtime against its peers.
     #[command(subcommand)]
     Bench(BenchCommand),
+    /// Start P processes of one command as a named shared-memory system
+    /// (`tutti launch -n 4 -- <command> [args]`; no MPI needed).
+    Launch(launch::LaunchArgs),
     /// MPI latency, bandwidth, message rate and overlap, raw rsmpi beside
     /// tutti's transport (`mpirun -n 2 tutti mpi-bench`; needs `--features mpi`).
     MpiBench(mpi_bench::MpiBenchArgs),
@@ -89,6 +93,8 @@ enum BenchCommand {
     Rmi(bench::rmi::RmiArgs),
     /// Actor graphs: local port hand-over vs a crossbeam bounded channel between threads.
     Graph(bench::graph::GraphArgs),
+    /// Processes of one host: an 8-byte ping-pong over tutti's shared memory vs a Unix socket and a pipe.
+    Shm(bench::shm::ShmArgs),
 }
 
 /// One worker per available core.
@@ -141,6 +147,8 @@ fn main() {
         Command::Bench(BenchCommand::Codec(a)) => (a.json, bench::codec::run(a)),
         Command::Bench(BenchCommand::World(a)) => (a.json, bench::world::run(a)),
         Command::MpiBench(a) => (a.json, mpi_bench::run(a)),
+        Command::Launch(a) => launch::run(a),
+        Command::Bench(BenchCommand::Shm(a)) => (a.json, bench::shm::run(a)),
         Command::Bench(BenchCommand::Actor(a)) => (a.json, bench::actor::run(a)),
         Command::Bench(BenchCommand::Rmi(a)) => (a.json, bench::rmi::run(a)),
         Command::Bench(BenchCommand::Graph(a)) => (a.json, bench::graph::run(a)),

@@ -8,5 +8,6 @@ pub mod graph;
 pub mod idle;
 pub mod rmi;
 pub mod rmi_sweep;
+pub mod shm;
 pub mod spawn;
 pub mod world;

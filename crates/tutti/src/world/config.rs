@@ -6,7 +6,10 @@
 //!
 //! | variable | builder | meaning | default |
 //! |---|---|---|---|
-//! | `TUTTI_TRANSPORT` | [`transport`](WorldBuilder::transport) | `auto`, `inproc` or `mpi` | `auto`: MPI when launched by `mpirun`, else in-process |
+//! | `TUTTI_TRANSPORT` | [`transport`](WorldBuilder::transport) | `auto`, `inproc`, `mpi` or `shm` | `auto`: MPI when launched by `mpirun`, shared memory when `TUTTI_SYSTEM` is set, else in-process |
+//! | `TUTTI_SYSTEM` | [`system`](WorldBuilder::system) | the named system of processes to create or join (shared memory) | none |
+//! | `TUTTI_RANKS` | [`processes`](WorldBuilder::processes) | processes in the named system | none (required with `TUTTI_SYSTEM`) |
+//! | `TUTTI_RANK` | — | this process's rank in the system (set by `tutti launch`) | the first free rank |
 //! | `TUTTI_LOCATIONS` | [`locations`](WorldBuilder::locations) | locations per rank | the rank's workers |
 //! | `TUTTI_WORKERS` | [`workers`](WorldBuilder::workers) | worker threads per rank | cores ÷ ranks on this host |
 //! | `TUTTI_AGGREGATION` | [`aggregation`](WorldBuilder::aggregation) | messages per destination buffer before it is sent (ARMI's aggregation factor; 1 = none) | per transport, see [`DEFAULT_AGGREGATION_INPROC`], [`DEFAULT_AGGREGATION_MPI`] |
@@ -53,10 +56,13 @@ pub enum TransportKind {
     InProcess,
     /// MPI (Open MPI or MPICH through rsmpi): one rank per process.
     Mpi,
+    /// Shared memory between the processes of one host, which form a named
+    /// system (`TUTTI_SYSTEM`): one rank per process.
+    Shm,
 }
 
 impl TransportKind {
-    /// Parses `auto`, `inproc` (or `in-process`, `threads`) or `mpi`.
+    /// Parses `auto`, `inproc` (or `in-process`, `threads`), `mpi` or `shm`.
     ///
     /// ```
     /// use tutti::world::TransportKind;
@@ -68,6 +74,7 @@ impl TransportKind {
             "auto" => Some(TransportKind::Auto),
             "inproc" | "in-process" | "threads" => Some(TransportKind::InProcess),
             "mpi" => Some(TransportKind::Mpi),
+            "shm" | "shared-memory" => Some(TransportKind::Shm),
             _ => None,
         }
     }
@@ -79,6 +86,7 @@ impl fmt::Display for TransportKind {
             TransportKind::Auto => "auto",
             TransportKind::InProcess => "in-process",
             TransportKind::Mpi => "mpi",
+            TransportKind::Shm => "shared memory",
         })
     }
 }
@@ -219,6 +227,8 @@ pub struct WorldBuilder {
     aggregation_bytes: Option<usize>,
     flush_after: Option<Duration>,
     progress: Option<ProgressMode>,
+    system: Option<String>,
+    processes: Option<usize>,
     env: bool,
 }
 
@@ -284,6 +294,21 @@ impl WorldBuilder {
         self
     }
 
+    /// The named system of processes on this host to create or join: selects
+    /// the shared-memory transport ([`TransportKind::Shm`]). The first process
+    /// creates it, the others join; see [`processes`](Self::processes).
+    pub fn system(mut self, name: impl Into<String>) -> WorldBuilder {
+        self.system = Some(name.into());
+        self
+    }
+
+    /// Processes in the named system (shared memory): start-up waits until
+    /// this many have joined.
+    pub fn processes(mut self, n: usize) -> WorldBuilder {
+        self.processes = Some(n);
+        self
+    }
+
     /// Starts the world; see [`World`](super::World) for what start-up decides.
     pub fn build(self) -> Result<super::World, WorldError> {
         super::World::start(self)
@@ -302,10 +327,15 @@ impl WorldBuilder {
                 Some(v) => TransportKind::parse(&v).ok_or(WorldError::BadSetting {
                     var: "TUTTI_TRANSPORT",
                     value: v,
-                    expected: "auto, inproc or mpi",
+                    expected: "auto, inproc, mpi or shm",
                 })?,
                 None => TransportKind::Auto,
             },
+        };
+        let system = self.system.clone().or_else(|| env("TUTTI_SYSTEM"));
+        let transport = match (transport, &system) {
+            (TransportKind::Auto, Some(_)) => TransportKind::Shm,
+            (t, _) => t,
         };
         let mut warnings = Vec::new();
         let transport = match (transport, &launch) {
@@ -371,10 +401,37 @@ impl WorldBuilder {
                 },
             }
         };
+        let processes = positive(
+            "TUTTI_RANKS",
+            self.processes,
+            1,
+            "a positive number of processes",
+        )?;
+        let rank_wanted = match env("TUTTI_RANK") {
+            None => None,
+            Some(v) => Some(
+                v.trim()
+                    .parse::<usize>()
+                    .map_err(|_| WorldError::BadSetting {
+                        var: "TUTTI_RANK",
+                        value: v,
+                        expected: "a rank (0, 1, …)",
+                    })?,
+            ),
+        };
+        if transport == TransportKind::Shm && processes.is_none() {
+            return Err(WorldError::BadSetting {
+                var: "TUTTI_RANKS",
+                value: String::new(),
+                expected: "the number of processes of the named system (or use `tutti launch`)",
+            });
+        }
         let ranks_here = if transport == TransportKind::Mpi {
             launch
                 .as_ref()
                 .map_or(1, |l| l.local_size.unwrap_or(l.size))
+        } else if transport == TransportKind::Shm {
+            processes.unwrap_or(1)
         } else {
             1
         };
@@ -449,6 +506,9 @@ impl WorldBuilder {
             progress,
             launch,
             warnings,
+            system,
+            processes: processes.unwrap_or(1),
+            rank_wanted,
             rank: 0,
             ranks: 1,
             engine: String::new(),
@@ -475,6 +535,9 @@ pub struct WorldConfig {
     progress: ProgressMode,
     launch: Option<Launch>,
     warnings: Vec<String>,
+    system: Option<String>,
+    processes: usize,
+    rank_wanted: Option<usize>,
     pub(crate) rank: usize,
     pub(crate) ranks: usize,
     /// What the transport says about itself (MPI library, thread level).
@@ -515,6 +578,21 @@ impl WorldConfig {
     /// Who drives MPI progress.
     pub fn progress(&self) -> ProgressMode {
         self.progress
+    }
+
+    /// The named system (shared-memory transport), if any.
+    pub fn system(&self) -> Option<&str> {
+        self.system.as_deref()
+    }
+
+    /// Processes of the named system (1 without one).
+    pub fn processes(&self) -> usize {
+        self.processes
+    }
+
+    /// The rank asked for with `TUTTI_RANK`.
+    pub(crate) fn rank_wanted(&self) -> Option<usize> {
+        self.rank_wanted
     }
 
     /// Warnings from start-up (also printed to stderr once).

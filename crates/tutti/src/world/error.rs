@@ -100,13 +100,18 @@ pub enum SendError<T> {
     /// The destination is on another rank and the value is not bytes: only
     /// serialized messages cross a process boundary.
     NotLocal(LocationId, T),
+    /// The destination's process died without leaving (shared-memory systems:
+    /// killed or crashed; detected by pid liveness).
+    RankDied(LocationId, T),
 }
 
 impl<T> SendError<T> {
     /// The message that was not sent.
     pub fn into_inner(self) -> T {
         match self {
-            SendError::NoSuchLocation(_, v) | SendError::NotLocal(_, v) => v,
+            SendError::NoSuchLocation(_, v)
+            | SendError::NotLocal(_, v)
+            | SendError::RankDied(_, v) => v,
         }
     }
 }
@@ -116,6 +121,7 @@ impl<T> fmt::Debug for SendError<T> {
         match self {
             SendError::NoSuchLocation(id, _) => write!(f, "NoSuchLocation({id:?}, ..)"),
             SendError::NotLocal(id, _) => write!(f, "NotLocal({id:?}, ..)"),
+            SendError::RankDied(id, _) => write!(f, "RankDied({id:?}, ..)"),
         }
     }
 }
@@ -128,6 +134,9 @@ impl<T> fmt::Display for SendError<T> {
                 f,
                 "{id} is on another rank: only serialized messages (bytes) cross processes"
             ),
+            SendError::RankDied(id, _) => {
+                write!(f, "{id} is on a process that died (killed or crashed)")
+            }
         }
     }
 }

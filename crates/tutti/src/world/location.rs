@@ -188,6 +188,9 @@ impl Location {
         if to.index() >= self.world.locations() {
             return Err(SendError::NoSuchLocation(to, value));
         }
+        if self.rank_died(to) {
+            return Err(SendError::RankDied(to, value));
+        }
         let value = match cast::<T, Vec<u8>>(value) {
             Ok(bytes) => {
                 self.push_bytes(to, bytes);
@@ -227,6 +230,9 @@ impl Location {
     pub fn send_bytes(&self, to: LocationId, bytes: Vec<u8>) -> Result<(), SendError<Vec<u8>>> {
         if to.index() >= self.world.locations() {
             return Err(SendError::NoSuchLocation(to, bytes));
+        }
+        if self.rank_died(to) {
+            return Err(SendError::RankDied(to, bytes));
         }
         self.push_bytes(to, bytes);
         Ok(())
@@ -273,8 +279,26 @@ impl Location {
         if to.index() >= self.world.locations() {
             return Err(SendError::NoSuchLocation(to, ()));
         }
+        if self.rank_died(to) {
+            return Err(SendError::RankDied(to, ()));
+        }
         self.push(to, Bytes::Borrowed(bytes));
         Ok(())
+    }
+
+    /// Whether `to` lives on a rank that died (shared-memory systems).
+    fn rank_died(&self, to: LocationId) -> bool {
+        let shared = self.shared();
+        let rank = to.rank(shared.local.per_rank);
+        // Loom models run one process: nobody else can die.
+        #[cfg(loom)]
+        return {
+            let _ = (shared, rank);
+            false
+        };
+        #[cfg(not(loom))]
+        return rank != shared.local.rank
+            && super::transport::shm::rank_died(&shared.transport, rank);
     }
 
     /// Sends bytes to `to`, a location of the world.

@@ -208,7 +208,12 @@ impl Shared {
     /// the other ranks would hang; in one process the calling location panics.
     #[cold]
     pub(crate) fn fail(&self, why: &str) -> ! {
-        if self.local.ranks > 1 || self.config.transport() == TransportKind::Mpi {
+        if self.local.ranks > 1
+            || matches!(
+                self.config.transport(),
+                TransportKind::Mpi | TransportKind::Shm
+            )
+        {
             self.transport.abort(why)
         }
         panic!("tutti: {why}")
@@ -379,6 +384,13 @@ impl World {
                 let local = make_local(pending.rank(), pending.ranks());
                 let mpi = pending.attach(Arc::clone(&local) as Arc<dyn Sink>);
                 (local, Arc::new(mpi))
+            }
+            #[cfg(not(loom))]
+            TransportKind::Shm => {
+                let pending = super::transport::shm::Shm::init(&config)?;
+                let local = make_local(pending.rank(), pending.ranks());
+                let shm = pending.attach(Arc::clone(&local) as Arc<dyn Sink>)?;
+                (local, Arc::new(shm))
             }
             _ => (make_local(0, 1), Arc::new(InProcess)),
         };

@@ -1,15 +1,19 @@
-//! What the integration suites that run the same bodies in-process and under
-//! `mpirun` share: choosing the world, and reporting.
+//! What the integration suites that run the same bodies in-process, under
+//! `mpirun` and as a shared-memory system of processes share: choosing the
+//! world, and reporting.
 
 use std::time::Duration;
 
 use tutti::world::{launched_by_mpi, TransportKind, World};
 
-/// Runs `run_all` on the world the environment configures when `mpirun`
-/// launched this process; otherwise in-process, once per `(locations,
-/// workers, aggregation)` shape. `name` prefixes every line it prints.
+/// Runs `run_all` on the world the environment configures when `mpirun` or
+/// `tutti launch` (a named shared-memory system, `TUTTI_SYSTEM`) launched this
+/// process; otherwise in-process, once per `(locations, workers,
+/// aggregation)` shape, and then as a shared-memory system of 2 processes of
+/// this same binary (`tutti::world::launch`; `TUTTI_SUITE_SHM=0` skips it).
+/// `name` prefixes every line it prints.
 pub fn run_suite(name: &str, shapes: &[(usize, usize, usize)], run_all: impl Fn(&World)) {
-    if launched_by_mpi() {
+    if launched_by_mpi() || std::env::var_os("TUTTI_SYSTEM").is_some() {
         let world = World::from_env().expect("world");
         if world.config().transport() != TransportKind::Mpi && world.ranks() == 1 {
             eprintln!("{name}: launched by mpirun without MPI support; running in-process");
@@ -38,4 +42,16 @@ pub fn run_suite(name: &str, shapes: &[(usize, usize, usize)], run_all: impl Fn(
         run_all(&world);
     }
     println!("{name}: all passed in-process");
+    if std::env::var("TUTTI_SUITE_SHM").as_deref() != Ok("0") {
+        let mut cmd = std::process::Command::new(std::env::current_exe().expect("own path"));
+        cmd.env("TUTTI_LOCATIONS", "2").env("TUTTI_WORKERS", "1");
+        let statuses = tutti::world::launch(2, cmd).expect("launch");
+        for (rank, s) in statuses.iter().enumerate() {
+            assert!(
+                s.success(),
+                "{name}: rank {rank} of the shared-memory system: {s}"
+            );
+        }
+        println!("{name}: all passed as a shared-memory system of 2 processes");
+    }
 }

@@ -4,12 +4,13 @@
 //! values move straight into the destination's inbox (`inproc.rs` is the
 //! transport of a world that is one process). Across processes the world hands
 //! [`Frame`]s to a [`Transport`] and receives them through a [`Sink`]. One file
-//! per transport: `inproc.rs`, `mpi/` (feature `mpi`); shared-memory and TCP
-//! transports are the next implementations of the same trait.
+//! per transport: `inproc.rs`, `mpi/` (feature `mpi`), `shm/` (processes of
+//! one host); TCP is the next implementation of the same trait.
 
 pub(crate) mod inproc;
 #[cfg(feature = "mpi")]
 pub(crate) mod mpi;
+pub(crate) mod shm;
 
 use std::sync::Arc;
 
@@ -21,7 +22,6 @@ use crate::msg::{check_digests, codec, Digest};
 /// ([`crate::msg::register`]): `encoded[r]` is rank `r`'s [`Digest`] in the
 /// codec's format, as the ranks exchanged them. Every rank runs it on the same
 /// input, so all reach the same verdict and fail together.
-#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
 pub(crate) fn agree_on_registries(encoded: &[&[u8]]) -> Result<(), WorldError> {
     let mut digests = Vec::with_capacity(encoded.len());
     for (rank, bytes) in encoded.iter().enumerate() {

@@ -1,0 +1,212 @@
+//! The operating system's side of the shared-memory transport: named
+//! segments (`shm_open`, mode 0600), mappings, futex waits on a shared word,
+//! and whether a process is still the one that joined. Every `unsafe` of the
+//! transport's system calls is here.
+
+use std::ffi::CString;
+use std::io;
+use std::time::Duration;
+
+use crate::loom::AtomicU32;
+
+/// A shared mapping of a whole segment; unmapped on drop.
+pub(crate) struct Mapping {
+    ptr: std::ptr::NonNull<u8>,
+    len: usize,
+}
+
+// SAFETY: the mapping is plain memory shared by design; all access goes
+// through atomics or the ring protocol.
+unsafe impl Send for Mapping {}
+// SAFETY: as above.
+unsafe impl Sync for Mapping {}
+
+impl Mapping {
+    /// The mapping's first byte (page aligned).
+    pub(crate) fn ptr(&self) -> *mut u8 {
+        self.ptr.as_ptr()
+    }
+
+    /// Its length in bytes.
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        // SAFETY: `ptr`/`len` are exactly what mmap returned, and no
+        // reference into the mapping outlives it (views borrow the Mapping).
+        unsafe {
+            libc::munmap(self.ptr.as_ptr().cast(), self.len);
+        }
+    }
+}
+
+fn c_name(name: &str) -> io::Result<CString> {
+    CString::new(name).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "NUL in name"))
+}
+
+/// How [`open`] found the segment.
+pub(crate) enum Opened {
+    /// Created now, exclusively, zero-filled, `len` bytes.
+    Created(Mapping),
+    /// It existed; mapped at its current size.
+    Existing(Mapping),
+}
+
+/// Opens segment `name` (`/tutti-…`): creates it exclusively with mode 0600
+/// and size `len` if `create`, else (or if it exists) maps the existing one.
+pub(crate) fn open(name: &str, len: usize, create: bool) -> io::Result<Opened> {
+    let c = c_name(name)?;
+    if create {
+        // SAFETY: `c` is a valid NUL-terminated string.
+        let fd = unsafe {
+            libc::shm_open(
+                c.as_ptr(),
+                libc::O_RDWR | libc::O_CREAT | libc::O_EXCL | libc::O_CLOEXEC,
+                0o600,
+            )
+        };
+        if fd >= 0 {
+            // SAFETY: `fd` is the descriptor just opened.
+            let r = unsafe { libc::ftruncate(fd, len as libc::off_t) };
+            if r != 0 {
+                let e = io::Error::last_os_error();
+                close(fd);
+                let _ = unlink(name);
+                return Err(e);
+            }
+            let m = map(fd, len);
+            close(fd);
+            return m.map(Opened::Created);
+        }
+        let e = io::Error::last_os_error();
+        if e.raw_os_error() != Some(libc::EEXIST) {
+            return Err(e);
+        }
+    }
+    // SAFETY: `c` is a valid NUL-terminated string.
+    let fd = unsafe { libc::shm_open(c.as_ptr(), libc::O_RDWR | libc::O_CLOEXEC, 0) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: an all-zero `stat` is a valid value to be overwritten.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: `fd` is open and `st` is a valid out-pointer.
+    if unsafe { libc::fstat(fd, &mut st) } != 0 {
+        let e = io::Error::last_os_error();
+        close(fd);
+        return Err(e);
+    }
+    let size = st.st_size.max(0) as usize;
+    if size == 0 {
+        close(fd);
+        return Ok(Opened::Existing(Mapping {
+            ptr: std::ptr::NonNull::dangling(),
+            len: 0,
+        }));
+    }
+    let m = map(fd, size);
+    close(fd);
+    m.map(Opened::Existing)
+}
+
+fn map(fd: libc::c_int, len: usize) -> io::Result<Mapping> {
+    // SAFETY: a fresh shared mapping of `len` bytes of the open segment `fd`;
+    // the kernel picks the address.
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED,
+            fd,
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(Mapping {
+        ptr: std::ptr::NonNull::new(p.cast()).ok_or_else(|| io::Error::other("mmap gave null"))?,
+        len,
+    })
+}
+
+fn close(fd: libc::c_int) {
+    // SAFETY: `fd` is a descriptor this module opened and closes once.
+    unsafe {
+        libc::close(fd);
+    }
+}
+
+/// Removes segment `name` (mappings stay valid until unmapped).
+pub(crate) fn unlink(name: &str) -> io::Result<()> {
+    let c = c_name(name)?;
+    // SAFETY: `c` is a valid NUL-terminated string.
+    if unsafe { libc::shm_unlink(c.as_ptr()) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Whether segment `name` exists.
+#[cfg(test)]
+pub(crate) fn exists(name: &str) -> bool {
+    std::path::Path::new("/dev/shm")
+        .join(name.trim_start_matches('/'))
+        .exists()
+}
+
+/// Sleeps while `word == expected`, at most `timeout` (a shared futex: the
+/// word may be in memory other processes map).
+pub(crate) fn futex_wait(word: &AtomicU32, expected: u32, timeout: Duration) {
+    let ts = libc::timespec {
+        tv_sec: timeout.as_secs() as libc::time_t,
+        tv_nsec: timeout.subsec_nanos() as libc::c_long,
+    };
+    // SAFETY: `word` is a valid, aligned u32 for the duration of the call;
+    // FUTEX_WAIT only reads it; `ts` outlives the call.
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAIT,
+            expected,
+            &ts as *const libc::timespec,
+        );
+    }
+}
+
+/// Wakes every process sleeping on `word`.
+pub(crate) fn futex_wake(word: &AtomicU32) {
+    // SAFETY: `word` is a valid, aligned u32; FUTEX_WAKE does not touch it.
+    unsafe {
+        libc::syscall(libc::SYS_futex, word.as_ptr(), libc::FUTEX_WAKE, i32::MAX);
+    }
+}
+
+/// This process's id.
+pub(crate) fn pid() -> u32 {
+    std::process::id()
+}
+
+/// When process `pid` started (clock ticks since boot, `/proc/<pid>/stat`
+/// field 22), and whether it is a zombie; `None` if there is no such process.
+pub(crate) fn start_time(pid: u32) -> Option<(u64, bool)> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name is in parentheses and may hold spaces.
+    let rest = &text[text.rfind(')')? + 1..];
+    let mut fields = rest.split_whitespace();
+    let state = fields.next()?;
+    // `rest` starts at field 3 (state); start time is field 22.
+    let start = fields.nth(18)?.parse().ok()?;
+    Some((start, state == "Z" || state == "X"))
+}
+
+/// Whether `pid` is still the process that started at `start` and has not
+/// exited (a zombie has exited).
+pub(crate) fn alive(pid: u32, start: u64) -> bool {
+    matches!(start_time(pid), Some((s, false)) if s == start)
+}

@@ -1,0 +1,134 @@
+//! Unit tests of the mailbox ring and the named system's segments.
+
+use super::ring::{Push, Ring, FIRST, LAST};
+use super::system::{self, System};
+use crate::world::error::WorldError;
+
+#[test]
+fn fragments_round_trip_and_a_full_ring_says_so() {
+    let ring = Ring::<4, 8>::boxed();
+    for i in 0..4u8 {
+        assert_eq!(ring.push(1, FIRST | LAST, &[i; 5]).unwrap(), Push::Done);
+    }
+    assert_eq!(ring.push(1, FIRST, &[9]).unwrap(), Push::Full);
+    let mut out = Vec::new();
+    let f = ring.pop(&mut out, 2).unwrap().unwrap();
+    assert_eq!((f.from, f.first, f.last, f.len), (1, true, true, 5));
+    assert_eq!(out, [0; 5]);
+    assert_eq!(ring.push(0, FIRST, &[9; 8]).unwrap(), Push::Done);
+    for i in 1..4u8 {
+        out.clear();
+        ring.pop(&mut out, 2).unwrap().unwrap();
+        assert_eq!(out, [i; 5]);
+    }
+    out.clear();
+    let f = ring.pop(&mut out, 2).unwrap().unwrap();
+    assert_eq!((f.from, f.first, f.last, out.len()), (0, true, false, 8));
+    assert!(ring.pop(&mut out, 2).unwrap().is_none());
+}
+
+#[test]
+fn corrupt_contents_are_errors_naming_the_slot() {
+    let ring = Ring::<4, 8>::boxed();
+    let mut out = Vec::new();
+    // A sequence from nowhere.
+    ring.scribble(0, 77, 0);
+    let e = ring.pop(&mut out, 2).unwrap_err().to_string();
+    assert!(e.contains("slot 0 has sequence 77"), "{e}");
+    // A published slot with a length beyond the slot.
+    ring.scribble(0, 1, super::ring::meta(1, FIRST | LAST, 9999));
+    let e = ring.pop(&mut out, 2).unwrap_err().to_string();
+    assert!(
+        e.contains("bad descriptor (length 9999 of at most 8"),
+        "{e}"
+    );
+    // A sender rank outside the system.
+    ring.scribble(0, 1, super::ring::meta(5, FIRST, 1));
+    let e = ring.pop(&mut out, 2).unwrap_err().to_string();
+    assert!(e.contains("sender rank 5 of 2"), "{e}");
+    // Unknown flags.
+    ring.scribble(0, 1, (1 << 39) | 1);
+    assert!(ring.pop(&mut out, 2).is_err());
+    // A producer meeting a sequence far ahead is told too, not looping.
+    ring.scribble(0, 1_000_000, 0);
+    let e = ring.push(0, FIRST, &[1]).unwrap_err().to_string();
+    assert!(e.contains("slot 0 has sequence 1000000"), "{e}");
+}
+
+fn unique(tag: &str) -> String {
+    format!("unit-{tag}-{}", std::process::id())
+}
+
+#[test]
+fn the_first_creates_later_ones_join_and_ranks_are_claimed_once() {
+    let name = unique("join");
+    let a = System::open_or_create(&name, 2).unwrap();
+    assert!(super::sys::exists(&system::segment(&name)));
+    let b = System::open_or_create(&name, 2).unwrap();
+    assert_eq!(a.claim(None).unwrap(), 0);
+    assert_eq!(b.claim(None).unwrap(), 1);
+    let e = b.claim(None).unwrap_err().to_string();
+    assert!(e.contains("is full"), "{e}");
+    let e = b.claim(Some(0)).unwrap_err().to_string();
+    assert!(e.contains("rank 0 is already taken"), "{e}");
+    let e = System::open_or_create(&name, 3).unwrap_err().to_string();
+    assert!(e.contains("has 2 processes"), "{e}");
+    a.ready(0, 1, b"digest-a").unwrap();
+    assert_eq!(a.digest(0).unwrap(), b"digest-a");
+    assert!(!a.died(0));
+    drop((a, b));
+    super::sys::unlink(&system::segment(&name)).unwrap();
+}
+
+#[test]
+fn a_stale_segment_of_a_crashed_run_is_removed_and_created_anew() {
+    let name = unique("stale");
+    let seg = system::segment(&name);
+    // A crashed run: a member whose process is gone (pid 0 never is ours).
+    {
+        let s = System::open_or_create(&name, 2).unwrap();
+        let r = s.claim(Some(1)).unwrap();
+        s.ready(r, 4, b"x").unwrap();
+        let m = &s.header().members[1];
+        m.pid.store(u32::MAX - 1, crate::loom::Ordering::Relaxed);
+        // Pretend the creator is gone too.
+        overwrite(&seg, 2, u64::from(u32::MAX - 1));
+    }
+    let s = System::open_or_create(&name, 2).unwrap();
+    assert_eq!(s.claim(None).unwrap(), 0, "a fresh system: rank 0 is free");
+    drop(s);
+    // Another layout version whose creator is alive (this process): refused.
+    overwrite(&seg, 2, u64::from(std::process::id()));
+    overwrite(&seg, 1, 99);
+    let e = System::open_or_create(&name, 2).unwrap_err().to_string();
+    assert!(e.contains("layout version 99"), "{e}");
+    // The same with its creator gone: cleaned, never reused.
+    overwrite(&seg, 2, u64::from(u32::MAX - 1));
+    let s = System::open_or_create(&name, 2).unwrap();
+    assert_eq!(s.claim(None).unwrap(), 0);
+    drop(s);
+    // Not a tutti segment at all: refused, left alone.
+    overwrite(&seg, 0, 0xdead_beef);
+    let e = System::open_or_create(&name, 2).unwrap_err().to_string();
+    assert!(e.contains("not a tutti system"), "{e}");
+    super::sys::unlink(&seg).unwrap();
+    let e = System::open_or_create("bad/name", 2).unwrap_err();
+    assert!(matches!(
+        e,
+        WorldError::BadSetting {
+            var: "TUTTI_SYSTEM",
+            ..
+        }
+    ));
+}
+
+/// Writes word `i` of segment `seg` through the file system.
+fn overwrite(seg: &str, i: usize, value: u64) {
+    use std::io::{Seek, SeekFrom, Write};
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(format!("/dev/shm{seg}"))
+        .unwrap();
+    f.seek(SeekFrom::Start(8 * i as u64)).unwrap();
+    f.write_all(&value.to_le_bytes()).unwrap();
+}
