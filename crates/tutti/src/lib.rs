@@ -29,6 +29,7 @@ pub(crate) mod loom;
 pub mod msg;
 pub mod remote;
 pub mod rmi;
+pub mod rpc;
 pub mod runtime;
 pub mod sync;
 #[cfg(test)]

@@ -91,7 +91,7 @@ mod world;
 #[cfg(all(test, not(loom)))]
 mod tests;
 
-pub(crate) use conversation::{Conversation, Received};
+pub(crate) use conversation::{with_scratch, Conversation, Received};
 pub(crate) use error::{BadFrame, CallError, Refusal};
 pub(crate) use link::{Link, LinkError};
 #[allow(unused_imports)]

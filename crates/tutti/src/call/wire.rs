@@ -144,6 +144,34 @@ impl FrameBuf {
         codec::encode_frame(&h, msg, &mut self.buf).map(drop)
     }
 
+    /// Appends a statement (`corr` 0) or a question (`corr` its id) whose
+    /// payload is already encoded, one message per frame: for payloads in
+    /// another format than the binary codec (an RPC connection's JSON).
+    pub(crate) fn request_raw(
+        &mut self,
+        (src, dst): (u32, u32),
+        target: u64,
+        id: MsgId,
+        corr: u64,
+        payload: &[u8],
+    ) -> Result<(), CodecError> {
+        self.seal();
+        let kind = if corr == 0 {
+            FrameKind::Tell
+        } else {
+            FrameKind::Ask
+        };
+        let h = Header {
+            src,
+            dst,
+            msg: id,
+            target,
+            corr,
+            ..Header::new(kind)
+        };
+        codec::encode_raw_frame(&h, payload, &mut self.buf).map(drop)
+    }
+
     /// Appends the answer to question `corr`: the reply, already encoded.
     pub(crate) fn reply(
         &mut self,

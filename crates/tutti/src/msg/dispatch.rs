@@ -10,14 +10,15 @@ use std::task::{ready, Context, Poll};
 
 use serde::Serialize;
 
-use super::codec::{self, CodecError, Frame, FrameKind};
+use super::codec::{self, CodecError, Format, Frame, FrameKind};
 use super::registry::{Entry, Registry, RegistryError};
 use super::{Envelope, Handle, Handler, MsgId, NoReply, Object, Remote, Reply};
 
-/// Decodes a `Tell` frame's payload into an envelope.
-type TellFn<O> = fn(&Frame<'_>) -> Result<Envelope<O>, CodecError>;
-/// Decodes an `Ask` frame's payload into an envelope with a reply slot.
-type AskFn<O> = fn(&Frame<'_>) -> Result<(Envelope<O>, RemoteReply), CodecError>;
+/// Decodes a `Tell` frame's payload (in a format) into an envelope.
+type TellFn<O> = fn(&Frame<'_>, Format) -> Result<Envelope<O>, CodecError>;
+/// Decodes an `Ask` frame's payload into an envelope with a reply slot (the reply
+/// to be encoded in the same format).
+type AskFn<O> = fn(&Frame<'_>, Format) -> Result<(Envelope<O>, RemoteReply), CodecError>;
 type BatchFn =
     for<'b> fn(&'b [u8], u64, u32) -> (Box<dyn Any + Send>, usize, &'b [u8], Option<CodecError>);
 /// Runs a decoded batch (a `Vec<M>`, type-erased) on an object: each message's
@@ -38,8 +39,20 @@ pub(crate) struct RunBatch<O: Object> {
     pub(crate) run: BatchRunFn<O>,
 }
 
-fn tell<O: Handler<M>, M: Remote>(frame: &Frame<'_>) -> Result<Envelope<O>, CodecError> {
-    Ok(Envelope::new(frame.decode::<M>()?))
+/// The message of `frame`, its payload in `format`.
+fn decode<M: Remote>(frame: &Frame<'_>, format: Format) -> Result<M, CodecError> {
+    match format {
+        // The frame's own decoder keeps the frame's depth limit.
+        Format::Binary => frame.decode::<M>(),
+        Format::Json => format.decode::<M>(frame.payload()),
+    }
+}
+
+fn tell<O: Handler<M>, M: Remote>(
+    frame: &Frame<'_>,
+    format: Format,
+) -> Result<Envelope<O>, CodecError> {
+    Ok(Envelope::new(decode::<M>(frame, format)?))
 }
 
 fn batch<M: Remote>(
@@ -83,9 +96,10 @@ fn run_batch<'a, O: Handler<M>, M: Remote>(
 
 fn ask<O: Handler<M>, M: Remote>(
     frame: &Frame<'_>,
+    format: Format,
 ) -> Result<(Envelope<O>, RemoteReply), CodecError> {
-    let (envelope, reply) = Envelope::with_reply(frame.decode::<M>()?);
-    Ok((envelope, RemoteReply::new(reply)))
+    let (envelope, reply) = Envelope::with_reply(decode::<M>(frame, format)?);
+    Ok((envelope, RemoteReply::new(reply, format)))
 }
 
 /// One message type an object handles.
@@ -316,6 +330,42 @@ impl<O: Object> Dispatch<O> {
     ///
     /// For transports that queue messages where the object lives (an actor's mailbox).
     pub fn incoming(&self, frame: &Frame<'_>) -> Result<Incoming<O>, DispatchError> {
+        self.incoming_in(frame, Format::Binary)
+    }
+
+    /// [`incoming`](Self::incoming) for a payload in `format`; the reply is
+    /// encoded in `format` too (an RPC connection's format).
+    ///
+    /// ```
+    /// use serde::{Deserialize, Serialize};
+    /// use tutti::msg::codec::{encode_raw_frame, decode_frame, Format, FrameKind, Header};
+    /// use tutti::msg::{Dispatch, Handler, Message, Object, Remote};
+    ///
+    /// #[derive(Serialize, Deserialize)]
+    /// struct Double(u32);
+    /// impl Message for Double { type Reply = u32; }
+    /// impl Remote for Double { const NAME: &'static str = "doc.Double"; }
+    /// struct Doubler;
+    /// impl Object for Doubler { type Context = (); }
+    /// impl Handler<Double> for Doubler {
+    ///     async fn handle(&mut self, m: Double, _: &mut ()) -> u32 { 2 * m.0 }
+    /// }
+    ///
+    /// let mut table = Dispatch::<Doubler>::new();
+    /// table.register::<Double>()?;
+    /// let mut buf = Vec::new();
+    /// let h = Header { msg: Double::ID, corr: 1, ..Header::new(FrameKind::Ask) };
+    /// encode_raw_frame(&h, b"21", &mut buf)?;
+    /// let incoming = table.incoming_in(&decode_frame(&buf)?, Format::Json)?;
+    /// tutti::block_on(incoming.envelope.handle(&mut Doubler, &mut ()));
+    /// assert_eq!(tutti::block_on(incoming.reply.unwrap())?, b"42");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn incoming_in(
+        &self,
+        frame: &Frame<'_>,
+        format: Format,
+    ) -> Result<Incoming<O>, DispatchError> {
         let header = frame.header();
         let route = self.route(header.msg).ok_or(DispatchError::Unhandled {
             id: header.msg,
@@ -327,11 +377,11 @@ impl<O: Object> Dispatch<O> {
         };
         match header.kind {
             FrameKind::Tell => Ok(Incoming {
-                envelope: (route.tell)(frame).map_err(decode_error)?,
+                envelope: (route.tell)(frame, format).map_err(decode_error)?,
                 reply: None,
             }),
             FrameKind::Ask => {
-                let (envelope, reply) = (route.ask)(frame).map_err(decode_error)?;
+                let (envelope, reply) = (route.ask)(frame, format).map_err(decode_error)?;
                 Ok(Incoming {
                     envelope,
                     reply: Some(reply),
@@ -463,15 +513,24 @@ impl std::error::Error for ReplyError {}
 
 /// A reply slot with its type erased: polls for the reply and encodes it.
 trait EncodeReply: Send {
-    fn poll_encoded(&mut self, cx: &mut Context<'_>) -> Poll<Result<Vec<u8>, ReplyError>>;
+    fn poll_encoded(
+        &mut self,
+        cx: &mut Context<'_>,
+        format: Format,
+    ) -> Poll<Result<Vec<u8>, ReplyError>>;
 }
 
 impl<R: Serialize + Send + 'static> EncodeReply for Reply<R> {
-    fn poll_encoded(&mut self, cx: &mut Context<'_>) -> Poll<Result<Vec<u8>, ReplyError>> {
+    fn poll_encoded(
+        &mut self,
+        cx: &mut Context<'_>,
+        format: Format,
+    ) -> Poll<Result<Vec<u8>, ReplyError>> {
         Poll::Ready(match ready!(Pin::new(self).poll(cx)) {
             Ok(value) => {
                 let mut out = Vec::new();
-                codec::encode(&value, &mut out)
+                format
+                    .encode(&value, &mut out)
                     .map(|()| out)
                     .map_err(ReplyError::Encode)
             }
@@ -484,16 +543,18 @@ impl<R: Serialize + Send + 'static> EncodeReply for Reply<R> {
 /// question's envelope has been handled (or dropped unhandled).
 ///
 /// Made by [`Dispatch::incoming`] for `Ask` frames; its bytes become the payload of the
-/// `Reply` frame ([`encode_raw_frame`](codec::encode_raw_frame)), its error a `Fault`.
+/// `Reply` frame ([`encode_raw_frame`](super::codec::encode_raw_frame)), its error a `Fault`.
 #[must_use = "a RemoteReply does nothing unless awaited"]
 pub struct RemoteReply {
     inner: Box<dyn EncodeReply>,
+    format: Format,
 }
 
 impl RemoteReply {
-    fn new<R: Serialize + Send + 'static>(reply: Reply<R>) -> RemoteReply {
+    fn new<R: Serialize + Send + 'static>(reply: Reply<R>, format: Format) -> RemoteReply {
         RemoteReply {
             inner: Box::new(reply),
+            format,
         }
     }
 }
@@ -502,7 +563,8 @@ impl Future for RemoteReply {
     type Output = Result<Vec<u8>, ReplyError>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        self.inner.poll_encoded(cx)
+        let format = self.format;
+        self.inner.poll_encoded(cx, format)
     }
 }
 

@@ -127,6 +127,7 @@ mod error;
 mod format;
 mod frame;
 mod guard;
+mod json;
 mod pod;
 #[cfg(all(test, not(loom)))]
 mod tests;
@@ -139,6 +140,7 @@ pub use frame::{
     frames, frames_with, Flags, Frame, FrameKind, Frames, Header, Limits, FRAME_ALIGN, HEADER_LEN,
     MAGIC, VERSION,
 };
+pub use json::Format;
 pub use pod::PodVec;
 
 pub(crate) use format::decode_prefix;
