@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::*;
 use crate::msg::codec::{
-    decode_frame, encode_frame, encode_pod_frame, encode_raw_frame, frames, Header, PodVec,
+    self, decode_frame, encode_frame, encode_pod_frame, encode_raw_frame, frames, Header, PodVec,
 };
 use crate::msg::Message;
 
