@@ -62,6 +62,9 @@ enum Command {
     /// Distributed actors: a registered service on location 0 asked by actors on
     /// every location (`mpirun -n 4 tutti actor-world`, or threads without mpirun).
     ActorWorld(apps::actor_world::ActorWorldArgs),
+    /// URL-addressed RPC (Blip's Dchem): a work server that clients join during the
+    /// computation to fetch work, report results, and query or change its status.
+    RpcDemo(apps::rpc_demo::RpcDemoArgs),
     /// Micro-benchmarks of the runtime against its peers.
     #[command(subcommand)]
     Bench(BenchCommand),
@@ -95,6 +98,8 @@ enum BenchCommand {
     Graph(bench::graph::GraphArgs),
     /// Processes of one host: an 8-byte ping-pong over tutti's shared memory vs a Unix socket and a pipe.
     Shm(bench::shm::ShmArgs),
+    /// URL-addressed RPC: Blip's cost ladder (local call to loopback TCP) vs tarpc and remoc.
+    Rpc(bench::rpc::RpcArgs),
 }
 
 /// One worker per available core.
@@ -137,6 +142,7 @@ fn main() {
         Command::Db(a) => (a.json, apps::db::run(a)),
         Command::Weather(a) => (a.json, apps::weather::run(a)),
         Command::ActorWorld(a) => (a.json, apps::actor_world::run(a)),
+        Command::RpcDemo(a) => (a.json, apps::rpc_demo::run(a)),
         Command::Hello(a) => (a.json, apps::hello::run(a)),
         Command::Mad(a) => (a.json, apps::mad::run(a)),
         Command::CspDemo(d) => (d.json(), d.run()),
@@ -152,6 +158,7 @@ fn main() {
         Command::Bench(BenchCommand::Actor(a)) => (a.json, bench::actor::run(a)),
         Command::Bench(BenchCommand::Rmi(a)) => (a.json, bench::rmi::run(a)),
         Command::Bench(BenchCommand::Graph(a)) => (a.json, bench::graph::run(a)),
+        Command::Bench(BenchCommand::Rpc(a)) => (a.json, bench::rpc::run(a)),
     };
     match outcome {
         Ok(report) => {

@@ -7,6 +7,7 @@ pub mod gauss;
 pub mod hello;
 pub mod jacobi;
 pub mod mad;
+pub mod rpc_demo;
 pub mod scc;
 pub mod sort;
 pub mod swe;

@@ -8,6 +8,8 @@ pub mod graph;
 pub mod idle;
 pub mod rmi;
 pub mod rmi_sweep;
+pub mod rpc;
+pub mod rpc_peers;
 pub mod shm;
 pub mod spawn;
 pub mod world;
