@@ -221,9 +221,10 @@ async fn start_remoc() -> Result<RemocAdderClient, String> {
 /// remoc's configuration for latency: its default waits 20 ms for more data
 /// before it flushes a connection (44 ms a round trip here); the delay is 0.
 fn remoc_cfg() -> remoc::Cfg {
-    let mut cfg = remoc::Cfg::default();
-    cfg.flush_delay = std::time::Duration::ZERO;
-    cfg
+    remoc::Cfg {
+        flush_delay: std::time::Duration::ZERO,
+        ..Default::default()
+    }
 }
 
 fn start_echo() -> std::io::Result<TcpStream> {

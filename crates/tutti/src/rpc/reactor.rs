@@ -19,6 +19,7 @@
 //! answered with the cause and the connection is closed (a stream that lost
 //! its place cannot be resynchronized).
 
+use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::io::{self, ErrorKind};
 use std::net::{TcpListener, TcpStream};
@@ -118,24 +119,21 @@ pub(crate) fn run(inner: Arc<Inner>, mut poll: Poll, listener: Option<TcpListene
                 }
                 t => {
                     let id = conn_id(t);
-                    if !readers.contains_key(&id) {
-                        let Some(conn) = inner.conns.get(id) else {
-                            continue;
-                        };
-                        let open = conn.side == Side::Outgoing;
-                        readers.insert(
-                            id,
-                            Reader {
+                    let r = match readers.entry(id) {
+                        Entry::Occupied(o) => o.into_mut(),
+                        Entry::Vacant(v) => {
+                            let Some(conn) = inner.conns.get(id) else {
+                                continue;
+                            };
+                            let open = conn.side == Side::Outgoing;
+                            v.insert(Reader {
                                 conn,
                                 buf: vec![0; FIRST_BUF],
                                 start: 0,
                                 end: 0,
                                 open,
-                            },
-                        );
-                    }
-                    let Some(r) = readers.get_mut(&id) else {
-                        continue;
+                            })
+                        }
                     };
                     if let After::End(why) = read(&inner, r, &limits) {
                         inner.end(&r.conn, &why);
