@@ -9,10 +9,13 @@ use std::net::{Shutdown, SocketAddr, TcpStream};
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context as TaskContext, Poll, Wake, Waker};
 use std::time::Duration;
 
 use mio::unix::SourceFd;
-use mio::{Interest, Registry, Waker};
+use mio::{Interest, Registry};
 
 use super::failure::{Callbacks, Failure};
 use super::link::{Conn, ConnId, Conns, Side};
@@ -23,7 +26,7 @@ use super::{RpcError, RpcStats};
 use crate::call::{CallError, Conversation, Received, Refusal};
 use crate::loom::{lock, Mutex};
 use crate::msg::codec::{self, Format, Frame, FrameKind, Limits, HEADER_LEN};
-use crate::msg::ReplyError;
+use crate::msg::RemoteReply;
 
 pub(crate) struct Config {
     pub(crate) cookie: String,
@@ -69,8 +72,61 @@ pub(crate) struct Inner {
     pub(crate) counters: Counters,
     last_error: Mutex<Option<String>>,
     registry: Registry,
-    waker: Waker,
+    waker: mio::Waker,
     closed: AtomicBool,
+}
+
+/// Sends the answer to a call once its object has replied: the reply's own
+/// waker writes the answer, from the task that replied — no task of its own,
+/// no hop through the runtime's queues between the handler and the socket.
+struct Answering {
+    inner: Arc<Inner>,
+    to: ConnId,
+    corr: u64,
+    /// `None` once answered.
+    reply: Mutex<Option<RemoteReply>>,
+}
+
+impl Answering {
+    fn start(inner: Arc<Inner>, to: ConnId, corr: u64, reply: RemoteReply) {
+        let a = Arc::new(Answering {
+            inner,
+            to,
+            corr,
+            reply: Mutex::new(Some(reply)),
+        });
+        a.try_answer();
+    }
+
+    /// Polls the reply (registering this as its waker) and answers once it is there.
+    fn try_answer(self: &Arc<Self>) {
+        let mut slot = lock(&self.reply);
+        let Some(reply) = slot.as_mut() else {
+            return;
+        };
+        let waker = Waker::from(Arc::clone(self));
+        let out = match Pin::new(reply).poll(&mut TaskContext::from_waker(&waker)) {
+            Poll::Pending => return,
+            Poll::Ready(out) => out,
+        };
+        *slot = None;
+        drop(slot);
+        let r = match &out {
+            Ok(bytes) => Ok(&bytes[..]),
+            Err(e) => Err(Refusal::Failed(e.to_string())),
+        };
+        let _ = self.inner.conv.answer(self.to, self.corr, r);
+    }
+}
+
+impl Wake for Answering {
+    fn wake(self: Arc<Self>) {
+        self.try_answer();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.try_answer();
+    }
 }
 
 /// The target number frames carry for the object at `path`.
@@ -83,7 +139,7 @@ impl Inner {
         config: Config,
         local: Option<SocketAddr>,
         registry: Registry,
-        waker: Waker,
+        waker: mio::Waker,
     ) -> Inner {
         let conns = Arc::new(Conns::default());
         Inner {
@@ -359,17 +415,7 @@ impl Inner {
             }
             (_, Ok(Some(reply))) => {
                 self.counters.served.fetch_add(1, Ordering::Relaxed);
-                let inner = Arc::clone(self);
-                drop(crate::runtime::spawn(async move {
-                    let r = reply.await;
-                    let r = match &r {
-                        Ok(bytes) => Ok(&bytes[..]),
-                        Err(e @ ReplyError::NoReply(_)) | Err(e @ ReplyError::Encode(_)) => {
-                            Err(Refusal::Failed(e.to_string()))
-                        }
-                    };
-                    let _ = inner.conv.answer(from, h.corr, r);
-                }));
+                Answering::start(Arc::clone(self), from, h.corr, reply);
             }
             (_, Ok(None)) => {
                 let why = Refusal::Failed("a question without a reply slot".into());
