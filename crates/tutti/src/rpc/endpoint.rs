@@ -4,13 +4,13 @@
 //! the end of a connection (pending calls fail, failure callbacks fire).
 
 use std::collections::HashMap;
+use std::future::Future;
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
 use std::os::fd::AsRawFd;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
-use std::future::Future;
-use std::pin::Pin;
 use std::task::{Context as TaskContext, Poll, Wake, Waker};
 use std::time::Duration;
 
@@ -372,8 +372,9 @@ impl Inner {
     }
 
     fn reject(&self, from: ConnId, frame: &Frame<'_>, cause: &str) {
-        let bad = self.conv.reject(from, Some(frame.header()), cause);
+        // Counted before the sender is told, so that it sees the count.
         self.counters.malformed.fetch_add(1, Ordering::Relaxed);
+        let bad = self.conv.reject(from, Some(frame.header()), cause);
         self.note_error(bad.to_string());
     }
 
