@@ -8,7 +8,7 @@ use std::net::{Shutdown, TcpStream};
 use std::time::Duration;
 
 use proptest::prelude::*;
-use proptest::test_runner::{Config, TestRunner};
+use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 use serde::{Deserialize, Serialize};
 
 use super::protocol::{self, Hello, HELLO, VERSION};
@@ -128,12 +128,14 @@ fn still_serving(rpc: &Rpc) {
     assert_eq!(p.call_blocking(Echo(vec![1, 2, 3])).unwrap(), vec![1, 2, 3]);
 }
 
+/// A runner with a fixed seed, so a run is repeatable.
 fn runner(cases: u32) -> TestRunner {
-    TestRunner::new(Config {
+    let config = Config {
         cases,
         failure_persistence: None,
         ..Config::default()
-    })
+    };
+    TestRunner::new_with_rng(config, TestRng::deterministic_rng(RngAlgorithm::ChaCha))
 }
 
 #[test]
@@ -165,11 +167,14 @@ fn mutated_frames_are_answered_or_rejected() {
             } else {
                 f[i] ^= byte | 1;
             }
+            // A mutation inside the header's `corr` asks another question:
+            // its answer carries that id.
+            let corr = codec::decode_frame(&f).map_or(7, |frame| frame.header().corr);
             let kinds = send_and_check(&addr, &f)?;
             // At most one answer to the one question, and whatever comes back
-            // for question 7 is its reply or its refusal.
+            // for it is its reply or its refusal.
             prop_assert!(kinds.len() <= 1, "{kinds:?}");
-            for (kind, corr) in kinds {
+            for (kind, got) in kinds {
                 prop_assert!(
                     matches!(
                         kind,
@@ -178,12 +183,32 @@ fn mutated_frames_are_answered_or_rejected() {
                     "{kind:?}"
                 );
                 if kind != FrameKind::Control {
-                    prop_assert_eq!(corr, 7);
+                    prop_assert_eq!(got, corr);
                 }
             }
             Ok(())
         })
         .unwrap();
+    still_serving(&rpc);
+}
+
+#[test]
+fn a_mutated_question_id_is_answered_under_that_id() {
+    let (rpc, addr) = server();
+    let mut f = ask(7, &[1, 2, 3]);
+    let corr_at = (0..f.len())
+        .find(|&i| {
+            let mut g = f.clone();
+            g[i] ^= 0x10;
+            codec::decode_frame(&g).is_ok_and(|frame| frame.header().corr == 7 ^ 0x10)
+        })
+        .expect("the header carries corr");
+    f[corr_at] ^= 0x10;
+    for (kind, got) in send_and_check(&addr, &f).unwrap() {
+        if kind != FrameKind::Control {
+            assert_eq!(got, 7 ^ 0x10);
+        }
+    }
     still_serving(&rpc);
 }
 
