@@ -91,7 +91,10 @@ impl Error for WorldError {
 /// use tutti::world::{LocationId, SendError, World};
 /// let world = World::builder().locations(1).workers(1).build().unwrap();
 /// let out = world.run(|loc| async move { loc.send(LocationId::new(5), 1u8) });
-/// assert_eq!(out[0], Err(SendError::NoSuchLocation(LocationId::new(5), 1u8)));
+/// let e = out[0].clone().unwrap_err();
+/// assert_eq!(e, SendError::NoSuchLocation(LocationId::new(5), 1u8));
+/// // Like every send error of tutti, its message names its layer.
+/// assert!(e.to_string().starts_with("tutti::world: there is no location 5"));
 /// ```
 #[derive(Clone, PartialEq, Eq)]
 pub enum SendError<T> {
@@ -129,13 +132,13 @@ impl<T> fmt::Debug for SendError<T> {
 impl<T> fmt::Display for SendError<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            SendError::NoSuchLocation(id, _) => write!(f, "there is no {id} in this world"),
+            SendError::NoSuchLocation(id, _) => write!(f, "tutti::world: there is no {id} in this world"),
             SendError::NotLocal(id, _) => write!(
                 f,
-                "{id} is on another rank: only serialized messages (bytes) cross processes"
+                "tutti::world: {id} is on another rank: only serialized messages (bytes) cross processes"
             ),
             SendError::RankDied(id, _) => {
-                write!(f, "{id} is on a process that died (killed or crashed)")
+                write!(f, "tutti::world: {id} is on a process that died (killed or crashed)")
             }
         }
     }
