@@ -288,40 +288,9 @@ fn quiescence_when_nothing_is_sent(world: &World) {
 
 /// Quiescence followed by a barrier ends a phase: a message a location sends
 /// after both belongs to the next phase, and no other location receives it
-/// before its own quiescence of this phase has ended (without the barrier, a
-/// location that sees the last wave's result first can send into a location
-/// still waiting for it).
+/// before its own quiescence of this phase has ended.
 fn quiescence_separates_phases(world: &World) {
-    const PHASES: u64 = 150;
-    world.run(|loc| async move {
-        let n = loc.world().locations();
-        let me = loc.id().index();
-        for phase in 0..PHASES {
-            // Two hops per phase, all tagged with the phase.
-            for k in 1..=2 {
-                loc.send_bytes(
-                    id((me + k) % n),
-                    [phase.to_le_bytes(), 1u64.to_le_bytes()].concat(),
-                )
-                .unwrap();
-            }
-            while let Some(d) = loc.recv_until_quiet().await {
-                let b = d.bytes().unwrap();
-                let got = u64::from_le_bytes(b[0..8].try_into().unwrap());
-                let hops = u64::from_le_bytes(b[8..16].try_into().unwrap());
-                assert_eq!(
-                    got, phase,
-                    "location {me} received a phase-{got} message inside phase {phase}'s quiescence"
-                );
-                if hops > 0 {
-                    let next = id((me + 1 + phase as usize) % n);
-                    loc.send_bytes(next, [phase.to_le_bytes(), 0u64.to_le_bytes()].concat())
-                        .unwrap();
-                }
-            }
-            loc.barrier().await;
-        }
-    });
+    phases(world, 150, true);
 }
 
 /// The end of quiescence alone separates phases: with no barrier after it, a
@@ -329,11 +298,17 @@ fn quiescence_separates_phases(world: &World) {
 /// at once must not have them handed out to a location still inside this
 /// phase's detection.
 fn quiescence_alone_separates_phases(world: &World) {
-    const PHASES: u64 = 300;
+    phases(world, 300, false);
+}
+
+/// Runs `count` phases of two hops per location, every message tagged with its
+/// phase, each ended by `recv_until_quiet` (and a barrier if `barrier`), and
+/// checks that no location receives a message of another phase.
+fn phases(world: &World, count: u64, barrier: bool) {
     world.run(|loc| async move {
         let n = loc.world().locations();
         let me = loc.id().index();
-        for phase in 0..PHASES {
+        for phase in 0..count {
             for k in 1..=2 {
                 loc.send_bytes(
                     id((me + k) % n),
@@ -354,6 +329,9 @@ fn quiescence_alone_separates_phases(world: &World) {
                     loc.send_bytes(next, [phase.to_le_bytes(), 0u64.to_le_bytes()].concat())
                         .unwrap();
                 }
+            }
+            if barrier {
+                loc.barrier().await;
             }
         }
     });
