@@ -16,8 +16,8 @@
 //! * **message rate**: rank 0 sends `--messages` 8-byte messages; rsmpi with
 //!   blocking sends, tutti unaggregated (factor 1) and aggregated (`--factor`),
 //!   with `send_slice` from one reused buffer as rsmpi (messages above 4 KiB
-//!   are filled into a buffer from `Location::buffer`, which reuses the bodies of
-//!   completed sends, and moved with `send_bytes`).
+//!   with `send_slice_blocking`, which sends them from that buffer without a
+//!   copy and returns when the send completed, as rsmpi's blocking send).
 //! * **overlap** (asynchronous progress): rank 0 starts sending `--overlap-bytes`
 //!   and then computes for `--compute-ms` without calling MPI or the world;
 //!   overlap = (t_comm + t_compute − t_both) / min(t_comm, t_compute), 1 meaning
@@ -148,20 +148,17 @@ async fn tutti_stream(loc: Location, count: u64, size: usize, factor: usize) -> 
     let start = Instant::now();
     let mut ok = true;
     if loc.rank() == 0 {
-        // Small messages are copied into the aggregation buffer from one reused
-        // buffer (as rsmpi sends from one); large ones are moved without a copy.
+        // From one reused buffer, as rsmpi sends: small messages are copied
+        // into the aggregation buffer, large ones sent from it without a copy
+        // (returning once the send completed, as rsmpi's blocking send).
         let mut buf = vec![0u8; size];
         for i in 0..count {
-            if size <= SLICE_MAX {
-                buf[0] = i as u8;
-                let _ = loc.send_slice(other, &buf);
+            buf[0] = i as u8;
+            let _ = if size <= SLICE_MAX {
+                loc.send_slice(other, &buf)
             } else {
-                // A buffer the rank reuses (one whose send completed), as
-                // rsmpi sends from one buffer: no page faults per message.
-                let mut m = loc.buffer(size);
-                m[0] = i as u8;
-                let _ = loc.send_bytes(other, m);
-            }
+                loc.send_slice_blocking(other, &buf)
+            };
         }
         let d = loc.recv().await;
         ok &= d.bytes() == Some(&[1]);

@@ -176,21 +176,25 @@ impl DataBuilder {
 
     /// The finished frame, with `body` (if any) as its last message, its
     /// messages sent in `phase`.
-    pub(crate) fn finish(mut self, body: Option<Vec<u8>>, phase: u64) -> Frame {
-        let count = u64::from(self.count) + u64::from(body.is_some());
+    pub(crate) fn finish(self, body: Option<Vec<u8>>, phase: u64) -> Frame {
+        let head = self.finish_head(body.is_some(), phase);
+        Frame { head, body }
+    }
+
+    /// The finished head of a frame whose body (if `body`) travels apart from
+    /// it, its messages sent in `phase`.
+    pub(crate) fn finish_head(mut self, body: bool, phase: u64) -> Vec<u8> {
+        let count = u64::from(self.count) + u64::from(body);
         seal(
             &mut self.head,
             WHAT_DATA,
-            body.is_some(),
+            body,
             self.from,
             self.to,
             count,
             phase,
         );
-        Frame {
-            head: self.head,
-            body,
-        }
+        self.head
     }
 }
 

@@ -286,6 +286,73 @@ impl Location {
         Ok(())
     }
 
+    /// Sends `bytes` to any location like [`send_slice`](Self::send_slice),
+    /// but a large message (above the world's inline limit, see
+    /// [`WorldBuilder::aggregation_bytes`](super::WorldBuilder::aggregation_bytes))
+    /// for another rank is **not copied**: the transport sends it straight from
+    /// `bytes`, and this call returns once it no longer reads them (under MPI:
+    /// once the send completed, as `MPI_Send`). So a sender can stream large
+    /// messages from one reused buffer, as an MPI program does. Numeric slices
+    /// are sent as their bytes (`bytemuck::cast_slice`).
+    ///
+    /// Small messages, and messages to a location of this rank, are copied as
+    /// by `send_slice` and it returns at once. Messages buffered for `to` go
+    /// first (order is kept).
+    ///
+    /// It blocks the calling thread (inside a task, its worker) while the
+    /// message is on its way: in polling mode the thread drives the engine
+    /// meanwhile (so the receiving rank need not be waiting in a receive, as
+    /// its engine takes the message in), with a progress thread it waits for
+    /// that thread. The shared-memory transport copies.
+    ///
+    /// ```
+    /// use tutti::world::{LocationId, World};
+    /// let world = World::builder().locations(2).workers(1).build().unwrap();
+    /// let got = world.run(|loc| async move {
+    ///     let data: Vec<u64> = (0..100_000).collect();
+    ///     if loc.id().index() == 0 {
+    ///         loc.send_slice_blocking(LocationId::new(1), bytemuck::cast_slice(&data))
+    ///             .unwrap();
+    ///         0
+    ///     } else {
+    ///         loc.recv().await.bytes().map_or(0, <[u8]>::len)
+    ///     }
+    /// });
+    /// assert_eq!(got[1], 800_000);
+    /// ```
+    pub fn send_slice_blocking(&self, to: LocationId, bytes: &[u8]) -> Result<(), SendError<()>> {
+        if to.index() >= self.world.locations() {
+            return Err(SendError::NoSuchLocation(to, ()));
+        }
+        if self.rank_died(to) {
+            return Err(SendError::RankDied(to, ()));
+        }
+        let shared = self.shared();
+        let rank = to.rank(shared.local.per_rank);
+        let limits = self.limits();
+        if rank == shared.local.rank || bytes.len() <= limits.inline_max() {
+            self.push(to, Bytes::Borrowed(bytes));
+            return Ok(());
+        }
+        let slot = self.slot();
+        slot.sent.fetch_add(1, Ordering::Relaxed);
+        // What is buffered goes first (only this location buffers into its
+        // outbox, and it is busy here until the frame is handed over).
+        let mut remote = false;
+        let head = {
+            let mut outbox = lock(&slot.outbox);
+            outbox.flush(limits, &mut |o| {
+                remote |= matches!(o, Outgoing::Remote(..));
+                shared.dispatch(o)
+            });
+            slot.buffered.store(false, Ordering::Relaxed);
+            outbox.head_for(to, true)
+        };
+        self.after_dispatch(false, remote);
+        shared.transport.send_borrowed(rank, head, bytes);
+        Ok(())
+    }
+
     /// Whether `to` lives on a rank that died (shared-memory systems).
     fn rank_died(&self, to: LocationId) -> bool {
         let shared = self.shared();

@@ -216,6 +216,12 @@ impl Outbox {
         self.mark(to)
     }
 
+    /// The head of a data frame from this outbox's location to `to` holding
+    /// no inline message, with a body if `body`, stamped with the phase.
+    pub(crate) fn head_for(&self, to: LocationId, body: bool) -> Vec<u8> {
+        DataBuilder::new(self.from.raw(), to.raw(), HEADER).finish_head(body, self.phase)
+    }
+
     fn unmark(&mut self, to: LocationId) {
         if let Some(i) = self.dirty.iter().position(|&d| d == to.raw()) {
             self.dirty.swap_remove(i);

@@ -44,7 +44,7 @@ impl Pool {
                 let smallest = (0..bufs.len()).min_by_key(|&i| bufs[i].capacity());
                 match smallest {
                     Some(i) if bufs[i].capacity() < v.capacity() => {
-                        let old = bufs.swap_remove(i);
+                        let old = bufs.remove(i);
                         held -= old.capacity();
                         evicted.push(old);
                     }
@@ -62,16 +62,20 @@ impl Pool {
     }
 
     /// A kept buffer with at least `len` initialized bytes (and not wastefully
-    /// larger), truncated to `len`.
+    /// larger), truncated to `len`: the last kept of those (most recently used
+    /// memory is warm in the cache).
     pub(crate) fn take(&self, len: usize) -> Option<Vec<u8>> {
         if len < POOL_MIN {
             return None;
         }
         let mut bufs = lock(&self.bufs);
+        // The most recently kept of the best fitting ones: its bytes are the
+        // likeliest to be in the cache.
         let i = (0..bufs.len())
+            .rev()
             .filter(|&i| bufs[i].len() >= len && bufs[i].len() / 2 <= len)
             .min_by_key(|&i| bufs[i].len())?;
-        let mut v = bufs.swap_remove(i);
+        let mut v = bufs.remove(i);
         drop(bufs);
         v.truncate(len);
         Some(v)

@@ -63,6 +63,19 @@ pub(crate) trait Transport: Send + Sync {
     /// Hands `frame` over for rank `to` (never this rank). Does not block; frames
     /// to one rank arrive in the order they were handed over.
     fn send(&self, to: usize, frame: Frame);
+    /// Sends a data frame of `head` whose body is `body`, borrowed: returns once
+    /// the engine no longer reads `body` (MPI: its send completed), so a
+    /// transport that can send from the caller's memory copies nothing. Ordered
+    /// with [`send`](Self::send). This default copies the body.
+    fn send_borrowed(&self, to: usize, head: Vec<u8>, body: &[u8]) {
+        self.send(
+            to,
+            Frame {
+                head,
+                body: Some(body.to_vec()),
+            },
+        );
+    }
     /// Starts summing this rank's contribution to quiescence wave `epoch` over
     /// all ranks with the engine's own messages; the result comes back through
     /// [`Sink::summed`]. `false` if this transport has

@@ -55,6 +55,7 @@
 //!    `MPI_Finalize`.
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use mpi::topology::{Communicator, SimpleCommunicator};
@@ -96,11 +97,46 @@ const TEST_WINDOW: usize = 32;
 const FULL_TEST_EVERY: u32 = 64;
 /// Default largest MPI message of a body.
 pub(crate) const DEFAULT_CHUNK: usize = 1 << 30;
+/// Body bytes the engine receives at once: further announced bodies wait
+/// until earlier ones are in, so that a stream of large messages cycles through
+/// a few buffers that stay in the cache (a body larger than this is received
+/// alone).
+const BODY_WINDOW: usize = 4 << 20;
 
 /// A buffer an in-flight send reads from.
 enum Keep {
     Head(#[allow(dead_code)] Vec<u8>),
     Body(#[allow(dead_code)] Arc<Vec<u8>>),
+    /// A chunk of a lent body: counted down when its send completed.
+    Lent(Arc<AtomicUsize>),
+}
+
+/// A body lent by a sender that waits until the engine is done with it
+/// ([`Transport::send_borrowed`](crate::world::transport::Transport::send_borrowed)).
+pub(crate) struct Lent {
+    ptr: *const u8,
+    len: usize,
+    /// `usize::MAX` until the engine started the body's sends, then the
+    /// number of them not yet completed: the bytes are free again at 0.
+    left: Arc<AtomicUsize>,
+}
+
+// SAFETY: a `Lent` is the address of bytes that its sender keeps borrowed,
+// unmodified, until `left` reaches 0; the engine only reads them (MPI sends
+// from them), from whichever thread drives it.
+unsafe impl Send for Lent {}
+
+impl Lent {
+    /// # Safety
+    /// `body` must stay allocated and unmodified until `left` reads 0 (the
+    /// sender waits for that).
+    pub(crate) unsafe fn new(body: &[u8], left: Arc<AtomicUsize>) -> Lent {
+        Lent {
+            ptr: body.as_ptr(),
+            len: body.len(),
+            left,
+        }
+    }
 }
 
 /// One posted receive of the data communicator.
@@ -233,6 +269,13 @@ pub(crate) struct Engine {
     chunk_reqs: Vec<Request>,
     chunks: Vec<Chunk>,
     inbound: Vec<VecDeque<Inbound>>,
+    /// Announced bodies not yet posted (source, frame id), in arrival order.
+    unposted: VecDeque<(usize, u64)>,
+    /// Bytes of the bodies being received now (see [`BODY_WINDOW`]).
+    body_bytes: usize,
+    /// Posted receives that completed this round, re-posted after delivery
+    /// (off the path of the message that just arrived).
+    repost: Vec<usize>,
     next_id: u64,
     frames_to: Vec<u64>,
     frames_from: Vec<u64>,
@@ -286,6 +329,9 @@ impl Engine {
             chunk_reqs: Vec::new(),
             chunks: Vec::new(),
             inbound: (0..ranks).map(|_| VecDeque::new()).collect(),
+            unposted: VecDeque::new(),
+            body_bytes: 0,
+            repost: Vec::with_capacity(POSTED),
             next_id: 0,
             frames_to: vec![0; ranks],
             frames_from: vec![0; ranks],
@@ -366,6 +412,18 @@ impl Engine {
         moved
     }
 
+    /// Starts sending `frame` to rank `to` at once if nothing handed over
+    /// earlier still waits in the queue (which keeps each rank's frames in
+    /// order); otherwise gives it back.
+    pub(crate) fn send_now(&mut self, to: usize, frame: Frame) -> Result<(), Frame> {
+        self.start_queued();
+        if self.send_reqs.len() >= MAX_IN_FLIGHT || !self.outgoing.is_empty() {
+            return Err(frame);
+        }
+        self.start_send(to, frame);
+        Ok(())
+    }
+
     /// Starts the queued frames, completing finished sends when many are in
     /// flight (a sender that never idles keeps its request array short).
     pub(crate) fn start_sends(&mut self) {
@@ -383,6 +441,7 @@ impl Engine {
         moved |= self.complete_receives();
         moved |= self.complete_chunks();
         self.deliver_ready();
+        self.repost_receives();
         moved |= self.complete_sums();
         // Completing sends only frees their buffers, and every test is a pass
         // through MPI's progress: a few in flight wait for a later round.
@@ -395,6 +454,7 @@ impl Engine {
     fn start(&mut self, out: Out) {
         match out {
             Out::Frame(to, f) => self.start_send(to, f),
+            Out::Lent(to, head, body) => self.start_lent(to, head, body),
             Out::Sum(epoch, value) => self.start_sum(epoch, value),
         }
     }
@@ -562,6 +622,45 @@ impl Engine {
         }
     }
 
+    /// Starts a frame whose body is lent ([`Lent`]): the announcement, then
+    /// the body's chunks straight from the sender's memory.
+    fn start_lent(&mut self, to: usize, head: Vec<u8>, body: Lent) {
+        if to >= self.ranks || to == self.rank || body.len == 0 {
+            self.abort(&format!("a lent body for rank {to} (broken invariant)"));
+        }
+        self.frames_to[to] += 1;
+        self.stats.frames_sent += 1;
+        let mut ann = Vec::with_capacity(8 + head.len());
+        ann.extend_from_slice(&(body.len as u64).to_le_bytes());
+        ann.extend_from_slice(&head);
+        if ann.len() > EAGER {
+            self.abort(&format!(
+                "a frame head of {} bytes exceeds {EAGER} (broken invariant)",
+                head.len()
+            ));
+        }
+        // SAFETY: as in `start_send`, for the announcement.
+        let req = unsafe { raw::isend(&ann, to, TAG_FRAME_BODY, self.data.as_raw()) };
+        self.send_reqs.push(req);
+        self.sending.push(Keep::Head(ann));
+        body.left
+            .store(body.len.div_ceil(self.chunk), Ordering::Relaxed);
+        let mut off = 0;
+        while off < body.len {
+            let end = (off + self.chunk).min(body.len);
+            // SAFETY: the sender keeps `body.len` bytes at `body.ptr` allocated
+            // and unmodified until `left` reaches 0 (`Lent::new`); it is counted
+            // down only when this chunk's request completed (`complete_sends`).
+            let req = unsafe {
+                let chunk = std::slice::from_raw_parts(body.ptr.add(off), end - off);
+                raw::isend(chunk, to, TAG_BULK, self.bulk.as_raw())
+            };
+            self.send_reqs.push(req);
+            self.sending.push(Keep::Lent(Arc::clone(&body.left)));
+            off = end;
+        }
+    }
+
     fn complete_sends(&mut self) -> bool {
         // Sends complete roughly in the order they started, so testing the
         // oldest few finds the completed ones at a cost independent of how many
@@ -597,11 +696,18 @@ impl Engine {
         }
         self.send_reqs.truncate(w);
         for kept in self.sending.drain(w..) {
-            // The last chunk's completion frees the body for reuse.
-            if let Keep::Body(b) = kept {
-                if let Ok(b) = Arc::try_unwrap(b) {
-                    self.sink.recycle(b);
+            match kept {
+                // The last chunk's completion frees the body for reuse.
+                Keep::Body(b) => {
+                    if let Ok(b) = Arc::try_unwrap(b) {
+                        self.sink.recycle(b);
+                    }
                 }
+                // Release: the sender reuses the bytes after reading 0.
+                Keep::Lent(left) => {
+                    left.fetch_sub(1, Ordering::Release);
+                }
+                Keep::Head(_) => {}
             }
         }
         true
@@ -618,7 +724,7 @@ impl Engine {
             };
             self.order.pop_front();
             self.handle(i, st);
-            self.post(i);
+            self.repost.push(i);
             moved = true;
         }
         moved
@@ -658,57 +764,86 @@ impl Engine {
                     Ok(l) if l <= isize::MAX as usize => l,
                     _ => self.abort(&format!("rank {src} announces a body of {len} bytes")),
                 };
-                let mut body: Vec<u8> = match self.sink.body_buffer(len) {
-                    Some(mut b) => {
-                        b.clear();
-                        b
-                    }
-                    None => Vec::new(),
-                };
-                if body.try_reserve_exact(len).is_err() {
-                    self.abort(&format!(
-                        "cannot allocate {len} bytes for a message from rank {src}"
-                    ));
-                }
-                let chunks = len.div_ceil(self.chunk);
-                let base = body.as_mut_ptr();
-                let mut off = 0;
-                while off < len {
-                    let end = (off + self.chunk).min(len);
-                    // SAFETY: `body` has capacity `len`, so `base + off` is valid
-                    // for `end - off` bytes; the chunks tile `0..len` without
-                    // overlap. The Vec moves into `inbound` below (its heap buffer
-                    // does not move) and is neither read nor freed before every
-                    // chunk request completed (`complete_chunks`, `shutdown`).
-                    let req = unsafe {
-                        raw::irecv(
-                            base.add(off),
-                            end - off,
-                            src as i32,
-                            TAG_BULK,
-                            self.bulk.as_raw(),
-                        )
-                    };
-                    self.chunk_reqs.push(req);
-                    self.chunks.push(Chunk {
-                        source: src,
-                        frame: id,
-                        len: end - off,
-                    });
-                    off = end;
+                if len > 0 {
+                    self.unposted.push_back((src, id));
                 }
                 Inbound {
                     id,
                     head,
-                    body: Some(body),
+                    body: (len == 0).then(Vec::new),
                     body_len: len,
-                    chunks_left: chunks,
+                    chunks_left: len.div_ceil(self.chunk),
                 }
             }
             t => self.abort(&format!("a message with unknown tag {t} from rank {src}")),
         };
         self.inbound[src].push_back(inbound);
         self.touched.push(src);
+        self.post_bodies();
+    }
+
+    /// Re-posts the receives that completed this round.
+    fn repost_receives(&mut self) {
+        while let Some(i) = self.repost.pop() {
+            self.post(i);
+        }
+    }
+
+    /// Posts the receives of announced bodies, in order of announcement, while
+    /// the bodies being received stay within [`BODY_WINDOW`] (one at least).
+    fn post_bodies(&mut self) {
+        while let Some(&(src, id)) = self.unposted.front() {
+            let Some(f) = self.inbound[src].iter_mut().find(|f| f.id == id) else {
+                self.abort("an announced body of an unknown frame (broken invariant)");
+            };
+            let len = f.body_len;
+            if self.body_bytes > 0 && self.body_bytes + len > BODY_WINDOW {
+                return;
+            }
+            self.unposted.pop_front();
+            let mut body: Vec<u8> = match self.sink.body_buffer(len) {
+                Some(mut b) => {
+                    b.clear();
+                    b
+                }
+                None => Vec::new(),
+            };
+            if body.try_reserve_exact(len).is_err() {
+                self.abort(&format!(
+                    "cannot allocate {len} bytes for a message from rank {src}"
+                ));
+            }
+            let base = body.as_mut_ptr();
+            let mut off = 0;
+            while off < len {
+                let end = (off + self.chunk).min(len);
+                // SAFETY: `body` has capacity `len`, so `base + off` is valid
+                // for `end - off` bytes; the chunks tile `0..len` without
+                // overlap. The Vec moves into its `Inbound` below (its heap
+                // buffer does not move) and is neither read nor freed before
+                // every chunk request completed (`complete_chunks`, `shutdown`).
+                let req = unsafe {
+                    raw::irecv(
+                        base.add(off),
+                        end - off,
+                        src as i32,
+                        TAG_BULK,
+                        self.bulk.as_raw(),
+                    )
+                };
+                self.chunk_reqs.push(req);
+                self.chunks.push(Chunk {
+                    source: src,
+                    frame: id,
+                    len: end - off,
+                });
+                off = end;
+            }
+            self.body_bytes += len;
+            if let Some(f) = self.inbound[src].iter_mut().find(|f| f.id == id) {
+                f.body = Some(body);
+            }
+        }
     }
 
     fn complete_chunks(&mut self) -> bool {
@@ -739,9 +874,11 @@ impl Engine {
                     // `0..body_len`, which is within the capacity reserved.
                     unsafe { b.set_len(f.body_len) };
                 }
+                self.body_bytes -= f.body_len;
             }
             self.touched.push(c.source);
         }
+        self.post_bodies();
         true
     }
 

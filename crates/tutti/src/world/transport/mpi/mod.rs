@@ -18,6 +18,7 @@
 mod engine;
 mod raw;
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::task::{Wake, Waker};
@@ -31,7 +32,7 @@ use mpi::traits::CommunicatorCollectives;
 use mpi::{Count, Threading};
 
 pub(crate) use engine::EngineStats;
-use engine::{Engine, DEFAULT_CHUNK};
+use engine::{Engine, Lent, DEFAULT_CHUNK};
 
 use super::{agree_on_registries, Sink, Transport};
 use crate::msg::{codec, Digest};
@@ -55,6 +56,8 @@ type UserFn = Box<dyn FnOnce(&SimpleCommunicator) + Send>;
 /// contribution to a quiescence wave's sums (summed over the ranks by MPI).
 pub(crate) enum Out {
     Frame(usize, Frame),
+    /// A data frame's head and its lent body (`Transport::send_borrowed`).
+    Lent(usize, Vec<u8>, Lent),
     Sum(u64, [u64; 2]),
 }
 
@@ -445,7 +448,52 @@ impl Transport for Mpi {
     }
 
     fn send(&self, to: usize, frame: Frame) {
+        // Polling mode: a location that finds the engine free starts its send
+        // itself (no trip through the queue).
+        let mut frame = frame;
+        if let Some(e) = &self.engine {
+            if let Ok(mut g) = e.try_lock() {
+                if let Some(engine) = g.as_mut() {
+                    match engine.send_now(to, frame) {
+                        Ok(()) => return,
+                        Err(f) => frame = f,
+                    }
+                }
+            }
+        }
         self.outgoing.push(Out::Frame(to, frame));
+    }
+
+    fn send_borrowed(&self, to: usize, head: Vec<u8>, body: &[u8]) {
+        let engine_gone = self
+            .engine
+            .as_ref()
+            .is_some_and(|e| e.lock().unwrap_or_else(|p| p.into_inner()).is_none());
+        if engine_gone || body.is_empty() {
+            // Nothing would drive the send: this frame fails like any other
+            // handed over after shutdown.
+            let body = Some(body.to_vec());
+            return self.send(to, Frame { head, body });
+        }
+        let left = Arc::new(AtomicUsize::new(usize::MAX));
+        // SAFETY: this function returns only once `left` reads 0, so `body`
+        // (borrowed for the whole call) outlives every read of the engine.
+        let lent = unsafe { Lent::new(body, Arc::clone(&left)) };
+        self.outgoing.push(Out::Lent(to, head, lent));
+        self.start_sends();
+        let mut rounds = 0u32;
+        // Acquire: pairs with the engine's Release count-down.
+        while left.load(Ordering::Acquire) != 0 {
+            rounds = rounds.wrapping_add(1);
+            if self.engine.is_some() {
+                self.progress();
+            } else if rounds > 1000 {
+                // The progress thread does the work: leave it the core.
+                thread::yield_now();
+            } else {
+                std::hint::spin_loop();
+            }
+        }
     }
 
     fn sum_wave(&self, epoch: u64, value: [u64; 2]) -> bool {
