@@ -273,8 +273,8 @@ pub(crate) struct Engine {
     unposted: VecDeque<(usize, u64)>,
     /// Bytes of the bodies being received now (see [`BODY_WINDOW`]).
     body_bytes: usize,
-    /// Posted receives that completed this round, re-posted after delivery
-    /// (off the path of the message that just arrived).
+    /// Posted receives that completed, re-posted at the start of the next
+    /// round (off the path of the message that just arrived).
     repost: Vec<usize>,
     next_id: u64,
     frames_to: Vec<u64>,
@@ -437,11 +437,13 @@ impl Engine {
     /// One round of work; returns whether anything moved.
     pub(crate) fn progress(&mut self) -> bool {
         self.stats.progress_calls += 1;
+        // The receives completed in the previous round: re-posted only now, so
+        // that the message that completed one reached its location sooner.
+        self.repost_receives();
         let mut moved = self.start_queued();
         moved |= self.complete_receives();
         moved |= self.complete_chunks();
         self.deliver_ready();
-        self.repost_receives();
         moved |= self.complete_sums();
         // Completing sends only frees their buffers, and every test is a pass
         // through MPI's progress: a few in flight wait for a later round.
@@ -782,7 +784,7 @@ impl Engine {
         self.post_bodies();
     }
 
-    /// Re-posts the receives that completed this round.
+    /// Re-posts the receives that completed in earlier rounds.
     fn repost_receives(&mut self) {
         while let Some(i) = self.repost.pop() {
             self.post(i);
@@ -929,6 +931,7 @@ impl Engine {
             }
         }
         // 4. Nothing can match the posted receives any more: cancel them.
+        self.repost_receives();
         for req in self.posted_reqs.iter_mut() {
             raw::cancel(req);
         }
