@@ -97,6 +97,10 @@ mod tests {
         assert_eq!(v.len(), 600 << 10);
         assert!(v.iter().all(|&b| b == 7));
         assert!(p.take(600 << 10).is_none(), "taken once");
+        p.put(vec![1u8; 1 << 20]);
+        p.put(vec![2u8; 1 << 20]);
+        assert_eq!(p.take(1 << 20).unwrap()[0], 2, "the warmest first");
+        assert_eq!(p.take(1 << 20).unwrap()[0], 1);
         for _ in 0..100 {
             p.put(vec![0u8; 1 << 20]);
         }

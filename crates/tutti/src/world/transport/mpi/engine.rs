@@ -22,25 +22,37 @@
 //! communicator for any source and tag. MPI matches messages to receives in
 //! posting order, so the engine only tests the oldest posted receive and
 //! handles completions strictly in posting order (a later one waits for an
-//! earlier, still transferring one).
+//! earlier, still transferring one). A completed receive is re-posted at the
+//! start of the next progress round, so that the message it brought reaches
+//! its location first.
 //! An announcement makes the engine post the body's chunk receives on the bulk
-//! communicator for that source, into one buffer of the announced size (a
-//! reused one from the rank's pool when one fits, `world/pool.rs`); bulk
-//! messages from one source match those receives in order (non-overtaking).
+//! communicator for that source, into one buffer of the announced size (the
+//! most recently kept fitting one from the rank's pool, `world/pool.rs`, whose
+//! bytes are likeliest in the cache); bulk messages from one source match
+//! those receives in order (non-overtaking). At most [`BODY_WINDOW`] bytes of
+//! bodies are posted at once (a larger body alone): later announced bodies wait
+//! in announcement order, and a sender's large send stays pending until the
+//! receive is posted (MPI's rendezvous), so a stream of large messages cycles
+//! through a few warm buffers instead of touching all of them.
 //! Each source has a queue of frames in arrival order; a frame is delivered to
 //! the world when it and every frame before it from that source are complete,
 //! so the world sees each rank's frames in the order they were sent.
 //!
 //! # Sending
 //!
-//! Frames handed over by the locations wait in a lock-free queue; the engine
-//! starts an `Isend` per message (at most [`MAX_IN_FLIGHT`] requests in flight;
+//! Frames handed over by the locations wait in a lock-free queue (in polling
+//! mode a location that finds the engine free and the queue empty starts its
+//! frame at once, [`Engine::send_now`]); the engine starts an `Isend` per
+//! message (at most [`MAX_IN_FLIGHT`] requests in flight;
 //! beyond that frames wait in the queue) and keeps each buffer until its request
 //! completes. Requests are kept in the order they started and completion passes
 //! test the oldest ones (and, now and then, all), so their cost does not grow
 //! with the number in flight. Every test passes through MPI's progress, so a
 //! progress round completes sends only when many are in flight or every eighth
-//! round; a completed body's buffer goes back to the rank's pool.
+//! round; a completed body's buffer goes back to the rank's pool. A *lent*
+//! body ([`Lent`], `Location::send_slice_blocking`) is sent straight from the
+//! sender's memory: each of its chunk requests counts down a counter on
+//! completion, and the sender, which keeps the bytes borrowed, returns at 0.
 //!
 //! # Shutdown
 //!
