@@ -24,6 +24,7 @@
 pub mod actor;
 pub(crate) mod call;
 pub mod csp;
+pub mod diag;
 pub mod graph;
 pub(crate) mod loom;
 pub mod msg;

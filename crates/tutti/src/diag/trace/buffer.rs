@@ -1,0 +1,175 @@
+//! Per-thread event buffers and the process's one sink (the open file).
+//!
+//! Each thread that records owns a [`ThreadBuf`]: a vector of events under a
+//! mutex that only this thread locks per event (uncontended); the sink holds
+//! another reference, so a write-out can drain the buffers of every thread,
+//! running or finished. Lock order: the sink, then a thread's buffer; a
+//! recording thread never takes the sink while it holds its own buffer.
+
+use std::cell::OnceCell;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use super::event::Event;
+use super::file::TraceFile;
+use super::CHUNK;
+
+/// One thread's events.
+pub(crate) struct ThreadBuf {
+    pub(crate) tid: u32,
+    pub(crate) name: String,
+    events: Mutex<Vec<Event>>,
+}
+
+struct Sink {
+    file: TraceFile,
+    threads: Vec<Arc<ThreadBuf>>,
+    next_tid: u32,
+}
+
+static SINK: Mutex<Option<Sink>> = Mutex::new(None);
+/// Events that found no buffer (recorded while the thread was exiting).
+static LOST: AtomicU64 = AtomicU64::new(0);
+
+std::thread_local! {
+    static LOCAL: OnceCell<Option<Arc<ThreadBuf>>> = const { OnceCell::new() };
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Opens `path` as the process's trace.
+pub(super) fn install(path: &Path, rank: usize) -> io::Result<()> {
+    let mut sink = lock(&SINK);
+    if let Some(s) = sink.as_ref() {
+        return Err(io::Error::new(
+            io::ErrorKind::AlreadyExists,
+            format!(
+                "tutti::diag::trace: already recording into {}",
+                s.file.path().display()
+            ),
+        ));
+    }
+    let file = TraceFile::create(path, rank)?;
+    *sink = Some(Sink {
+        file,
+        threads: Vec::new(),
+        next_tid: 1,
+    });
+    LOST.store(0, Ordering::Relaxed);
+    Ok(())
+}
+
+pub(super) fn path() -> Option<PathBuf> {
+    lock(&SINK).as_ref().map(|s| s.file.path().to_path_buf())
+}
+
+pub(super) fn set_rank(rank: usize, ranks: usize, offset: Option<(i64, u64)>) {
+    if let Some(s) = lock(&SINK).as_mut() {
+        s.file.meta.rank = rank;
+        s.file.meta.ranks = ranks;
+        if offset.is_some() {
+            s.file.meta.offset = offset;
+        }
+    }
+}
+
+/// Records `e` on this thread's buffer; writes the buffer out when it holds
+/// [`CHUNK`] events.
+pub(super) fn record(e: Event) {
+    let full = LOCAL.try_with(|l| {
+        let Some(buf) = l.get_or_init(register) else {
+            return None;
+        };
+        let mut events = lock(&buf.events);
+        events.push(e);
+        if events.len() < CHUNK {
+            return None;
+        }
+        let full = std::mem::replace(&mut *events, Vec::with_capacity(CHUNK));
+        drop(events);
+        Some((Arc::clone(buf), full))
+    });
+    match full {
+        Ok(Some((buf, events))) => {
+            if let Some(s) = lock(&SINK).as_mut() {
+                if let Err(err) = s.file.append(buf.tid, &events) {
+                    eprintln!("tutti: cannot write the trace: {err}");
+                }
+            }
+        }
+        Ok(None) => {}
+        Err(_) => {
+            LOST.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+/// This thread's buffer, registered with the sink (`None`: no trace is open).
+#[cold]
+fn register() -> Option<Arc<ThreadBuf>> {
+    let mut sink = lock(&SINK);
+    let s = sink.as_mut()?;
+    let tid = s.next_tid;
+    s.next_tid += 1;
+    let buf = Arc::new(ThreadBuf {
+        tid,
+        name: thread_label(std::thread::current().name(), tid),
+        events: Mutex::new(Vec::with_capacity(1024)),
+    });
+    s.threads.push(Arc::clone(&buf));
+    s.file.meta.threads.insert(tid, buf.name.clone());
+    Some(buf)
+}
+
+/// The name a thread gets in the trace.
+fn thread_label(name: Option<&str>, tid: u32) -> String {
+    let Some(name) = name else {
+        return format!("thread {tid}");
+    };
+    for (prefix, label) in [
+        ("tutti-worker-", "worker "),
+        ("tutti-world-", "worker "),
+        ("tutti-shm-", "shm engine "),
+    ] {
+        if let Some(k) = name.strip_prefix(prefix) {
+            return format!("{label}{k}");
+        }
+    }
+    match name {
+        "tutti-mpi" => "mpi engine".into(),
+        "tutti-timer" => "timer".into(),
+        "tutti-rpc" => "rpc reactor".into(),
+        other => other.into(),
+    }
+}
+
+/// Drains every thread's buffer into the file and rewrites its closing part;
+/// `close` also closes the file (the trace ends).
+pub(super) fn write_out(close: bool) -> io::Result<()> {
+    let mut guard = lock(&SINK);
+    let Some(s) = guard.as_mut() else {
+        return Ok(());
+    };
+    let mut result = Ok(());
+    for t in &s.threads {
+        let events = std::mem::take(&mut *lock(&t.events));
+        if !events.is_empty() {
+            if let Err(e) = s.file.append_events(t.tid, &events) {
+                result = result.and(Err(e));
+            }
+        }
+    }
+    s.file.meta.lost = LOST.load(Ordering::Relaxed);
+    result = result.and(s.file.finish());
+    // A thread that exited left its buffer to us alone; its name is kept.
+    s.threads.retain(|t| Arc::strong_count(t) > 1);
+    if close {
+        *guard = None;
+    }
+    result
+}
+

@@ -1,0 +1,284 @@
+//! A timeline trace in Chrome's trace-event JSON, the format
+//! [ui.perfetto.dev](https://ui.perfetto.dev) and `chrome://tracing` open.
+//!
+//! Set `TUTTI_TRACE=file.json` (or call [`start`], or
+//! [`Builder::trace`](crate::Builder::trace) /
+//! [`WorldBuilder::trace`](crate::world::WorldBuilder::trace)) and the program
+//! records, per worker thread:
+//!
+//! * a slice per task poll (named after the future's type), per `block_on` poll,
+//!   per actor turn (`Actor: Message`), per run of RMI requests (the method's
+//!   message type and how many ran) and per graph `act()` call (the actor's name);
+//! * flows from send to receive: actor tells and asks (from the slice that sent
+//!   to the turn that handled), and world messages (which carry RMI requests
+//!   and answers between locations, within a rank and across ranks);
+//! * metadata naming the process (`rank N`) and threads (`worker K`, `mpi
+//!   engine`, …).
+//!
+//! In the JSON, `pid` is the rank and `tid` a thread of that process.
+//!
+//! # Cost
+//!
+//! Off, every recording site costs one relaxed load of a flag and a branch. On,
+//! an event is a fixed-size record (72 bytes, names are `'static` type names)
+//! pushed onto the recording thread's own buffer under that thread's own lock
+//! (uncontended: only a write-out takes it from elsewhere); no global lock is
+//! taken per event. A buffer that reaches [`CHUNK`] events is written to the file
+//! by the thread that filled it (one global lock per chunk), so memory stays
+//! bounded at `CHUNK` events per thread however long the program runs.
+//!
+//! # Writing out
+//!
+//! The file is valid JSON after every write-out: events are appended where the
+//! previous write ended and the closing part (process and thread names, the
+//! `otherData` object with the rank and clock offset) is rewritten after them.
+//! A write-out happens when a chunk fills, at the end of [`World::run`]
+//! (crate::world::World::run), when a runtime or world is dropped, on
+//! [`flush`] and [`stop`]; every buffer is drained then, so no event recorded
+//! before the write-out is lost. Events recorded by a thread after its
+//! thread-local storage has been torn down cannot be kept; they are counted
+//! (`lost_events` in `otherData`).
+//!
+//! # Ranks
+//!
+//! Under a launcher (`mpirun`, `tutti launch`: `OMPI_COMM_WORLD_RANK`,
+//! `PMI_RANK`, `PMIX_RANK` or `TUTTI_RANK` with more than one process) each
+//! rank writes its own file, `file.rankN.json`. Timestamps are the machine's
+//! `CLOCK_MONOTONIC`; when an MPI world starts, every rank measures its clock
+//! against rank 0's by a ping-pong (the sample with the smallest round trip
+//! wins) and records the offset in `otherData`. [`merge`] (the CLI's
+//! `tutti trace merge out.json in...`) joins the files, shifting each onto rank
+//! 0's clock, so flows across ranks point forward in time.
+//!
+//! ```
+//! let path = std::env::temp_dir().join(format!("tutti-doc-trace-{}.json", std::process::id()));
+//! tutti::diag::trace::start(&path).unwrap();
+//! tutti::block_on(async { tutti::spawn(async { 6 * 7 }).await.unwrap() });
+//! tutti::diag::trace::stop().unwrap();
+//! let text = std::fs::read_to_string(&path).unwrap();
+//! assert!(text.contains("\"ph\":\"X\""));
+//! # std::fs::remove_file(&path).unwrap();
+//! ```
+
+mod buffer;
+mod clock;
+mod event;
+mod file;
+mod merge;
+
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+pub(crate) use clock::now;
+pub(crate) use clock::Sample;
+pub(crate) use event::{Event, Kind};
+pub use merge::{merge, MergeError, MergeSummary};
+
+/// Events a thread buffers before it writes them to the file itself.
+pub const CHUNK: usize = 16 * 1024;
+
+/// Whether recording is on. Set only after the sink exists; read with
+/// `Relaxed` at every recording site: a site that misses the switch-on records
+/// nothing (harmless), and one that sees it finds the sink installed because the
+/// sink is reached through its own lock.
+static ON: AtomicBool = AtomicBool::new(false);
+
+/// Whether tracing is recording (one relaxed load).
+#[inline(always)]
+pub(crate) fn on() -> bool {
+    ON.load(Ordering::Relaxed)
+}
+
+/// Whether a trace is being recorded in this process.
+///
+/// ```
+/// // Off unless TUTTI_TRACE or `start` turned it on.
+/// let _ = tutti::diag::trace::is_on();
+/// ```
+pub fn is_on() -> bool {
+    on()
+}
+
+/// Starts recording into `path` (under a launcher, `path` with `.rankN` before
+/// its extension; the name actually used is returned). Fails if a trace is
+/// already being recorded or the file cannot be created.
+///
+/// ```
+/// let path = std::env::temp_dir().join(format!("tutti-doc-start-{}.json", std::process::id()));
+/// let used = tutti::diag::trace::start(&path).unwrap();
+/// assert!(tutti::diag::trace::start(&path).is_err()); // one trace at a time
+/// tutti::diag::trace::stop().unwrap();
+/// # std::fs::remove_file(used).unwrap();
+/// ```
+pub fn start(path: impl AsRef<Path>) -> io::Result<PathBuf> {
+    let path = per_rank_path(path.as_ref(), launcher_rank());
+    buffer::install(&path, launcher_rank().map_or(0, |(r, _)| r))?;
+    ON.store(true, Ordering::Relaxed);
+    Ok(path)
+}
+
+/// Writes every buffered event to the file (which is then complete, valid JSON)
+/// and keeps recording. Does nothing when no trace is recorded.
+///
+/// ```
+/// tutti::diag::trace::flush().unwrap();
+/// ```
+pub fn flush() -> io::Result<()> {
+    buffer::write_out(false)
+}
+
+/// Stops recording, writes everything out and closes the file. Does nothing
+/// when no trace is recorded.
+///
+/// ```
+/// tutti::diag::trace::stop().unwrap();
+/// ```
+pub fn stop() -> io::Result<()> {
+    ON.store(false, Ordering::Relaxed);
+    buffer::write_out(true)
+}
+
+/// The file being written, if a trace is recorded.
+///
+/// ```
+/// assert!(tutti::diag::trace::path().is_none() || tutti::diag::trace::is_on());
+/// ```
+pub fn path() -> Option<PathBuf> {
+    buffer::path()
+}
+
+/// Starts the trace `TUTTI_TRACE` names, once per process (runtimes and worlds
+/// call this when they start). A file that cannot be created is reported on
+/// stderr and the program runs untraced.
+pub(crate) fn start_from_env() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        if let Some(p) = std::env::var_os("TUTTI_TRACE").filter(|p| !p.is_empty()) {
+            if let Err(e) = start(&p) {
+                eprintln!(
+                    "tutti: TUTTI_TRACE={}: cannot record the trace: {e}",
+                    Path::new(&p).display()
+                );
+            }
+        }
+    });
+}
+
+/// Writes out at a natural end (a world's run finished, a runtime or world
+/// dropped), reporting a failure on stderr.
+pub(crate) fn write_out_quietly() {
+    if on() {
+        if let Err(e) = flush() {
+            eprintln!("tutti: cannot write the trace: {e}");
+        }
+    }
+}
+
+/// Sets this process's rank (a world learnt it from its transport) and the
+/// offset of its clock from rank 0's, with the round trip it was measured in.
+pub(crate) fn set_rank(rank: usize, ranks: usize, offset: Option<(i64, u64)>) {
+    buffer::set_rank(rank, ranks, offset);
+}
+
+/// `(rank, ranks)` from a launcher's environment, if more than one process runs.
+fn launcher_rank() -> Option<(usize, usize)> {
+    let var = |k: &str| std::env::var(k).ok().and_then(|v| v.trim().parse::<usize>().ok());
+    for (rank, size) in [
+        ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"),
+        ("PMI_RANK", "PMI_SIZE"),
+        ("PMIX_RANK", "PMIX_SIZE"),
+        ("TUTTI_RANK", "TUTTI_RANKS"),
+    ] {
+        if let (Some(r), Some(n)) = (var(rank), var(size)) {
+            if n > 1 {
+                return Some((r, n));
+            }
+        }
+    }
+    None
+}
+
+/// `file.json` → `file.rankN.json` under a launcher.
+fn per_rank_path(path: &Path, rank: Option<(usize, usize)>) -> PathBuf {
+    let Some((r, _)) = rank else {
+        return path.to_path_buf();
+    };
+    let stem = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let name = match path.extension() {
+        Some(ext) => format!("{stem}.rank{r}.{}", ext.to_string_lossy()),
+        None => format!("{stem}.rank{r}"),
+    };
+    path.with_file_name(name)
+}
+
+// ---- recording sites (each: one relaxed load and a branch when off) ----
+
+/// Starts a slice: its start time if recording, else 0.
+#[inline(always)]
+pub(crate) fn begin() -> u64 {
+    if on() {
+        now()
+    } else {
+        0
+    }
+}
+
+/// Ends a slice begun at `ts` (a `begin()` of 0: not recording).
+#[inline(always)]
+pub(crate) fn end(ts: u64, kind: Kind, a: &'static str, b: &'static str, id: u64) {
+    if ts != 0 {
+        end_cold(ts, kind, a, b, id);
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn end_cold(ts: u64, kind: Kind, a: &'static str, b: &'static str, id: u64) {
+    let t = now();
+    buffer::record(Event {
+        ts,
+        dur: t.saturating_sub(ts),
+        id,
+        id2: 0,
+        kind,
+        a,
+        b,
+    });
+}
+
+/// A message leaves from inside the current slice; `id` names its flow (an
+/// address unique while the message is in flight).
+#[inline(always)]
+pub(crate) fn flow_out(id: usize) {
+    if on() {
+        instant(Kind::FlowOut, id as u64, 0);
+    }
+}
+
+/// World message `seq` from `from` to `to` is sent (`out`) or received.
+#[inline]
+pub(crate) fn world_flow(out: bool, from: u32, to: u32, seq: u64) {
+    let kind = if out { Kind::WorldOut } else { Kind::WorldIn };
+    instant(kind, seq, (u64::from(from) << 32) | u64::from(to));
+}
+
+#[cold]
+#[inline(never)]
+fn instant(kind: Kind, id: u64, id2: u64) {
+    buffer::record(Event {
+        ts: now(),
+        dur: 0,
+        id,
+        id2,
+        kind,
+        a: "",
+        b: "",
+    });
+}
+
+#[cfg(test)]
+mod tests;
