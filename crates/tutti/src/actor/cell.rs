@@ -220,6 +220,12 @@ impl<A: Actor> Cell<A> {
         make: impl FnOnce(M) -> Envelope<A>,
         wait: Option<(&Waker, &mut Option<u64>)>,
     ) -> Result<(), (M, Refusal)> {
+        // The flow of a traced message starts where its envelope is made.
+        let make = |m| {
+            let e = make(m);
+            crate::diag::trace::flow_out(e.trace_id());
+            e
+        };
         if let Some(b) = &self.bounded {
             return match b.offer(&self.mailbox.state, msg, make, wait) {
                 Ok(wake) => {
@@ -301,6 +307,7 @@ impl<A: Actor> Cell<A> {
         if g.finished.is_some() {
             return Err(env);
         }
+        crate::diag::trace::flow_out(env.trace_id());
         g.lane.push_back(env);
         drop(g);
         self.signal(false);

@@ -208,6 +208,12 @@ impl<A: Actor> ActorRun<A> {
             match next {
                 Next::Env(env) => {
                     budget -= 1;
+                    let traced = crate::diag::trace::begin();
+                    let (flow, message) = if traced != 0 {
+                        (env.trace_id() as u64, env.message_type())
+                    } else {
+                        (0, "")
+                    };
                     // SAFETY: consumer; `actor` and `ctx` stay valid and unborrowed by
                     // the loop until the placed future completes or is dropped (see
                     // the module documentation); the state is present until `finish`.
@@ -215,6 +221,8 @@ impl<A: Actor> ActorRun<A> {
                     let r = catch_unwind(AssertUnwindSafe(|| unsafe {
                         env.run(actor, ctx, &mut batch, cx)
                     }));
+                    let turn = crate::diag::trace::Kind::Turn;
+                    crate::diag::trace::end(traced, turn, std::any::type_name::<A>(), message, flow);
                     match r {
                         Ok(None) => {}
                         Ok(Some(run)) => {

@@ -584,6 +584,11 @@ impl<O: Object> Envelope<O> {
         unsafe { (this.vtable().discard)(this.header, why) }
     }
 
+    /// The envelope's address: names its flow in a trace (unique while it is queued).
+    pub(crate) fn trace_id(&self) -> usize {
+        self.header.as_ptr() as usize
+    }
+
     /// Gives up ownership, for an intrusive queue: the link at the returned address.
     pub(crate) fn into_link(self) -> NonNull<Link> {
         ManuallyDrop::new(self).header.cast()

@@ -19,7 +19,7 @@
 //!   `.await`, instead of deadlocking later.
 
 use std::future::Future;
-use std::pin::pin;
+use std::pin::{pin, Pin};
 use std::sync::{Arc, Arc as StdArc};
 use std::task::{Context, Poll, Wake, Waker};
 use std::thread::{self, Thread};
@@ -84,6 +84,16 @@ impl Wake for WorkerWake {
     }
 }
 
+/// One poll of a `block_on` future, a slice in the trace when one is recorded.
+#[inline]
+fn traced_poll<F: Future>(future: Pin<&mut F>, cx: &mut Context<'_>) -> Poll<F::Output> {
+    let traced = crate::diag::trace::begin();
+    let r = future.poll(cx);
+    let kind = crate::diag::trace::Kind::BlockOn;
+    crate::diag::trace::end(traced, kind, std::any::type_name::<F>(), "", 0);
+    r
+}
+
 fn block_on_worker<F: Future>(worker: &WorkerThread, future: F) -> F::Output {
     let state = StdArc::new(WorkerWake {
         latch: CoreLatch::new(),
@@ -97,7 +107,7 @@ fn block_on_worker<F: Future>(worker: &WorkerThread, future: F) -> F::Output {
         // A wake that arrives during the poll sets the latch again, so the
         // wait below returns at once and we poll again.
         state.latch.reset();
-        if let Poll::Ready(v) = future.as_mut().poll(&mut cx) {
+        if let Poll::Ready(v) = traced_poll(future.as_mut(), &mut cx) {
             return v;
         }
         worker.wait_until(&state.latch);
@@ -135,7 +145,7 @@ fn block_on_thread<F: Future>(future: F) -> F::Output {
     let mut cx = Context::from_waker(&waker);
     let mut future = pin!(future);
     loop {
-        if let Poll::Ready(v) = future.as_mut().poll(&mut cx) {
+        if let Poll::Ready(v) = traced_poll(future.as_mut(), &mut cx) {
             return v;
         }
         if spin_until_notified(&state.notified) {

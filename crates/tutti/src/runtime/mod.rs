@@ -252,6 +252,7 @@ impl Drop for Runtime {
     fn drop(&mut self) {
         self.registry.terminate();
         self.registry.join_workers();
+        crate::diag::trace::write_out_quietly();
     }
 }
 

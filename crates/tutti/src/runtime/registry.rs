@@ -49,6 +49,7 @@ pub(crate) struct Registry {
 impl Registry {
     /// Creates the registry and starts its worker threads.
     pub(crate) fn start(builder: &Builder) -> Result<Arc<Registry>, BuildError> {
+        crate::diag::trace::start_from_env();
         let n = builder.resolved_workers();
         let id = RuntimeId::take().ok_or(BuildError::TooManyRuntimes {
             max: RuntimeId::capacity(),

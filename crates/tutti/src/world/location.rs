@@ -386,6 +386,9 @@ impl Location {
         }
         let slot = self.slot();
         slot.sent.fetch_add(1, Ordering::Relaxed);
+        if crate::diag::trace::on() {
+            trace_sent(slot, to);
+        }
         let mut remote = false;
         let first = {
             let mut outbox = lock(&slot.outbox);
@@ -403,6 +406,9 @@ impl Location {
         let shared = self.shared();
         let slot = self.slot();
         slot.sent.fetch_add(1, Ordering::Relaxed);
+        if crate::diag::trace::on() {
+            trace_sent(slot, to);
+        }
         let limits = self.limits();
         if limits.factor == 1 {
             // Nothing is ever buffered towards local destinations: deliver now.
@@ -514,6 +520,16 @@ impl Location {
     /// The next message sent in a phase up to `phase`, if one has arrived; a
     /// later phase's parcel stays where it is.
     fn next(&self, phase: u64) -> Option<Delivery<'_>> {
+        let d = self.next_parcel(phase);
+        if crate::diag::trace::on() {
+            if let (Some(d), Some(pairs)) = (&d, &self.slot().trace) {
+                pairs.got(d.from().index() as u32, self.id().index() as u32);
+            }
+        }
+        d
+    }
+
+    fn next_parcel(&self, phase: u64) -> Option<Delivery<'_>> {
         let mut cur = lock(&self.cursor);
         loop {
             if cur.phase > phase && !matches!(cur.cursor, Cursor::Idle) {
@@ -884,5 +900,13 @@ impl<'a> Future for UntilQuiet<'a> {
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Delivery<'a>>> {
         let loc: &'a Location = self.loc;
         loc.poll_until_quiet(cx)
+    }
+}
+
+/// Counts a message `slot` sends to `to`, naming its flow in the trace.
+#[cold]
+fn trace_sent(slot: &Slot, to: LocationId) {
+    if let Some(pairs) = &slot.trace {
+        pairs.sent(slot.id.index() as u32, to.index() as u32);
     }
 }

@@ -44,10 +44,12 @@ pub(crate) struct Slot {
     pub(crate) buffered: AtomicBool,
     /// A `Location` handle for this slot exists.
     taken: AtomicBool,
+    /// Message counts naming world flows, when a trace is recorded.
+    pub(crate) trace: Option<Box<crate::diag::trace::Pairs>>,
 }
 
 impl Slot {
-    fn new(id: LocationId) -> Slot {
+    fn new(id: LocationId, locations: usize) -> Slot {
         Slot {
             id,
             inbox: Mailslot::new(),
@@ -60,6 +62,7 @@ impl Slot {
             factor: AtomicUsize::new(0),
             buffered: AtomicBool::new(false),
             taken: AtomicBool::new(false),
+            trace: crate::diag::trace::Pairs::new(locations),
         }
     }
 
@@ -370,7 +373,9 @@ impl World {
                 ranks,
                 per_rank,
                 slots: (0..per_rank)
-                    .map(|i| Slot::new(LocationId::new((rank * per_rank + i) as u32)))
+                    .map(|i| {
+                        Slot::new(LocationId::new((rank * per_rank + i) as u32), ranks * per_rank)
+                    })
                     .collect(),
                 rounds: Rounds::new(per_rank),
                 inline_max: limits.inline_max(),
@@ -408,7 +413,7 @@ impl World {
             let t = Arc::clone(&transport);
             runtime.add_idle_poller(Arc::new(move || t.progress()));
         }
-        Ok(World {
+        let world = World {
             shared: Arc::new(Shared {
                 config,
                 local,
@@ -417,7 +422,55 @@ impl World {
                 limits,
                 sweeper_armed: AtomicBool::new(false),
             }),
-        })
+        };
+        if crate::diag::trace::on() {
+            let offset = world.trace_clock_offset();
+            crate::diag::trace::set_rank(world.rank(), world.ranks(), offset);
+        }
+        Ok(world)
+    }
+
+    /// With several MPI ranks: this rank's clock offset from rank 0's and the
+    /// round trip it was measured in, by a ping-pong with rank 0 (the sample
+    /// with the smallest round trip counts); rank 0 answers every other rank.
+    /// Ranks sharing a machine share `CLOCK_MONOTONIC`, so elsewhere: `None`.
+    fn trace_clock_offset(&self) -> Option<(i64, u64)> {
+        #[cfg(feature = "mpi")]
+        if self.ranks() > 1 {
+            use crate::diag::trace::{best_offset, now, Sample};
+            use mpi::point_to_point::{Destination, Source};
+            use mpi::topology::Communicator;
+            const ROUNDS: usize = 16;
+            return super::transport::mpi::with_mpi(&self.shared.transport, |comm| {
+                let me = comm.rank();
+                if me == 0 {
+                    for r in 1..comm.size() {
+                        for _ in 0..ROUNDS {
+                            let (_, _) = comm.process_at_rank(r).receive::<u8>();
+                            comm.process_at_rank(r).send(&now());
+                        }
+                    }
+                    Some((0, 0))
+                } else {
+                    let zero = comm.process_at_rank(0);
+                    let samples: Vec<Sample> = (0..ROUNDS)
+                        .map(|_| {
+                            let sent = now();
+                            zero.send(&1u8);
+                            let (remote, _) = zero.receive::<u64>();
+                            Sample {
+                                sent,
+                                remote,
+                                back: now(),
+                            }
+                        })
+                        .collect();
+                    best_offset(&samples)
+                }
+            })
+            .flatten();
+        }
+        None
     }
 
     pub(crate) fn shared(&self) -> &Arc<Shared> {
@@ -557,6 +610,8 @@ impl World {
             .map(|loc| (loc.id(), self.shared.runtime.spawn(body(loc))))
             .collect();
         let outcome = self.shared.runtime.block_on(JoinAll::new(handles));
+        // A run that ended cleanly is in the trace file now.
+        crate::diag::trace::write_out_quietly();
         match outcome {
             Ok(v) => Ok(v),
             Err(p) => {

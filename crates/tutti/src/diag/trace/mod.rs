@@ -65,15 +65,17 @@ mod clock;
 mod event;
 mod file;
 mod merge;
+mod pairs;
 
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 pub(crate) use clock::now;
-pub(crate) use clock::Sample;
+pub(crate) use clock::{best_offset, Sample};
 pub(crate) use event::{Event, Kind};
 pub use merge::{merge, MergeError, MergeSummary};
+pub(crate) use pairs::Pairs;
 
 /// Events a thread buffers before it writes them to the file itself.
 pub const CHUNK: usize = 16 * 1024;

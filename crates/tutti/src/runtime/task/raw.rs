@@ -74,6 +74,8 @@ pub(crate) struct TaskVTable {
     pub(super) dealloc: unsafe fn(NonNull<Header>),
     /// The address of the future, for the layer that tagged the task.
     pub(super) future: unsafe fn(NonNull<Header>) -> *const (),
+    /// The future's type, naming the task's slices in a trace.
+    pub(super) name: fn() -> &'static str,
 }
 
 /// A task allocation of future type `F`.
@@ -97,6 +99,7 @@ impl<F: Future> Cell<F> {
         drop_output: Self::drop_output,
         dealloc: Self::dealloc,
         future: Self::future,
+        name: std::any::type_name::<F>,
     };
 
     /// # Safety (of every function below)
@@ -295,8 +298,14 @@ impl RawTask {
         // SAFETY: the vtable's functions uphold the `RawWaker` contract (see below).
         let waker = ManuallyDrop::new(unsafe { Waker::from_raw(raw) });
         let mut cx = Context::from_waker(&waker);
+        let traced = crate::diag::trace::begin();
         // SAFETY: we hold the job and the future is present (T2).
-        match unsafe { (self.header().vtable.poll)(self.0, &mut cx) } {
+        let polled = unsafe { (self.header().vtable.poll)(self.0, &mut cx) };
+        if traced != 0 {
+            let name = (self.header().vtable.name)();
+            crate::diag::trace::end(traced, crate::diag::trace::Kind::Task, name, "", 0);
+        }
+        match polled {
             Polled::Pending => self.after_pending(),
             Polled::Completed => self.complete(Outcome::Completed),
             Polled::Panicked => self.complete(Outcome::Panicked),
