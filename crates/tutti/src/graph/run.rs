@@ -523,6 +523,13 @@ async fn actor_task(
 ) -> (u64, u64) {
     let mut acts = 0u64;
     let mut discarded = 0u64;
+    // A trace names slices with `'static` strings: the actor's name is kept
+    // for the rest of the process (once per actor, only while tracing).
+    let trace_name: &'static str = if crate::diag::trace::on() {
+        Box::leak(name.clone().into_boxed_str())
+    } else {
+        ""
+    };
     loop {
         local.cell.signal.take();
         if local.abandon.load(Ordering::Acquire) {
@@ -537,7 +544,10 @@ async fn actor_task(
                 loc: &loc,
                 sent_away: false,
             };
+            let traced = crate::diag::trace::begin();
             let r = catch_unwind(AssertUnwindSafe(|| actor.act(&mut ports)));
+            let act = crate::diag::trace::Kind::Act;
+            crate::diag::trace::end(traced, act, trace_name, "", 0);
             let away = ports.sent_away;
             acts += 1;
             if away {

@@ -90,18 +90,31 @@ impl Location {
         rep: Rep,
     ) -> (Box<dyn Any + Send>, bool) {
         let mut out: Outcome = None;
+        let (method, count) = (call.message(), call.count() as u64);
         let mut start = Some((call, rep));
+        // Each synchronous piece (the start, then every later poll) is a slice
+        // of the trace, so slices never span a suspension.
+        let method_kind = crate::diag::trace::Kind::Method;
         let running = poll_fn(|cx| {
             let (call, rep) = start.take().expect("a method starts once");
             let mut spare = Spare::default();
+            let traced = crate::diag::trace::begin();
             // SAFETY: `out` lives in this (pinned) future's state and outlives the
             // method: it is declared before `running`, so it is dropped after it,
             // and it is not read before the method has completed.
-            Poll::Ready(unsafe { call.start(rep, self, &mut out, &mut spare, cx) })
+            let r = unsafe { call.start(rep, self, &mut out, &mut spare, cx) };
+            crate::diag::trace::end(traced, method_kind, method, "", count);
+            Poll::Ready(r)
         })
         .await;
         if let Some(mut running) = running {
-            poll_fn(|cx| running.poll(cx)).await;
+            poll_fn(|cx| {
+                let traced = crate::diag::trace::begin();
+                let r = running.poll(cx);
+                crate::diag::trace::end(traced, method_kind, method, "", count);
+                r
+            })
+            .await;
         }
         let Some((rep, reply)) = out.take() else {
             unreachable!("a method that returned left its outcome")

@@ -89,6 +89,8 @@ pub enum BuildError {
     },
     /// The operating system refused to start a worker thread.
     Spawn(std::io::Error),
+    /// The trace asked for with [`Builder::trace`] could not be started.
+    Trace(std::io::Error),
 }
 
 impl fmt::Display for BuildError {
@@ -111,6 +113,7 @@ impl fmt::Display for BuildError {
                 expected,
             } => write!(f, "{var}={value:?} is not valid: expected {expected}"),
             BuildError::Spawn(e) => write!(f, "could not start a worker thread: {e}"),
+            BuildError::Trace(e) => write!(f, "could not start the trace: {e}"),
         }
     }
 }
@@ -118,7 +121,7 @@ impl fmt::Display for BuildError {
 impl std::error::Error for BuildError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            BuildError::Spawn(e) => Some(e),
+            BuildError::Spawn(e) | BuildError::Trace(e) => Some(e),
             _ => None,
         }
     }
@@ -144,6 +147,7 @@ pub struct Builder {
     stack_size: Option<usize>,
     idle: IdleStrategy,
     pin: bool,
+    trace: Option<std::path::PathBuf>,
 }
 
 impl fmt::Debug for Builder {
@@ -163,6 +167,24 @@ impl Builder {
     /// no pinning.
     pub fn new() -> Builder {
         Builder::default()
+    }
+
+    /// Records a timeline trace into `path` from now on (as `TUTTI_TRACE` does;
+    /// see [`crate::diag::trace`]), written out when the runtime is dropped. If
+    /// a trace is already being recorded into `path`, it goes on.
+    ///
+    /// ```
+    /// let path = std::env::temp_dir().join(format!("tutti-doc-builder-{}.json", std::process::id()));
+    /// let rt = tutti::Builder::new().workers(1).trace(&path).build().unwrap();
+    /// rt.block_on(async { tutti::spawn(async {}).await.unwrap() });
+    /// drop(rt);
+    /// tutti::diag::trace::stop().unwrap();
+    /// assert!(std::fs::read_to_string(&path).unwrap().contains("worker 0"));
+    /// # std::fs::remove_file(&path).unwrap();
+    /// ```
+    pub fn trace(mut self, path: impl AsRef<std::path::Path>) -> Builder {
+        self.trace = Some(path.as_ref().to_path_buf());
+        self
     }
 
     /// The configuration of the global runtime: the defaults, overridden by
@@ -244,6 +266,9 @@ impl Builder {
                 requested: n,
                 max: MAX_WORKERS,
             });
+        }
+        if let Some(path) = &self.trace {
+            crate::diag::trace::start_for(path).map_err(BuildError::Trace)?;
         }
         Runtime::start(&self)
     }

@@ -230,6 +230,7 @@ pub struct WorldBuilder {
     system: Option<String>,
     processes: Option<usize>,
     env: bool,
+    pub(crate) trace: Option<std::path::PathBuf>,
 }
 
 impl WorldBuilder {
@@ -306,6 +307,24 @@ impl WorldBuilder {
     /// this many have joined.
     pub fn processes(mut self, n: usize) -> WorldBuilder {
         self.processes = Some(n);
+        self
+    }
+
+    /// Records a timeline trace into `path` (under a launcher, one file per
+    /// rank, `path` with `.rankN` before the extension), as `TUTTI_TRACE`
+    /// does; see [`crate::diag::trace`]. Written out at the end of every
+    /// [`World::run`](super::World::run) and when the world is dropped.
+    ///
+    /// ```
+    /// let path = std::env::temp_dir().join(format!("tutti-doc-world-{}.json", std::process::id()));
+    /// let world = tutti::world::World::builder().locations(2).workers(1).trace(&path).build().unwrap();
+    /// world.run(|loc| async move { loc.barrier().await });
+    /// tutti::diag::trace::stop().unwrap();
+    /// assert!(std::fs::read_to_string(&path).unwrap().contains("\"rank 0\""));
+    /// # std::fs::remove_file(&path).unwrap();
+    /// ```
+    pub fn trace(mut self, path: impl AsRef<std::path::Path>) -> WorldBuilder {
+        self.trace = Some(path.as_ref().to_path_buf());
         self
     }
 

@@ -349,6 +349,10 @@ impl World {
     }
 
     pub(crate) fn start(b: WorldBuilder) -> Result<World, WorldError> {
+        if let Some(path) = &b.trace {
+            crate::diag::trace::start_for(path)
+                .map_err(|e| WorldError::Runtime(crate::BuildError::Trace(e)))?;
+        }
         let mut config = b.resolve(&|k| std::env::var(k).ok())?;
         for w in config.warnings() {
             crate::world::say(&format!("warning: {w}"));

@@ -120,6 +120,15 @@ pub fn start(path: impl AsRef<Path>) -> io::Result<PathBuf> {
     Ok(path)
 }
 
+/// Starts recording into `path` unless that trace is being recorded already
+/// (the builders' option).
+pub(crate) fn start_for(path: &Path) -> io::Result<()> {
+    if on() && buffer::path().as_deref() == Some(&*per_rank_path(path, launcher_rank())) {
+        return Ok(());
+    }
+    start(path).map(|_| ())
+}
+
 /// Writes every buffered event to the file (which is then complete, valid JSON)
 /// and keeps recording. Does nothing when no trace is recorded.
 ///
