@@ -176,7 +176,7 @@ impl Builder {
     /// ```
     /// let path = std::env::temp_dir().join(format!("tutti-doc-builder-{}.json", std::process::id()));
     /// let rt = tutti::Builder::new().workers(1).trace(&path).build().unwrap();
-    /// rt.block_on(async { tutti::spawn(async {}).await.unwrap() });
+    /// rt.block_on(async { tutti::spawn(async {}).await });
     /// drop(rt);
     /// tutti::diag::trace::stop().unwrap();
     /// assert!(std::fs::read_to_string(&path).unwrap().contains("worker 0"));

@@ -1,4 +1,5 @@
 //! The trace clock and the offset of a rank's clock from rank 0's.
+#![cfg_attr(not(feature = "mpi"), allow(dead_code))]
 
 /// Nanoseconds of `CLOCK_MONOTONIC` (the same clock for every process of a
 /// machine; never 0 once the machine has been up for a nanosecond).

@@ -53,7 +53,7 @@
 //! ```
 //! let path = std::env::temp_dir().join(format!("tutti-doc-trace-{}.json", std::process::id()));
 //! tutti::diag::trace::start(&path).unwrap();
-//! tutti::block_on(async { tutti::spawn(async { 6 * 7 }).await.unwrap() });
+//! assert_eq!(tutti::block_on(async { tutti::spawn(async { 6 * 7 }).await }), 42);
 //! tutti::diag::trace::stop().unwrap();
 //! let text = std::fs::read_to_string(&path).unwrap();
 //! assert!(text.contains("\"ph\":\"X\""));
@@ -61,6 +61,7 @@
 //! ```
 
 mod buffer;
+mod check;
 mod clock;
 mod event;
 mod file;
@@ -72,8 +73,10 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 pub(crate) use clock::now;
+#[cfg_attr(not(feature = "mpi"), allow(unused_imports))]
 pub(crate) use clock::{best_offset, Sample};
 pub(crate) use event::{Event, Kind};
+pub use check::{check, CheckSummary};
 pub use merge::{merge, MergeError, MergeSummary};
 pub(crate) use pairs::Pairs;
 

@@ -1,0 +1,205 @@
+//! The timeline trace: a small program of tasks, actors (tells and asks) and RMI
+//! between locations runs with tracing on; the file it leaves must be a
+//! well-formed Chrome trace whose slices nest on every thread, whose flows all
+//! end after they start, whose processes and threads are named, and which holds
+//! every event of the run (more than a buffer's worth, so chunks were written
+//! out while it ran).
+//!
+//! Plain `cargo test` runs it in-process and checks the file. `.ci/run` also
+//! runs it under `mpirun -n 2` with `TUTTI_TRACE_TEST_DIR` set: each rank writes
+//! its own file there, which the CI merges with `tutti trace merge` and checks
+//! with `tutti trace check` (a rank's own file holds only one end of each flow
+//! that crosses ranks, so it is checked after merging).
+
+mod watchdog;
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tutti::actor::{self, Actor, Context};
+use tutti::diag::trace;
+use tutti::msg::{Dispatch, Handler, Message, Object, RegistryError, Remote};
+use tutti::rmi::{self, Location};
+use tutti::world::{launched_by_mpi, TransportKind, World};
+
+/// More tells than one thread buffer holds.
+const TELLS: usize = trace::CHUNK * 2 + 123;
+const ASKS: usize = 50;
+const RMI_PER_DEST: u64 = 40;
+
+struct Bump;
+impl Message for Bump {
+    type Reply = ();
+}
+struct Total;
+impl Message for Total {
+    type Reply = usize;
+}
+#[derive(Default)]
+struct Tally(usize);
+impl Actor for Tally {}
+impl Handler<Bump> for Tally {
+    async fn handle(&mut self, _: Bump, _: &mut Context<Self>) {
+        self.0 += 1;
+    }
+}
+impl Handler<Total> for Tally {
+    async fn handle(&mut self, _: Total, _: &mut Context<Self>) -> usize {
+        self.0
+    }
+}
+
+#[derive(Clone, Serialize, Deserialize)]
+struct Add(u64);
+impl Message for Add {
+    type Reply = ();
+}
+#[derive(Serialize, Deserialize)]
+struct Get;
+impl Message for Get {
+    type Reply = u64;
+}
+impl Remote for Add {
+    const NAME: &'static str = "tests.trace.Add";
+}
+impl Remote for Get {
+    const NAME: &'static str = "tests.trace.Get";
+}
+#[derive(Default)]
+struct Counter(u64);
+impl Object for Counter {
+    type Context = Location;
+    fn remote(table: &mut Dispatch<Self>) -> Result<(), RegistryError> {
+        table.register::<Add>()?.register::<Get>()?;
+        Ok(())
+    }
+}
+impl Handler<Add> for Counter {
+    async fn handle(&mut self, m: Add, _: &mut Location) {
+        self.0 += m.0;
+    }
+}
+impl Handler<Get> for Counter {
+    async fn handle(&mut self, _: Get, _: &mut Location) -> u64 {
+        self.0
+    }
+}
+
+/// The traced program: RMI between every pair of locations, then (on rank 0)
+/// tasks and an actor told `TELLS` times and asked `ASKS` times.
+fn program(world: &World) {
+    rmi::run(world, |loc| async move {
+        let h = loc.register(Counter::default()).await.unwrap();
+        for _ in 0..RMI_PER_DEST {
+            for dest in 0..loc.count() {
+                loc.async_rmi(dest, &h, Add(1)).await;
+            }
+        }
+        let right = (loc.id() + 1) % loc.count();
+        let seen = loc.sync_rmi(right, &h, Get).await;
+        assert!(seen <= RMI_PER_DEST * loc.count() as u64);
+        loc.fence().await;
+        let total = loc.reduce_rmi(&h, Get, |a, b| a + b).await;
+        let n = loc.count() as u64;
+        assert_eq!(total, RMI_PER_DEST * n * n);
+    });
+    if world.rank() != 0 {
+        return;
+    }
+    world.runtime().block_on(async {
+        let tasks: Vec<_> = (0..8u64).map(|i| tutti::spawn(async move { i * i })).collect();
+        let mut sum = 0;
+        for t in tasks {
+            sum += t.await;
+        }
+        assert_eq!(sum, 140);
+        let tally = actor::spawn(Tally::default());
+        for _ in 0..TELLS {
+            tally.tell(Bump).unwrap();
+        }
+        for _ in 0..ASKS {
+            tally.ask(Total).await.unwrap();
+        }
+        assert_eq!(tally.ask(Total).await.unwrap(), TELLS);
+    });
+}
+
+fn main() {
+    if launched_by_mpi() {
+        // One file per rank, merged and checked by the CI.
+        let dir = PathBuf::from(
+            std::env::var_os("TUTTI_TRACE_TEST_DIR").expect("TUTTI_TRACE_TEST_DIR under mpirun"),
+        );
+        let world = World::builder().trace(dir.join("trace.json")).build().expect("world");
+        program(&world);
+        let file = trace::path().expect("recording");
+        trace::stop().unwrap();
+        assert!(
+            file.ends_with(format!("trace.rank{}.json", world.rank())),
+            "{}",
+            file.display()
+        );
+        println!("trace suite: rank {} wrote {}", world.rank(), file.display());
+        return;
+    }
+    let path = std::env::temp_dir().join(format!("tutti-trace-test-{}.json", std::process::id()));
+    let world = World::builder()
+        .ignore_env()
+        .transport(TransportKind::InProcess)
+        .locations(3)
+        .workers(2)
+        .aggregation(4)
+        .trace(&path)
+        .build()
+        .expect("world");
+    assert!(trace::is_on());
+    program(&world);
+    drop(world);
+    trace::stop().unwrap();
+    assert!(!trace::is_on());
+
+    let summary = trace::check(&path).unwrap_or_else(|e| panic!("{e}"));
+    let text = std::fs::read_to_string(&path).unwrap();
+    let v: Value = serde_json::from_str(&text).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    let events = v["traceEvents"].as_array().unwrap();
+    let count = |pred: &dyn Fn(&Value) -> bool| events.iter().filter(|e| pred(e)).count();
+    let named = |e: &Value, n: &str| e["name"].as_str() == Some(n);
+
+    // Every turn is there: none lost when chunks were written during the run.
+    let turns = count(&|e| named(e, "Tally: Bump"));
+    assert_eq!(turns, TELLS, "turn slices for Bump");
+    assert_eq!(count(&|e| named(e, "Tally: Total")), ASKS + 1);
+    // Each tell and ask is a flow from the sending slice to its turn.
+    let actor_flows = count(&|e| e["ph"] == "f" && e["id"].as_str().is_some_and(|i| i.starts_with('p')));
+    assert_eq!(actor_flows, TELLS + ASKS + 1);
+    // RMI runs, named by method, with the number of requests they held.
+    let rmi_requests: u64 = events
+        .iter()
+        .filter(|e| named(e, "rmi Add"))
+        .map(|e| e["args"]["requests"].as_u64().unwrap())
+        .sum();
+    assert_eq!(rmi_requests, RMI_PER_DEST * 9, "RMI Add requests executed");
+    assert!(count(&|e| named(e, "rmi Get")) >= 3);
+    // World messages (RMI requests and answers between locations) are flows.
+    let world_flows = count(&|e| e["ph"] == "s" && e["id"].as_str().is_some_and(|i| i.starts_with('w')));
+    assert!(world_flows >= 6, "world flows: {world_flows}");
+    assert!(summary.flows >= TELLS + ASKS + 1 + world_flows);
+    assert!(summary.categories["task"] > 8, "{summary:?}");
+    // Metadata: the process is rank 0, the world's workers are named.
+    assert_eq!(summary.processes.len(), 1);
+    let names: Vec<&str> = events
+        .iter()
+        .filter(|e| e["ph"] == "M")
+        .filter_map(|e| e["args"]["name"].as_str())
+        .collect();
+    assert!(names.contains(&"rank 0"), "{names:?}");
+    assert!(names.contains(&"worker 0") && names.contains(&"worker 1"), "{names:?}");
+    assert_eq!(v["otherData"]["rank"], 0);
+    assert_eq!(v["otherData"]["lost_events"], 0);
+    println!(
+        "trace suite: {} events, {} slices, {} flows; all checks passed",
+        summary.events, summary.slices, summary.flows
+    );
+}
