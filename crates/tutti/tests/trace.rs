@@ -202,4 +202,31 @@ fn main() {
         "trace suite: {} events, {} slices, {} flows; all checks passed",
         summary.events, summary.slices, summary.flows
     );
+    traces_in_turn();
+}
+
+/// Two traces one after the other on the same workers: the second holds its
+/// own events (the workers' buffers from the first trace are replaced).
+fn traces_in_turn() {
+    let rt = tutti::Runtime::builder().workers(2).build().unwrap();
+    let dir = std::env::temp_dir();
+    for round in 0..2u64 {
+        let path = dir.join(format!("tutti-trace-turn-{round}-{}.json", std::process::id()));
+        trace::start(&path).unwrap();
+        let n = rt.block_on(async move {
+            let hs: Vec<_> = (0..100u64).map(|i| tutti::spawn(async move { i + round })).collect();
+            let mut n = 0;
+            for h in hs {
+                n += h.await;
+            }
+            n
+        });
+        assert_eq!(n, 4950 + 100 * round);
+        trace::stop().unwrap();
+        let s = trace::check(&path).unwrap_or_else(|e| panic!("{e}"));
+        std::fs::remove_file(&path).unwrap();
+        // 100 task polls at least, on the workers (named), plus the block_on.
+        assert!(s.categories["task"] > 100, "round {round}: {s:?}");
+    }
+    println!("trace suite: two traces in turn on one runtime: ok");
 }

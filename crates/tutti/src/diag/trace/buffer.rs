@@ -6,7 +6,7 @@
 //! running or finished. Lock order: the sink, then a thread's buffer; a
 //! recording thread never takes the sink while it holds its own buffer.
 
-use std::cell::OnceCell;
+use std::cell::RefCell;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -33,8 +33,13 @@ static SINK: Mutex<Option<Sink>> = Mutex::new(None);
 /// Events that found no buffer (recorded while the thread was exiting).
 static LOST: AtomicU64 = AtomicU64::new(0);
 
+/// Bumped by every [`install`]: a thread's buffer from an earlier trace is
+/// replaced by one registered with the current sink.
+static GENERATION: AtomicU64 = AtomicU64::new(0);
+
 std::thread_local! {
-    static LOCAL: OnceCell<Option<Arc<ThreadBuf>>> = const { OnceCell::new() };
+    /// This thread's buffer and the generation of the sink it belongs to.
+    static LOCAL: RefCell<Option<(u64, Arc<ThreadBuf>)>> = const { RefCell::new(None) };
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -54,6 +59,7 @@ pub(super) fn install(path: &Path, rank: usize) -> io::Result<()> {
         ));
     }
     let file = TraceFile::create(path, rank)?;
+    GENERATION.fetch_add(1, Ordering::Relaxed);
     *sink = Some(Sink {
         file,
         threads: Vec::new(),
@@ -81,9 +87,12 @@ pub(super) fn set_rank(rank: usize, ranks: usize, offset: Option<(i64, u64)>) {
 /// [`CHUNK`] events.
 pub(super) fn record(e: Event) {
     let full = LOCAL.try_with(|l| {
-        let Some(buf) = l.get_or_init(register) else {
-            return None;
-        };
+        let mut l = l.borrow_mut();
+        let generation = GENERATION.load(Ordering::Relaxed);
+        if l.as_ref().is_none_or(|(g, _)| *g < generation) {
+            *l = register();
+        }
+        let (_, buf) = l.as_ref()?;
         let mut events = lock(&buf.events);
         events.push(e);
         if events.len() < CHUNK {
@@ -108,11 +117,14 @@ pub(super) fn record(e: Event) {
     }
 }
 
-/// This thread's buffer, registered with the sink (`None`: no trace is open).
+/// This thread's buffer, registered with the sink, and the sink's generation
+/// (`None`: no trace is open).
 #[cold]
-fn register() -> Option<Arc<ThreadBuf>> {
+fn register() -> Option<(u64, Arc<ThreadBuf>)> {
     let mut sink = lock(&SINK);
     let s = sink.as_mut()?;
+    // Bumped under this lock, so it is the current sink's.
+    let generation = GENERATION.load(Ordering::Relaxed);
     let tid = s.next_tid;
     s.next_tid += 1;
     let buf = Arc::new(ThreadBuf {
@@ -122,7 +134,7 @@ fn register() -> Option<Arc<ThreadBuf>> {
     });
     s.threads.push(Arc::clone(&buf));
     s.file.meta.threads.insert(tid, buf.name.clone());
-    Some(buf)
+    Some((generation, buf))
 }
 
 /// The name a thread gets in the trace.
