@@ -14,6 +14,7 @@ mod mem;
 mod mpi_bench;
 mod report;
 mod rng;
+mod trace;
 /// Aborts the unit tests if they are still running after a time limit (a hung test).
 #[cfg(test)]
 #[path = "../../tutti/tests/watchdog/mod.rs"]
@@ -71,6 +72,9 @@ enum Command {
     /// Start P processes of one command as a named shared-memory system
     /// (`tutti launch -n 4 -- <command> [args]`; no MPI needed).
     Launch(launch::LaunchArgs),
+    /// Timeline traces (`TUTTI_TRACE=file.json`): merge per-rank files, check a file.
+    #[command(subcommand)]
+    Trace(trace::TraceCommand),
     /// MPI latency, bandwidth, message rate and overlap, raw rsmpi beside
     /// tutti's transport (`mpirun -n 2 tutti mpi-bench`; needs `--features mpi`).
     MpiBench(mpi_bench::MpiBenchArgs),
@@ -100,6 +104,8 @@ enum BenchCommand {
     Shm(bench::shm::ShmArgs),
     /// URL-addressed RPC: Blip's cost ladder (local call to loopback TCP) vs tarpc and remoc.
     Rpc(bench::rpc::RpcArgs),
+    /// Timeline tracing: actor tell, CSP ping-pong and RMI with tracing off vs on.
+    Trace(bench::trace::TraceArgs),
 }
 
 /// One worker per available core.
@@ -159,6 +165,8 @@ fn main() {
         Command::Bench(BenchCommand::Rmi(a)) => (a.json, bench::rmi::run(a)),
         Command::Bench(BenchCommand::Graph(a)) => (a.json, bench::graph::run(a)),
         Command::Bench(BenchCommand::Rpc(a)) => (a.json, bench::rpc::run(a)),
+        Command::Bench(BenchCommand::Trace(a)) => (a.json, bench::trace::run(a)),
+        Command::Trace(t) => (t.json(), t.run()),
     };
     match outcome {
         Ok(report) => {
@@ -222,6 +230,12 @@ mod tests {
             &["tutti", "gauss", "--points", "0"],
             &["tutti", "gauss", "--max-workers", "0"],
             &["tutti", "bench", "fib", "--n", "100"],
+            &["tutti", "trace"],
+            &["tutti", "trace", "merge", "out.json"],
+            &["tutti", "trace", "check"],
+            &["tutti", "trace", "check", "t.json", "--ranks", "0"],
+            &["tutti", "bench", "trace", "--tells", "0"],
+            &["tutti", "bench", "trace", "--pingpong", "1"],
             &["tutti", "bench", "fib", "--workers-list", "1,0"],
             &["tutti", "bench", "spawn", "--tasks", "0"],
             &["tutti", "bench", "idle", "--seconds", "0"],

@@ -12,4 +12,5 @@ pub mod rpc;
 pub mod rpc_peers;
 pub mod shm;
 pub mod spawn;
+pub mod trace;
 pub mod world;

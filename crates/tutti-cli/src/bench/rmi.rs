@@ -68,7 +68,7 @@ pub struct RmiArgs {
     pub json: bool,
 }
 
-fn world(locations: usize, workers: usize) -> Result<World, String> {
+pub(crate) fn world(locations: usize, workers: usize) -> Result<World, String> {
     World::builder()
         .ignore_env()
         .transport(TransportKind::InProcess)
@@ -142,7 +142,7 @@ fn fn_pointer(n: u64) -> Run {
     }
 }
 
-fn local_async_rmi(w: &World, n: u64) -> Run {
+pub(crate) fn local_async_rmi(w: &World, n: u64) -> Run {
     let (calls, elapsed) = timed(|| {
         rmi::run(w, move |mut loc| async move {
             let Ok(h) = loc.register(Target::default()).await else {
@@ -249,7 +249,7 @@ fn pingpong_async(w: &World, n: u64) -> Run {
     }
 }
 
-fn pingpong_sync(w: &World, n: u64) -> Run {
+pub(crate) fn pingpong_sync(w: &World, n: u64) -> Run {
     let (out, elapsed) = timed(|| {
         rmi::run(w, move |loc| async move {
             let Ok(h) = loc.register(Player { me: None, last: 0 }).await else {

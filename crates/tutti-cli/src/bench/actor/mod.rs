@@ -35,7 +35,7 @@
 
 mod actix_impl;
 mod kameo_impl;
-mod tutti_impl;
+pub(crate) mod tutti_impl;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -109,7 +109,7 @@ pub enum PeerName {
 pub const BATCH: usize = 1000;
 
 /// One actor library under test: runs one measured run of each benchmark.
-trait Library {
+pub(crate) trait Library {
     /// Short name for the report.
     fn name(&self) -> &'static str;
     /// Tells `messages` round-robin to `actors` actors; checks the counts.

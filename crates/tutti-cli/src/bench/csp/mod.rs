@@ -21,7 +21,7 @@ mod buffered;
 mod fair;
 mod go;
 mod hello;
-mod pingpong;
+pub(crate) mod pingpong;
 
 use std::path::PathBuf;
 

@@ -1,0 +1,181 @@
+//! `tutti bench trace`: what recording a timeline trace costs. The same
+//! workloads as `bench actor tell`, `bench csp pingpong` and `bench rmi` (a
+//! local `async_rmi` per empty method, and a `sync_rmi` ping-pong between two
+//! locations) run with tracing off and on, alternately in every round, on the
+//! same runtime; the ratio is on ÷ off per message. The "on" runs record into
+//! a scratch file (written in chunks during the run, as any traced program
+//! does), deleted after each run.
+//!
+//! Verification: every run checks its own result, and one small traced run of
+//! each workload leaves a file that `tutti::diag::trace::check` accepts (slices
+//! nest, flows end after they start, names are present).
+
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+
+use super::actor::tutti_impl::Tutti;
+use super::actor::Library;
+use crate::measure::{timed, Progress, Run, RunOpts};
+use crate::report::{Report, Stats};
+use tutti::diag::trace;
+
+/// Arguments of `tutti bench trace`.
+#[derive(Args, Debug)]
+pub struct TraceArgs {
+    /// Messages told per actor-tell run (round-robin over `--actors`).
+    #[arg(long, default_value_t = 200_000, value_parser = clap::value_parser!(u64).range(1..=100_000_000))]
+    tells: u64,
+    /// Actors the tells go to.
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..=100_000))]
+    actors: u64,
+    /// Messages per CSP ping-pong run.
+    #[arg(long, default_value_t = 100_000, value_parser = clap::value_parser!(u64).range(2..=100_000_000))]
+    pingpong: u64,
+    /// Local `async_rmi` calls per run.
+    #[arg(long, default_value_t = 200_000, value_parser = clap::value_parser!(u64).range(1..=100_000_000))]
+    rmi_calls: u64,
+    /// `sync_rmi` round trips per run.
+    #[arg(long, default_value_t = 20_000, value_parser = clap::value_parser!(u64).range(1..=100_000_000))]
+    rmi_round_trips: u64,
+    /// Worker threads.
+    #[arg(long, default_value_t = 2, value_parser = crate::parse_workers)]
+    workers: usize,
+    /// Where the "on" runs record (a scratch file, deleted after each run).
+    #[arg(long)]
+    scratch: Option<PathBuf>,
+    #[command(flatten)]
+    run: RunOpts,
+    /// Print one JSON object instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// One workload: a run of `n` messages.
+struct Workload<'a> {
+    name: &'static str,
+    n: u64,
+    run: Box<dyn FnMut(u64) -> Run + 'a>,
+}
+
+/// Runs `f` with a trace recorded into `scratch`; returns its run and deletes
+/// the file unless `keep`.
+fn traced(scratch: &Path, keep: bool, f: impl FnOnce() -> Run) -> Result<Run, String> {
+    trace::start(scratch).map_err(|e| format!("cannot start the trace: {e}"))?;
+    let run = f();
+    trace::stop().map_err(|e| format!("cannot write the trace: {e}"))?;
+    if !keep {
+        std::fs::remove_file(scratch).map_err(|e| format!("{}: {e}", scratch.display()))?;
+    }
+    Ok(run)
+}
+
+pub fn run(a: &TraceArgs) -> Result<Report, String> {
+    if trace::is_on() {
+        return Err("bench trace starts and stops traces itself: unset TUTTI_TRACE".into());
+    }
+    let plan = a.run.plan(5);
+    let scratch = a.scratch.clone().unwrap_or_else(|| {
+        std::env::temp_dir().join(format!("tutti-bench-trace-{}.json", std::process::id()))
+    });
+    let mut report = Report::new("trace");
+    report
+        .param("tells", a.tells)
+        .param("actors", a.actors)
+        .param("pingpong_messages", a.pingpong / 2 * 2)
+        .param("rmi_calls", a.rmi_calls)
+        .param("rmi_round_trips", a.rmi_round_trips)
+        .param("workers", a.workers)
+        .param("runs", plan.runs)
+        .param("warmup", plan.warmup);
+
+    let mut actors = Tutti::new(a.workers)?;
+    let rt = tutti::Runtime::builder()
+        .workers(a.workers)
+        .build()
+        .map_err(|e| e.to_string())?;
+    let w1 = super::rmi::world(1, a.workers)?;
+    let w2 = super::rmi::world(2, a.workers)?;
+    let n_actors = a.actors as usize;
+    let mut loads = [
+        Workload {
+            name: "actor tell",
+            n: a.tells,
+            run: Box::new(|n| actors.tell(n_actors, n)),
+        },
+        Workload {
+            name: "csp pingpong",
+            n: a.pingpong / 2 * 2,
+            run: Box::new(|n| {
+                let (ok, elapsed) =
+                    timed(|| rt.block_on(rt.spawn(super::csp::pingpong::pingpong(n))));
+                Run { elapsed, ok }
+            }),
+        },
+        Workload {
+            name: "rmi local async",
+            n: a.rmi_calls,
+            run: Box::new(|n| super::rmi::local_async_rmi(&w1, n)),
+        },
+        Workload {
+            name: "rmi sync pingpong",
+            n: a.rmi_round_trips,
+            run: Box::new(|n| super::rmi::pingpong_sync(&w2, n)),
+        },
+    ];
+
+    // A small traced run of each, checked.
+    for l in loads.iter_mut() {
+        let n = (l.n / 20).max(2) / 2 * 2;
+        let run = traced(&scratch, true, || (l.run)(n))?;
+        let checked = trace::check(&scratch);
+        std::fs::remove_file(&scratch).map_err(|e| format!("{}: {e}", scratch.display()))?;
+        match checked {
+            Ok(s) if s.slices > 0 => report.verify(run.ok),
+            Ok(_) => {
+                eprintln!("tutti bench trace: {}: the trace holds no slices", l.name);
+                report.verify(false);
+            }
+            Err(e) => {
+                eprintln!("tutti bench trace: {}: {e}", l.name);
+                report.verify(false);
+            }
+        }
+    }
+
+    let progress = Progress::new(plan.total() * loads.len() * 2, a.json);
+    let mut off: Vec<Vec<f64>> = vec![Vec::new(); loads.len()];
+    let mut on: Vec<Vec<f64>> = vec![Vec::new(); loads.len()];
+    for round in 0..plan.total() {
+        for (k, l) in loads.iter_mut().enumerate() {
+            progress.stage(&format!("{}: off / on", l.name));
+            let r_off = (l.run)(l.n);
+            progress.tick();
+            let r_on = traced(&scratch, false, || (l.run)(l.n))?;
+            progress.tick();
+            report.verify(r_off.ok && r_on.ok);
+            if round >= plan.warmup {
+                let per = |r: &Run| r.elapsed.as_secs_f64() * 1e9 / l.n as f64;
+                off[k].push(per(&r_off));
+                on[k].push(per(&r_on));
+            }
+        }
+    }
+    progress.finish();
+    let mut worst: f64 = 0.0;
+    for (k, l) in loads.iter().enumerate() {
+        let (Some(s_off), Some(s_on)) = (Stats::of(&off[k]), Stats::of(&on[k])) else {
+            continue;
+        };
+        let ratio = s_on.median / s_off.median;
+        report.result("trace off", l.name, s_off, "ns/message");
+        report.result("trace on", l.name, s_on, "ns/message");
+        report.ratio(
+            &format!("time_trace_on_over_off_{}", l.name.replace(' ', "_")),
+            ratio,
+        );
+        worst = worst.max(ratio);
+    }
+    report.ratio("time_trace_on_over_off", worst);
+    Ok(report)
+}
