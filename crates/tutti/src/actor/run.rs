@@ -136,6 +136,7 @@ impl<A: Actor> ActorRun<A> {
         // The block of a handler that completed, for the next one, and the envelope
         // frees of this turn (see `msg::Batch`).
         let mut batch = Batch::default();
+        let mut chained = 0u64;
         let st = self.st();
         loop {
             if let Some(run) = st.current.as_mut() {
@@ -208,7 +209,12 @@ impl<A: Actor> ActorRun<A> {
             match next {
                 Next::Env(env) => {
                     budget -= 1;
-                    let traced = crate::diag::trace::begin();
+                    // A turn starts where the previous one of this poll ended
+                    // (one clock read per message).
+                    let traced = match chained {
+                        0 => crate::diag::trace::begin(),
+                        t => t,
+                    };
                     let (flow, message) = if traced != 0 {
                         (env.trace_id() as u64, env.message_type())
                     } else {
@@ -222,7 +228,8 @@ impl<A: Actor> ActorRun<A> {
                         env.run(actor, ctx, &mut batch, cx)
                     }));
                     let turn = crate::diag::trace::Kind::Turn;
-                    crate::diag::trace::end(traced, turn, std::any::type_name::<A>(), message, flow);
+                    chained =
+                        crate::diag::trace::end(traced, turn, std::any::type_name::<A>(), message, flow);
                     match r {
                         Ok(None) => {}
                         Ok(Some(run)) => {

@@ -9,12 +9,12 @@
 use std::cell::RefCell;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use super::event::Event;
 use super::file::TraceFile;
-use super::CHUNK;
+use super::{CHUNK, HOLD};
 
 /// One thread's events.
 pub(crate) struct ThreadBuf {
@@ -25,6 +25,9 @@ pub(crate) struct ThreadBuf {
 
 struct Sink {
     file: TraceFile,
+    /// Full buffers kept for the next write-out, and their bytes.
+    full: Vec<(u32, Vec<Event>)>,
+    held: usize,
     threads: Vec<Arc<ThreadBuf>>,
     next_tid: u32,
 }
@@ -32,6 +35,13 @@ struct Sink {
 static SINK: Mutex<Option<Sink>> = Mutex::new(None);
 /// Events that found no buffer (recorded while the thread was exiting).
 static LOST: AtomicU64 = AtomicU64::new(0);
+/// Events per thread buffer before it is written out: [`CHUNK`], or
+/// `TUTTI_TRACE_CHUNK` (at least 1024) read when a trace starts.
+static CHUNK_NOW: AtomicUsize = AtomicUsize::new(CHUNK);
+/// Bytes of full buffers held for the next write-out before a full buffer is
+/// written to the file at once by the thread that filled it: [`HOLD`], or
+/// `TUTTI_TRACE_HOLD_MB` read when a trace starts.
+static HOLD_MAX: AtomicUsize = AtomicUsize::new(HOLD);
 
 /// Bumped by every [`install`]: a thread's buffer from an earlier trace is
 /// replaced by one registered with the current sink.
@@ -62,10 +72,22 @@ pub(super) fn install(path: &Path, rank: usize) -> io::Result<()> {
     GENERATION.fetch_add(1, Ordering::Relaxed);
     *sink = Some(Sink {
         file,
+        full: Vec::new(),
+        held: 0,
         threads: Vec::new(),
         next_tid: 1,
     });
     LOST.store(0, Ordering::Relaxed);
+    let chunk = std::env::var("TUTTI_TRACE_CHUNK")
+        .ok()
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .map_or(CHUNK, |c| c.max(1024));
+    CHUNK_NOW.store(chunk, Ordering::Relaxed);
+    let hold = std::env::var("TUTTI_TRACE_HOLD_MB")
+        .ok()
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .map_or(HOLD, |mb| mb << 20);
+    HOLD_MAX.store(hold, Ordering::Relaxed);
     Ok(())
 }
 
@@ -95,17 +117,22 @@ pub(super) fn record(e: Event) {
         let (_, buf) = l.as_ref()?;
         let mut events = lock(&buf.events);
         events.push(e);
-        if events.len() < CHUNK {
+        if events.len() < CHUNK_NOW.load(Ordering::Relaxed) {
             return None;
         }
-        let full = std::mem::replace(&mut *events, Vec::with_capacity(CHUNK));
+        let full = std::mem::replace(&mut *events, Vec::with_capacity(1024));
         drop(events);
         Some((Arc::clone(buf), full))
     });
     match full {
         Ok(Some((buf, events))) => {
             if let Some(s) = lock(&SINK).as_mut() {
-                if let Err(err) = s.file.append(buf.tid, &events) {
+                let bytes = events.len() * std::mem::size_of::<Event>();
+                if s.held + bytes <= HOLD_MAX.load(Ordering::Relaxed) {
+                    // Formatting waits for the next write-out.
+                    s.held += bytes;
+                    s.full.push((buf.tid, events));
+                } else if let Err(err) = s.file.append(buf.tid, &events) {
                     eprintln!("tutti: cannot write the trace: {err}");
                 }
             }
@@ -167,6 +194,12 @@ pub(super) fn write_out(close: bool) -> io::Result<()> {
         return Ok(());
     };
     let mut result = Ok(());
+    for (tid, events) in std::mem::take(&mut s.full) {
+        if let Err(e) = s.file.append_events(tid, &events) {
+            result = result.and(Err(e));
+        }
+    }
+    s.held = 0;
     for t in &s.threads {
         let events = std::mem::take(&mut *lock(&t.events));
         if !events.is_empty() {

@@ -2,7 +2,7 @@
 //! (type names), formatted only when written out.
 
 /// What an [`Event`] records.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) enum Kind {
     /// One poll of a spawned task: `a` is the future's type.
     Task,

@@ -10,7 +10,7 @@
 //!
 //! so the file is complete JSON after every write-out while it keeps growing.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fs::File;
 use std::io::{self, BufWriter, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
@@ -35,6 +35,7 @@ pub(super) struct TraceFile {
     /// Where the next event goes (the closing part starts here).
     end: u64,
     pub(super) meta: Meta,
+    names: Names,
 }
 
 const HEAD: &str = "{\"traceEvents\":[\n";
@@ -57,6 +58,7 @@ impl TraceFile {
                 ranks: 1,
                 ..Meta::default()
             },
+            names: Names::new(),
         };
         t.finish()?;
         Ok(t)
@@ -78,9 +80,8 @@ impl TraceFile {
         self.file.seek(SeekFrom::Start(self.end))?;
         let mut w = BufWriter::with_capacity(256 * 1024, &mut self.file);
         let pid = self.meta.rank;
-        let mut name = String::new();
         for e in events {
-            write_event(&mut w, pid, tid, e, &mut name)?;
+            write_event(&mut w, pid, tid, e, &mut self.names)?;
         }
         w.flush()?;
         drop(w);
@@ -134,67 +135,93 @@ impl std::fmt::Display for Us {
     }
 }
 
+/// The flow id of an event, as written.
+struct FlowId<'a>(&'a Event, usize);
+
+impl std::fmt::Display for FlowId<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let e = self.0;
+        match e.kind {
+            Kind::WorldOut | Kind::WorldIn => {
+                write!(f, "w{}.{}.{}", e.id2 >> 32, e.id2 & 0xffff_ffff, e.id)
+            }
+            _ => write!(f, "p{}.{:x}", self.1, e.id),
+        }
+    }
+}
+
+/// A slice's category and its name as a JSON string literal.
+fn slice_name(e: &Event) -> (&'static str, String) {
+    let mut name = String::new();
+    let cat = match e.kind {
+        Kind::Task => {
+            short_type(e.a, &mut name);
+            "task"
+        }
+        Kind::BlockOn => {
+            name.push_str("block_on ");
+            short_type(e.a, &mut name);
+            "task"
+        }
+        Kind::Turn => {
+            short_type(e.a, &mut name);
+            name.push_str(": ");
+            short_type(e.b, &mut name);
+            "actor"
+        }
+        Kind::Method => {
+            name.push_str("rmi ");
+            short_type(e.a, &mut name);
+            "rmi"
+        }
+        _ => {
+            name.push_str("act ");
+            name.push_str(e.a);
+            "graph"
+        }
+    };
+    (cat, json_str(&name))
+}
+
+/// Names already formatted, by the addresses of the `'static` strings they
+/// come from.
+pub(super) type Names = HashMap<(Kind, usize, usize), (&'static str, String)>;
+
 fn write_event(
     w: &mut impl Write,
     pid: usize,
     tid: u32,
     e: &Event,
-    name: &mut String,
+    names: &mut Names,
 ) -> io::Result<()> {
     let ts = Us(e.ts);
-    let flow = |w: &mut dyn Write, ph: &str, id: &str| {
+    let flow = |w: &mut dyn Write, ph: &str| {
         let bp = if ph == "f" { ",\"bp\":\"e\"" } else { "" };
         writeln!(
             w,
-            "{{\"ph\":\"{ph}\"{bp},\"cat\":\"flow\",\"name\":\"message\",\"id\":\"{id}\",\"pid\":{pid},\"tid\":{tid},\"ts\":{ts}}},"
+            "{{\"ph\":\"{ph}\"{bp},\"cat\":\"flow\",\"name\":\"message\",\"id\":\"{}\",\"pid\":{pid},\"tid\":{tid},\"ts\":{ts}}},",
+            FlowId(e, pid)
         )
     };
-    let (cat, args) = match e.kind {
-        Kind::FlowOut => return flow(w, "s", &format!("p{pid}.{:x}", e.id)),
-        Kind::WorldOut | Kind::WorldIn => {
-            let id = format!("w{}.{}.{}", e.id2 >> 32, e.id2 & 0xffff_ffff, e.id);
-            let ph = if e.kind == Kind::WorldOut { "s" } else { "f" };
-            return flow(w, ph, &id);
-        }
-        Kind::Task => {
-            name.clear();
-            short_type(e.a, name);
-            ("task", String::new())
-        }
-        Kind::BlockOn => {
-            name.clear();
-            name.push_str("block_on ");
-            short_type(e.a, name);
-            ("task", String::new())
-        }
-        Kind::Turn => {
-            name.clear();
-            short_type(e.a, name);
-            name.push_str(": ");
-            short_type(e.b, name);
-            ("actor", String::new())
-        }
-        Kind::Method => {
-            name.clear();
-            name.push_str("rmi ");
-            short_type(e.a, name);
-            ("rmi", format!(",\"args\":{{\"requests\":{}}}", e.id))
-        }
-        Kind::Act => {
-            name.clear();
-            name.push_str("act ");
-            name.push_str(e.a);
-            ("graph", String::new())
-        }
-    };
-    writeln!(
+    match e.kind {
+        Kind::FlowOut | Kind::WorldOut => return flow(w, "s"),
+        Kind::WorldIn => return flow(w, "f"),
+        _ => {}
+    }
+    let (cat, name) = names
+        .entry((e.kind, e.a.as_ptr() as usize, e.b.as_ptr() as usize))
+        .or_insert_with(|| slice_name(e));
+    write!(
         w,
-        "{{\"ph\":\"X\",\"cat\":\"{cat}\",\"name\":{},\"pid\":{pid},\"tid\":{tid},\"ts\":{ts},\"dur\":{}{args}}},",
-        json_str(name),
+        "{{\"ph\":\"X\",\"cat\":\"{cat}\",\"name\":{name},\"pid\":{pid},\"tid\":{tid},\"ts\":{ts},\"dur\":{}",
         Us(e.dur)
     )?;
+    if e.kind == Kind::Method {
+        write!(w, ",\"args\":{{\"requests\":{}}}", e.id)?;
+    }
+    w.write_all(b"},\n")?;
     if e.kind == Kind::Turn && e.id != 0 {
-        flow(w, "f", &format!("p{pid}.{:x}", e.id))?;
+        flow(w, "f")?;
     }
     Ok(())
 }

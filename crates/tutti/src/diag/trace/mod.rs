@@ -23,9 +23,12 @@
 //! an event is a fixed-size record (72 bytes, names are `'static` type names)
 //! pushed onto the recording thread's own buffer under that thread's own lock
 //! (uncontended: only a write-out takes it from elsewhere); no global lock is
-//! taken per event. A buffer that reaches [`CHUNK`] events is written to the file
-//! by the thread that filled it (one global lock per chunk), so memory stays
-//! bounded at `CHUNK` events per thread however long the program runs.
+//! taken per event. Formatting JSON costs far more than recording, so it waits
+//! for a write-out: a buffer that reaches [`CHUNK`] events is handed to the
+//! process's sink (one global lock per chunk) and kept there, up to [`HOLD`]
+//! bytes; beyond that the thread that filled a buffer formats it into the file
+//! at once. Memory is bounded by `HOLD` plus `CHUNK` events per thread however
+//! long the program runs; only the time of a long trace grows.
 //!
 //! # Writing out
 //!
@@ -80,8 +83,14 @@ pub use check::{check, CheckSummary};
 pub use merge::{merge, MergeError, MergeSummary};
 pub(crate) use pairs::Pairs;
 
-/// Events a thread buffers before it writes them to the file itself.
+/// Events in a thread's buffer before it is handed on (`TUTTI_TRACE_CHUNK`
+/// overrides it).
 pub const CHUNK: usize = 16 * 1024;
+
+/// Bytes of full buffers the process keeps for the next write-out (128 MiB,
+/// about 1.8 million events; `TUTTI_TRACE_HOLD_MB` overrides it). Beyond it,
+/// a thread that fills its buffer formats it into the file at once.
+pub const HOLD: usize = 128 << 20;
 
 /// Whether recording is on. Set only after the sink exists; read with
 /// `Relaxed` at every recording site: a site that misses the switch-on records
@@ -241,17 +250,20 @@ pub(crate) fn begin() -> u64 {
     }
 }
 
-/// Ends a slice begun at `ts` (a `begin()` of 0: not recording).
+/// Ends a slice begun at `ts` (a `begin()` of 0: not recording); returns its
+/// end time (0 if not recording), which may begin the next slice.
 #[inline(always)]
-pub(crate) fn end(ts: u64, kind: Kind, a: &'static str, b: &'static str, id: u64) {
+pub(crate) fn end(ts: u64, kind: Kind, a: &'static str, b: &'static str, id: u64) -> u64 {
     if ts != 0 {
-        end_cold(ts, kind, a, b, id);
+        end_cold(ts, kind, a, b, id)
+    } else {
+        0
     }
 }
 
 #[cold]
 #[inline(never)]
-fn end_cold(ts: u64, kind: Kind, a: &'static str, b: &'static str, id: u64) {
+fn end_cold(ts: u64, kind: Kind, a: &'static str, b: &'static str, id: u64) -> u64 {
     let t = now();
     buffer::record(Event {
         ts,
@@ -262,6 +274,7 @@ fn end_cold(ts: u64, kind: Kind, a: &'static str, b: &'static str, id: u64) {
         a,
         b,
     });
+    t
 }
 
 /// A message leaves from inside the current slice; `id` names its flow (an
