@@ -84,7 +84,12 @@ impl Expect {
         report.result("trace", "events", one(s.events), "events");
         report.result("trace", "slices", one(s.slices), "slices");
         report.result("trace", "flows", one(s.flows), "flows");
-        report.result("trace", "flows between ranks", one(s.cross_process_flows), "flows");
+        report.result(
+            "trace",
+            "flows between ranks",
+            one(s.cross_process_flows),
+            "flows",
+        );
         report.result("trace", "ranks", one(s.processes.len()), "ranks");
         for (cat, n) in &s.categories {
             report.result("trace", &format!("{cat} slices"), one(*n), "slices");
@@ -95,7 +100,10 @@ impl Expect {
         if let Some(r) = self.ranks {
             let ok = s.processes.len() as u64 == r;
             if !ok {
-                eprintln!("tutti trace: expected {r} ranks, found {}", s.processes.len());
+                eprintln!(
+                    "tutti trace: expected {r} ranks, found {}",
+                    s.processes.len()
+                );
             }
             report.verify(ok);
         }

@@ -108,7 +108,9 @@ fn program(world: &World) {
         return;
     }
     world.runtime().block_on(async {
-        let tasks: Vec<_> = (0..8u64).map(|i| tutti::spawn(async move { i * i })).collect();
+        let tasks: Vec<_> = (0..8u64)
+            .map(|i| tutti::spawn(async move { i * i }))
+            .collect();
         let mut sum = 0;
         for t in tasks {
             sum += t.await;
@@ -131,7 +133,10 @@ fn main() {
         let dir = PathBuf::from(
             std::env::var_os("TUTTI_TRACE_TEST_DIR").expect("TUTTI_TRACE_TEST_DIR under mpirun"),
         );
-        let world = World::builder().trace(dir.join("trace.json")).build().expect("world");
+        let world = World::builder()
+            .trace(dir.join("trace.json"))
+            .build()
+            .expect("world");
         program(&world);
         let file = trace::path().expect("recording");
         trace::stop().unwrap();
@@ -140,9 +145,17 @@ fn main() {
             "{}",
             file.display()
         );
-        println!("trace suite: rank {} wrote {}", world.rank(), file.display());
+        println!(
+            "trace suite: rank {} wrote {}",
+            world.rank(),
+            file.display()
+        );
         return;
     }
+    // Hold no full buffer back: each is formatted into the file by the
+    // thread that filled it, while the program runs (the bounded-memory path).
+    // No other thread exists yet to read the environment meanwhile.
+    std::env::set_var("TUTTI_TRACE_HOLD_MB", "0");
     let path = std::env::temp_dir().join(format!("tutti-trace-test-{}.json", std::process::id()));
     let world = World::builder()
         .ignore_env()
@@ -172,7 +185,8 @@ fn main() {
     assert_eq!(turns, TELLS, "turn slices for Bump");
     assert_eq!(count(&|e| named(e, "Tally: Total")), ASKS + 1);
     // Each tell and ask is a flow from the sending slice to its turn.
-    let actor_flows = count(&|e| e["ph"] == "f" && e["id"].as_str().is_some_and(|i| i.starts_with('p')));
+    let actor_flows =
+        count(&|e| e["ph"] == "f" && e["id"].as_str().is_some_and(|i| i.starts_with('p')));
     assert_eq!(actor_flows, TELLS + ASKS + 1);
     // RMI runs, named by method, with the number of requests they held.
     let rmi_requests: u64 = events
@@ -183,7 +197,8 @@ fn main() {
     assert_eq!(rmi_requests, RMI_PER_DEST * 9, "RMI Add requests executed");
     assert!(count(&|e| named(e, "rmi Get")) >= 3);
     // World messages (RMI requests and answers between locations) are flows.
-    let world_flows = count(&|e| e["ph"] == "s" && e["id"].as_str().is_some_and(|i| i.starts_with('w')));
+    let world_flows =
+        count(&|e| e["ph"] == "s" && e["id"].as_str().is_some_and(|i| i.starts_with('w')));
     assert!(world_flows >= 6, "world flows: {world_flows}");
     assert!(summary.flows >= TELLS + ASKS + 1 + world_flows);
     assert!(summary.categories["task"] > 8, "{summary:?}");
@@ -195,7 +210,10 @@ fn main() {
         .filter_map(|e| e["args"]["name"].as_str())
         .collect();
     assert!(names.contains(&"rank 0"), "{names:?}");
-    assert!(names.contains(&"worker 0") && names.contains(&"worker 1"), "{names:?}");
+    assert!(
+        names.contains(&"worker 0") && names.contains(&"worker 1"),
+        "{names:?}"
+    );
     assert_eq!(v["otherData"]["rank"], 0);
     assert_eq!(v["otherData"]["lost_events"], 0);
     println!(
@@ -211,10 +229,15 @@ fn traces_in_turn() {
     let rt = tutti::Runtime::builder().workers(2).build().unwrap();
     let dir = std::env::temp_dir();
     for round in 0..2u64 {
-        let path = dir.join(format!("tutti-trace-turn-{round}-{}.json", std::process::id()));
+        let path = dir.join(format!(
+            "tutti-trace-turn-{round}-{}.json",
+            std::process::id()
+        ));
         trace::start(&path).unwrap();
         let n = rt.block_on(async move {
-            let hs: Vec<_> = (0..100u64).map(|i| tutti::spawn(async move { i + round })).collect();
+            let hs: Vec<_> = (0..100u64)
+                .map(|i| tutti::spawn(async move { i + round }))
+                .collect();
             let mut n = 0;
             for h in hs {
                 n += h.await;

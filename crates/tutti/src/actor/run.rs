@@ -228,8 +228,13 @@ impl<A: Actor> ActorRun<A> {
                         env.run(actor, ctx, &mut batch, cx)
                     }));
                     let turn = crate::diag::trace::Kind::Turn;
-                    chained =
-                        crate::diag::trace::end(traced, turn, std::any::type_name::<A>(), message, flow);
+                    chained = crate::diag::trace::end(
+                        traced,
+                        turn,
+                        std::any::type_name::<A>(),
+                        message,
+                        flow,
+                    );
                     match r {
                         Ok(None) => {}
                         Ok(Some(run)) => {

@@ -378,7 +378,10 @@ impl World {
                 per_rank,
                 slots: (0..per_rank)
                     .map(|i| {
-                        Slot::new(LocationId::new((rank * per_rank + i) as u32), ranks * per_rank)
+                        Slot::new(
+                            LocationId::new((rank * per_rank + i) as u32),
+                            ranks * per_rank,
+                        )
                     })
                     .collect(),
                 rounds: Rounds::new(per_rank),

@@ -217,4 +217,3 @@ pub(super) fn write_out(close: bool) -> io::Result<()> {
     }
     result
 }
-

@@ -52,7 +52,8 @@ pub fn check(path: impl AsRef<Path>) -> Result<CheckSummary, String> {
 
 /// Nanoseconds from a `ts`/`dur` in microseconds.
 fn ns(v: Option<&Value>) -> Option<i64> {
-    v.and_then(Value::as_f64).map(|us| (us * 1000.0).round() as i64)
+    v.and_then(Value::as_f64)
+        .map(|us| (us * 1000.0).round() as i64)
 }
 
 pub(super) fn check_value(v: &Value) -> Result<CheckSummary, String> {

@@ -99,7 +99,10 @@ pub struct MergeSummary {
 /// let err = trace::merge(&[dir.join("no-such-trace.json")], &out).unwrap_err();
 /// assert!(err.to_string().contains("no-such-trace.json"));
 /// ```
-pub fn merge(inputs: &[impl AsRef<Path>], out: impl AsRef<Path>) -> Result<MergeSummary, MergeError> {
+pub fn merge(
+    inputs: &[impl AsRef<Path>],
+    out: impl AsRef<Path>,
+) -> Result<MergeSummary, MergeError> {
     if inputs.is_empty() {
         return Err(MergeError::NoInputs);
     }
@@ -133,7 +136,10 @@ pub fn merge(inputs: &[impl AsRef<Path>], out: impl AsRef<Path>) -> Result<Merge
     other.insert("tutti_trace".into(), Value::from(1));
     other.insert("merged".into(), Value::from(true));
     other.insert("ranks".into(), Value::from(summary.ranks.clone()));
-    other.insert("clock_offsets_ns".into(), Value::from(summary.offsets_ns.clone()));
+    other.insert(
+        "clock_offsets_ns".into(),
+        Value::from(summary.offsets_ns.clone()),
+    );
     let mut top = Map::new();
     top.insert("traceEvents".into(), Value::Array(all));
     top.insert("displayTimeUnit".into(), Value::from("ns"));
@@ -163,10 +169,11 @@ fn read_trace(path: &Path) -> Result<(u64, i64, Vec<Value>), MergeError> {
         path: path.to_path_buf(),
         error,
     })?;
-    let v: Value = serde_json::from_reader(BufReader::new(file)).map_err(|error| MergeError::Json {
-        path: path.to_path_buf(),
-        error,
-    })?;
+    let v: Value =
+        serde_json::from_reader(BufReader::new(file)).map_err(|error| MergeError::Json {
+            path: path.to_path_buf(),
+            error,
+        })?;
     let Value::Object(mut top) = v else {
         return Err(not("the top level is not an object"));
     };

@@ -75,11 +75,11 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 
+pub use check::{check, CheckSummary};
 pub(crate) use clock::now;
 #[cfg_attr(not(feature = "mpi"), allow(unused_imports))]
 pub(crate) use clock::{best_offset, Sample};
 pub(crate) use event::{Event, Kind};
-pub use check::{check, CheckSummary};
 pub use merge::{merge, MergeError, MergeSummary};
 pub(crate) use pairs::Pairs;
 
@@ -206,7 +206,11 @@ pub(crate) fn set_rank(rank: usize, ranks: usize, offset: Option<(i64, u64)>) {
 
 /// `(rank, ranks)` from a launcher's environment, if more than one process runs.
 fn launcher_rank() -> Option<(usize, usize)> {
-    let var = |k: &str| std::env::var(k).ok().and_then(|v| v.trim().parse::<usize>().ok());
+    let var = |k: &str| {
+        std::env::var(k)
+            .ok()
+            .and_then(|v| v.trim().parse::<usize>().ok())
+    };
     for (rank, size) in [
         ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"),
         ("PMI_RANK", "PMI_SIZE"),

@@ -6,7 +6,10 @@ use std::path::Path;
 #[test]
 fn type_names_lose_their_paths() {
     let mut s = String::new();
-    short_type("app::bench::Pinger<core::option::Option<alloc::string::String>>", &mut s);
+    short_type(
+        "app::bench::Pinger<core::option::Option<alloc::string::String>>",
+        &mut s,
+    );
     assert_eq!(s, "Pinger<Option<String>>");
     s.clear();
     short_type("(u64, my::Msg)", &mut s);
@@ -15,21 +18,39 @@ fn type_names_lose_their_paths() {
 
 #[test]
 fn ranks_get_their_own_files() {
-    assert_eq!(per_rank_path(Path::new("/t/run.json"), None), Path::new("/t/run.json"));
+    assert_eq!(
+        per_rank_path(Path::new("/t/run.json"), None),
+        Path::new("/t/run.json")
+    );
     assert_eq!(
         per_rank_path(Path::new("/t/run.json"), Some((3, 4))),
         Path::new("/t/run.rank3.json")
     );
-    assert_eq!(per_rank_path(Path::new("run"), Some((0, 2))), Path::new("run.rank0"));
+    assert_eq!(
+        per_rank_path(Path::new("run"), Some((0, 2))),
+        Path::new("run.rank0")
+    );
 }
 
 #[test]
 fn the_offset_comes_from_the_shortest_round_trip() {
     // Rank 0's clock is 1000 ns ahead; the slow sample would say otherwise.
     let samples = [
-        Sample { sent: 100, remote: 1900, back: 900 }, // rtt 800, says 1400
-        Sample { sent: 2000, remote: 3050, back: 2100 }, // rtt 100, says 1000
-        Sample { sent: 5000, remote: 6600, back: 5400 }, // rtt 400, says 1400
+        Sample {
+            sent: 100,
+            remote: 1900,
+            back: 900,
+        }, // rtt 800, says 1400
+        Sample {
+            sent: 2000,
+            remote: 3050,
+            back: 2100,
+        }, // rtt 100, says 1000
+        Sample {
+            sent: 5000,
+            remote: 6600,
+            back: 5400,
+        }, // rtt 400, says 1400
     ];
     assert_eq!(best_offset(&samples), Some((1000, 100)));
     assert_eq!(best_offset(&[]), None);
@@ -44,7 +65,9 @@ fn trace(events: Value) -> Value {
 }
 
 fn named(pid: u64, tids: &[u64]) -> Vec<Value> {
-    let mut v = vec![json!({"ph":"M","pid":pid,"tid":0,"name":"process_name","args":{"name":format!("rank {pid}")}})];
+    let mut v = vec![
+        json!({"ph":"M","pid":pid,"tid":0,"name":"process_name","args":{"name":format!("rank {pid}")}}),
+    ];
     for t in tids {
         v.push(json!({"ph":"M","pid":pid,"tid":t,"name":"thread_name","args":{"name":format!("worker {t}")}}));
     }
@@ -128,7 +151,12 @@ fn the_checker_names_each_defect() {
     assert!(err.contains("traceEvents"), "{err}");
 }
 
-fn rank_file(dir: &std::path::Path, rank: u64, offset_ns: i64, events: Vec<Value>) -> std::path::PathBuf {
+fn rank_file(
+    dir: &std::path::Path,
+    rank: u64,
+    offset_ns: i64,
+    events: Vec<Value>,
+) -> std::path::PathBuf {
     let mut all = events;
     all.extend(named(rank, &[1]));
     let v = json!({
@@ -151,14 +179,24 @@ fn merging_puts_every_rank_on_rank_0s_clock() {
     let dir = scratch("merge");
     // Rank 1's clock is 5 µs behind rank 0's: its receive at 3 µs (local) is
     // 8 µs on rank 0's clock, after the send at 6 µs.
-    let r0 = rank_file(&dir, 0, 0, vec![
-        json!({"ph":"X","name":"send","pid":0,"tid":1,"ts":5.0,"dur":2.0}),
-        json!({"ph":"s","id":"w0.1.0","pid":0,"tid":1,"ts":6.0}),
-    ]);
-    let r1 = rank_file(&dir, 1, 5000, vec![
-        json!({"ph":"X","name":"recv","pid":1,"tid":1,"ts":2.5,"dur":2.0}),
-        json!({"ph":"f","bp":"e","id":"w0.1.0","pid":1,"tid":1,"ts":3.0}),
-    ]);
+    let r0 = rank_file(
+        &dir,
+        0,
+        0,
+        vec![
+            json!({"ph":"X","name":"send","pid":0,"tid":1,"ts":5.0,"dur":2.0}),
+            json!({"ph":"s","id":"w0.1.0","pid":0,"tid":1,"ts":6.0}),
+        ],
+    );
+    let r1 = rank_file(
+        &dir,
+        1,
+        5000,
+        vec![
+            json!({"ph":"X","name":"recv","pid":1,"tid":1,"ts":2.5,"dur":2.0}),
+            json!({"ph":"f","bp":"e","id":"w0.1.0","pid":1,"tid":1,"ts":3.0}),
+        ],
+    );
     let out = dir.join("merged.json");
     let s = merge(&[&r0, &r1], &out).unwrap();
     assert_eq!(s.ranks, [0, 1]);
@@ -167,10 +205,15 @@ fn merging_puts_every_rank_on_rank_0s_clock() {
     assert_eq!((c.flows, c.cross_process_flows), (1, 1));
     assert_eq!(c.processes.len(), 2);
     // Unshifted, the flow would run backwards.
-    let r1_raw = rank_file(&dir, 1, 0, vec![
-        json!({"ph":"X","name":"recv","pid":1,"tid":1,"ts":2.5,"dur":2.0}),
-        json!({"ph":"f","bp":"e","id":"w0.1.0","pid":1,"tid":1,"ts":3.0}),
-    ]);
+    let r1_raw = rank_file(
+        &dir,
+        1,
+        0,
+        vec![
+            json!({"ph":"X","name":"recv","pid":1,"tid":1,"ts":2.5,"dur":2.0}),
+            json!({"ph":"f","bp":"e","id":"w0.1.0","pid":1,"tid":1,"ts":3.0}),
+        ],
+    );
     merge(&[&r0, &r1_raw], &out).unwrap();
     assert!(super::check(&out).unwrap_err().contains("before it starts"));
     std::fs::remove_dir_all(&dir).unwrap();
@@ -192,7 +235,10 @@ fn merging_bad_inputs_names_the_file_and_the_problem() {
     let foreign = dir.join("foreign.json");
     std::fs::write(&foreign, "{\"traceEvents\":[]}").unwrap();
     let e = merge(&[&foreign], &out).unwrap_err().to_string();
-    assert!(e.contains("foreign.json is not a tutti trace: no \"otherData\""), "{e}");
+    assert!(
+        e.contains("foreign.json is not a tutti trace: no \"otherData\""),
+        "{e}"
+    );
     let a = rank_file(&dir, 0, 0, vec![]);
     let e = merge(&[&a, &a], &out).unwrap_err().to_string();
     assert!(e.contains("are both traces of rank 0"), "{e}");
