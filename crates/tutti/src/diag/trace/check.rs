@@ -66,7 +66,8 @@ pub(super) fn check_value(v: &Value) -> Result<CheckSummary, String> {
         ..CheckSummary::default()
     };
     // (pid, tid) → slices as (start, end, name).
-    let mut slices: BTreeMap<(u64, u64), Vec<(i64, i64, String)>> = BTreeMap::new();
+    type Slices = Vec<(i64, i64, String)>;
+    let mut slices: BTreeMap<(u64, u64), Slices> = BTreeMap::new();
     // flow id → starts and ends as (ts, pid, tid).
     type Ends = Vec<(i64, u64, u64)>;
     let mut flows: BTreeMap<String, (Ends, Ends)> = BTreeMap::new();
