@@ -336,6 +336,9 @@ impl Location {
         }
         let slot = self.slot();
         slot.sent.fetch_add(1, Ordering::Relaxed);
+        if crate::diag::trace::on() {
+            trace_sent(slot, to);
+        }
         // What is buffered goes first (only this location buffers into its
         // outbox, and it is busy here until the frame is handed over).
         let mut remote = false;
