@@ -35,8 +35,8 @@
 //! The file is valid JSON after every write-out: events are appended where the
 //! previous write ended and the closing part (process and thread names, the
 //! `otherData` object with the rank and clock offset) is rewritten after them.
-//! A write-out happens when a chunk fills, at the end of [`World::run`]
-//! (crate::world::World::run), when a runtime or world is dropped, on
+//! A write-out happens at the end of
+//! [`World::run`](crate::world::World::run), when a runtime or world is dropped, on
 //! [`flush`] and [`stop`]; every buffer is drained then, so no event recorded
 //! before the write-out is lost. Events recorded by a thread after its
 //! thread-local storage has been torn down cannot be kept; they are counted
