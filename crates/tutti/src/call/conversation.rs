@@ -81,7 +81,10 @@ impl<L: Link> Conversation<L> {
     }
 
     fn gone(&self, peer: L::Peer, e: LinkError) -> CallError<L::Peer> {
-        CallError::Gone { peer, why: e.why }
+        match e.rank_died {
+            Some(rank) => CallError::RankDied { peer, rank },
+            None => CallError::Gone { peer, why: e.why },
+        }
     }
 
     /// Sends the frames of `frames` to `to` and empties it.
@@ -227,6 +230,13 @@ impl<L: Link> Conversation<L> {
             peer,
             why: why.to_string(),
         })
+    }
+
+    /// Fails every question waiting on a peer in rank `rank` (`of` tells a
+    /// peer's rank), which died; returns how many.
+    pub(crate) fn rank_died(&self, rank: usize, of: impl Fn(L::Peer) -> usize) -> usize {
+        self.pending
+            .fail_where(|p| of(p) == rank, |peer| CallError::RankDied { peer, rank })
     }
 
     fn bad(&self, from: L::Peer, cause: String) -> BadFrame<L::Peer> {

@@ -41,6 +41,13 @@ pub(crate) enum CallError<P> {
         /// What happened.
         why: String,
     },
+    /// The process (rank) the peer lived in died with the question pending.
+    RankDied {
+        /// The peer.
+        peer: P,
+        /// Its rank.
+        rank: usize,
+    },
     /// The peer answered with a `Fault`.
     Refused {
         /// The peer.
@@ -64,6 +71,9 @@ impl<P: fmt::Display> fmt::Display for CallError<P> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             CallError::Gone { peer, why } => write!(f, "{peer} cannot be reached: {why}"),
+            CallError::RankDied { peer, rank } => {
+                write!(f, "{peer} cannot answer: its rank {rank} died")
+            }
             CallError::Refused { peer, refusal } => write!(f, "{peer} refused: {refusal}"),
             CallError::BadAnswer { peer, why } => write!(f, "a bad answer from {peer}: {why}"),
             CallError::Encode(why) => write!(f, "the question could not be encoded: {why}"),

@@ -82,6 +82,8 @@ impl<L: Link + ?Sized> Link for Arc<L> {
 pub(crate) struct LinkError {
     /// What happened, naming the peer (e.g. "rank 2 died", "tcp://h:7000: connection refused").
     pub(crate) why: String,
+    /// The rank of the peer, if it cannot be reached because that rank died.
+    pub(crate) rank_died: Option<usize>,
 }
 
 impl fmt::Display for LinkError {

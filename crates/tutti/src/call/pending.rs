@@ -152,6 +152,24 @@ impl<P: Copy + Eq> Pending<P> {
         }
     }
 
+    /// Whether question `corr` has an outcome (or is no longer asked), without
+    /// taking it; if not, `cx`'s waker is kept for when it does. For an asker
+    /// that receives its answers itself but must also learn of a failure that
+    /// arrives another way (its peer's rank died).
+    pub(crate) fn watch(&self, corr: u64, cx: &mut Context<'_>) -> bool {
+        let mut t = lock(&self.table);
+        match t.get_mut(&corr) {
+            Some(e) if e.outcome.is_none() => {
+                match &mut e.waker {
+                    Some(w) if w.will_wake(cx.waker()) => {}
+                    slot => *slot = Some(cx.waker().clone()),
+                }
+                false
+            }
+            _ => true,
+        }
+    }
+
     /// The outcome of question `corr` if it has one (the entry ends); for an
     /// asker that receives its answers itself and needs no waker.
     pub(crate) fn take(&self, corr: u64) -> Option<Outcome<P>> {
@@ -177,7 +195,11 @@ impl<P: Copy + Eq> Pending<P> {
         self.fail_where(|_| true, error)
     }
 
-    fn fail_where(&self, which: impl Fn(P) -> bool, error: impl Fn(P) -> CallError<P>) -> usize {
+    pub(crate) fn fail_where(
+        &self,
+        which: impl Fn(P) -> bool,
+        error: impl Fn(P) -> CallError<P>,
+    ) -> usize {
         let mut n = 0;
         let mut wakers: Vec<Waker> = Vec::new();
         {

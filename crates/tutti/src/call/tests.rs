@@ -26,6 +26,7 @@ impl Link for Mem {
         if self.net.gone.lock().unwrap().contains(&to) {
             return Err(LinkError {
                 why: format!("peer {to} is gone"),
+                rank_died: None,
             });
         }
         self.net
@@ -346,4 +347,28 @@ fn the_world_link_names_ranks() {
     assert_eq!(loc.name(peer), "location 0 (rank 0)");
     assert_eq!((loc.wire_id(peer), loc.local_wire_id()), (0, 1));
     let _ = MsgId::NONE;
+}
+
+#[test]
+fn a_dead_rank_fails_the_questions_to_its_peers_only() {
+    let (_net, a, _b) = pair();
+    // Peers 10..20 live in rank 1, 20..30 in rank 2.
+    let rank_of = |p: u32| (p / 10) as usize;
+    let in_2 = [
+        a.ask(20, 7, Add::ID, &Add(1)).unwrap(),
+        a.ask(25, 7, Add::ID, &Add(1)).unwrap(),
+    ];
+    let in_1 = a.ask(12, 7, Add::ID, &Add(1)).unwrap();
+    assert_eq!(a.rank_died(2, rank_of), 2);
+    for (q, peer) in in_2.into_iter().zip([20, 25]) {
+        let e = crate::block_on(q).unwrap_err();
+        assert_eq!(e, CallError::RankDied { peer, rank: 2 });
+        assert_eq!(
+            e.to_string(),
+            format!("{peer} cannot answer: its rank 2 died")
+        );
+    }
+    assert_eq!(a.pending().len(), 1, "the question to rank 1 still waits");
+    assert_eq!(a.rank_died(2, rank_of), 0, "told twice, nothing more fails");
+    drop(in_1);
 }

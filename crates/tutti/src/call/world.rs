@@ -11,8 +11,11 @@ impl Link for world::Location {
     type Peer = LocationId;
 
     fn send_frame(&self, to: LocationId, frame: &[u8]) -> Result<(), LinkError> {
-        self.send_slice(to, frame)
-            .map_err(|e| LinkError { why: e.to_string() })
+        self.send_slice(to, frame).map_err(|e| LinkError {
+            rank_died: matches!(e, world::SendError::RankDied(..))
+                .then(|| to.rank(self.world().locations_per_rank())),
+            why: e.to_string(),
+        })
     }
 
     fn flush(&self, _to: LocationId) {

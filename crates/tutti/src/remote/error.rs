@@ -37,6 +37,10 @@ pub enum RemoteError {
     Fault(String),
     /// The reply arrived but did not decode as the reply type.
     BadReply(String),
+    /// The process (rank) of the node at this location died (a
+    /// shared-memory system detects a member killed): questions pending on
+    /// it fail with this, and so do new messages to it.
+    RankDied(LocationId),
 }
 
 impl fmt::Display for RemoteError {
@@ -50,6 +54,9 @@ impl fmt::Display for RemoteError {
             RemoteError::Encode(e) => write!(f, "the message could not be encoded: {e}"),
             RemoteError::Fault(e) => write!(f, "the remote node refused the message: {e}"),
             RemoteError::BadReply(e) => write!(f, "the reply did not decode: {e}"),
+            RemoteError::RankDied(at) => {
+                write!(f, "the process of the actor node of {at} died")
+            }
         }
     }
 }
@@ -60,6 +67,7 @@ impl From<CallError<LocationId>> for RemoteError {
     fn from(e: CallError<LocationId>) -> RemoteError {
         match e {
             CallError::Gone { peer, .. } => RemoteError::NodeLeft(peer),
+            CallError::RankDied { peer, .. } => RemoteError::RankDied(peer),
             CallError::Refused { refusal, .. } => match refusal {
                 Refusal::NoTarget => RemoteError::Stopped,
                 Refusal::Full => RemoteError::Full,

@@ -41,6 +41,7 @@ impl Inner {
             }
             if self.conv.control(to, CONTROL, 0, &Control::Leaving).is_ok() {
                 acks += 1;
+                st.owes[i] = true;
             }
         }
         st.acks = acks;
@@ -72,14 +73,46 @@ impl Inner {
         lock(&self.home).retain(|_, e| e.location != from.raw());
     }
 
-    pub(super) fn on_left_ack(&self) {
+    pub(super) fn on_left_ack(&self, from: LocationId) {
         let mut st = lock(&self.state);
-        if st.left && st.acks > 0 {
+        let owed = st.owes.get_mut(from.index()).map(std::mem::take);
+        if st.left && owed == Some(true) && st.acks > 0 {
             st.acks -= 1;
             if st.acks == 0 {
                 st.finished = true;
             }
         }
+    }
+
+    /// Rank `rank` died: its nodes are gone without a `Leaving`; questions
+    /// waiting for them fail with [`RemoteError::RankDied`], and a leave in
+    /// progress expects no acknowledgement from them.
+    ///
+    /// [`RemoteError::RankDied`]: super::RemoteError::RankDied
+    fn on_rank_died(&self, rank: usize) {
+        let per_rank = self.world.locations_per_rank();
+        let ended = {
+            let mut st = lock(&self.state);
+            for i in (rank * per_rank..(rank + 1) * per_rank).filter(|&i| i < self.locations) {
+                st.gone[i] = true;
+                st.died[i] = true;
+                if std::mem::take(&mut st.owes[i]) && st.acks > 0 {
+                    st.acks -= 1;
+                }
+            }
+            let ended = st.left && st.acks == 0 && !st.finished;
+            if ended {
+                st.finished = true;
+            }
+            ended
+        };
+        if ended {
+            // Wake the receiving task so that it sees the end.
+            let _ = self.conv.control(self.id, CONTROL, 0, &Control::Wake);
+            self.flush();
+        }
+        self.conv.rank_died(rank, |p| p.rank(per_rank));
+        lock(&self.home).retain(|_, e| (e.location as usize) / per_rank != rank);
     }
 
     /// Whether the leave is complete (the receiving task then ends).
@@ -111,5 +144,11 @@ impl Inner {
         for w in waiters {
             w.wake();
         }
+    }
+}
+
+impl crate::world::RankDeath for Inner {
+    fn rank_died(&self, rank: usize) {
+        self.on_rank_died(rank);
     }
 }

@@ -45,6 +45,7 @@ impl Link for NodeLink {
             Some(loc) => Link::send_frame(&**loc, to, frame),
             None => Err(LinkError {
                 why: format!("the actor node of {} has left the world", self.id),
+                rank_died: None,
             }),
         }
     }

@@ -58,8 +58,12 @@ pub(super) struct State {
     pub(super) left: bool,
     /// Locations whose node has left (we heard their `Leaving`).
     pub(super) gone: Vec<bool>,
+    /// Locations whose rank died (a subset of `gone`).
+    pub(super) died: Vec<bool>,
     /// `LeftAck`s still expected.
     pub(super) acks: usize,
+    /// Locations from which a `LeftAck` is expected.
+    pub(super) owes: Vec<bool>,
     /// The leave is complete (all acknowledged).
     pub(super) finished: bool,
     /// `leave` calls waiting for `finished` and the task's end.
@@ -132,7 +136,9 @@ impl Node {
             state: Mutex::new(State {
                 left: false,
                 gone: vec![false; locations],
+                died: vec![false; locations],
                 acks: 0,
+                owes: vec![false; locations],
                 finished: false,
                 waiters: Vec::new(),
             }),
@@ -145,6 +151,8 @@ impl Node {
             last_error: Mutex::new(None),
             ended: AtomicBool::new(false),
         });
+        let watcher: Arc<dyn crate::world::RankDeath> = Arc::clone(&inner) as _;
+        loc.watch_deaths(Arc::downgrade(&watcher));
         // Detached: it ends when the node has left.
         drop(
             world
@@ -462,6 +470,9 @@ impl Inner {
         to: LocationId,
         protocol: bool,
     ) -> Result<(), RemoteError> {
+        if st.died.get(to.index()).copied().unwrap_or(false) {
+            return Err(RemoteError::RankDied(to));
+        }
         if st.gone.get(to.index()).copied().unwrap_or(true) {
             return Err(RemoteError::NodeLeft(to));
         }

@@ -175,7 +175,7 @@ impl Inner {
                 ));
             }
             Control::Leaving => self.on_leaving(from),
-            Control::LeftAck => self.on_left_ack(),
+            Control::LeftAck => self.on_left_ack(from),
             Control::Wake => {}
         }
     }

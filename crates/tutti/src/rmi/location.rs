@@ -67,6 +67,15 @@ pub(crate) struct Inner {
     pub(super) per_rank: usize,
 }
 
+impl world::RankDeath for Inner {
+    /// Questions waiting on a location of the dead rank fail (a `sync_rmi`
+    /// waiting for one panics naming the location and its rank).
+    fn rank_died(&self, rank: usize) {
+        let per_rank = self.per_rank;
+        self.conv.rank_died(rank, |p| p.rank(per_rank));
+    }
+}
+
 /// One location's RMI endpoint (ARMI's location): the SPMD body gets one, and so
 /// does every method executed here (as its [`Object::Context`]).
 ///
@@ -109,7 +118,7 @@ impl Location {
     pub(crate) fn new(world: world::Location) -> Location {
         let (rank, per_rank) = (world.rank(), world.world().locations_per_rank());
         let aggregation = super::default_aggregation(world.world().config());
-        Location {
+        let location = Location {
             inner: Arc::new(Inner {
                 rank,
                 per_rank,
@@ -124,7 +133,14 @@ impl Location {
                 executed: AtomicUsize::new(0),
                 waited: AtomicUsize::new(0),
             }),
-        }
+        };
+        let watcher: Arc<dyn world::RankDeath> = Arc::clone(&location.inner) as _;
+        location
+            .inner
+            .conv
+            .link()
+            .watch_deaths(Arc::downgrade(&watcher));
+        location
     }
 
     /// The location's end of the request/reply core.
@@ -398,8 +414,19 @@ impl Location {
                 continue;
             }
             self.flush_out();
-            let d = self.world().recv().await;
-            self.handle(d).await;
+            // The answer comes as a delivery, or the question fails because
+            // the rank it went to died (`RankDeath`): then `answer_to` panics.
+            let mut recv = self.world().recv();
+            let d = std::future::poll_fn(|cx| {
+                if self.conv().pending().watch(corr, cx) {
+                    return std::task::Poll::Ready(None);
+                }
+                std::future::Future::poll(std::pin::Pin::new(&mut recv), cx).map(Some)
+            })
+            .await;
+            if let Some(d) = d {
+                self.handle(d).await;
+            }
         }
     }
 

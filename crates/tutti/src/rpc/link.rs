@@ -91,6 +91,7 @@ impl Conn {
             let _ = self.stream.shutdown(Shutdown::Both);
             LinkError {
                 why: format!("{}: {e}", self.peer_url()),
+                rank_died: None,
             }
         })
     }
@@ -138,6 +139,7 @@ impl Link for Conns {
             Some(conn) => conn.write(frame),
             None => Err(LinkError {
                 why: format!("{to} is closed"),
+                rank_died: None,
             }),
         }
     }

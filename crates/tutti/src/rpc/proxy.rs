@@ -280,6 +280,10 @@ impl<O: Object> Proxy<O> {
                 host: self.host(),
                 why,
             },
+            e @ CallError::RankDied { .. } => RpcError::ConnectionLost {
+                host: self.host(),
+                why: e.to_string(),
+            },
             CallError::Refused { refusal, .. } => self.refused(refusal),
             CallError::BadAnswer { why, .. } => RpcError::BadAnswer {
                 url: self.url.to_string(),

@@ -62,7 +62,7 @@ use super::frame::{self, CollectiveTag, Phase};
 use super::transport::Transport;
 use super::world::Local;
 use super::Location;
-use crate::loom::{lock, Mutex};
+use crate::loom::{lock, AtomicUsize, Mutex, Ordering};
 use crate::msg::codec;
 
 /// The kinds of collectives, as sent in frames.
@@ -144,7 +144,12 @@ impl Round {
 pub(crate) struct Rounds {
     map: Mutex<HashMap<u64, Round>>,
     per_rank: usize,
+    /// The first rank that died ([`NONE_LOST`] while none did): every
+    /// collective includes it, so none can complete any more.
+    lost: AtomicUsize,
 }
+
+const NONE_LOST: usize = usize::MAX;
 
 impl fmt::Debug for Rounds {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -157,7 +162,30 @@ impl Rounds {
         Rounds {
             map: Mutex::new(HashMap::new()),
             per_rank,
+            lost: AtomicUsize::new(NONE_LOST),
         }
+    }
+
+    /// Rank `rank` died: every collective waiting now or started later fails
+    /// (its locations panic naming the rank, `poll_result`); the drivers end.
+    pub(crate) fn lose(&self, rank: usize) {
+        let mut map = lock(&self.map);
+        let _ = self
+            .lost
+            .compare_exchange(NONE_LOST, rank, Ordering::Relaxed, Ordering::Relaxed);
+        for round in map.values_mut() {
+            round.wake_all();
+            if let Some(w) = round.driver.take() {
+                w.wake();
+            }
+        }
+    }
+
+    /// The rank whose death stops the collectives, if one died (read under
+    /// the map's lock, which `lose` holds while it sets it).
+    fn lost(&self) -> Option<usize> {
+        let r = self.lost.load(Ordering::Relaxed);
+        (r != NONE_LOST).then_some(r)
     }
 
     /// Whether no collective is in progress on this rank.
@@ -438,7 +466,9 @@ impl<T: Serialize + DeserializeOwned + Clone + Send + 'static> Driver<T> {
                         (v, b)
                     }
                     _ => {
-                        let b = Message::down(&self.local, self.epoch).await;
+                        let Some(b) = Message::down(&self.local, self.epoch).await else {
+                            return;
+                        };
                         (self.decode("the parent rank", &b), b)
                     }
                 };
@@ -453,7 +483,9 @@ impl<T: Serialize + DeserializeOwned + Clone + Send + 'static> Driver<T> {
                         .abort("a reduction on a rank without locations (broken invariant)")
                 };
                 for c in children(me, p) {
-                    let b = Message::up(&self.local, self.epoch, c as u32).await;
+                    let Some(b) = Message::up(&self.local, self.epoch, c as u32).await else {
+                        return;
+                    };
                     let v = self.decode(&format!("rank {c}"), &b);
                     acc = self.combine(acc, v);
                 }
@@ -468,7 +500,9 @@ impl<T: Serialize + DeserializeOwned + Clone + Send + 'static> Driver<T> {
                             self.send(root_rank, Phase::Down, self.encode(&acc));
                             None
                         } else if me == root_rank {
-                            let b = Message::down(&self.local, self.epoch).await;
+                            let Some(b) = Message::down(&self.local, self.epoch).await else {
+                                return;
+                            };
                             Some(self.decode("rank 0", &b))
                         } else {
                             None
@@ -479,7 +513,9 @@ impl<T: Serialize + DeserializeOwned + Clone + Send + 'static> Driver<T> {
                             let b = self.encode(&acc);
                             (acc, b)
                         } else {
-                            let b = Message::down(&self.local, self.epoch).await;
+                            let Some(b) = Message::down(&self.local, self.epoch).await else {
+                                return;
+                            };
                             (self.decode("the parent rank", &b), b)
                         };
                         for c in children(me, p) {
@@ -521,9 +557,10 @@ impl<'a> Message<'a> {
 }
 
 impl Future for Message<'_> {
-    type Output = Vec<u8>;
+    /// `None`: a rank died, the collective cannot complete.
+    type Output = Option<Vec<u8>>;
 
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Vec<u8>> {
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Vec<u8>>> {
         let mut map = lock(&self.local.rounds.map);
         let Some(round) = map.get_mut(&self.epoch) else {
             // The leader created the round before spawning its driver, and the
@@ -541,7 +578,8 @@ impl Future for Message<'_> {
             None => round.down.take(),
         };
         match got {
-            Some(v) => Poll::Ready(v),
+            Some(v) => Poll::Ready(Some(v)),
+            None if self.local.rounds.lost().is_some() => Poll::Ready(None),
             None => {
                 round.driver = Some(cx.waker().clone());
                 Poll::Pending
@@ -568,6 +606,15 @@ pub(crate) fn poll_result<T: Clone + 'static>(
     // A location that takes the result only finds `None` while the collective
     // is still running (only non-takers complete with `None`).
     if round.result.is_none() && (round.driving || round.arrived < local.per_rank) {
+        if let Some(dead) = local.rounds.lost() {
+            let kind = round.kind.map_or("collective", |(k, _)| Kind::name(k));
+            drop(map);
+            panic!(
+                "tutti: {}: collective #{epoch} (a {kind}) cannot complete: rank {dead} of \
+                 the world died",
+                loc.id()
+            );
+        }
         round.wakers[me] = Some(cx.waker().clone());
         return Poll::Pending;
     }
@@ -590,9 +637,10 @@ pub(crate) fn poll_result<T: Clone + 'static>(
 pub(crate) fn is_done(loc: &Location, epoch: u64) -> bool {
     let local = &loc.shared().local;
     let map = lock(&local.rounds.map);
-    map.get(&epoch).is_none_or(|round| {
-        round.result.is_some() || !(round.driving || round.arrived < local.per_rank)
-    })
+    local.rounds.lost().is_some()
+        || map.get(&epoch).is_none_or(|round| {
+            round.result.is_some() || !(round.driving || round.arrived < local.per_rank)
+        })
 }
 
 /// Location `loc` gives up waiting for collective `epoch`'s result.

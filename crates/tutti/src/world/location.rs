@@ -128,6 +128,11 @@ impl Location {
         self.local
     }
 
+    /// Tells `watcher` when a rank of this world dies (see `RankDeath`).
+    pub(crate) fn watch_deaths(&self, watcher: std::sync::Weak<dyn super::world::RankDeath>) {
+        self.shared().local.watch_deaths(watcher);
+    }
+
     fn slot(&self) -> &Slot {
         &self.shared().local.slots[self.local]
     }

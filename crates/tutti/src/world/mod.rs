@@ -166,6 +166,7 @@ pub use id::LocationId;
 pub use location::{Location, Recv, UntilQuiet};
 #[cfg(not(loom))]
 pub use transport::shm::launch;
+pub(crate) use world::RankDeath;
 pub use world::World;
 
 use std::any::Any;

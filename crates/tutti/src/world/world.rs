@@ -94,9 +94,42 @@ pub(crate) struct Local {
     pub(crate) inline_max: usize,
     /// Large body buffers for reuse (`pool.rs`).
     pub(crate) pool: Pool,
+    /// Ranks that died, and who wants to hear of it (`RankDeath`).
+    pub(crate) deaths: Mutex<Deaths>,
+}
+
+/// Something that waits on other ranks and must stop waiting when one dies
+/// (the request/reply core of an RMI location or an actor node): told once
+/// per dead rank, on whichever thread detected the death.
+pub(crate) trait RankDeath: Send + Sync {
+    /// Rank `rank` died; fail everything waiting on it.
+    fn rank_died(&self, rank: usize);
+}
+
+/// The ranks of this world that died, and the watchers to tell.
+#[derive(Default)]
+pub(crate) struct Deaths {
+    dead: Vec<usize>,
+    watchers: Vec<Weak<dyn RankDeath>>,
 }
 
 impl Local {
+    /// Tells `watcher` of every rank that dies from now on (and at once of
+    /// those already dead). Watchers that are gone are dropped.
+    pub(crate) fn watch_deaths(&self, watcher: Weak<dyn RankDeath>) {
+        let dead = {
+            let mut d = lock(&self.deaths);
+            d.watchers.retain(|w| w.strong_count() > 0);
+            d.watchers.push(Weak::clone(&watcher));
+            d.dead.clone()
+        };
+        if let Some(w) = watcher.upgrade() {
+            for r in dead {
+                w.rank_died(r);
+            }
+        }
+    }
+
     /// The slot of `id`, if it lives on this rank.
     pub(crate) fn slot_of(&self, id: LocationId) -> Option<&Slot> {
         (id.rank(self.per_rank) == self.rank).then(|| &self.slots[id.local(self.per_rank)])
@@ -170,6 +203,23 @@ impl Sink for Local {
 
     fn summed(&self, epoch: u64, sums: [u64; 2]) {
         super::collective::complete(self, epoch, Some(sums));
+    }
+
+    fn rank_died(&self, rank: usize) {
+        let watchers = {
+            let mut d = lock(&self.deaths);
+            if d.dead.contains(&rank) {
+                return;
+            }
+            d.dead.push(rank);
+            d.watchers.retain(|w| w.strong_count() > 0);
+            d.watchers.clone()
+        };
+        // Every collective includes every rank: those waiting fail.
+        self.rounds.lose(rank);
+        for w in watchers.iter().filter_map(Weak::upgrade) {
+            w.rank_died(rank);
+        }
     }
 }
 
@@ -385,6 +435,7 @@ impl World {
                     })
                     .collect(),
                 rounds: Rounds::new(per_rank),
+                deaths: Mutex::new(Deaths::default()),
                 inline_max: limits.inline_max(),
                 pool: Pool::default(),
             })

@@ -54,6 +54,9 @@ pub(crate) trait Sink: Send + Sync {
     /// The sums over all ranks of quiescence wave `epoch` (see
     /// [`Transport::sum_wave`]).
     fn summed(&self, epoch: u64, sums: [u64; 2]);
+    /// Rank `rank` died (the transport detected it; told once): what waits on
+    /// it — questions, collectives — fails naming it.
+    fn rank_died(&self, rank: usize);
 }
 
 /// Moves frames between the ranks of a world.

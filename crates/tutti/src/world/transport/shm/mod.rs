@@ -20,7 +20,12 @@
 //! dead) and writes a heartbeat. A member killed with `kill -9` is marked dead,
 //! its mailbox segment is removed, messages to it are refused (sends fail with
 //! [`SendError::RankDied`](crate::world::SendError::RankDied)) and the others go
-//! on. A segment left by a crashed run is recognised and removed (`system.rs`),
+//! on. The receiving thread then tells the world (`Sink::rank_died`): questions
+//! pending on the dead rank fail (an actor `ask` with
+//! [`RemoteError::RankDied`](crate::remote::RemoteError::RankDied), a
+//! `sync_rmi` panics naming it), and so does every collective — barriers,
+//! reductions, the quiescence waves of a fence — waiting now or started later,
+//! since each includes the dead rank (its locations panic naming the rank). A segment left by a crashed run is recognised and removed (`system.rs`),
 //! and a live system of another layout version is refused. A ring whose
 //! contents make no sense, or a frame that does not parse, takes the system
 //! down with a message naming the cause (every process exits), never a crash
@@ -90,6 +95,8 @@ mod engine {
         peers: Vec<Mutex<Option<MailboxMap>>>,
         /// Bit `r`: rank `r` died.
         dead: AtomicU64,
+        /// Bit `r`: the world was told that rank `r` died.
+        announced: AtomicU64,
         /// Messages dropped because their rank had died, per rank.
         dropped: Vec<AtomicU64>,
         stop: AtomicBool,
@@ -122,6 +129,23 @@ mod engine {
             }
         }
 
+        /// Tells the world of every rank buried since the last call, once
+        /// each: what waits on it fails. Only the receiving thread calls
+        /// this — never a sender, which may hold locks the world's watchers
+        /// take (a node sends under its state lock).
+        fn announce_deaths(&self) {
+            let dead = self.dead.load(Ordering::Acquire);
+            let new = dead & !self.announced.fetch_or(dead, Ordering::AcqRel);
+            if new == 0 {
+                return;
+            }
+            if let Some(sink) = self.sink.get() {
+                for r in (0..self.ranks).filter(|r| new & (1 << r) != 0) {
+                    sink.rank_died(r);
+                }
+            }
+        }
+
         /// Looks at every other member; true if someone took the system down.
         fn check(&self) {
             let h = self.system.header();
@@ -142,6 +166,7 @@ mod engine {
                     self.bury(r);
                 }
             }
+            self.announce_deaths();
         }
 
         fn abort(&self, why: &str) -> ! {
@@ -532,6 +557,7 @@ mod engine {
                     mine,
                     peers,
                     dead: AtomicU64::new(0),
+                    announced: AtomicU64::new(0),
                     dropped: (0..ranks).map(|_| AtomicU64::new(0)).collect(),
                     stop: AtomicBool::new(false),
                     consumer: Mutex::new(Consumer {

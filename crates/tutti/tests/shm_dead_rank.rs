@@ -1,0 +1,259 @@
+//! A rank of a shared-memory system dies (`kill -9`) while others wait on it:
+//! nothing hangs.
+//!
+//! * `ask`: actor asks pending on (or sent to) the dead rank's node fail with
+//!   `RemoteError::RankDied`, and the survivors' nodes still leave and their
+//!   processes end cleanly.
+//! * `rmi`: a `sync_rmi` waiting for the dead rank panics naming it (and, as
+//!   any location panic with several ranks, takes the job down).
+//! * `barrier`, `fence`: a collective (a world barrier; an RMI fence, whose
+//!   quiescence waves are collectives) that includes the dead rank fails
+//!   naming it.
+//!
+//! Each scenario starts 3 processes of this binary as one system (rank 2 is
+//! the victim), with a deadline: a hang fails the test.
+
+use std::os::unix::process::ExitStatusExt;
+use std::process::{Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+use tutti::actor::{self, Actor, Context};
+use tutti::msg::{Dispatch, Handler, Message, Object, RegistryError, Remote};
+use tutti::remote::{Node, RemoteError};
+use tutti::world::{LocationId, World};
+
+/// Kills the process that handles it.
+#[derive(Serialize, Deserialize)]
+struct Die;
+impl Message for Die {
+    type Reply = u32;
+}
+impl Remote for Die {
+    const NAME: &'static str = "tests.shm_dead_rank.Die";
+}
+
+/// A statement between the survivors (fence scenario).
+#[derive(Serialize, Deserialize)]
+struct Note;
+impl Message for Note {
+    type Reply = ();
+}
+impl Remote for Note {
+    const NAME: &'static str = "tests.shm_dead_rank.Note";
+}
+
+fn die_now() -> ! {
+    let me = std::process::id().to_string();
+    let _ = Command::new("kill").args(["-9", &me]).status();
+    std::thread::sleep(Duration::from_secs(60));
+    unreachable!("kill -9 did not kill the victim");
+}
+
+struct Victim;
+impl Actor for Victim {}
+impl Handler<Die> for Victim {
+    async fn handle(&mut self, _: Die, _: &mut Context<Self>) -> u32 {
+        die_now()
+    }
+}
+
+#[derive(Default)]
+struct Target(u64);
+impl Object for Target {
+    type Context = tutti::rmi::Location;
+    fn remote(table: &mut Dispatch<Self>) -> Result<(), RegistryError> {
+        table.register::<Die>()?.register::<Note>()?;
+        Ok(())
+    }
+}
+impl Handler<Die> for Target {
+    async fn handle(&mut self, _: Die, _: &mut tutti::rmi::Location) -> u32 {
+        die_now()
+    }
+}
+impl Handler<Note> for Target {
+    async fn handle(&mut self, _: Note, _: &mut tutti::rmi::Location) {
+        self.0 += 1;
+    }
+}
+
+const VICTIM: LocationId = LocationId::new(2);
+
+fn ask(world: &World) {
+    world.run(|loc| async move {
+        let node = Node::join(loc);
+        if node.id() == VICTIM {
+            let mut table = Dispatch::new();
+            table.register::<Die>().unwrap();
+            let remote = node.export(&actor::spawn(Victim), table);
+            node.register("victim", &remote).await.unwrap();
+        }
+        node.barrier().await;
+        if node.id() == VICTIM {
+            // Waits for its killer.
+            tutti::sleep(Duration::from_secs(60)).await;
+            unreachable!("nobody asked the victim to die");
+        }
+        let victim = node.lookup::<Victim>("victim").await.unwrap();
+        // Both survivors ask: the first question kills the victim, so the
+        // other is pending on a dead rank or sent to one.
+        let e = victim.ask(Die).await.unwrap_err();
+        assert_eq!(e, RemoteError::RankDied(VICTIM), "{e}");
+        assert!(e.to_string().contains("died"), "{e}");
+        // Asked again, knowing it is dead.
+        assert_eq!(victim.ask(Die).await, Err(RemoteError::RankDied(VICTIM)));
+        node.leave().await;
+    });
+    println!("rank {}: asks to the dead rank failed; left", world.rank());
+}
+
+fn rmi(world: &World) {
+    tutti::rmi::run(world, |loc| async move {
+        let h = loc.register(Target::default()).await.unwrap();
+        loc.barrier().await;
+        if loc.id() == 2 {
+            // Serves requests until one kills it.
+            let start = Instant::now();
+            while start.elapsed() < Duration::from_secs(60) {
+                loc.poll().await;
+                tutti::sleep(Duration::from_millis(1)).await;
+            }
+            unreachable!("nobody asked the victim to die");
+        }
+        let got = loc.sync_rmi(2, &h, Die).await;
+        unreachable!("a sync_rmi to a dying rank returned {got}");
+    });
+}
+
+fn barrier(world: &World) {
+    world.run(|loc| async move {
+        loc.barrier().await;
+        if loc.id() == VICTIM {
+            die_now();
+        }
+        loc.barrier().await;
+        unreachable!("a barrier including a dead rank completed");
+    });
+}
+
+fn fence(world: &World) {
+    tutti::rmi::run(world, |loc| async move {
+        let h = loc.register(Target::default()).await.unwrap();
+        loc.barrier().await;
+        if loc.id() == 2 {
+            die_now();
+        }
+        loc.async_rmi(1 - loc.id(), &h, Note).await;
+        loc.fence().await;
+        unreachable!("a fence including a dead rank completed");
+    });
+}
+
+fn member(scenario: &str) {
+    tutti::msg::register::<Die>().unwrap();
+    tutti::msg::register::<Note>().unwrap();
+    let world = World::builder()
+        .locations(1)
+        .workers(1)
+        .build()
+        .expect("world");
+    match scenario {
+        "ask" => ask(&world),
+        "rmi" => rmi(&world),
+        "barrier" => barrier(&world),
+        "fence" => fence(&world),
+        s => panic!("unknown scenario {s}"),
+    }
+}
+
+/// Runs `scenario` in 3 processes; their statuses and their stderr.
+fn launch(scenario: &str) -> (Vec<ExitStatus>, String) {
+    let name = format!("dead-{scenario}-{}", std::process::id());
+    let log = std::env::temp_dir().join(format!("tutti-{name}.log"));
+    let file = std::fs::File::create(&log).expect("log file");
+    let mut children: Vec<_> = (0..3)
+        .map(|rank| {
+            Command::new(std::env::current_exe().expect("own path"))
+                .env("SHM_DEAD_RANK", scenario)
+                .env("TUTTI_SYSTEM", &name)
+                .env("TUTTI_RANKS", "3")
+                .env("TUTTI_RANK", rank.to_string())
+                .env("TUTTI_TRANSPORT", "shm")
+                .stdout(Stdio::null())
+                .stderr(file.try_clone().expect("log file"))
+                .spawn()
+                .expect("spawn")
+        })
+        .collect();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut statuses = vec![None; 3];
+    while statuses.iter().any(Option::is_none) {
+        for (c, s) in children.iter_mut().zip(statuses.iter_mut()) {
+            if s.is_none() {
+                *s = c.try_wait().expect("wait");
+            }
+        }
+        if Instant::now() > deadline {
+            for c in &mut children {
+                let _ = c.kill();
+                let _ = c.wait();
+            }
+            let text = std::fs::read_to_string(&log).unwrap_or_default();
+            panic!("scenario {scenario} hung: {statuses:?}\n{text}");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let text = std::fs::read_to_string(&log).unwrap_or_default();
+    let _ = std::fs::remove_file(&log);
+    for seg in [format!("/dev/shm/tutti-{name}")]
+        .into_iter()
+        .chain((0..3).map(|r| format!("/dev/shm/tutti-{name}.{r}")))
+    {
+        let _ = std::fs::remove_file(seg);
+    }
+    (statuses.into_iter().map(Option::unwrap).collect(), text)
+}
+
+fn check_killed(st: &[ExitStatus], text: &str) {
+    assert_eq!(st[2].signal(), Some(9), "rank 2: {}\n{text}", st[2]);
+}
+
+fn main() {
+    if let Ok(s) = std::env::var("SHM_DEAD_RANK") {
+        member(&s);
+        return;
+    }
+    let (st, text) = launch("ask");
+    check_killed(&st, &text);
+    assert!(st[0].success() && st[1].success(), "{st:?}\n{text}");
+    println!("shm_dead_rank: actor asks on a dead rank fail with RankDied ... ok");
+
+    let (st, text) = launch("rmi");
+    check_killed(&st, &text);
+    assert!(!st[0].success() || !st[1].success(), "{st:?}\n{text}");
+    assert!(
+        text.contains("sync_rmi of `tests.shm_dead_rank.Die` to location 2 (rank 2) got no reply")
+            && text.contains("its rank 2 died"),
+        "{text}"
+    );
+    println!("shm_dead_rank: a sync_rmi pending on a dead rank fails naming it ... ok");
+
+    let (st, text) = launch("barrier");
+    check_killed(&st, &text);
+    assert!(!st[0].success() && !st[1].success(), "{st:?}\n{text}");
+    assert!(
+        text.contains("(a barrier) cannot complete: rank 2 of the world died"),
+        "{text}"
+    );
+    println!("shm_dead_rank: a barrier including a dead rank fails naming it ... ok");
+
+    let (st, text) = launch("fence");
+    check_killed(&st, &text);
+    assert!(!st[0].success() && !st[1].success(), "{st:?}\n{text}");
+    assert!(
+        text.contains("cannot complete: rank 2 of the world died"),
+        "{text}"
+    );
+    println!("shm_dead_rank: a fence including a dead rank fails naming it ... ok");
+}
