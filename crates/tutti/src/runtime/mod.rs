@@ -235,6 +235,16 @@ impl Runtime {
         self.registry.pollers.add(poller);
     }
 
+    /// Registers `waiter`, the OS primitive of the engine whose poller is
+    /// registered with [`add_idle_poller`](Self::add_idle_poller): one parked
+    /// worker blocks in it instead of on its condvar, so the engine's input
+    /// wakes a worker that then polls and runs what it wakes itself (the
+    /// contract is `sleep::IdleWaiter`'s). `false` if a waiter is registered
+    /// already (one per runtime; the engine then relies on polling).
+    pub(crate) fn set_idle_waiter(&self, waiter: Arc<dyn sleep::IdleWaiter>) -> bool {
+        self.registry.sleep.set_waiter(waiter)
+    }
+
     /// Stops idle workers from calling the pollers until the guard is dropped
     /// (while something else drives the engine, so that idle workers do not
     /// compete with it for the cores).

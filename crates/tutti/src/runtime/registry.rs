@@ -334,6 +334,9 @@ impl IdlePollers {
     pub(crate) const SPIN_POLLS: u32 = 2048;
     /// See [`Self::SPIN_POLLS`].
     pub(crate) const YIELD_POLLS: u32 = 2048;
+    /// With an idle waiter the spin adapts between this and
+    /// [`Self::SPIN_POLLS`] (see `WorkerThread::idle_round`).
+    pub(crate) const MIN_SPIN_POLLS: u32 = 16;
 
     pub(crate) fn add(&self, p: IdlePoller) {
         lock(&self.list).push(p);

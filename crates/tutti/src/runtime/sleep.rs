@@ -61,12 +61,38 @@
 //! Latch wake-ups (a stolen `join` half finishing, a `block_on` waker) go to a
 //! specific worker and are described in `latch.rs`.
 //!
+//! # Idle waiters (the runtime's idle hook)
+//!
+//! An external engine that idle workers drive ([`IdlePollers`]) may also
+//! offer an [`IdleWaiter`]: an OS primitive a parked worker can block on
+//! instead of its condvar (a futex in shared memory, later an epoll set), so
+//! that input from another process wakes a worker directly and the worker
+//! that drains it runs the tasks it wakes, without a hand-off. At most one
+//! worker blocks in the waiter at a time (`Sleep::claim_waiter`); the others
+//! park as usual. The protocol is the one above with one change in step 4:
+//! the worker sets `blocked` *and* `in_waiter` under its mutex, releases the
+//! mutex and calls [`IdleWaiter::block`], passing a `stay` test that reads
+//! `blocked` under the mutex. A waker that finds `blocked` set and
+//! `in_waiter` set clears `blocked`, decrements `sleeping` and calls
+//! [`IdleWaiter::unblock`] instead of notifying the condvar. The waiter arms
+//! its wake-up before it calls `stay`, so either `stay` sees the cleared
+//! flag (the worker does not block) or `unblock` comes after the arming and
+//! ends the block. Returning for any other reason (input, timeout, a
+//! spurious wake), the worker withdraws itself as a timed-out sleeper does.
+//! `loom_tests::a_worker_blocked_in_the_waiter_is_woken` checks this.
+//!
+//! [`IdlePollers`]: super::registry::IdlePollers
+//!
 //! These protocols are model-checked with loom in `tests` below.
 
 use std::time::Duration;
 
 use super::latch::CoreLatch;
-use crate::loom::{fence, lock, AtomicU64, Condvar, Mutex, Ordering};
+use crate::loom::{fence, lock, AtomicBool, AtomicU64, Condvar, Mutex, Ordering};
+
+/// The longest a worker blocks in an [`IdleWaiter`] without a bound of its
+/// own (the waiter's input and every runtime wake-up end it sooner).
+pub(crate) const WAITER_MAX: Duration = Duration::from_secs(1);
 
 /// Most workers one runtime may have (16-bit fields in [`Counters`]).
 pub(crate) const MAX_WORKERS: usize = 0x7fff;
@@ -131,13 +157,41 @@ impl CounterWord {
 
 struct WorkerSleep {
     blocked: Mutex<bool>,
+    /// Set (under `blocked`'s mutex) while the worker blocks in the
+    /// [`IdleWaiter`] instead of on `cond`.
+    in_waiter: AtomicBool,
     cond: Condvar,
+}
+
+/// An OS primitive an idle worker may block on instead of its condvar (see
+/// "Idle waiters" in the module documentation). Contract:
+///
+/// * [`block`](Self::block)`(max, stay)` first arms its wake-up (so that an
+///   [`unblock`](Self::unblock) or the engine's input from now on ends the
+///   block), then calls `stay()` and returns at once if it is `false`;
+///   otherwise it blocks until the engine may have input for its poller,
+///   `unblock` is called, or `max` passes. Returning early is allowed.
+/// * `unblock` ends a `block` in progress, or one about to block; it is
+///   called with a worker's sleep lock held, from any thread, so it must not
+///   block or call into the runtime.
+/// * Neither drains the engine: the worker polls the runtime's pollers after
+///   it returns. An engine registers its poller and its waiter together.
+pub(crate) trait IdleWaiter: Send + Sync {
+    /// Blocks until input, [`unblock`](Self::unblock), or `max`, unless
+    /// `stay()` is false once the wake-up is armed.
+    fn block(&self, max: Duration, stay: &dyn Fn() -> bool);
+    /// Ends a [`block`](Self::block) in progress (or about to block).
+    fn unblock(&self);
 }
 
 /// Sleep/wake state of one runtime.
 pub(crate) struct Sleep {
     counters: CounterWord,
     workers: Box<[WorkerSleep]>,
+    /// The engine's waiter, once one is registered.
+    waiter: std::sync::OnceLock<std::sync::Arc<dyn IdleWaiter>>,
+    /// A worker blocks in the waiter now.
+    waiter_taken: AtomicBool,
 }
 
 impl Sleep {
@@ -148,10 +202,43 @@ impl Sleep {
             workers: (0..n)
                 .map(|_| WorkerSleep {
                     blocked: Mutex::new(false),
+                    in_waiter: AtomicBool::new(false),
                     cond: Condvar::new(),
                 })
                 .collect(),
+            waiter: std::sync::OnceLock::new(),
+            waiter_taken: AtomicBool::new(false),
         }
+    }
+
+    /// Registers the engine's waiter; `false` if one is registered already.
+    pub(crate) fn set_waiter(&self, waiter: std::sync::Arc<dyn IdleWaiter>) -> bool {
+        self.waiter.set(waiter).is_ok()
+    }
+
+    /// Whether a waiter is registered.
+    pub(crate) fn has_waiter(&self) -> bool {
+        self.waiter.get().is_some()
+    }
+
+    /// Whether a worker blocks in the waiter now (the engine's input then
+    /// wakes it: the other parked workers need not poll).
+    pub(crate) fn waiter_occupied(&self) -> bool {
+        self.waiter_taken.load(Ordering::Relaxed)
+    }
+
+    /// The waiter, for the calling worker to block in, unless another
+    /// worker blocks in it; give it back with [`Self::release_waiter`].
+    pub(crate) fn claim_waiter(&self) -> Option<&dyn IdleWaiter> {
+        let w = self.waiter.get()?;
+        if self.waiter_taken.swap(true, Ordering::Acquire) {
+            return None;
+        }
+        Some(&**w)
+    }
+
+    pub(crate) fn release_waiter(&self) {
+        self.waiter_taken.store(false, Ordering::Release);
     }
 
     /// A snapshot of the counters.
@@ -216,7 +303,13 @@ impl Sleep {
             // The waker decrements, so a woken thread is never counted as
             // sleeping (see module doc).
             self.counters.sub_sleeping();
-            w.cond.notify_one();
+            if w.in_waiter.load(Ordering::Relaxed) {
+                if let Some(waiter) = self.waiter.get() {
+                    waiter.unblock();
+                }
+            } else {
+                w.cond.notify_one();
+            }
             true
         } else {
             false
@@ -227,11 +320,16 @@ impl Sleep {
     /// With `max` set the park ends after that long even without a wake-up
     /// (used by the bounded idle strategies, never by the default one).
     #[cold]
+    ///
+    /// With `waiter` (claimed with [`Self::claim_waiter`]) the worker blocks
+    /// in it instead of on its condvar, for at most `max` (else
+    /// [`WAITER_MAX`]).
     pub(crate) fn sleep(
         &self,
         index: usize,
         latch: &CoreLatch,
         max: Option<Duration>,
+        waiter: Option<&dyn IdleWaiter>,
         has_work: impl Fn() -> bool,
     ) {
         let w = &self.workers[index];
@@ -248,6 +346,22 @@ impl Sleep {
             return;
         }
         *blocked = true;
+        if let Some(waiter) = waiter {
+            w.in_waiter.store(true, Ordering::Relaxed);
+            drop(blocked);
+            waiter.block(max.unwrap_or(WAITER_MAX), &|| *lock(&w.blocked));
+            let mut blocked = lock(&w.blocked);
+            w.in_waiter.store(false, Ordering::Relaxed);
+            if *blocked {
+                // Input, a timeout or a spurious return: withdraw ourselves
+                // exactly as a waker would.
+                *blocked = false;
+                self.counters.sub_sleeping();
+            }
+            drop(blocked);
+            latch.wake_up();
+            return;
+        }
         match max {
             None => {
                 while *blocked {
@@ -307,7 +421,7 @@ mod loom_tests {
                         if job.load(Ordering::Acquire) {
                             break;
                         }
-                        sleep.sleep(0, &latch, None, || job.load(Ordering::Acquire));
+                        sleep.sleep(0, &latch, None, None, || job.load(Ordering::Acquire));
                     }
                     sleep.stop_looking();
                 })
@@ -331,7 +445,7 @@ mod loom_tests {
                 thread::spawn(move || {
                     sleep.start_looking();
                     while !latch.probe() {
-                        sleep.sleep(0, &latch, None, || false);
+                        sleep.sleep(0, &latch, None, None, || false);
                     }
                     sleep.stop_looking();
                 })
@@ -376,7 +490,7 @@ mod loom_tests {
                             done.fetch_add(1, Ordering::AcqRel);
                             continue;
                         }
-                        sleep.sleep(i, &stop[i], None, || jobs.load(Ordering::Acquire) > 0);
+                        sleep.sleep(i, &stop[i], None, None, || jobs.load(Ordering::Acquire) > 0);
                     }
                     sleep.stop_looking();
                 }));

@@ -67,6 +67,9 @@ pub(crate) struct WorkerThread {
     /// last seen, and the pollers' move count when it was.
     quiet_polls: Cell<u32>,
     seen_moves: Cell<u64>,
+    /// With an idle waiter: how many quiet polls to spin before blocking in
+    /// it (adaptive, see `idle_round`).
+    spin_budget: Cell<u32>,
     rng: Cell<u64>,
     index: usize,
     registry: Arc<Registry>,
@@ -104,6 +107,7 @@ impl WorkerThread {
             task_depth: Cell::new(0),
             quiet_polls: Cell::new(u32::MAX / 2),
             seen_moves: Cell::new(0),
+            spin_budget: Cell::new(IdlePollers::SPIN_POLLS),
             rng: Cell::new(0x9E37_79B9_7F4A_7C15 ^ ((index as u64 + 1) << 17)),
             index,
             registry,
@@ -343,8 +347,26 @@ impl WorkerThread {
     /// next round number.
     fn idle_round(&self, rounds: u32, latch: &CoreLatch) -> u32 {
         let pollers = &self.registry.pollers;
+        let waiter = self.registry.sleep.has_waiter()
+            && matches!(self.registry.idle, IdleStrategy::Park { .. });
         if pollers.active() {
+            // With a waiter the spin adapts: input that arrives while this
+            // worker spins doubles the next spin, a spin that runs out
+            // halves it. On an idle machine a reply due within a round trip
+            // is caught spinning; under load (replies slower than the spin)
+            // the worker soon blocks at once and leaves the core to the
+            // process it waits for, as a blocking socket read would.
+            let budget = if waiter {
+                self.spin_budget.get()
+            } else {
+                IdlePollers::SPIN_POLLS
+            };
             if pollers.poll() {
+                if waiter && self.quiet_polls.get() < budget {
+                    self.spin_budget.set(
+                        (budget * 2).clamp(IdlePollers::MIN_SPIN_POLLS, IdlePollers::SPIN_POLLS),
+                    );
+                }
                 self.quiet_polls.set(0);
                 return 0;
             }
@@ -356,9 +378,19 @@ impl WorkerThread {
             }
             let quiet = self.quiet_polls.get().saturating_add(1);
             self.quiet_polls.set(quiet);
-            if quiet < IdlePollers::SPIN_POLLS {
+            if quiet < budget {
                 crate::loom::spin_hint();
                 return 0;
+            }
+            if waiter {
+                if quiet == budget {
+                    self.spin_budget
+                        .set((budget / 2).max(IdlePollers::MIN_SPIN_POLLS));
+                }
+                // Blocking in the waiter wakes as promptly as yielding and
+                // costs nothing meanwhile (under load a yield can take a
+                // whole time slice): no yields, no further spins.
+                return self.park(latch);
             }
             if quiet < IdlePollers::SPIN_POLLS + IdlePollers::YIELD_POLLS {
                 std::thread::yield_now();
@@ -386,6 +418,16 @@ impl WorkerThread {
             return rounds.saturating_add(1);
         }
         if park {
+            return self.park(latch);
+        }
+        0
+    }
+
+    /// Parks this worker (the last step of an idle round), in the engine's
+    /// waiter if it can claim it.
+    fn park(&self, latch: &CoreLatch) -> u32 {
+        let pollers = &self.registry.pollers;
+        {
             let registry = &self.registry;
             super::context::on_idle(registry);
             // The hook may have woken tasks onto this worker (the deadlock detector
@@ -394,10 +436,23 @@ impl WorkerThread {
             if self.has_local_work() {
                 return 0;
             }
-            let max = pollers.active().then_some(IdlePollers::POLL_INTERVAL);
-            registry
-                .sleep
-                .sleep(self.index, latch, max, || registry.has_visible_work());
+            let sleep = &registry.sleep;
+            // One parked worker blocks in the engine's waiter (its input
+            // wakes it); the others need not wake to poll meanwhile. Without
+            // a waiter, parked workers wake every `POLL_INTERVAL` to poll.
+            let waiter = if pollers.active() {
+                sleep.claim_waiter()
+            } else {
+                None
+            };
+            let max = (pollers.active() && waiter.is_none() && !sleep.waiter_occupied())
+                .then_some(IdlePollers::POLL_INTERVAL);
+            sleep.sleep(self.index, latch, max, waiter, || {
+                registry.has_visible_work()
+            });
+            if waiter.is_some() {
+                sleep.release_waiter();
+            }
         }
         0
     }

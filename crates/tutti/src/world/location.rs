@@ -495,7 +495,7 @@ impl Location {
     /// returns `false` at once (the thread needs the core more).
     pub(crate) fn spin_until(&self, mut ready: impl FnMut() -> bool) -> bool {
         let t = &self.shared().transport;
-        if !t.polled() {
+        if !t.polled() || !t.location_spins() {
             return false;
         }
         let start = Instant::now();

@@ -470,6 +470,9 @@ impl World {
         if transport.polled() {
             let t = Arc::clone(&transport);
             runtime.add_idle_poller(Arc::new(move || t.progress()));
+            if let Some(w) = transport.idle_waiter() {
+                runtime.set_idle_waiter(w);
+            }
         }
         let world = World {
             shared: Arc::new(Shared {

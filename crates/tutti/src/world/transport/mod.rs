@@ -100,6 +100,17 @@ pub(crate) trait Transport: Send + Sync {
     /// Completes outstanding sends, waits until every frame another rank sent
     /// here has arrived, and releases the engine (MPI_Finalize). Idempotent.
     fn shutdown(&self);
+    /// What an idle worker may block on instead of its condvar (the
+    /// runtime's idle hook), for a polled engine whose input can wake it.
+    fn idle_waiter(&self) -> Option<Arc<dyn crate::runtime::sleep::IdleWaiter>> {
+        None
+    }
+    /// Whether a waiting location spins on the engine itself (polling mode)
+    /// before it yields its worker; not when idle workers block in the
+    /// engine's [`idle_waiter`](Self::idle_waiter) (they spin adaptively).
+    fn location_spins(&self) -> bool {
+        true
+    }
     /// For transport-specific operations (e.g. running user MPI code).
     #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
     fn as_any(&self) -> &dyn std::any::Any;

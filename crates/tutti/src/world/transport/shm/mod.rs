@@ -77,6 +77,9 @@ mod engine {
     const BACKSTOP_AFTER: Duration = Duration::from_millis(2);
     /// Polled mode: the receiving thread's nap while traffic is recent.
     const BACKSTOP_NAP: Duration = Duration::from_micros(200);
+    /// Polled mode with the idle waiter: the receiving thread's nap while
+    /// traffic is recent and no worker sleeps on the futex.
+    const WAITER_BACKSTOP_NAP: Duration = Duration::from_millis(1);
     /// How long start-up waits for every rank to join (`TUTTI_SHM_TIMEOUT_S`).
     const JOIN_TIMEOUT: Duration = Duration::from_secs(60);
     /// Bytes before a frame's head in the slot stream: head length (u32) and
@@ -103,6 +106,36 @@ mod engine {
         consumer: Mutex<Consumer>,
         /// The world's sink, once attached (for polling workers).
         sink: std::sync::OnceLock<Arc<dyn Sink>>,
+        /// A runtime worker blocks on the mailbox's futex (`Waiter`): the
+        /// receiving thread then stays off it.
+        hooked: AtomicBool,
+        /// Whether runtime workers may block on the mailbox's futex
+        /// (`Waiter`; `TUTTI_SHM_WAITER=0` turns it off): waiting locations
+        /// then leave the spinning to the runtime, and the receiving thread
+        /// is only a backstop.
+        waiter: AtomicBool,
+    }
+
+    /// The runtime's idle hook for this process's mailbox: a parked worker
+    /// sleeps on the ring's futex, so a sender wakes it directly; it then
+    /// drains the mailbox (the world's poller) and runs the location tasks
+    /// the frames wake, on its own thread.
+    struct Waiter(Arc<Inner>);
+
+    impl crate::runtime::sleep::IdleWaiter for Waiter {
+        fn block(&self, max: Duration, stay: &dyn Fn() -> bool) {
+            let inner = &self.0;
+            if inner.stop.load(Ordering::Acquire) {
+                return;
+            }
+            inner.hooked.store(true, Ordering::Relaxed);
+            inner.mine.ring().sleep_unless(max, stay);
+            inner.hooked.store(false, Ordering::Relaxed);
+        }
+
+        fn unblock(&self) {
+            self.0.mine.ring().nudge();
+        }
     }
 
     impl Inner {
@@ -356,7 +389,20 @@ mod engine {
                 continue;
             }
             let idle = now.duration_since(last);
-            if polled {
+            if polled && inner.waiter.load(Ordering::Relaxed) {
+                // Idle workers drain the mailbox and block on its futex:
+                // this thread is a backstop for when every worker is busy.
+                // While a worker sleeps on the futex senders wake it, not
+                // this thread (a race with it costs at most this nap).
+                if inner.hooked.load(Ordering::Relaxed) {
+                    thread::sleep(CHECK_EVERY);
+                    continue;
+                }
+                if idle < backstop_after {
+                    thread::sleep(WAITER_BACKSTOP_NAP);
+                    continue;
+                }
+            } else if polled {
                 // Idle workers drain the mailbox themselves while there is
                 // traffic; this thread is the backstop. It stays off the
                 // futex (so senders make no system call) until the traffic
@@ -565,6 +611,8 @@ mod engine {
                         scratch: Vec::with_capacity(256),
                     }),
                     sink: std::sync::OnceLock::new(),
+                    hooked: AtomicBool::new(false),
+                    waiter: AtomicBool::new(false),
                 }),
             })
         }
@@ -611,6 +659,21 @@ mod engine {
 
         fn polled(&self) -> bool {
             self.polled
+        }
+
+        fn location_spins(&self) -> bool {
+            !self.inner.waiter.load(Ordering::Relaxed)
+        }
+
+        fn idle_waiter(&self) -> Option<Arc<dyn crate::runtime::sleep::IdleWaiter>> {
+            let off = std::env::var("TUTTI_SHM_WAITER").as_deref() == Ok("0");
+            self.inner
+                .waiter
+                .store(self.polled && !off, Ordering::Relaxed);
+            (self.polled && !off).then(|| {
+                Arc::new(Waiter(Arc::clone(&self.inner)))
+                    as Arc<dyn crate::runtime::sleep::IdleWaiter>
+            })
         }
 
         fn abort(&self, why: &str) -> ! {

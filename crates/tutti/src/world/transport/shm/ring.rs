@@ -274,6 +274,21 @@ impl<const N: usize, const D: usize> Ring<N, D> {
         self.waiting.0.store(0, Ordering::Relaxed);
     }
 
+    /// [`sleep`](Self::sleep) unless `stay()` is false once the wake-up is
+    /// armed (a runtime worker blocking here: `stay` reads whether it is
+    /// still parked, and its waker calls [`nudge`](Self::nudge) after
+    /// clearing that; see `runtime::sleep::IdleWaiter`).
+    pub(crate) fn sleep_unless(&self, timeout: std::time::Duration, stay: &dyn Fn() -> bool) {
+        self.waiting.0.store(1, Ordering::Relaxed);
+        fence(Ordering::SeqCst);
+        if self.ready() || !stay() {
+            self.waiting.0.store(0, Ordering::Relaxed);
+            return;
+        }
+        self.futex_wait(timeout);
+        self.waiting.0.store(0, Ordering::Relaxed);
+    }
+
     /// Wakes the consumer whatever it is doing (shutdown, abort).
     pub(crate) fn nudge(&self) {
         self.waiting.0.store(0, Ordering::Relaxed);
