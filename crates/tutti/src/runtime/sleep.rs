@@ -512,4 +512,117 @@ mod loom_tests {
             assert_eq!(done.load(Ordering::Relaxed), 1);
         });
     }
+
+    /// An engine waiter modelled on the shared-memory ring's futex: a word
+    /// set while someone blocks, input published then the word checked.
+    struct TestWaiter {
+        input: AtomicBool,
+        waiting: crate::loom::AtomicU32,
+        futex: (Mutex<()>, Condvar),
+    }
+
+    impl TestWaiter {
+        fn new() -> Self {
+            TestWaiter {
+                input: AtomicBool::new(false),
+                waiting: crate::loom::AtomicU32::new(0),
+                futex: (Mutex::new(()), Condvar::new()),
+            }
+        }
+
+        /// The engine's input arrives (a producer's publish and wake).
+        fn publish(&self) {
+            self.input.store(true, Ordering::Release);
+            fence(Ordering::SeqCst);
+            if self.waiting.swap(0, Ordering::Relaxed) != 0 {
+                let _g = lock(&self.futex.0);
+                self.futex.1.notify_all();
+            }
+        }
+    }
+
+    impl IdleWaiter for TestWaiter {
+        fn block(&self, _max: Duration, stay: &dyn Fn() -> bool) {
+            self.waiting.store(1, Ordering::Relaxed);
+            fence(Ordering::SeqCst);
+            if self.input.load(Ordering::Acquire) || !stay() {
+                self.waiting.store(0, Ordering::Relaxed);
+                return;
+            }
+            // No timeout in the model: a lost wake-up blocks for ever.
+            let mut g = lock(&self.futex.0);
+            while self.waiting.load(Ordering::Relaxed) == 1 {
+                g = self.futex.1.wait(g).unwrap();
+            }
+            drop(g);
+            self.waiting.store(0, Ordering::Relaxed);
+        }
+
+        fn unblock(&self) {
+            self.waiting.store(0, Ordering::Relaxed);
+            let _g = lock(&self.futex.0);
+            self.futex.1.notify_all();
+        }
+    }
+
+    /// A worker about to block in the engine's waiter, racing an injected
+    /// job: the runtime's wake-up (through `unblock`) is never lost.
+    #[test]
+    fn a_worker_blocked_in_the_waiter_is_woken() {
+        loom::model(|| {
+            let sleep = Arc::new(Sleep::new(1));
+            let waiter = std::sync::Arc::new(TestWaiter::new());
+            assert!(sleep.set_waiter(waiter.clone()));
+            let job = Arc::new(AtomicBool::new(false));
+            let latch = Arc::new(CoreLatch::new());
+
+            let worker = {
+                let (sleep, job, latch) = (sleep.clone(), job.clone(), latch.clone());
+                thread::spawn(move || {
+                    sleep.start_looking();
+                    while !job.load(Ordering::Acquire) {
+                        let w = sleep.claim_waiter();
+                        assert!(w.is_some(), "one worker: the waiter is free");
+                        sleep.sleep(0, &latch, None, w, || job.load(Ordering::Acquire));
+                        sleep.release_waiter();
+                    }
+                    sleep.stop_looking();
+                })
+            };
+            job.store(true, Ordering::Release);
+            sleep.new_injected_jobs();
+            worker.join().unwrap();
+            assert_eq!(sleep.counters().idle(), 0);
+            assert_eq!(sleep.counters().sleeping(), 0);
+        });
+    }
+
+    /// A worker about to block in the engine's waiter, racing the engine's
+    /// input: it sees the input or is woken by it, and leaves no count of
+    /// itself as sleeping.
+    #[test]
+    fn engine_input_wakes_the_worker_in_the_waiter() {
+        loom::model(|| {
+            let sleep = Arc::new(Sleep::new(1));
+            let waiter = std::sync::Arc::new(TestWaiter::new());
+            assert!(sleep.set_waiter(waiter.clone()));
+            let latch = Arc::new(CoreLatch::new());
+
+            let worker = {
+                let (sleep, latch, waiter) = (sleep.clone(), latch.clone(), waiter.clone());
+                thread::spawn(move || {
+                    sleep.start_looking();
+                    while !waiter.input.load(Ordering::Acquire) {
+                        let w = sleep.claim_waiter();
+                        sleep.sleep(0, &latch, None, w, || false);
+                        sleep.release_waiter();
+                    }
+                    sleep.stop_looking();
+                })
+            };
+            waiter.publish();
+            worker.join().unwrap();
+            assert_eq!(sleep.counters().sleeping(), 0);
+        });
+    }
 }
