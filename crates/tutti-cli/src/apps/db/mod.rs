@@ -22,12 +22,18 @@
 //! * **crossbeam** — one server thread receiving from a shared channel, one
 //!   thread per client with its own reply channel.
 //!
+//! With `--processes P` the clients are OS processes instead (`procs.rs`):
+//! the store in one process, `P − 1` clients in others, tutti as one
+//! shared-memory system (`tutti launch`'s way) beside the same protocol over
+//! Unix domain sockets between the same processes; `N = P − 1`.
+//!
 //! Reported per `N`: total requests per second (all requests ÷ wall time)
 //! and per client (`R` ÷ the mean time a client took), medians over
 //! `--runs`, taken in rounds (every implementation once per round, in turn). Ratios are throughputs, tutti ÷ peer, at `N = 7` (the issue's
 //! target: ≥ 10× the Unix sockets) or else at the largest `N` measured.
 
 mod channels;
+mod procs;
 mod store;
 mod tutti_db;
 mod uds;
@@ -66,6 +72,20 @@ pub struct DbArgs {
     workers: usize,
     #[command(flatten)]
     run: RunOpts,
+    /// Clients in other OS processes: the store in one process, `P − 1`
+    /// clients in others, tutti (a shared-memory system) beside Unix domain
+    /// sockets (replaces `--clients`, `--strategy` and `--peers`).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(2..=64))]
+    processes: Option<u64>,
+    /// Internal: the role of a child process (`tutti-member`, `uds-client`).
+    #[arg(long, hide = true)]
+    role: Option<String>,
+    /// Internal: a child's result file or socket.
+    #[arg(long, hide = true)]
+    out: Option<String>,
+    /// Internal: a Unix-socket client's number.
+    #[arg(long, hide = true)]
+    client: Option<usize>,
     /// Print one JSON object instead of a table.
     #[arg(long)]
     pub json: bool,
@@ -182,6 +202,18 @@ pub fn mean(times: &[Duration]) -> Duration {
 
 /// Runs `tutti db`.
 pub fn run(args: &DbArgs) -> Result<Report, String> {
+    if let Some(role) = &args.role {
+        let out = args.out.as_deref().unwrap_or_default();
+        match role.as_str() {
+            "tutti-member" => procs::tutti_member(args.requests, out)?,
+            "uds-client" => procs::uds_client(args.requests, out, args.client.unwrap_or(0))?,
+            other => return Err(format!("unknown role {other:?}")),
+        }
+        std::process::exit(0);
+    }
+    if let Some(p) = args.processes {
+        return run_processes(args, p as usize);
+    }
     let plan = args.run.plan(3);
     let r = args.requests;
     let counts = &args.clients.0;
@@ -267,6 +299,56 @@ pub fn run(args: &DbArgs) -> Result<Report, String> {
                 );
             }
         }
+    }
+    Ok(report)
+}
+
+/// `tutti db --processes P`: tutti and Unix sockets, `P − 1` client
+/// processes each, in rounds.
+fn run_processes(args: &DbArgs, p: usize) -> Result<Report, String> {
+    let plan = args.run.plan(3);
+    let (n, r) = (p - 1, args.requests);
+    let mut report = Report::new("db");
+    report
+        .param("processes", p)
+        .param("clients", n)
+        .param("requests", r)
+        .param("runs", plan.runs)
+        .param("warmup", plan.warmup);
+    let progress = Progress::new(2 * plan.total(), args.json);
+    let names = ["tutti/processes", "uds/processes"];
+    let mut total: [Vec<f64>; 2] = [Vec::new(), Vec::new()];
+    let mut per_client: [Vec<f64>; 2] = [Vec::new(), Vec::new()];
+    for k in 0..plan.total() {
+        for (j, name) in names.iter().enumerate() {
+            progress.stage(&format!("{name}, {p} processes"));
+            let o = match j {
+                0 => procs::run_tutti(p, r)?,
+                _ => procs::run_uds(p, r)?,
+            };
+            report.verify(o.ok);
+            if !o.ok {
+                eprintln!("tutti db: {name} with {p} processes got a wrong reply");
+            }
+            if k >= plan.warmup {
+                total[j].push((n as u64 * r) as f64 / o.wall.as_secs_f64());
+                per_client[j].push(r as f64 / o.per_client.as_secs_f64());
+            }
+            progress.tick();
+        }
+    }
+    progress.finish();
+    for (j, name) in names.iter().enumerate() {
+        if let (Some(t), Some(c)) = (Stats::of(&total[j]), Stats::of(&per_client[j])) {
+            report.result(name, &format!("total@{n}"), t, "requests/s");
+            report.result(name, &format!("per_client@{n}"), c, "requests/s");
+        }
+    }
+    if let (Some(t), Some(u)) = (Stats::of(&total[0]), Stats::of(&total[1])) {
+        report.ratio(
+            &format!("throughput_tutti_over_uds_processes@{n}"),
+            t.median / u.median,
+        );
     }
     Ok(report)
 }

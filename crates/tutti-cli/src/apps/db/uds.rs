@@ -12,7 +12,7 @@ use super::store::{decode_reply, encode_reply, REPLY_BYTES, REQUEST_BYTES};
 use super::{final_size, mean, script, Outcome, Request, Store};
 
 /// Serves every connection until all have hung up; returns the store's size.
-fn serve(mut conns: Vec<UnixStream>) -> Result<usize, String> {
+pub(super) fn serve(mut conns: Vec<UnixStream>) -> Result<usize, String> {
     let mut store = Store::default();
     let mut fds: Vec<libc::pollfd> = conns
         .iter()
