@@ -272,6 +272,8 @@ mod tests {
             &["tutti", "db", "--clients", "9..3"],
             &["tutti", "db", "--strategy", "sleep"],
             &["tutti", "db", "--requests", "0"],
+            &["tutti", "db", "--processes", "1"],
+            &["tutti", "db", "--processes", "65"],
             &["tutti", "bench", "actor", "pingpong"],
             &["tutti", "bench", "actor", "tell", "--actors", "0"],
             &["tutti", "bench", "actor", "all", "--peers", "akka"],
