@@ -301,7 +301,10 @@ pub(crate) type IdlePoller = Arc<dyn Fn() -> bool + Send + Sync>;
 /// [`SPIN_POLLS`](IdlePollers::SPIN_POLLS) polls, then yield between polls, and
 /// only then fall back to the runtime's idle strategy; parked workers wake every
 /// [`POLL_INTERVAL`](IdlePollers::POLL_INTERVAL) to poll, since an external
-/// engine cannot wake them.
+/// engine cannot wake them — unless the engine also registered an idle waiter
+/// (`sleep::IdleWaiter`): then the spin adapts, there are no yields, and one
+/// parked worker blocks in the waiter (the engine's input wakes it) while the
+/// others park without a bound.
 pub(crate) struct IdlePollers {
     list: Mutex<Vec<IdlePoller>>,
     active: AtomicBool,
