@@ -617,17 +617,12 @@ mod engine {
             })
         }
 
-        /// Whether rank `r` died (its messages are refused).
+        /// Whether rank `r` died (its messages are refused): as the
+        /// receiving thread last found (every [`CHECK_EVERY`]). Every send
+        /// asks, so this reads one bit; looking at the process itself
+        /// (`/proc`) on every send cost more than the message.
         pub(crate) fn rank_died(&self, r: usize) -> bool {
-            r < self.inner.ranks
-                && (self.inner.is_dead(r) || {
-                    if self.inner.system.died(r) {
-                        self.inner.bury(r);
-                        true
-                    } else {
-                        false
-                    }
-                })
+            r < self.inner.ranks && self.inner.is_dead(r)
         }
     }
 
