@@ -106,13 +106,14 @@ mod engine {
         consumer: Mutex<Consumer>,
         /// The world's sink, once attached (for polling workers).
         sink: std::sync::OnceLock<Arc<dyn Sink>>,
-        /// A runtime worker blocks on the mailbox's futex (`Waiter`): the
-        /// receiving thread then stays off it.
+        /// A runtime worker blocks on the mailbox's futex (`Waiter`) now:
+        /// the receiving thread then naps longest.
         hooked: AtomicBool,
         /// Whether runtime workers may block on the mailbox's futex
         /// (`Waiter`; `TUTTI_SHM_WAITER=0` turns it off): waiting locations
         /// then leave the spinning to the runtime, and the receiving thread
-        /// is only a backstop.
+        /// is only a backstop that never sleeps on the futex (the worker is
+        /// its only sleeper, so a sender's wake-up always reaches it).
         waiter: AtomicBool,
     }
 
@@ -392,16 +393,15 @@ mod engine {
             if polled && inner.waiter.load(Ordering::Relaxed) {
                 // Idle workers drain the mailbox and block on its futex:
                 // this thread is a backstop for when every worker is busy.
-                // While a worker sleeps on the futex senders wake it, not
-                // this thread (a race with it costs at most this nap).
-                if inner.hooked.load(Ordering::Relaxed) {
-                    thread::sleep(CHECK_EVERY);
-                    continue;
-                }
-                if idle < backstop_after {
-                    thread::sleep(WAITER_BACKSTOP_NAP);
-                    continue;
-                }
+                // It never sleeps on the futex itself, so the worker is the
+                // only sleeper there and senders wake it, not this thread.
+                let busy = !inner.hooked.load(Ordering::Relaxed) && idle < backstop_after;
+                thread::sleep(if busy {
+                    WAITER_BACKSTOP_NAP
+                } else {
+                    CHECK_EVERY
+                });
+                continue;
             } else if polled {
                 // Idle workers drain the mailbox themselves while there is
                 // traffic; this thread is the backstop. It stays off the
