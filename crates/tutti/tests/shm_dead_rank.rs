@@ -186,6 +186,12 @@ fn launch(scenario: &str) -> (Vec<ExitStatus>, String) {
                 .expect("spawn")
         })
         .collect();
+    let cleanup = || {
+        let _ = std::fs::remove_file(format!("/dev/shm/tutti-{name}"));
+        for r in 0..3 {
+            let _ = std::fs::remove_file(format!("/dev/shm/tutti-{name}.{r}"));
+        }
+    };
     let deadline = Instant::now() + Duration::from_secs(60);
     let mut statuses = vec![None; 3];
     while statuses.iter().any(Option::is_none) {
@@ -200,18 +206,15 @@ fn launch(scenario: &str) -> (Vec<ExitStatus>, String) {
                 let _ = c.wait();
             }
             let text = std::fs::read_to_string(&log).unwrap_or_default();
+            let _ = std::fs::remove_file(&log);
+            cleanup();
             panic!("scenario {scenario} hung: {statuses:?}\n{text}");
         }
         std::thread::sleep(Duration::from_millis(10));
     }
     let text = std::fs::read_to_string(&log).unwrap_or_default();
     let _ = std::fs::remove_file(&log);
-    for seg in [format!("/dev/shm/tutti-{name}")]
-        .into_iter()
-        .chain((0..3).map(|r| format!("/dev/shm/tutti-{name}.{r}")))
-    {
-        let _ = std::fs::remove_file(seg);
-    }
+    cleanup();
     (statuses.into_iter().map(Option::unwrap).collect(), text)
 }
 
