@@ -6,15 +6,15 @@
 mod common;
 mod watchdog;
 
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use tutti::graph::{
     Actor, ActorGraph, BuildError, Curve, Firing, InPort, OutPort, Partition, Placement, Ports,
-    RunError, SendError, Status,
+    RunError, Scheme, SendError, Status,
 };
 use tutti::msg::codec::PodVec;
-use tutti::world::{Location, World};
+use tutti::world::{Location, TransportKind, World};
 
 type Body = fn(&World);
 
@@ -43,20 +43,188 @@ const BODIES: &[(&str, Body)] = &[
     ("different_graphs_are_refused", different_graphs_are_refused),
 ];
 
+/// The bodies that move tokens, run again with every channel one-sided.
+const ONE_SIDED_BODIES: &[(&str, Body)] = &[
+    ("pipeline_in_order", pipeline_in_order),
+    ("ring_of_all_locations", ring_of_all_locations),
+    (
+        "credits_bound_tokens_in_flight",
+        credits_bound_tokens_in_flight,
+    ),
+    ("pond_firing_rule", pond_firing_rule),
+    ("grid_halo_exchange", grid_halo_exchange),
+    ("early_consumer_end_discards", early_consumer_end_discards),
+];
+
+/// Whether [`builder`] makes every channel one-sided (set between bodies,
+/// while no body runs).
+static ONE_SIDED: AtomicBool = AtomicBool::new(false);
+
+/// A graph builder with the scheme the suite is running.
+fn builder() -> tutti::graph::GraphBuilder {
+    let mut b = ActorGraph::builder();
+    if ONE_SIDED.load(Ordering::Relaxed) {
+        b.scheme(Scheme::ONE_SIDED).unwrap();
+    }
+    b
+}
+
+/// Whether one-sided channels can run here: one rank (no channel crosses
+/// ranks), or ranks joined by MPI.
+fn one_sided_runs(world: &World) -> bool {
+    world.ranks() == 1 || world.config().transport() == TransportKind::Mpi
+}
+
 fn main() {
     common::run_suite(
         "graph suite",
         &[(1, 1, 1), (2, 2, 1), (4, 2, 1), (3, 1, 8)],
         |world| {
+            ONE_SIDED.store(false, Ordering::Relaxed);
             for (name, body) in BODIES {
                 body(world);
                 if world.rank() == 0 {
                     println!("  {name}: ok");
                 }
             }
+            one_sided_slots_and_errors(world);
+            if world.rank() == 0 {
+                println!("  one_sided_slots_and_errors: ok");
+            }
+            if one_sided_runs(world) {
+                ONE_SIDED.store(true, Ordering::Relaxed);
+                for (name, body) in ONE_SIDED_BODIES {
+                    body(world);
+                    if world.rank() == 0 {
+                        println!("  {name} (one-sided): ok");
+                    }
+                }
+                ONE_SIDED.store(false, Ordering::Relaxed);
+            }
         },
     );
 }
+
+/// One-sided channels between ranks: tokens of sizes around the slot size
+/// (16 bytes) go source → relay → sink over every location, in order and
+/// intact; the ones that fit are put, the larger ones travel two-sided; with
+/// MPI both kinds are counted. Where ranks are not joined by MPI the run is
+/// refused with the same error on every location.
+fn one_sided_slots_and_errors(world: &World) {
+    let n_loc = world.locations();
+    let got = on_all(world, move |loc| async move {
+        let mut b = ActorGraph::builder();
+        let scheme = Scheme::OneSided { slot: 16 };
+        let src = b.actor("source").unwrap();
+        let so = b.output::<Vec<u8>>(src, "out").unwrap();
+        let rel = b.actor("relay").unwrap();
+        let (ri, ro) = (
+            b.input::<Vec<u8>>(rel, "in").unwrap(),
+            b.output::<Vec<u8>>(rel, "out").unwrap(),
+        );
+        let snk = b.actor("sink").unwrap();
+        let si = b.input::<Vec<u8>>(snk, "in").unwrap();
+        b.connect_with(so, ri, 1, scheme).unwrap();
+        b.connect_with(ro, si, 3, scheme).unwrap();
+        assert_eq!(
+            b.connect_with(so, si, 1, Scheme::OneSided { slot: 0 }),
+            Err(BuildError::ZeroSlot)
+        );
+        let g = b.build();
+        let place = vec![0, n_loc / 2, n_loc - 1];
+        let placement = g.partition(n_loc, &Partition::Explicit(place)).unwrap();
+        let token = |k: usize| -> Vec<u8> { (0..k % 40).map(|j| (k + j) as u8).collect() };
+        let total = TOKENS;
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let s2 = Arc::clone(&seen);
+        let r = g
+            .run(&loc, &placement, move |id| -> Box<dyn Actor> {
+                if id == src {
+                    let mut next = 0;
+                    Box::new(move |p: &mut Ports| {
+                        while next < total {
+                            match p.send(so, token(next)) {
+                                Ok(()) => next += 1,
+                                Err(SendError::Full(_)) => return Status::Continue,
+                                Err(e) => panic!("source: {e}"),
+                            }
+                        }
+                        Status::Done
+                    })
+                } else if id == rel {
+                    let mut held: Option<Vec<u8>> = None;
+                    Box::new(move |p: &mut Ports| loop {
+                        if held.is_none() {
+                            held = p.recv(ri);
+                        }
+                        match held.take() {
+                            Some(v) => {
+                                if let Err(SendError::Full(v)) = p.send(ro, v) {
+                                    held = Some(v);
+                                    return Status::Continue;
+                                }
+                            }
+                            None if p.is_ended(ri) => return Status::Done,
+                            None => return Status::Continue,
+                        }
+                    })
+                } else {
+                    let s2 = Arc::clone(&s2);
+                    Box::new(move |p: &mut Ports| {
+                        while let Some(v) = p.recv(si) {
+                            s2.lock().unwrap().push(v);
+                        }
+                        if p.is_ended(si) {
+                            Status::Done
+                        } else {
+                            Status::Continue
+                        }
+                    })
+                }
+            })
+            .await;
+        let here = placement.location(snk) == loc.id();
+        match r {
+            Ok(rep) => {
+                let counts = loc
+                    .all_reduce((rep.puts, rep.oversize), |a, b| (a.0 + b.0, a.1 + b.1))
+                    .await;
+                let v = std::mem::take(&mut *seen.lock().unwrap());
+                Ok((here, v, counts))
+            }
+            Err(e) => Err(e),
+        }
+    });
+    // The relay sits on another rank than the source whenever there are ranks.
+    let crosses = world.ranks() > 1;
+    for r in got {
+        if !one_sided_runs(world) {
+            match r {
+                Err(RunError::Scheme(why)) => {
+                    assert!(why.contains("need the MPI transport"), "{why}")
+                }
+                other => panic!("one-sided without MPI across ranks: {other:?}"),
+            }
+            continue;
+        }
+        let (here, v, (puts, oversize)) = r.expect("one-sided run");
+        if here {
+            let want: Vec<Vec<u8>> = (0..TOKENS)
+                .map(|k| (0..k % 40).map(|j| (k + j) as u8).collect())
+                .collect();
+            assert!(v == want, "every token once, in order, intact");
+        }
+        if crosses {
+            // Encoded: a length byte (varint) + the bytes; those of at most
+            // 16 bytes are put, the others sent two-sided.
+            assert!(puts > 0 && oversize > 0, "puts {puts}, oversize {oversize}");
+        } else {
+            assert_eq!((puts, oversize), (0, 0), "no channel crosses ranks");
+        }
+    }
+}
+
+const TOKENS: usize = 500;
 
 /// Runs `f` on every location and returns what location 0 of this rank got.
 fn on_all<R: Send + 'static, Fut: std::future::Future<Output = R> + Send + 'static>(
@@ -128,7 +296,7 @@ fn pipeline_in_order(world: &World) {
     let n_loc = world.locations();
     let out = on_all(world, move |loc| async move {
         let stages = 5;
-        let mut b = ActorGraph::builder();
+        let mut b = builder();
         let mut ids = Vec::new();
         let src = b.actor("source").unwrap();
         let src_out = b.output::<u64>(src, "out").unwrap();
@@ -185,7 +353,7 @@ fn pipeline_in_order(world: &World) {
 fn ring_of_all_locations(world: &World) {
     let total = on_all(world, |loc| async move {
         let n = loc.world().locations();
-        let mut b = ActorGraph::builder();
+        let mut b = builder();
         let mut ports = Vec::new();
         for i in 0..n {
             let a = b.actor(&format!("node{i}")).unwrap();
@@ -248,7 +416,7 @@ fn ring_of_all_locations(world: &World) {
 fn credits_bound_tokens_in_flight(world: &World) {
     let n_loc = world.locations();
     let ok = on_all(world, move |loc| async move {
-        let mut b = ActorGraph::builder();
+        let mut b = builder();
         let pa = b.actor("producer").unwrap();
         let out = b.output::<u64>(pa, "out").unwrap();
         let ca = b.actor("consumer").unwrap();
@@ -319,7 +487,7 @@ fn credits_bound_tokens_in_flight(world: &World) {
 fn pond_firing_rule(world: &World) {
     let n_loc = world.locations();
     let sums = on_all(world, move |loc| async move {
-        let mut b = ActorGraph::builder();
+        let mut b = builder();
         let a1 = b.actor("a").unwrap();
         let o1 = b.output::<u64>(a1, "out").unwrap();
         let a2 = b.actor("b").unwrap();
@@ -387,7 +555,7 @@ fn grid_halo_exchange(world: &World) {
     let n_loc = world.locations();
     let got = on_all(world, move |loc| async move {
         let (w, h, steps) = (4usize, 4usize, 6u32);
-        let mut b = ActorGraph::builder();
+        let mut b = builder();
         // dir 0..4 = east, west, north, south.
         let mut ports: Vec<CellPorts> = Vec::new();
         for y in 0..h {
@@ -519,7 +687,7 @@ fn grid_halo_exchange(world: &World) {
 fn stall_is_reported_everywhere(world: &World) {
     let n_loc = world.locations();
     let errs = on_all(world, move |loc| async move {
-        let mut b = ActorGraph::builder();
+        let mut b = builder();
         let a = b.actor("a").unwrap();
         let c = b.actor("c").unwrap();
         let (ao, ai) = (
@@ -558,7 +726,7 @@ fn stall_is_reported_everywhere(world: &World) {
 fn panic_is_reported_everywhere(world: &World) {
     let n_loc = world.locations();
     let errs = on_all(world, move |loc| async move {
-        let mut b = ActorGraph::builder();
+        let mut b = builder();
         let a = b.actor("bad").unwrap();
         let o = b.output::<u64>(a, "out").unwrap();
         let c = b.actor("sink").unwrap();
@@ -597,7 +765,7 @@ fn panic_is_reported_everywhere(world: &World) {
 fn early_consumer_end_discards(world: &World) {
     let n_loc = world.locations();
     let got = on_all(world, move |loc| async move {
-        let mut b = ActorGraph::builder();
+        let mut b = builder();
         let a = b.actor("p").unwrap();
         let o = b.output::<u64>(a, "out").unwrap();
         let c = b.actor("c").unwrap();
@@ -648,7 +816,7 @@ fn early_consumer_end_discards(world: &World) {
 
 fn build_errors_are_the_same_everywhere(world: &World) {
     let errs = on_all(world, |loc| async move {
-        let mut b = ActorGraph::builder();
+        let mut b = builder();
         let a = b.actor("a").unwrap();
         let o = b.output::<u32>(a, "out").unwrap();
         let c = b.actor("c").unwrap();
@@ -693,7 +861,7 @@ fn different_graphs_are_refused(world: &World) {
         return;
     }
     let errs = on_all(world, |loc| async move {
-        let mut b = ActorGraph::builder();
+        let mut b = builder();
         let a = b.actor("a").unwrap();
         let o = b.output::<u32>(a, "out").unwrap();
         let c = b.actor("c").unwrap();

@@ -22,7 +22,12 @@
 //! across ranks (backpressure) without any blocking call. Termination travels
 //! as `Close` (producer done) and `Gone` (consumer done) messages.
 //!
-//! Wire form between ranks: `[kind: u8][channel: u32 LE][payload]`.
+//! One-sided channels (`onesided.rs`) put a token's bytes into the consumer's
+//! window and send a `PUT` signal instead of the token; credits, `Close` and
+//! `Gone` are as above.
+//!
+//! Wire form between ranks: `[kind: u8][channel: u32 LE][payload]`; a `PUT`
+//! signal's payload is `[slot: u32 LE][length: u32 LE]`.
 
 use crate::loom::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::any::Any;
@@ -30,6 +35,7 @@ use std::sync::Arc;
 
 use crossbeam_queue::ArrayQueue;
 
+use super::onesided::Target;
 use super::port::Token;
 use crate::sync::Signal;
 use crate::world::{Location, LocationId};
@@ -39,6 +45,8 @@ pub(crate) const DATA: u8 = 0;
 pub(crate) const CREDIT: u8 = 1;
 pub(crate) const CLOSE: u8 = 2;
 pub(crate) const GONE: u8 = 3;
+/// A token was put into a slot of the consumer's window (`onesided.rs`).
+pub(crate) const PUT: u8 = 4;
 
 /// A graph message between two locations of one rank (moves as a typed value).
 pub(crate) struct Carry {
@@ -55,6 +63,10 @@ pub(crate) struct Activity {
     pub(crate) router: Signal,
     /// Tokens that reached a consumer that had already terminated.
     pub(crate) discarded: AtomicU64,
+    /// Tokens put one-sided from here.
+    pub(crate) puts: AtomicU64,
+    /// Tokens of one-sided channels that did not fit a slot (sent two-sided).
+    pub(crate) oversize: AtomicU64,
 }
 
 impl Activity {
@@ -63,6 +75,8 @@ impl Activity {
             active: AtomicUsize::new(actors),
             router: Signal::new(),
             discarded: AtomicU64::new(0),
+            puts: AtomicU64::new(0),
+            oversize: AtomicU64::new(0),
         }
     }
 
@@ -276,6 +290,10 @@ impl RemoteOut {
         }
     }
 
+    fn activity(&self) -> &Activity {
+        &self.producer.activity
+    }
+
     /// The router received `n` credits.
     pub(crate) fn credit(&self, n: usize) {
         self.credits.fetch_add(n, Ordering::Release);
@@ -298,6 +316,8 @@ pub(crate) enum OutEnd<T> {
         channel: u32,
         same_rank: bool,
         scratch: Vec<u8>,
+        /// The consumer's window, for a one-sided channel across ranks.
+        target: Option<Target>,
     },
 }
 
@@ -352,6 +372,7 @@ impl<T: Token> OutEnd<T> {
                 channel,
                 same_rank,
                 scratch,
+                target,
             } => {
                 if out.gone.load(Ordering::Acquire) {
                     return Err(Refused::Closed(v));
@@ -382,7 +403,25 @@ impl<T: Token> OutEnd<T> {
                             std::any::type_name::<T>()
                         ));
                     }
-                    if loc.send_slice(*to, scratch).is_err() {
+                    let sent = match target {
+                        Some(t) if t.fits(scratch.len() - 5) => {
+                            let len = (scratch.len() - 5) as u32;
+                            let k = t.put(loc, scratch, 5);
+                            let mut signal = [0u8; 13];
+                            signal[0] = PUT;
+                            signal[1..5].copy_from_slice(&channel.to_le_bytes());
+                            signal[5..9].copy_from_slice(&k.to_le_bytes());
+                            signal[9..13].copy_from_slice(&len.to_le_bytes());
+                            out.activity().puts.fetch_add(1, Ordering::Relaxed);
+                            loc.send_slice(*to, &signal)
+                        }
+                        Some(_) => {
+                            out.activity().oversize.fetch_add(1, Ordering::Relaxed);
+                            loc.send_slice(*to, scratch)
+                        }
+                        None => loc.send_slice(*to, scratch),
+                    };
+                    if sent.is_err() {
                         loc.world()
                             .abort("tutti graph: a channel's location vanished");
                     }
@@ -544,6 +583,7 @@ pub(crate) trait Maker: Send + Sync {
         to: LocationId,
         channel: u32,
         same_rank: bool,
+        target: Option<Target>,
     ) -> Box<dyn ErasedOut>;
     fn remote_in(
         &self,
@@ -584,6 +624,7 @@ impl<T: Token> Maker for TypedMaker<T> {
         to: LocationId,
         channel: u32,
         same_rank: bool,
+        target: Option<Target>,
     ) -> Box<dyn ErasedOut> {
         Box::new(OutEnd::<T>::Remote {
             out,
@@ -591,6 +632,7 @@ impl<T: Token> Maker for TypedMaker<T> {
             channel,
             same_rank,
             scratch: Vec::new(),
+            target,
         })
     }
 

@@ -37,8 +37,9 @@ use std::task::Poll;
 use super::build::{ActorGraph, Dir, Firing};
 use super::channel::{
     Activity, Carry, Cell, ErasedIn, ErasedOut, InEnd, Inlet, OutEnd, Refused, RemoteOut, CLOSE,
-    CREDIT, DATA, GONE,
+    CREDIT, DATA, GONE, PUT,
 };
+use super::onesided::{self, Source, Target};
 use super::partition::Placement;
 use super::port::{ActorId, InPort, OutPort, SendError, Token};
 use crate::loom::{AtomicBool, Ordering};
@@ -193,6 +194,11 @@ pub struct RunReport {
     /// Tokens left unconsumed here by actors that terminated with tokens in
     /// their inputs, or that arrived after their consumer terminated.
     pub discarded: u64,
+    /// Tokens put one-sided (`MPI_Put`) from here ([`Scheme::OneSided`](super::Scheme::OneSided)).
+    pub puts: u64,
+    /// Tokens of one-sided channels sent two-sided from here because their
+    /// encoding did not fit a slot.
+    pub oversize: u64,
 }
 
 /// Why a run failed. Every location of the world returns the same error.
@@ -210,6 +216,9 @@ pub enum RunError {
     Mismatch,
     /// The placement does not fit the graph or the world.
     Placement(String),
+    /// A channel's [`Scheme`](super::Scheme) cannot run on this world (a
+    /// one-sided channel between ranks that MPI does not join).
+    Scheme(String),
 }
 
 impl std::fmt::Display for RunError {
@@ -222,6 +231,7 @@ impl std::fmt::Display for RunError {
                 "the ranks built different graphs or placements (build the same graph on every rank)",
             ),
             RunError::Placement(w) => write!(f, "placement: {w}"),
+            RunError::Scheme(w) => write!(f, "scheme: {w}"),
         }
     }
 }
@@ -244,7 +254,8 @@ struct Local {
 /// What the router does with a channel's messages.
 enum Entry {
     None,
-    In(Box<dyn Inlet>),
+    /// A channel from another location; its slots if it is one-sided.
+    In(Box<dyn Inlet>, Option<Source>),
     Out(Arc<RemoteOut>),
 }
 
@@ -359,6 +370,14 @@ impl ActorGraph {
             .map(|a| ActorId(a as u32))
             .filter(|a| placement.location(*a) == me)
             .collect();
+        let (layout, sizes) = onesided::layout(self, placement, per_rank, world.locations());
+        let windows = onesided::open(
+            loc,
+            layout.iter().any(Option::is_some),
+            sizes[me.index()],
+            d,
+        )
+        .await?;
         let activity = Arc::new(Activity::new(here.len()));
         let mut index = vec![usize::MAX; self.actors()];
         let mut locals = Vec::with_capacity(here.len());
@@ -400,11 +419,22 @@ impl ActorGraph {
                 slots[ti][c.to.1 as usize] = Slot::In(Some(i));
             } else if from_loc == me {
                 let ro = Arc::new(RemoteOut::new(c.capacity, Arc::clone(&locals[fi].cell)));
+                let target = match (&windows, layout[ch]) {
+                    (Some(w), Some(s)) => Some(Target::new(
+                        Arc::clone(w.of(to_loc.local(per_rank))),
+                        s,
+                        to_loc,
+                        per_rank,
+                        sizes[to_loc.index()],
+                    )),
+                    _ => None,
+                };
                 slots[fi][c.from.1 as usize] = Slot::Out(Some(maker.remote_out(
                     Arc::clone(&ro),
                     to_loc,
                     ch as u32,
                     same_rank,
+                    target,
                 )));
                 entry = Entry::Out(ro);
             } else if to_loc == me {
@@ -417,7 +447,13 @@ impl ActorGraph {
                     same_rank,
                 );
                 slots[ti][c.to.1 as usize] = Slot::In(Some(i));
-                entry = Entry::In(inlet);
+                let source = match (&windows, layout[ch]) {
+                    (Some(w), Some(s)) => {
+                        Some(Source::new(Arc::clone(w.of(me.local(per_rank))), s))
+                    }
+                    _ => None,
+                };
+                entry = Entry::In(inlet, source);
             }
             entries.push(entry);
         }
@@ -461,12 +497,16 @@ impl ActorGraph {
             actors: here.len(),
             acts: 0,
             discarded: activity.discarded.load(Ordering::Relaxed),
+            puts: activity.puts.load(Ordering::Relaxed),
+            oversize: activity.oversize.load(Ordering::Relaxed),
         };
         for t in tasks {
             let (acts, discarded) = t.await;
             report.acts += acts;
             report.discarded += discarded;
         }
+        drop(entries);
+        onesided::close(loc, windows, d).await;
         if !all.bad.is_empty() {
             Err(RunError::BadMessage(all.bad))
         } else if !all.panicked.is_empty() {
@@ -606,6 +646,7 @@ async fn route(
     problems: &crate::loom::Mutex<Problems>,
 ) {
     let mut held: Vec<Delivery<'_>> = Vec::new();
+    let mut scratch = Vec::new();
     loop {
         // Actors run: hand messages on, keep the deliveries until idle.
         loop {
@@ -624,7 +665,7 @@ async fn route(
             .await;
             match next {
                 Some(mut d) => {
-                    handle(&mut d, entries, problems);
+                    handle(loc, &mut d, entries, problems, &mut scratch);
                     held.push(d);
                 }
                 None => break,
@@ -634,7 +675,7 @@ async fn route(
         held.clear();
         match loc.recv_until_quiet().await {
             Some(mut d) => {
-                handle(&mut d, entries, problems);
+                handle(loc, &mut d, entries, problems, &mut scratch);
                 held.push(d);
             }
             None => return,
@@ -642,10 +683,18 @@ async fn route(
     }
 }
 
-fn handle(d: &mut Delivery<'_>, entries: &[Entry], problems: &crate::loom::Mutex<Problems>) {
+fn handle(
+    loc: &Location,
+    d: &mut Delivery<'_>,
+    entries: &[Entry],
+    problems: &crate::loom::Mutex<Problems>,
+    scratch: &mut Vec<u8>,
+) {
     let from = d.from();
     let r = if let Some(c) = d.take::<Carry>() {
         dispatch(
+            loc,
+            scratch,
             entries,
             c.kind,
             c.channel,
@@ -664,7 +713,15 @@ fn handle(d: &mut Delivery<'_>, entries: &[Entry], problems: &crate::loom::Mutex
             } else {
                 0
             };
-            dispatch(entries, kind, ch, credits, Payload::Bytes(rest))
+            dispatch(
+                loc,
+                scratch,
+                entries,
+                kind,
+                ch,
+                credits,
+                Payload::Bytes(rest),
+            )
         }
     } else {
         Err("a message that is not the graph's".to_string())
@@ -682,6 +739,8 @@ enum Payload<'a> {
 }
 
 fn dispatch(
+    loc: &Location,
+    scratch: &mut Vec<u8>,
     entries: &[Entry],
     kind: u8,
     ch: u32,
@@ -692,12 +751,21 @@ fn dispatch(
         .get(ch as usize)
         .ok_or_else(|| format!("channel {ch} does not exist"))?;
     match (kind, entry) {
-        (DATA, Entry::In(inlet)) => match payload {
+        (PUT, Entry::In(inlet, Some(source))) => match payload {
+            Payload::Bytes(b) if b.len() == 8 => {
+                let k = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+                let len = u32::from_le_bytes([b[4], b[5], b[6], b[7]]);
+                source.take(loc, k, len, scratch)?;
+                inlet.bytes(scratch)
+            }
+            _ => Err(format!("a malformed one-sided signal for channel {ch}")),
+        },
+        (DATA, Entry::In(inlet, _)) => match payload {
             Payload::Value(Some(v)) => inlet.value(v),
             Payload::Bytes(b) => inlet.bytes(b),
             Payload::Value(None) => Err(format!("a token for channel {ch} without a value")),
         },
-        (CLOSE, Entry::In(inlet)) => {
+        (CLOSE, Entry::In(inlet, _)) => {
             inlet.close();
             Ok(())
         }

@@ -650,6 +650,32 @@ impl World {
         super::transport::mpi::with_mpi(&self.shared.transport, f)
     }
 
+    /// Runs `f` where MPI calls are allowed (the progress thread, or under the
+    /// engine's lock in polling mode) with the engine's user communicator,
+    /// without pausing idle pollers: for short calls on a hot path (the
+    /// graph's one-sided puts). `None` if the world is not using MPI.
+    #[cfg(feature = "mpi")]
+    pub(crate) fn mpi_call<R: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mpi::topology::SimpleCommunicator) -> R + Send + 'static,
+    ) -> Option<R> {
+        super::transport::mpi::with_mpi(&self.shared.transport, f)
+    }
+
+    /// Whether the world's ranks are joined by MPI.
+    pub(crate) fn uses_mpi(&self) -> bool {
+        #[cfg(feature = "mpi")]
+        {
+            self.shared
+                .transport
+                .as_any()
+                .downcast_ref::<super::transport::mpi::Mpi>()
+                .is_some()
+        }
+        #[cfg(not(feature = "mpi"))]
+        false
+    }
+
     /// Sends raw bytes as a frame to `rank` (testing the receiver's validation:
     /// a malformed frame takes the job down naming the sender).
     #[doc(hidden)]
