@@ -4,7 +4,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use tutti::graph::{Actor, ActorGraph, InPort, OutPort, Placement, Ports, Status};
+use tutti::graph::{Actor, ActorGraph, InPort, OutPort, Placement, Ports, Scheme, Status};
 use tutti::msg::codec::PodVec;
 use tutti::world::Location;
 
@@ -26,8 +26,9 @@ pub struct PatchGraph {
     pub ports: Vec<SidePorts>,
 }
 
-pub fn build(cfg: &Config) -> Result<PatchGraph, String> {
+pub fn build(cfg: &Config, scheme: Scheme) -> Result<PatchGraph, String> {
     let mut b = ActorGraph::builder();
+    b.scheme(scheme).map_err(|e| e.to_string())?;
     let n = cfg.px * cfg.py;
     let mut ports: Vec<SidePorts> = Vec::with_capacity(n);
     for p in 0..n {
