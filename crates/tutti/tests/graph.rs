@@ -26,6 +26,10 @@ type CellPorts = (
 
 const BODIES: &[(&str, Body)] = &[
     ("pipeline_in_order", pipeline_in_order),
+    (
+        "all_ready_wakes_once_per_firing",
+        all_ready_wakes_once_per_firing,
+    ),
     ("ring_of_all_locations", ring_of_all_locations),
     (
         "credits_bound_tokens_in_flight",
@@ -481,6 +485,70 @@ fn credits_bound_tokens_in_flight(world: &World) {
         gap == u64::MAX || gap <= 3
     });
     assert!(ok.iter().all(|&b| b), "never more than the capacity queued");
+}
+
+/// Pond's rule is evaluated where tokens arrive: an adder of four inputs of
+/// capacity 1, fed a token at a time by four producers on its location, is
+/// woken about once per sum, not once per token (which would be ~4 per sum).
+fn all_ready_wakes_once_per_firing(world: &World) {
+    let n = 300u64;
+    let got = on_all(world, move |loc| async move {
+        let mut b = builder();
+        let add = b.actor_firing("adder", Firing::AllReady).unwrap();
+        let mut ins = Vec::new();
+        let mut srcs = Vec::new();
+        for k in 0..4 {
+            let s = b.actor(&format!("src{k}")).unwrap();
+            let o = b.output::<u64>(s, "out").unwrap();
+            let i = b.input::<u64>(add, &format!("in{k}")).unwrap();
+            b.connect(o, i, 1).unwrap();
+            ins.push(i);
+            srcs.push((s, o));
+        }
+        let g = b.build();
+        // Everything on location 0: the gate of a local actor.
+        let placement = g
+            .partition(loc.world().locations(), &Partition::Explicit(vec![0; 5]))
+            .unwrap();
+        let sum = Arc::new(AtomicU64::new(0));
+        let s2 = Arc::clone(&sum);
+        let report = g
+            .run(&loc, &placement, move |id| -> Box<dyn Actor> {
+                if id == add {
+                    let (ins, s2) = (ins.clone(), Arc::clone(&s2));
+                    Box::new(move |p: &mut Ports| {
+                        let mut total = 0;
+                        for &i in &ins {
+                            match p.recv(i) {
+                                Some(v) => total += v,
+                                None => return Status::Done, // ended
+                            }
+                        }
+                        s2.fetch_add(total, Ordering::Relaxed);
+                        Status::Continue
+                    })
+                } else {
+                    let &(_, o) = srcs.iter().find(|s| s.0 == id).unwrap();
+                    source(o, n)
+                }
+            })
+            .await
+            .expect("adder");
+        (
+            loc.id().index() == 0,
+            report.wakeups,
+            sum.load(Ordering::Relaxed),
+        )
+    });
+    for (first, wakeups, sum) in got {
+        if first {
+            assert_eq!(sum, 4 * (n * (n - 1) / 2), "every token summed once");
+            // The adder: at most one wake-up per completed set, plus the
+            // closes; each source: about one per freed slot (n), so about
+            // 5n in all; woken per token, the adder alone would add 4n more.
+            assert!(wakeups <= 5 * n + 20, "{wakeups} wake-ups for {n} sums");
+        }
+    }
 }
 
 /// Pond's rule: an adder fires only with a token on both inputs and room out.

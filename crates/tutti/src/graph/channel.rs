@@ -93,10 +93,31 @@ impl Activity {
     }
 }
 
+/// Whether one port of an actor is ready under Pond's firing rule: an input
+/// holds a token or has ended, an output has room or its consumer ended.
+pub(crate) trait Probe: Send + Sync {
+    fn ready(&self) -> bool;
+}
+
 /// The wake cell of one actor.
+///
+/// # The firing rule in the notifier
+///
+/// An actor with [`Firing::AllReady`](super::Firing::AllReady) has a *gate*:
+/// the probes of its connected ports. A notify then wakes it only if every
+/// probe reads ready, so a patch with four inputs is woken once per step,
+/// not once per arriving halo. No wake-up is lost: ports become ready only
+/// through notifies (a push, a close, a pop the producer asked about, a
+/// credit), and each notifier makes its port ready, then runs a `SeqCst`
+/// fence, then reads every probe. Of two notifiers making two ports ready,
+/// at least one sees the other's port ready (the fences order them), so the
+/// notify that makes the last port ready sees all of them ready. The actor
+/// itself only makes ports less ready (it takes and sends), and it checks the
+/// rule before it parks. Modelled in `loom_tests::a_gated_notify_is_never_lost`.
 pub(crate) struct Cell {
     pub(crate) signal: Signal,
     activity: Arc<Activity>,
+    gate: std::sync::OnceLock<Box<[Arc<dyn Probe>]>>,
 }
 
 impl Cell {
@@ -104,17 +125,60 @@ impl Cell {
         Cell {
             signal: Signal::new(),
             activity,
+            gate: std::sync::OnceLock::new(),
         }
     }
 
-    /// A port of this actor changed: run its `act()` (again).
+    /// Sets the actor's gate (before its task and its neighbours start).
+    pub(crate) fn set_gate(&self, probes: Vec<Arc<dyn Probe>>) {
+        let _ = self.gate.set(probes.into_boxed_slice());
+    }
+
+    /// A port of this actor changed: run its `act()` (again) — if it has a
+    /// gate, only when every port is ready (see the type's docs).
     #[inline]
     pub(crate) fn notify(&self) {
+        if let Some(gate) = self.gate.get() {
+            fence(Ordering::SeqCst);
+            if !gate.iter().all(|p| p.ready()) {
+                return;
+            }
+        }
+        self.notify_always();
+    }
+
+    /// Wakes the actor whatever its ports (the end of a run).
+    #[inline]
+    pub(crate) fn notify_always(&self) {
         // Counted active before it is woken, so the location is never seen
         // idle while a wake-up is on its way.
         self.signal.notify_then(|| {
             self.activity.active.fetch_add(1, Ordering::AcqRel);
         });
+    }
+}
+
+/// An input's probe.
+struct InSide<T>(Arc<Chan<T>>);
+
+impl<T: Send> Probe for InSide<T> {
+    fn ready(&self) -> bool {
+        !self.0.q.is_empty() || self.0.producer_done.load(Ordering::Acquire)
+    }
+}
+
+/// A local output's probe.
+struct OutSide<T>(Arc<Chan<T>>);
+
+impl<T: Send> Probe for OutSide<T> {
+    fn ready(&self) -> bool {
+        !self.0.q.is_full() || self.0.consumer_done.load(Ordering::Acquire)
+    }
+}
+
+impl Probe for RemoteOut {
+    fn ready(&self) -> bool {
+        self.credits.load(Ordering::Acquire) > 0 || self.gone.load(Ordering::Acquire)
     }
 }
 
@@ -218,6 +282,8 @@ pub(crate) trait ErasedIn: Send {
     fn len(&self) -> usize;
     /// The consumer terminated: refuse further tokens; returns those discarded.
     fn close(&mut self, loc: &Location) -> u64;
+    /// This input's probe, for its consumer's gate.
+    fn probe(&self) -> Arc<dyn Probe>;
     fn as_any(&mut self) -> &mut dyn Any;
 }
 
@@ -267,6 +333,10 @@ impl<T: Token> ErasedIn for InEnd<T> {
             Some(c) => send_control(loc, c.to, c.channel, c.same_rank, GONE, 0),
         }
         dropped
+    }
+
+    fn probe(&self) -> Arc<dyn Probe> {
+        Arc::new(InSide(Arc::clone(&self.chan)))
     }
 
     fn as_any(&mut self) -> &mut dyn Any {
@@ -327,6 +397,8 @@ pub(crate) trait ErasedOut: Send {
     fn ready(&self) -> bool;
     /// The producer terminated.
     fn close(&mut self, loc: &Location);
+    /// This output's probe, for its producer's gate.
+    fn probe(&self) -> Arc<dyn Probe>;
     fn as_any(&mut self) -> &mut dyn Any;
 }
 
@@ -470,6 +542,13 @@ impl<T: Token> ErasedOut for OutEnd<T> {
                 same_rank,
                 ..
             } => send_control(loc, *to, *channel, *same_rank, CLOSE, 0),
+        }
+    }
+
+    fn probe(&self) -> Arc<dyn Probe> {
+        match self {
+            OutEnd::Local(chan) => Arc::new(OutSide(Arc::clone(chan))),
+            OutEnd::Remote { out, .. } => Arc::clone(out) as Arc<dyn Probe>,
         }
     }
 

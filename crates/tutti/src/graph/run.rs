@@ -63,6 +63,15 @@ pub trait Actor: Send + 'static {
     /// actor goes on. Must not block: a full output or an empty input is met by
     /// returning and being called again when it changes.
     fn act(&mut self, ports: &mut Ports<'_>) -> Status;
+
+    /// Runs once when the run starts, before any `act()` and whatever the
+    /// firing rule: for tokens an actor sends before it has received any
+    /// (an [`AllReady`](Firing::AllReady) actor whose neighbours wait for
+    /// its first token). The default does nothing.
+    fn start(&mut self, ports: &mut Ports<'_>) -> Status {
+        let _ = ports;
+        Status::Continue
+    }
 }
 
 impl<F: FnMut(&mut Ports<'_>) -> Status + Send + 'static> Actor for F {
@@ -194,6 +203,10 @@ pub struct RunReport {
     /// Tokens left unconsumed here by actors that terminated with tokens in
     /// their inputs, or that arrived after their consumer terminated.
     pub discarded: u64,
+    /// Times an actor's task was woken here to run `act()` (with
+    /// [`Firing::AllReady`] only once its ports are all ready, see the
+    /// [module docs](super)).
+    pub wakeups: u64,
     /// Tokens put one-sided (`MPI_Put`) from here ([`Scheme::OneSided`](super::Scheme::OneSided)).
     pub puts: u64,
     /// Tokens of one-sided channels sent two-sided from here because their
@@ -458,6 +471,21 @@ impl ActorGraph {
             entries.push(entry);
         }
 
+        // Pond's rule in the notifier (see `Cell`): gates before any task runs.
+        for (local, slots) in locals.iter().zip(&slots) {
+            if self.actors[local.id.index()].firing == Firing::AllReady {
+                local.cell.set_gate(
+                    slots
+                        .iter()
+                        .filter_map(|s| match s {
+                            Slot::In(Some(e)) => Some(e.probe()),
+                            Slot::Out(Some(e)) => Some(e.probe()),
+                            _ => None,
+                        })
+                        .collect(),
+                );
+            }
+        }
         let problems = Arc::new(crate::loom::Mutex::new(Problems::default()));
         let mut tasks = Vec::with_capacity(here.len());
         for (local, slots) in locals.iter().zip(slots) {
@@ -489,7 +517,7 @@ impl ActorGraph {
                     &*crate::loom::lock(&l.waits)
                 ));
                 l.abandon.store(true, Ordering::Release);
-                l.cell.notify();
+                l.cell.notify_always();
             }
         }
         let all = loc.all_reduce(mine, Problems::merge).await;
@@ -497,12 +525,14 @@ impl ActorGraph {
             actors: here.len(),
             acts: 0,
             discarded: activity.discarded.load(Ordering::Relaxed),
+            wakeups: 0,
             puts: activity.puts.load(Ordering::Relaxed),
             oversize: activity.oversize.load(Ordering::Relaxed),
         };
         for t in tasks {
-            let (acts, discarded) = t.await;
+            let (acts, discarded, wakeups) = t.await;
             report.acts += acts;
+            report.wakeups += wakeups;
             report.discarded += discarded;
         }
         drop(entries);
@@ -560,7 +590,7 @@ async fn actor_task(
     loc: Arc<Location>,
     activity: Arc<Activity>,
     problems: Arc<crate::loom::Mutex<Problems>>,
-) -> (u64, u64) {
+) -> (u64, u64, u64) {
     let mut acts = 0u64;
     let mut discarded = 0u64;
     // A trace names slices with `'static` strings: the actor's name is kept
@@ -570,13 +600,22 @@ async fn actor_task(
     } else {
         ""
     };
+    let mut wakeups = 0u64;
+    let mut started = false;
     loop {
+        if started {
+            wakeups += 1;
+        }
         local.cell.signal.take();
         if local.abandon.load(Ordering::Acquire) {
             break;
         }
         let mut finished = false;
-        while may_fire(firing, &slots) {
+        // `start` once, then `act()` as the firing rule allows: OnChange once
+        // per change, AllReady again while it holds.
+        let mut first = !started;
+        started = true;
+        while first || may_fire(firing, &slots) {
             let mut ports = Ports {
                 me: local.id,
                 name: &name,
@@ -585,11 +624,19 @@ async fn actor_task(
                 sent_away: false,
             };
             let traced = crate::diag::trace::begin();
-            let r = catch_unwind(AssertUnwindSafe(|| actor.act(&mut ports)));
+            let r = catch_unwind(AssertUnwindSafe(|| {
+                if first {
+                    actor.start(&mut ports)
+                } else {
+                    actor.act(&mut ports)
+                }
+            }));
             let act = crate::diag::trace::Kind::Act;
             crate::diag::trace::end(traced, act, trace_name, "", 0);
             let away = ports.sent_away;
-            acts += 1;
+            if !first {
+                acts += 1;
+            }
             if away {
                 loc.flush();
             }
@@ -604,10 +651,10 @@ async fn actor_task(
                     finished = true;
                 }
             }
-            // OnChange runs once per change; AllReady again while it holds.
-            if finished || firing == Firing::OnChange {
+            if finished || (firing == Firing::OnChange && !first) {
                 break;
             }
+            first = false;
         }
         if finished {
             for s in &mut slots {
@@ -620,7 +667,7 @@ async fn actor_task(
             loc.flush();
             local.done.store(true, Ordering::Release);
             activity.parked();
-            return (acts, discarded);
+            return (acts, discarded, wakeups);
         }
         *crate::loom::lock(&local.waits) = describe(&port_names, &slots);
         let cell = &local.cell;
@@ -635,7 +682,7 @@ async fn actor_task(
         .await;
     }
     // Abandoned: the run ended with this actor waiting (reported as a stall).
-    (acts, discarded)
+    (acts, discarded, wakeups)
 }
 
 /// The router (see the module docs): returns when the world is quiescent.
