@@ -784,6 +784,61 @@ mod loom_tests {
         });
     }
 
+    /// A probe over one loom flag (a port that became ready).
+    struct Flag(Arc<AtomicBool>);
+
+    impl super::Probe for Flag {
+        fn ready(&self) -> bool {
+            self.0.load(Ordering::Acquire)
+        }
+    }
+
+    /// Pond's rule in the notifier: two ports made ready by two notifiers at
+    /// once; the actor, parked until both are ready, is woken (a notify
+    /// skipped by both gates would leave it parked for ever, which loom
+    /// reports).
+    #[test]
+    fn a_gated_notify_is_never_lost() {
+        loom::model(|| {
+            let activity = Arc::new(Activity::new(1));
+            let cell = Arc::new(Cell::new(Arc::clone(&activity)));
+            let ports = [
+                Arc::new(AtomicBool::new(false)),
+                Arc::new(AtomicBool::new(false)),
+            ];
+            cell.set_gate(
+                ports
+                    .iter()
+                    .map(|p| Arc::new(Flag(Arc::clone(p))) as Arc<dyn super::Probe>)
+                    .collect(),
+            );
+            let notifiers: Vec<_> = ports
+                .iter()
+                .map(|p| {
+                    let (cell, p) = (Arc::clone(&cell), Arc::clone(p));
+                    thread::spawn(move || {
+                        p.store(true, Ordering::Release);
+                        cell.notify();
+                    })
+                })
+                .collect();
+            // The actor: runs when both are ready, else parks.
+            block_on(poll_fn(|cx| loop {
+                cell.signal.take();
+                if ports.iter().all(|p| p.load(Ordering::Acquire)) {
+                    return Poll::Ready(());
+                }
+                match cell.signal.poll_wait(cx) {
+                    Wait::Notified => continue,
+                    Wait::Parked | Wait::StillParked => return Poll::Pending,
+                }
+            }));
+            for n in notifiers {
+                n.join().unwrap();
+            }
+        });
+    }
+
     /// The idle detection the end of a run rests on: once a notify of an actor
     /// has returned, its location is not seen idle until that actor has run
     /// (else the router could end a run with a token unhandled).

@@ -506,21 +506,14 @@ impl ActorGraph {
 
         route(loc, &activity, &entries, &problems).await;
 
-        // Quiescent: nothing runs or is in flight anywhere.
-        let mut mine = std::mem::take(&mut *crate::loom::lock(&problems));
+        // Quiescent: nothing runs or is in flight anywhere. Actors still
+        // waiting are abandoned: their tasks describe what they wait on and end.
         for l in &locals {
             if !l.done.load(Ordering::Acquire) {
-                mine.stalled.push(format!(
-                    "actor '{}' on {} waits ({})",
-                    self.actors[l.id.index()].name,
-                    me,
-                    &*crate::loom::lock(&l.waits)
-                ));
                 l.abandon.store(true, Ordering::Release);
                 l.cell.notify_always();
             }
         }
-        let all = loc.all_reduce(mine, Problems::merge).await;
         let mut report = RunReport {
             actors: here.len(),
             acts: 0,
@@ -535,6 +528,18 @@ impl ActorGraph {
             report.wakeups += wakeups;
             report.discarded += discarded;
         }
+        let mut mine = std::mem::take(&mut *crate::loom::lock(&problems));
+        for l in &locals {
+            if !l.done.load(Ordering::Acquire) {
+                mine.stalled.push(format!(
+                    "actor '{}' on {} waits ({})",
+                    self.actors[l.id.index()].name,
+                    me,
+                    &*crate::loom::lock(&l.waits)
+                ));
+            }
+        }
+        let all = loc.all_reduce(mine, Problems::merge).await;
         drop(entries);
         onesided::close(loc, windows, d).await;
         if !all.bad.is_empty() {
@@ -608,6 +613,9 @@ async fn actor_task(
         }
         local.cell.signal.take();
         if local.abandon.load(Ordering::Acquire) {
+            // The run ended with this actor waiting: say on what (read only
+            // now, not at every park: a stall report is rare, parks are not).
+            *crate::loom::lock(&local.waits) = describe(&port_names, &slots);
             break;
         }
         let mut finished = false;
@@ -669,7 +677,6 @@ async fn actor_task(
             activity.parked();
             return (acts, discarded, wakeups);
         }
-        *crate::loom::lock(&local.waits) = describe(&port_names, &slots);
         let cell = &local.cell;
         poll_fn(|cx| match cell.signal.poll_wait(cx) {
             Wait::Notified => Poll::Ready(()),
