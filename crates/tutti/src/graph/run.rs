@@ -207,6 +207,10 @@ pub struct RunReport {
     /// [`Firing::AllReady`] only once its ports are all ready, see the
     /// [module docs](super)).
     pub wakeups: u64,
+    /// Quiescence waves this location started during the run (each a
+    /// world collective: the router starts one whenever its actors are all
+    /// parked, e.g. while they wait for tokens from other ranks).
+    pub waves: u64,
     /// Tokens put one-sided (`MPI_Put`) from here ([`Scheme::OneSided`](super::Scheme::OneSided)).
     pub puts: u64,
     /// Tokens of one-sided channels sent two-sided from here because their
@@ -504,7 +508,10 @@ impl ActorGraph {
             )));
         }
 
+        let slot = &loc.shared().local.slots[loc.local_index()];
+        let epochs = slot.epochs();
         route(loc, &activity, &entries, &problems).await;
+        let waves = slot.epochs() - epochs;
 
         // Quiescent: nothing runs or is in flight anywhere. Actors still
         // waiting are abandoned: their tasks describe what they wait on and end.
@@ -519,6 +526,7 @@ impl ActorGraph {
             acts: 0,
             discarded: activity.discarded.load(Ordering::Relaxed),
             wakeups: 0,
+            waves,
             puts: activity.puts.load(Ordering::Relaxed),
             oversize: activity.oversize.load(Ordering::Relaxed),
         };

@@ -72,8 +72,7 @@ impl Slot {
         self.epoch.fetch_add(1, Ordering::Relaxed)
     }
 
-    /// Collectives this location has started.
-    #[cfg(test)]
+    /// Collectives (quiescence waves included) this location has started.
     pub(crate) fn epochs(&self) -> u64 {
         self.epoch.load(Ordering::Relaxed)
     }

@@ -187,8 +187,9 @@ pub async fn run(
         &mut *out.lock().unwrap_or_else(|e| e.into_inner()),
         LocalResult::new(),
     );
-    if let Err(e) = r {
-        res.errors.push(format!("graph run: {e}"));
+    match r {
+        Ok(report) => res.waves = report.waves,
+        Err(e) => res.errors.push(format!("graph run: {e}")),
     }
     res
 }

@@ -242,6 +242,8 @@ pub struct LocalResult {
     pub snapshots: Vec<(usize, usize, Vec<f64>)>,
     pub cfl_ok: bool,
     pub errors: Vec<String>,
+    /// Graph runs: quiescence waves this location started.
+    pub waves: u64,
 }
 
 impl LocalResult {
@@ -251,6 +253,7 @@ impl LocalResult {
             snapshots: Vec::new(),
             cfl_ok: true,
             errors: Vec::new(),
+            waves: 0,
         }
     }
 }
@@ -283,6 +286,8 @@ pub struct Outcome {
     pub snapshots: Vec<Vec<f64>>,
     pub cfl_ok: bool,
     pub errors: Vec<String>,
+    /// Quiescence waves started, summed over the locations.
+    pub waves: u64,
 }
 
 /// Sends this location's patches (and snapshots) to location 0, which
@@ -383,6 +388,7 @@ fn run_once(
             let secs = t0.elapsed().as_secs_f64();
             let secs = loc.all_reduce(secs, f64::max).await;
             let cfl_ok = loc.all_reduce(res.cfl_ok, |a, b| a && b).await;
+            let waves = loc.all_reduce(res.waves, |a, b| a + b).await;
             let errors = loc
                 .all_reduce(res.errors.clone(), |mut a, b| {
                     a.extend(b);
@@ -396,6 +402,7 @@ fn run_once(
                 snapshots,
                 cfl_ok,
                 errors,
+                waves,
             })
         }
     });
@@ -556,12 +563,19 @@ pub fn run(a: &SweArgs) -> Result<Report, String> {
     let reference = if leader { sequential(&cfg) } else { None };
     let mut verified = true;
     let mut medians = Vec::new();
-    for (k, &(name, _, _)) in impls.iter().enumerate() {
+    for (k, &(name, which, _)) in impls.iter().enumerate() {
         let Some(out) = &last[k] else {
             continue;
         };
         let checks = check(&cfg, out, &reference);
         verified &= checks.ok();
+        if which == Impl::Graph {
+            // What waiting costs the graph: world collectives per step.
+            report.param(
+                &format!("waves_per_step_{name}"),
+                out.waves as f64 / cfg.steps as f64,
+            );
+        }
         report.param(&format!("checks_{name}"), &checks);
         let per_step: Vec<f64> = secs[k].iter().map(|s| s * 1e3 / cfg.steps as f64).collect();
         let updates = (cfg.cells() * cfg.steps) as f64;
@@ -737,6 +751,7 @@ mod tests {
             snapshots: Vec::new(),
             cfl_ok: true,
             errors: Vec::new(),
+            waves: 0,
         };
         assert!(!check(&c, &out, &reference).ok());
     }
