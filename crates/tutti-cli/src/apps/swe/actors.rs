@@ -188,7 +188,10 @@ pub async fn run(
         LocalResult::new(),
     );
     match r {
-        Ok(report) => res.waves = report.waves,
+        Ok(report) => {
+            res.waves = report.waves;
+            res.wakeups = report.wakeups;
+        }
         Err(e) => res.errors.push(format!("graph run: {e}")),
     }
     res

@@ -244,6 +244,8 @@ pub struct LocalResult {
     pub errors: Vec<String>,
     /// Graph runs: quiescence waves this location started.
     pub waves: u64,
+    /// Graph runs: times a patch actor was woken.
+    pub wakeups: u64,
 }
 
 impl LocalResult {
@@ -254,6 +256,7 @@ impl LocalResult {
             cfl_ok: true,
             errors: Vec::new(),
             waves: 0,
+            wakeups: 0,
         }
     }
 }
@@ -288,6 +291,8 @@ pub struct Outcome {
     pub errors: Vec<String>,
     /// Quiescence waves started, summed over the locations.
     pub waves: u64,
+    /// Actor wake-ups, summed over the locations.
+    pub wakeups: u64,
 }
 
 /// Sends this location's patches (and snapshots) to location 0, which
@@ -388,7 +393,9 @@ fn run_once(
             let secs = t0.elapsed().as_secs_f64();
             let secs = loc.all_reduce(secs, f64::max).await;
             let cfl_ok = loc.all_reduce(res.cfl_ok, |a, b| a && b).await;
-            let waves = loc.all_reduce(res.waves, |a, b| a + b).await;
+            let (waves, wakeups) = loc
+                .all_reduce((res.waves, res.wakeups), |a, b| (a.0 + b.0, a.1 + b.1))
+                .await;
             let errors = loc
                 .all_reduce(res.errors.clone(), |mut a, b| {
                     a.extend(b);
@@ -403,6 +410,7 @@ fn run_once(
                 cfl_ok,
                 errors,
                 waves,
+                wakeups,
             })
         }
     });
@@ -574,6 +582,11 @@ pub fn run(a: &SweArgs) -> Result<Report, String> {
             report.param(
                 &format!("waves_per_step_{name}"),
                 out.waves as f64 / cfg.steps as f64,
+            );
+            // Pond's rule in the notifier: about one per patch and step.
+            report.param(
+                &format!("wakeups_per_patch_step_{name}"),
+                out.wakeups as f64 / (cfg.steps * (cfg.px * cfg.py) as u64) as f64,
             );
         }
         report.param(&format!("checks_{name}"), &checks);
@@ -752,6 +765,7 @@ mod tests {
             cfl_ok: true,
             errors: Vec::new(),
             waves: 0,
+            wakeups: 0,
         };
         assert!(!check(&c, &out, &reference).ok());
     }
