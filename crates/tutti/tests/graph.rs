@@ -6,15 +6,15 @@
 mod common;
 mod watchdog;
 
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use tutti::graph::{
     Actor, ActorGraph, BuildError, Curve, Firing, InPort, OutPort, Partition, Placement, Ports,
-    RunError, SendError, Status,
+    RunError, Scheme, SendError, Status,
 };
 use tutti::msg::codec::PodVec;
-use tutti::world::{Location, World};
+use tutti::world::{Location, TransportKind, World};
 
 type Body = fn(&World);
 
@@ -26,6 +26,10 @@ type CellPorts = (
 
 const BODIES: &[(&str, Body)] = &[
     ("pipeline_in_order", pipeline_in_order),
+    (
+        "all_ready_wakes_once_per_firing",
+        all_ready_wakes_once_per_firing,
+    ),
     ("ring_of_all_locations", ring_of_all_locations),
     (
         "credits_bound_tokens_in_flight",
@@ -43,20 +47,188 @@ const BODIES: &[(&str, Body)] = &[
     ("different_graphs_are_refused", different_graphs_are_refused),
 ];
 
+/// The bodies that move tokens, run again with every channel one-sided.
+const ONE_SIDED_BODIES: &[(&str, Body)] = &[
+    ("pipeline_in_order", pipeline_in_order),
+    ("ring_of_all_locations", ring_of_all_locations),
+    (
+        "credits_bound_tokens_in_flight",
+        credits_bound_tokens_in_flight,
+    ),
+    ("pond_firing_rule", pond_firing_rule),
+    ("grid_halo_exchange", grid_halo_exchange),
+    ("early_consumer_end_discards", early_consumer_end_discards),
+];
+
+/// Whether [`builder`] makes every channel one-sided (set between bodies,
+/// while no body runs).
+static ONE_SIDED: AtomicBool = AtomicBool::new(false);
+
+/// A graph builder with the scheme the suite is running.
+fn builder() -> tutti::graph::GraphBuilder {
+    let mut b = ActorGraph::builder();
+    if ONE_SIDED.load(Ordering::Relaxed) {
+        b.scheme(Scheme::ONE_SIDED).unwrap();
+    }
+    b
+}
+
+/// Whether one-sided channels can run here: one rank (no channel crosses
+/// ranks), or ranks joined by MPI.
+fn one_sided_runs(world: &World) -> bool {
+    world.ranks() == 1 || world.config().transport() == TransportKind::Mpi
+}
+
 fn main() {
     common::run_suite(
         "graph suite",
         &[(1, 1, 1), (2, 2, 1), (4, 2, 1), (3, 1, 8)],
         |world| {
+            ONE_SIDED.store(false, Ordering::Relaxed);
             for (name, body) in BODIES {
                 body(world);
                 if world.rank() == 0 {
                     println!("  {name}: ok");
                 }
             }
+            one_sided_slots_and_errors(world);
+            if world.rank() == 0 {
+                println!("  one_sided_slots_and_errors: ok");
+            }
+            if one_sided_runs(world) {
+                ONE_SIDED.store(true, Ordering::Relaxed);
+                for (name, body) in ONE_SIDED_BODIES {
+                    body(world);
+                    if world.rank() == 0 {
+                        println!("  {name} (one-sided): ok");
+                    }
+                }
+                ONE_SIDED.store(false, Ordering::Relaxed);
+            }
         },
     );
 }
+
+/// One-sided channels between ranks: tokens of sizes around the slot size
+/// (16 bytes) go source → relay → sink over every location, in order and
+/// intact; the ones that fit are put, the larger ones travel two-sided; with
+/// MPI both kinds are counted. Where ranks are not joined by MPI the run is
+/// refused with the same error on every location.
+fn one_sided_slots_and_errors(world: &World) {
+    let n_loc = world.locations();
+    let got = on_all(world, move |loc| async move {
+        let mut b = ActorGraph::builder();
+        let scheme = Scheme::OneSided { slot: 16 };
+        let src = b.actor("source").unwrap();
+        let so = b.output::<Vec<u8>>(src, "out").unwrap();
+        let rel = b.actor("relay").unwrap();
+        let (ri, ro) = (
+            b.input::<Vec<u8>>(rel, "in").unwrap(),
+            b.output::<Vec<u8>>(rel, "out").unwrap(),
+        );
+        let snk = b.actor("sink").unwrap();
+        let si = b.input::<Vec<u8>>(snk, "in").unwrap();
+        b.connect_with(so, ri, 1, scheme).unwrap();
+        b.connect_with(ro, si, 3, scheme).unwrap();
+        assert_eq!(
+            b.connect_with(so, si, 1, Scheme::OneSided { slot: 0 }),
+            Err(BuildError::ZeroSlot)
+        );
+        let g = b.build();
+        let place = vec![0, n_loc / 2, n_loc - 1];
+        let placement = g.partition(n_loc, &Partition::Explicit(place)).unwrap();
+        let token = |k: usize| -> Vec<u8> { (0..k % 40).map(|j| (k + j) as u8).collect() };
+        let total = TOKENS;
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let s2 = Arc::clone(&seen);
+        let r = g
+            .run(&loc, &placement, move |id| -> Box<dyn Actor> {
+                if id == src {
+                    let mut next = 0;
+                    Box::new(move |p: &mut Ports| {
+                        while next < total {
+                            match p.send(so, token(next)) {
+                                Ok(()) => next += 1,
+                                Err(SendError::Full(_)) => return Status::Continue,
+                                Err(e) => panic!("source: {e}"),
+                            }
+                        }
+                        Status::Done
+                    })
+                } else if id == rel {
+                    let mut held: Option<Vec<u8>> = None;
+                    Box::new(move |p: &mut Ports| loop {
+                        if held.is_none() {
+                            held = p.recv(ri);
+                        }
+                        match held.take() {
+                            Some(v) => {
+                                if let Err(SendError::Full(v)) = p.send(ro, v) {
+                                    held = Some(v);
+                                    return Status::Continue;
+                                }
+                            }
+                            None if p.is_ended(ri) => return Status::Done,
+                            None => return Status::Continue,
+                        }
+                    })
+                } else {
+                    let s2 = Arc::clone(&s2);
+                    Box::new(move |p: &mut Ports| {
+                        while let Some(v) = p.recv(si) {
+                            s2.lock().unwrap().push(v);
+                        }
+                        if p.is_ended(si) {
+                            Status::Done
+                        } else {
+                            Status::Continue
+                        }
+                    })
+                }
+            })
+            .await;
+        let here = placement.location(snk) == loc.id();
+        match r {
+            Ok(rep) => {
+                let counts = loc
+                    .all_reduce((rep.puts, rep.oversize), |a, b| (a.0 + b.0, a.1 + b.1))
+                    .await;
+                let v = std::mem::take(&mut *seen.lock().unwrap());
+                Ok((here, v, counts))
+            }
+            Err(e) => Err(e),
+        }
+    });
+    // The relay sits on another rank than the source whenever there are ranks.
+    let crosses = world.ranks() > 1;
+    for r in got {
+        if !one_sided_runs(world) {
+            match r {
+                Err(RunError::Scheme(why)) => {
+                    assert!(why.contains("need the MPI transport"), "{why}")
+                }
+                other => panic!("one-sided without MPI across ranks: {other:?}"),
+            }
+            continue;
+        }
+        let (here, v, (puts, oversize)) = r.expect("one-sided run");
+        if here {
+            let want: Vec<Vec<u8>> = (0..TOKENS)
+                .map(|k| (0..k % 40).map(|j| (k + j) as u8).collect())
+                .collect();
+            assert!(v == want, "every token once, in order, intact");
+        }
+        if crosses {
+            // Encoded: a length byte (varint) + the bytes; those of at most
+            // 16 bytes are put, the others sent two-sided.
+            assert!(puts > 0 && oversize > 0, "puts {puts}, oversize {oversize}");
+        } else {
+            assert_eq!((puts, oversize), (0, 0), "no channel crosses ranks");
+        }
+    }
+}
+
+const TOKENS: usize = 500;
 
 /// Runs `f` on every location and returns what location 0 of this rank got.
 fn on_all<R: Send + 'static, Fut: std::future::Future<Output = R> + Send + 'static>(
@@ -128,7 +300,7 @@ fn pipeline_in_order(world: &World) {
     let n_loc = world.locations();
     let out = on_all(world, move |loc| async move {
         let stages = 5;
-        let mut b = ActorGraph::builder();
+        let mut b = builder();
         let mut ids = Vec::new();
         let src = b.actor("source").unwrap();
         let src_out = b.output::<u64>(src, "out").unwrap();
@@ -185,7 +357,7 @@ fn pipeline_in_order(world: &World) {
 fn ring_of_all_locations(world: &World) {
     let total = on_all(world, |loc| async move {
         let n = loc.world().locations();
-        let mut b = ActorGraph::builder();
+        let mut b = builder();
         let mut ports = Vec::new();
         for i in 0..n {
             let a = b.actor(&format!("node{i}")).unwrap();
@@ -248,7 +420,7 @@ fn ring_of_all_locations(world: &World) {
 fn credits_bound_tokens_in_flight(world: &World) {
     let n_loc = world.locations();
     let ok = on_all(world, move |loc| async move {
-        let mut b = ActorGraph::builder();
+        let mut b = builder();
         let pa = b.actor("producer").unwrap();
         let out = b.output::<u64>(pa, "out").unwrap();
         let ca = b.actor("consumer").unwrap();
@@ -315,11 +487,75 @@ fn credits_bound_tokens_in_flight(world: &World) {
     assert!(ok.iter().all(|&b| b), "never more than the capacity queued");
 }
 
+/// Pond's rule is evaluated where tokens arrive: an adder of four inputs of
+/// capacity 1, fed a token at a time by four producers on its location, is
+/// woken about once per sum, not once per token (which would be ~4 per sum).
+fn all_ready_wakes_once_per_firing(world: &World) {
+    let n = 300u64;
+    let got = on_all(world, move |loc| async move {
+        let mut b = builder();
+        let add = b.actor_firing("adder", Firing::AllReady).unwrap();
+        let mut ins = Vec::new();
+        let mut srcs = Vec::new();
+        for k in 0..4 {
+            let s = b.actor(&format!("src{k}")).unwrap();
+            let o = b.output::<u64>(s, "out").unwrap();
+            let i = b.input::<u64>(add, &format!("in{k}")).unwrap();
+            b.connect(o, i, 1).unwrap();
+            ins.push(i);
+            srcs.push((s, o));
+        }
+        let g = b.build();
+        // Everything on location 0: the gate of a local actor.
+        let placement = g
+            .partition(loc.world().locations(), &Partition::Explicit(vec![0; 5]))
+            .unwrap();
+        let sum = Arc::new(AtomicU64::new(0));
+        let s2 = Arc::clone(&sum);
+        let report = g
+            .run(&loc, &placement, move |id| -> Box<dyn Actor> {
+                if id == add {
+                    let (ins, s2) = (ins.clone(), Arc::clone(&s2));
+                    Box::new(move |p: &mut Ports| {
+                        let mut total = 0;
+                        for &i in &ins {
+                            match p.recv(i) {
+                                Some(v) => total += v,
+                                None => return Status::Done, // ended
+                            }
+                        }
+                        s2.fetch_add(total, Ordering::Relaxed);
+                        Status::Continue
+                    })
+                } else {
+                    let &(_, o) = srcs.iter().find(|s| s.0 == id).unwrap();
+                    source(o, n)
+                }
+            })
+            .await
+            .expect("adder");
+        (
+            loc.id().index() == 0,
+            report.wakeups,
+            sum.load(Ordering::Relaxed),
+        )
+    });
+    for (first, wakeups, sum) in got {
+        if first {
+            assert_eq!(sum, 4 * (n * (n - 1) / 2), "every token summed once");
+            // The adder: at most one wake-up per completed set, plus the
+            // closes; each source: about one per freed slot (n), so about
+            // 5n in all; woken per token, the adder alone would add 4n more.
+            assert!(wakeups <= 5 * n + 20, "{wakeups} wake-ups for {n} sums");
+        }
+    }
+}
+
 /// Pond's rule: an adder fires only with a token on both inputs and room out.
 fn pond_firing_rule(world: &World) {
     let n_loc = world.locations();
     let sums = on_all(world, move |loc| async move {
-        let mut b = ActorGraph::builder();
+        let mut b = builder();
         let a1 = b.actor("a").unwrap();
         let o1 = b.output::<u64>(a1, "out").unwrap();
         let a2 = b.actor("b").unwrap();
@@ -387,7 +623,7 @@ fn grid_halo_exchange(world: &World) {
     let n_loc = world.locations();
     let got = on_all(world, move |loc| async move {
         let (w, h, steps) = (4usize, 4usize, 6u32);
-        let mut b = ActorGraph::builder();
+        let mut b = builder();
         // dir 0..4 = east, west, north, south.
         let mut ports: Vec<CellPorts> = Vec::new();
         for y in 0..h {
@@ -519,7 +755,7 @@ fn grid_halo_exchange(world: &World) {
 fn stall_is_reported_everywhere(world: &World) {
     let n_loc = world.locations();
     let errs = on_all(world, move |loc| async move {
-        let mut b = ActorGraph::builder();
+        let mut b = builder();
         let a = b.actor("a").unwrap();
         let c = b.actor("c").unwrap();
         let (ao, ai) = (
@@ -558,7 +794,7 @@ fn stall_is_reported_everywhere(world: &World) {
 fn panic_is_reported_everywhere(world: &World) {
     let n_loc = world.locations();
     let errs = on_all(world, move |loc| async move {
-        let mut b = ActorGraph::builder();
+        let mut b = builder();
         let a = b.actor("bad").unwrap();
         let o = b.output::<u64>(a, "out").unwrap();
         let c = b.actor("sink").unwrap();
@@ -597,7 +833,7 @@ fn panic_is_reported_everywhere(world: &World) {
 fn early_consumer_end_discards(world: &World) {
     let n_loc = world.locations();
     let got = on_all(world, move |loc| async move {
-        let mut b = ActorGraph::builder();
+        let mut b = builder();
         let a = b.actor("p").unwrap();
         let o = b.output::<u64>(a, "out").unwrap();
         let c = b.actor("c").unwrap();
@@ -648,7 +884,7 @@ fn early_consumer_end_discards(world: &World) {
 
 fn build_errors_are_the_same_everywhere(world: &World) {
     let errs = on_all(world, |loc| async move {
-        let mut b = ActorGraph::builder();
+        let mut b = builder();
         let a = b.actor("a").unwrap();
         let o = b.output::<u32>(a, "out").unwrap();
         let c = b.actor("c").unwrap();
@@ -693,7 +929,7 @@ fn different_graphs_are_refused(world: &World) {
         return;
     }
     let errs = on_all(world, |loc| async move {
-        let mut b = ActorGraph::builder();
+        let mut b = builder();
         let a = b.actor("a").unwrap();
         let o = b.output::<u32>(a, "out").unwrap();
         let c = b.actor("c").unwrap();

@@ -24,6 +24,32 @@ pub enum Firing {
     AllReady,
 }
 
+/// How a channel between two ranks moves its tokens (seed 002 ch. 7). Within
+/// a rank every channel hands typed values over, whatever its scheme.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default, Hash)]
+pub enum Scheme {
+    /// Each token is a message (encoded by the `msg` codec); credits returned
+    /// by the consumer hold a producer back when the channel is full.
+    #[default]
+    TwoSided,
+    /// Each token is put (`MPI_Put` + flush) into a pre-allocated slot of
+    /// `slot` bytes in a window on the consumer's rank, followed by a small
+    /// signal message; credits as in the two-sided scheme, so a slot is reused
+    /// only after the consumer took its token. A token whose encoding is
+    /// larger than a slot travels two-sided. Needs the MPI transport when a
+    /// channel crosses ranks ([`RunError::Scheme`](super::RunError::Scheme)
+    /// otherwise).
+    OneSided {
+        /// Bytes per slot (the largest encoded token put one-sided).
+        slot: usize,
+    },
+}
+
+impl Scheme {
+    /// [`Scheme::OneSided`] with 64 KiB slots.
+    pub const ONE_SIDED: Scheme = Scheme::OneSided { slot: 64 << 10 };
+}
+
 /// A mistake in the graph's construction. Construction is deterministic, so
 /// every rank that runs the same code reports the same error.
 #[derive(Clone, PartialEq, Eq, Debug)]
@@ -56,6 +82,8 @@ pub enum BuildError {
     WrongDirection(String),
     /// A channel of capacity 0.
     ZeroCapacity(String),
+    /// A one-sided scheme with slots of 0 bytes.
+    ZeroSlot,
 }
 
 impl fmt::Display for BuildError {
@@ -82,11 +110,21 @@ impl fmt::Display for BuildError {
             BuildError::ZeroCapacity(p) => {
                 write!(f, "the channel from '{p}' has capacity 0 (it must hold at least one token)")
             }
+            BuildError::ZeroSlot => {
+                f.write_str("a one-sided scheme with slots of 0 bytes (a slot must hold a token)")
+            }
         }
     }
 }
 
 impl std::error::Error for BuildError {}
+
+fn check_scheme(s: Scheme) -> Result<(), BuildError> {
+    match s {
+        Scheme::OneSided { slot: 0 } => Err(BuildError::ZeroSlot),
+        _ => Ok(()),
+    }
+}
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Hash)]
 pub(crate) enum Dir {
@@ -114,6 +152,8 @@ pub(crate) struct ChannelDecl {
     pub(crate) from: (ActorId, u32),
     pub(crate) to: (ActorId, u32),
     pub(crate) capacity: usize,
+    /// `None`: the graph's default (see [`GraphBuilder::scheme`]).
+    pub(crate) scheme: Option<Scheme>,
 }
 
 /// Builds an [`ActorGraph`] (see the [module docs](super)).
@@ -146,6 +186,7 @@ pub struct GraphBuilder {
     actors: Vec<ActorDecl>,
     names: HashMap<String, ActorId>,
     channels: Vec<ChannelDecl>,
+    scheme: Scheme,
 }
 
 impl fmt::Debug for GraphBuilder {
@@ -239,7 +280,46 @@ impl GraphBuilder {
         to: InPort<T>,
         capacity: usize,
     ) -> Result<(), BuildError> {
-        self.join((from.actor, from.index), (to.actor, to.index), capacity)
+        self.join(
+            (from.actor, from.index),
+            (to.actor, to.index),
+            capacity,
+            None,
+        )
+    }
+
+    /// [`connect`](Self::connect) with this channel's own [`Scheme`] between
+    /// ranks (else the graph's, see [`scheme`](Self::scheme)).
+    ///
+    /// ```
+    /// use tutti::graph::{ActorGraph, Scheme};
+    /// let mut b = ActorGraph::builder();
+    /// let (p, c) = (b.actor("p").unwrap(), b.actor("c").unwrap());
+    /// let (o, i) = (b.output::<u32>(p, "out").unwrap(), b.input::<u32>(c, "in").unwrap());
+    /// b.connect_with(o, i, 4, Scheme::OneSided { slot: 64 }).unwrap();
+    /// ```
+    pub fn connect_with<T: Token>(
+        &mut self,
+        from: OutPort<T>,
+        to: InPort<T>,
+        capacity: usize,
+        scheme: Scheme,
+    ) -> Result<(), BuildError> {
+        check_scheme(scheme)?;
+        self.join(
+            (from.actor, from.index),
+            (to.actor, to.index),
+            capacity,
+            Some(scheme),
+        )
+    }
+
+    /// The [`Scheme`] of every channel between ranks that was not given one
+    /// with [`connect_with`](Self::connect_with) (default: two-sided).
+    pub fn scheme(&mut self, scheme: Scheme) -> Result<&mut Self, BuildError> {
+        check_scheme(scheme)?;
+        self.scheme = scheme;
+        Ok(self)
     }
 
     /// Joins ports given by name (`"actor.port"`), checking their types.
@@ -251,7 +331,7 @@ impl GraphBuilder {
     ) -> Result<(), BuildError> {
         let f = self.find(from, Dir::Out)?;
         let t = self.find(to, Dir::In)?;
-        self.join(f, t, capacity)
+        self.join(f, t, capacity, None)
     }
 
     fn find(&self, name: &str, dir: Dir) -> Result<(ActorId, u32), BuildError> {
@@ -278,6 +358,7 @@ impl GraphBuilder {
         from: (ActorId, u32),
         to: (ActorId, u32),
         capacity: usize,
+        scheme: Option<Scheme>,
     ) -> Result<(), BuildError> {
         let (fp, tp) = (
             &self.actors[from.0.index()].ports[from.1 as usize],
@@ -303,16 +384,29 @@ impl GraphBuilder {
         let id = self.channels.len() as u32;
         self.actors[from.0.index()].ports[from.1 as usize].channel = Some(id);
         self.actors[to.0.index()].ports[to.1 as usize].channel = Some(id);
-        self.channels.push(ChannelDecl { from, to, capacity });
+        self.channels.push(ChannelDecl {
+            from,
+            to,
+            capacity,
+            scheme,
+        });
         Ok(())
     }
 
     /// The finished graph. Unconnected ports are allowed (sending on one is an
     /// error value; the firing rule ignores them).
     pub fn build(self) -> ActorGraph {
+        let default = self.scheme;
         ActorGraph {
             actors: self.actors,
-            channels: self.channels,
+            channels: self
+                .channels
+                .into_iter()
+                .map(|c| ChannelDecl {
+                    scheme: Some(c.scheme.unwrap_or(default)),
+                    ..c
+                })
+                .collect(),
         }
     }
 }
@@ -374,7 +468,15 @@ impl ActorGraph {
             }
         }
         for c in &self.channels {
-            (c.from.0 .0, c.from.1, c.to.0 .0, c.to.1, c.capacity).hash(&mut h);
+            (
+                c.from.0 .0,
+                c.from.1,
+                c.to.0 .0,
+                c.to.1,
+                c.capacity,
+                c.scheme,
+            )
+                .hash(&mut h);
         }
         placement.hash(&mut h);
         h.finish()

@@ -22,7 +22,12 @@
 //! across ranks (backpressure) without any blocking call. Termination travels
 //! as `Close` (producer done) and `Gone` (consumer done) messages.
 //!
-//! Wire form between ranks: `[kind: u8][channel: u32 LE][payload]`.
+//! One-sided channels (`onesided.rs`) put a token's bytes into the consumer's
+//! window and send a `PUT` signal instead of the token; credits, `Close` and
+//! `Gone` are as above.
+//!
+//! Wire form between ranks: `[kind: u8][channel: u32 LE][payload]`; a `PUT`
+//! signal's payload is `[slot: u32 LE][length: u32 LE]`.
 
 use crate::loom::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::any::Any;
@@ -30,6 +35,7 @@ use std::sync::Arc;
 
 use crossbeam_queue::ArrayQueue;
 
+use super::onesided::Target;
 use super::port::Token;
 use crate::sync::Signal;
 use crate::world::{Location, LocationId};
@@ -39,6 +45,8 @@ pub(crate) const DATA: u8 = 0;
 pub(crate) const CREDIT: u8 = 1;
 pub(crate) const CLOSE: u8 = 2;
 pub(crate) const GONE: u8 = 3;
+/// A token was put into a slot of the consumer's window (`onesided.rs`).
+pub(crate) const PUT: u8 = 4;
 
 /// A graph message between two locations of one rank (moves as a typed value).
 pub(crate) struct Carry {
@@ -55,6 +63,10 @@ pub(crate) struct Activity {
     pub(crate) router: Signal,
     /// Tokens that reached a consumer that had already terminated.
     pub(crate) discarded: AtomicU64,
+    /// Tokens put one-sided from here.
+    pub(crate) puts: AtomicU64,
+    /// Tokens of one-sided channels that did not fit a slot (sent two-sided).
+    pub(crate) oversize: AtomicU64,
 }
 
 impl Activity {
@@ -63,6 +75,8 @@ impl Activity {
             active: AtomicUsize::new(actors),
             router: Signal::new(),
             discarded: AtomicU64::new(0),
+            puts: AtomicU64::new(0),
+            oversize: AtomicU64::new(0),
         }
     }
 
@@ -79,10 +93,31 @@ impl Activity {
     }
 }
 
+/// Whether one port of an actor is ready under Pond's firing rule: an input
+/// holds a token or has ended, an output has room or its consumer ended.
+pub(crate) trait Probe: Send + Sync {
+    fn ready(&self) -> bool;
+}
+
 /// The wake cell of one actor.
+///
+/// # The firing rule in the notifier
+///
+/// An actor with [`Firing::AllReady`](super::Firing::AllReady) has a *gate*:
+/// the probes of its connected ports. A notify then wakes it only if every
+/// probe reads ready, so a patch with four inputs is woken once per step,
+/// not once per arriving halo. No wake-up is lost: ports become ready only
+/// through notifies (a push, a close, a pop the producer asked about, a
+/// credit), and each notifier makes its port ready, then runs a `SeqCst`
+/// fence, then reads every probe. Of two notifiers making two ports ready,
+/// at least one sees the other's port ready (the fences order them), so the
+/// notify that makes the last port ready sees all of them ready. The actor
+/// itself only makes ports less ready (it takes and sends), and it checks the
+/// rule before it parks. Modelled in `loom_tests::a_gated_notify_is_never_lost`.
 pub(crate) struct Cell {
     pub(crate) signal: Signal,
     activity: Arc<Activity>,
+    gate: std::sync::OnceLock<Box<[Arc<dyn Probe>]>>,
 }
 
 impl Cell {
@@ -90,17 +125,60 @@ impl Cell {
         Cell {
             signal: Signal::new(),
             activity,
+            gate: std::sync::OnceLock::new(),
         }
     }
 
-    /// A port of this actor changed: run its `act()` (again).
+    /// Sets the actor's gate (before its task and its neighbours start).
+    pub(crate) fn set_gate(&self, probes: Vec<Arc<dyn Probe>>) {
+        let _ = self.gate.set(probes.into_boxed_slice());
+    }
+
+    /// A port of this actor changed: run its `act()` (again) — if it has a
+    /// gate, only when every port is ready (see the type's docs).
     #[inline]
     pub(crate) fn notify(&self) {
+        if let Some(gate) = self.gate.get() {
+            fence(Ordering::SeqCst);
+            if !gate.iter().all(|p| p.ready()) {
+                return;
+            }
+        }
+        self.notify_always();
+    }
+
+    /// Wakes the actor whatever its ports (the end of a run).
+    #[inline]
+    pub(crate) fn notify_always(&self) {
         // Counted active before it is woken, so the location is never seen
         // idle while a wake-up is on its way.
         self.signal.notify_then(|| {
             self.activity.active.fetch_add(1, Ordering::AcqRel);
         });
+    }
+}
+
+/// An input's probe.
+struct InSide<T>(Arc<Chan<T>>);
+
+impl<T: Send> Probe for InSide<T> {
+    fn ready(&self) -> bool {
+        !self.0.q.is_empty() || self.0.producer_done.load(Ordering::Acquire)
+    }
+}
+
+/// A local output's probe.
+struct OutSide<T>(Arc<Chan<T>>);
+
+impl<T: Send> Probe for OutSide<T> {
+    fn ready(&self) -> bool {
+        !self.0.q.is_full() || self.0.consumer_done.load(Ordering::Acquire)
+    }
+}
+
+impl Probe for RemoteOut {
+    fn ready(&self) -> bool {
+        self.credits.load(Ordering::Acquire) > 0 || self.gone.load(Ordering::Acquire)
     }
 }
 
@@ -204,6 +282,8 @@ pub(crate) trait ErasedIn: Send {
     fn len(&self) -> usize;
     /// The consumer terminated: refuse further tokens; returns those discarded.
     fn close(&mut self, loc: &Location) -> u64;
+    /// This input's probe, for its consumer's gate.
+    fn probe(&self) -> Arc<dyn Probe>;
     fn as_any(&mut self) -> &mut dyn Any;
 }
 
@@ -255,6 +335,10 @@ impl<T: Token> ErasedIn for InEnd<T> {
         dropped
     }
 
+    fn probe(&self) -> Arc<dyn Probe> {
+        Arc::new(InSide(Arc::clone(&self.chan)))
+    }
+
     fn as_any(&mut self) -> &mut dyn Any {
         self
     }
@@ -274,6 +358,10 @@ impl RemoteOut {
             gone: AtomicBool::new(false),
             producer,
         }
+    }
+
+    fn activity(&self) -> &Activity {
+        &self.producer.activity
     }
 
     /// The router received `n` credits.
@@ -298,6 +386,8 @@ pub(crate) enum OutEnd<T> {
         channel: u32,
         same_rank: bool,
         scratch: Vec<u8>,
+        /// The consumer's window, for a one-sided channel across ranks.
+        target: Option<Target>,
     },
 }
 
@@ -307,6 +397,8 @@ pub(crate) trait ErasedOut: Send {
     fn ready(&self) -> bool;
     /// The producer terminated.
     fn close(&mut self, loc: &Location);
+    /// This output's probe, for its producer's gate.
+    fn probe(&self) -> Arc<dyn Probe>;
     fn as_any(&mut self) -> &mut dyn Any;
 }
 
@@ -352,6 +444,7 @@ impl<T: Token> OutEnd<T> {
                 channel,
                 same_rank,
                 scratch,
+                target,
             } => {
                 if out.gone.load(Ordering::Acquire) {
                     return Err(Refused::Closed(v));
@@ -382,7 +475,25 @@ impl<T: Token> OutEnd<T> {
                             std::any::type_name::<T>()
                         ));
                     }
-                    if loc.send_slice(*to, scratch).is_err() {
+                    let sent = match target {
+                        Some(t) if t.fits(scratch.len() - 5) => {
+                            let len = (scratch.len() - 5) as u32;
+                            let k = t.put(loc, scratch, 5);
+                            let mut signal = [0u8; 13];
+                            signal[0] = PUT;
+                            signal[1..5].copy_from_slice(&channel.to_le_bytes());
+                            signal[5..9].copy_from_slice(&k.to_le_bytes());
+                            signal[9..13].copy_from_slice(&len.to_le_bytes());
+                            out.activity().puts.fetch_add(1, Ordering::Relaxed);
+                            loc.send_slice(*to, &signal)
+                        }
+                        Some(_) => {
+                            out.activity().oversize.fetch_add(1, Ordering::Relaxed);
+                            loc.send_slice(*to, scratch)
+                        }
+                        None => loc.send_slice(*to, scratch),
+                    };
+                    if sent.is_err() {
                         loc.world()
                             .abort("tutti graph: a channel's location vanished");
                     }
@@ -431,6 +542,13 @@ impl<T: Token> ErasedOut for OutEnd<T> {
                 same_rank,
                 ..
             } => send_control(loc, *to, *channel, *same_rank, CLOSE, 0),
+        }
+    }
+
+    fn probe(&self) -> Arc<dyn Probe> {
+        match self {
+            OutEnd::Local(chan) => Arc::new(OutSide(Arc::clone(chan))),
+            OutEnd::Remote { out, .. } => Arc::clone(out) as Arc<dyn Probe>,
         }
     }
 
@@ -544,6 +662,7 @@ pub(crate) trait Maker: Send + Sync {
         to: LocationId,
         channel: u32,
         same_rank: bool,
+        target: Option<Target>,
     ) -> Box<dyn ErasedOut>;
     fn remote_in(
         &self,
@@ -584,6 +703,7 @@ impl<T: Token> Maker for TypedMaker<T> {
         to: LocationId,
         channel: u32,
         same_rank: bool,
+        target: Option<Target>,
     ) -> Box<dyn ErasedOut> {
         Box::new(OutEnd::<T>::Remote {
             out,
@@ -591,6 +711,7 @@ impl<T: Token> Maker for TypedMaker<T> {
             channel,
             same_rank,
             scratch: Vec::new(),
+            target,
         })
     }
 
@@ -660,6 +781,61 @@ mod loom_tests {
                 }
             }));
             consumer.join().unwrap();
+        });
+    }
+
+    /// A probe over one loom flag (a port that became ready).
+    struct Flag(Arc<AtomicBool>);
+
+    impl super::Probe for Flag {
+        fn ready(&self) -> bool {
+            self.0.load(Ordering::Acquire)
+        }
+    }
+
+    /// Pond's rule in the notifier: two ports made ready by two notifiers at
+    /// once; the actor, parked until both are ready, is woken (a notify
+    /// skipped by both gates would leave it parked for ever, which loom
+    /// reports).
+    #[test]
+    fn a_gated_notify_is_never_lost() {
+        loom::model(|| {
+            let activity = Arc::new(Activity::new(1));
+            let cell = Arc::new(Cell::new(Arc::clone(&activity)));
+            let ports = [
+                Arc::new(AtomicBool::new(false)),
+                Arc::new(AtomicBool::new(false)),
+            ];
+            cell.set_gate(
+                ports
+                    .iter()
+                    .map(|p| Arc::new(Flag(Arc::clone(p))) as Arc<dyn super::Probe>)
+                    .collect(),
+            );
+            let notifiers: Vec<_> = ports
+                .iter()
+                .map(|p| {
+                    let (cell, p) = (Arc::clone(&cell), Arc::clone(p));
+                    thread::spawn(move || {
+                        p.store(true, Ordering::Release);
+                        cell.notify();
+                    })
+                })
+                .collect();
+            // The actor: runs when both are ready, else parks.
+            block_on(poll_fn(|cx| loop {
+                cell.signal.take();
+                if ports.iter().all(|p| p.load(Ordering::Acquire)) {
+                    return Poll::Ready(());
+                }
+                match cell.signal.poll_wait(cx) {
+                    Wait::Notified => continue,
+                    Wait::Parked | Wait::StillParked => return Poll::Pending,
+                }
+            }));
+            for n in notifiers {
+                n.join().unwrap();
+            }
         });
     }
 

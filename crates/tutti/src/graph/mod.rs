@@ -52,11 +52,12 @@ mod build;
 mod channel;
 #[cfg(feature = "metis")]
 mod metis;
+mod onesided;
 mod partition;
 mod port;
 mod run;
 
-pub use build::{ActorGraph, BuildError, Firing, GraphBuilder};
+pub use build::{ActorGraph, BuildError, Firing, GraphBuilder, Scheme};
 pub use partition::{Curve, Partition, PartitionError, Placement};
 pub use port::{ActorId, InPort, OutPort, SendError, Token};
 pub use run::{Actor, Ports, RunError, RunReport, Status};

@@ -37,8 +37,9 @@ use std::task::Poll;
 use super::build::{ActorGraph, Dir, Firing};
 use super::channel::{
     Activity, Carry, Cell, ErasedIn, ErasedOut, InEnd, Inlet, OutEnd, Refused, RemoteOut, CLOSE,
-    CREDIT, DATA, GONE,
+    CREDIT, DATA, GONE, PUT,
 };
+use super::onesided::{self, Source, Target};
 use super::partition::Placement;
 use super::port::{ActorId, InPort, OutPort, SendError, Token};
 use crate::loom::{AtomicBool, Ordering};
@@ -62,6 +63,15 @@ pub trait Actor: Send + 'static {
     /// actor goes on. Must not block: a full output or an empty input is met by
     /// returning and being called again when it changes.
     fn act(&mut self, ports: &mut Ports<'_>) -> Status;
+
+    /// Runs once when the run starts, before any `act()` and whatever the
+    /// firing rule: for tokens an actor sends before it has received any
+    /// (an [`AllReady`](Firing::AllReady) actor whose neighbours wait for
+    /// its first token). The default does nothing.
+    fn start(&mut self, ports: &mut Ports<'_>) -> Status {
+        let _ = ports;
+        Status::Continue
+    }
 }
 
 impl<F: FnMut(&mut Ports<'_>) -> Status + Send + 'static> Actor for F {
@@ -193,6 +203,19 @@ pub struct RunReport {
     /// Tokens left unconsumed here by actors that terminated with tokens in
     /// their inputs, or that arrived after their consumer terminated.
     pub discarded: u64,
+    /// Times an actor's task was woken here to run `act()` (with
+    /// [`Firing::AllReady`] only once its ports are all ready, see the
+    /// [module docs](super)).
+    pub wakeups: u64,
+    /// Quiescence waves this location started during the run (each a
+    /// world collective: the router starts one whenever its actors are all
+    /// parked, e.g. while they wait for tokens from other ranks).
+    pub waves: u64,
+    /// Tokens put one-sided (`MPI_Put`) from here ([`Scheme::OneSided`](super::Scheme::OneSided)).
+    pub puts: u64,
+    /// Tokens of one-sided channels sent two-sided from here because their
+    /// encoding did not fit a slot.
+    pub oversize: u64,
 }
 
 /// Why a run failed. Every location of the world returns the same error.
@@ -210,6 +233,9 @@ pub enum RunError {
     Mismatch,
     /// The placement does not fit the graph or the world.
     Placement(String),
+    /// A channel's [`Scheme`](super::Scheme) cannot run on this world (a
+    /// one-sided channel between ranks that MPI does not join).
+    Scheme(String),
 }
 
 impl std::fmt::Display for RunError {
@@ -222,6 +248,7 @@ impl std::fmt::Display for RunError {
                 "the ranks built different graphs or placements (build the same graph on every rank)",
             ),
             RunError::Placement(w) => write!(f, "placement: {w}"),
+            RunError::Scheme(w) => write!(f, "scheme: {w}"),
         }
     }
 }
@@ -244,7 +271,8 @@ struct Local {
 /// What the router does with a channel's messages.
 enum Entry {
     None,
-    In(Box<dyn Inlet>),
+    /// A channel from another location; its slots if it is one-sided.
+    In(Box<dyn Inlet>, Option<Source>),
     Out(Arc<RemoteOut>),
 }
 
@@ -359,6 +387,14 @@ impl ActorGraph {
             .map(|a| ActorId(a as u32))
             .filter(|a| placement.location(*a) == me)
             .collect();
+        let (layout, sizes) = onesided::layout(self, placement, per_rank, world.locations());
+        let windows = onesided::open(
+            loc,
+            layout.iter().any(Option::is_some),
+            sizes[me.index()],
+            d,
+        )
+        .await?;
         let activity = Arc::new(Activity::new(here.len()));
         let mut index = vec![usize::MAX; self.actors()];
         let mut locals = Vec::with_capacity(here.len());
@@ -400,11 +436,22 @@ impl ActorGraph {
                 slots[ti][c.to.1 as usize] = Slot::In(Some(i));
             } else if from_loc == me {
                 let ro = Arc::new(RemoteOut::new(c.capacity, Arc::clone(&locals[fi].cell)));
+                let target = match (&windows, layout[ch]) {
+                    (Some(w), Some(s)) => Some(Target::new(
+                        Arc::clone(w.of(to_loc.local(per_rank))),
+                        s,
+                        to_loc,
+                        per_rank,
+                        sizes[to_loc.index()],
+                    )),
+                    _ => None,
+                };
                 slots[fi][c.from.1 as usize] = Slot::Out(Some(maker.remote_out(
                     Arc::clone(&ro),
                     to_loc,
                     ch as u32,
                     same_rank,
+                    target,
                 )));
                 entry = Entry::Out(ro);
             } else if to_loc == me {
@@ -417,11 +464,32 @@ impl ActorGraph {
                     same_rank,
                 );
                 slots[ti][c.to.1 as usize] = Slot::In(Some(i));
-                entry = Entry::In(inlet);
+                let source = match (&windows, layout[ch]) {
+                    (Some(w), Some(s)) => {
+                        Some(Source::new(Arc::clone(w.of(me.local(per_rank))), s))
+                    }
+                    _ => None,
+                };
+                entry = Entry::In(inlet, source);
             }
             entries.push(entry);
         }
 
+        // Pond's rule in the notifier (see `Cell`): gates before any task runs.
+        for (local, slots) in locals.iter().zip(&slots) {
+            if self.actors[local.id.index()].firing == Firing::AllReady {
+                local.cell.set_gate(
+                    slots
+                        .iter()
+                        .filter_map(|s| match s {
+                            Slot::In(Some(e)) => Some(e.probe()),
+                            Slot::Out(Some(e)) => Some(e.probe()),
+                            _ => None,
+                        })
+                        .collect(),
+                );
+            }
+        }
         let problems = Arc::new(crate::loom::Mutex::new(Problems::default()));
         let mut tasks = Vec::with_capacity(here.len());
         for (local, slots) in locals.iter().zip(slots) {
@@ -440,9 +508,34 @@ impl ActorGraph {
             )));
         }
 
+        let slot = &loc.shared().local.slots[loc.local_index()];
+        let epochs = slot.epochs();
         route(loc, &activity, &entries, &problems).await;
+        let waves = slot.epochs() - epochs;
 
-        // Quiescent: nothing runs or is in flight anywhere.
+        // Quiescent: nothing runs or is in flight anywhere. Actors still
+        // waiting are abandoned: their tasks describe what they wait on and end.
+        for l in &locals {
+            if !l.done.load(Ordering::Acquire) {
+                l.abandon.store(true, Ordering::Release);
+                l.cell.notify_always();
+            }
+        }
+        let mut report = RunReport {
+            actors: here.len(),
+            acts: 0,
+            discarded: activity.discarded.load(Ordering::Relaxed),
+            wakeups: 0,
+            waves,
+            puts: activity.puts.load(Ordering::Relaxed),
+            oversize: activity.oversize.load(Ordering::Relaxed),
+        };
+        for t in tasks {
+            let (acts, discarded, wakeups) = t.await;
+            report.acts += acts;
+            report.wakeups += wakeups;
+            report.discarded += discarded;
+        }
         let mut mine = std::mem::take(&mut *crate::loom::lock(&problems));
         for l in &locals {
             if !l.done.load(Ordering::Acquire) {
@@ -452,21 +545,11 @@ impl ActorGraph {
                     me,
                     &*crate::loom::lock(&l.waits)
                 ));
-                l.abandon.store(true, Ordering::Release);
-                l.cell.notify();
             }
         }
         let all = loc.all_reduce(mine, Problems::merge).await;
-        let mut report = RunReport {
-            actors: here.len(),
-            acts: 0,
-            discarded: activity.discarded.load(Ordering::Relaxed),
-        };
-        for t in tasks {
-            let (acts, discarded) = t.await;
-            report.acts += acts;
-            report.discarded += discarded;
-        }
+        drop(entries);
+        onesided::close(loc, windows, d).await;
         if !all.bad.is_empty() {
             Err(RunError::BadMessage(all.bad))
         } else if !all.panicked.is_empty() {
@@ -520,7 +603,7 @@ async fn actor_task(
     loc: Arc<Location>,
     activity: Arc<Activity>,
     problems: Arc<crate::loom::Mutex<Problems>>,
-) -> (u64, u64) {
+) -> (u64, u64, u64) {
     let mut acts = 0u64;
     let mut discarded = 0u64;
     // A trace names slices with `'static` strings: the actor's name is kept
@@ -530,13 +613,25 @@ async fn actor_task(
     } else {
         ""
     };
+    let mut wakeups = 0u64;
+    let mut started = false;
     loop {
+        if started {
+            wakeups += 1;
+        }
         local.cell.signal.take();
         if local.abandon.load(Ordering::Acquire) {
+            // The run ended with this actor waiting: say on what (read only
+            // now, not at every park: a stall report is rare, parks are not).
+            *crate::loom::lock(&local.waits) = describe(&port_names, &slots);
             break;
         }
         let mut finished = false;
-        while may_fire(firing, &slots) {
+        // `start` once, then `act()` as the firing rule allows: OnChange once
+        // per change, AllReady again while it holds.
+        let mut first = !started;
+        started = true;
+        while first || may_fire(firing, &slots) {
             let mut ports = Ports {
                 me: local.id,
                 name: &name,
@@ -545,11 +640,19 @@ async fn actor_task(
                 sent_away: false,
             };
             let traced = crate::diag::trace::begin();
-            let r = catch_unwind(AssertUnwindSafe(|| actor.act(&mut ports)));
+            let r = catch_unwind(AssertUnwindSafe(|| {
+                if first {
+                    actor.start(&mut ports)
+                } else {
+                    actor.act(&mut ports)
+                }
+            }));
             let act = crate::diag::trace::Kind::Act;
             crate::diag::trace::end(traced, act, trace_name, "", 0);
             let away = ports.sent_away;
-            acts += 1;
+            if !first {
+                acts += 1;
+            }
             if away {
                 loc.flush();
             }
@@ -564,10 +667,10 @@ async fn actor_task(
                     finished = true;
                 }
             }
-            // OnChange runs once per change; AllReady again while it holds.
-            if finished || firing == Firing::OnChange {
+            if finished || (firing == Firing::OnChange && !first) {
                 break;
             }
+            first = false;
         }
         if finished {
             for s in &mut slots {
@@ -580,9 +683,8 @@ async fn actor_task(
             loc.flush();
             local.done.store(true, Ordering::Release);
             activity.parked();
-            return (acts, discarded);
+            return (acts, discarded, wakeups);
         }
-        *crate::loom::lock(&local.waits) = describe(&port_names, &slots);
         let cell = &local.cell;
         poll_fn(|cx| match cell.signal.poll_wait(cx) {
             Wait::Notified => Poll::Ready(()),
@@ -595,7 +697,7 @@ async fn actor_task(
         .await;
     }
     // Abandoned: the run ended with this actor waiting (reported as a stall).
-    (acts, discarded)
+    (acts, discarded, wakeups)
 }
 
 /// The router (see the module docs): returns when the world is quiescent.
@@ -606,6 +708,7 @@ async fn route(
     problems: &crate::loom::Mutex<Problems>,
 ) {
     let mut held: Vec<Delivery<'_>> = Vec::new();
+    let mut scratch = Vec::new();
     loop {
         // Actors run: hand messages on, keep the deliveries until idle.
         loop {
@@ -624,7 +727,7 @@ async fn route(
             .await;
             match next {
                 Some(mut d) => {
-                    handle(&mut d, entries, problems);
+                    handle(loc, &mut d, entries, problems, &mut scratch);
                     held.push(d);
                 }
                 None => break,
@@ -634,7 +737,7 @@ async fn route(
         held.clear();
         match loc.recv_until_quiet().await {
             Some(mut d) => {
-                handle(&mut d, entries, problems);
+                handle(loc, &mut d, entries, problems, &mut scratch);
                 held.push(d);
             }
             None => return,
@@ -642,10 +745,18 @@ async fn route(
     }
 }
 
-fn handle(d: &mut Delivery<'_>, entries: &[Entry], problems: &crate::loom::Mutex<Problems>) {
+fn handle(
+    loc: &Location,
+    d: &mut Delivery<'_>,
+    entries: &[Entry],
+    problems: &crate::loom::Mutex<Problems>,
+    scratch: &mut Vec<u8>,
+) {
     let from = d.from();
     let r = if let Some(c) = d.take::<Carry>() {
         dispatch(
+            loc,
+            scratch,
             entries,
             c.kind,
             c.channel,
@@ -664,7 +775,15 @@ fn handle(d: &mut Delivery<'_>, entries: &[Entry], problems: &crate::loom::Mutex
             } else {
                 0
             };
-            dispatch(entries, kind, ch, credits, Payload::Bytes(rest))
+            dispatch(
+                loc,
+                scratch,
+                entries,
+                kind,
+                ch,
+                credits,
+                Payload::Bytes(rest),
+            )
         }
     } else {
         Err("a message that is not the graph's".to_string())
@@ -682,6 +801,8 @@ enum Payload<'a> {
 }
 
 fn dispatch(
+    loc: &Location,
+    scratch: &mut Vec<u8>,
     entries: &[Entry],
     kind: u8,
     ch: u32,
@@ -692,12 +813,21 @@ fn dispatch(
         .get(ch as usize)
         .ok_or_else(|| format!("channel {ch} does not exist"))?;
     match (kind, entry) {
-        (DATA, Entry::In(inlet)) => match payload {
+        (PUT, Entry::In(inlet, Some(source))) => match payload {
+            Payload::Bytes(b) if b.len() == 8 => {
+                let k = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+                let len = u32::from_le_bytes([b[4], b[5], b[6], b[7]]);
+                source.take(loc, k, len, scratch)?;
+                inlet.bytes(scratch)
+            }
+            _ => Err(format!("a malformed one-sided signal for channel {ch}")),
+        },
+        (DATA, Entry::In(inlet, _)) => match payload {
             Payload::Value(Some(v)) => inlet.value(v),
             Payload::Bytes(b) => inlet.bytes(b),
             Payload::Value(None) => Err(format!("a token for channel {ch} without a value")),
         },
-        (CLOSE, Entry::In(inlet)) => {
+        (CLOSE, Entry::In(inlet, _)) => {
             inlet.close();
             Ok(())
         }

@@ -164,6 +164,8 @@ pub use delivery::Delivery;
 pub use error::{LocationPanic, SendError, WorldError};
 pub use id::LocationId;
 pub use location::{Location, Recv, UntilQuiet};
+#[cfg(feature = "mpi")]
+pub(crate) use transport::mpi::Window;
 #[cfg(not(loom))]
 pub use transport::shm::launch;
 pub(crate) use world::RankDeath;

@@ -72,8 +72,7 @@ impl Slot {
         self.epoch.fetch_add(1, Ordering::Relaxed)
     }
 
-    /// Collectives this location has started.
-    #[cfg(test)]
+    /// Collectives (quiescence waves included) this location has started.
     pub(crate) fn epochs(&self) -> u64 {
         self.epoch.load(Ordering::Relaxed)
     }
@@ -702,6 +701,32 @@ impl World {
         // mode they cannot get the engine while `f` has it).
         let _paused = self.shared.runtime.pause_idle_pollers();
         super::transport::mpi::with_mpi(&self.shared.transport, f)
+    }
+
+    /// Runs `f` where MPI calls are allowed (the progress thread, or under the
+    /// engine's lock in polling mode) with the engine's user communicator,
+    /// without pausing idle pollers: for short calls on a hot path (the
+    /// graph's one-sided puts). `None` if the world is not using MPI.
+    #[cfg(feature = "mpi")]
+    pub(crate) fn mpi_call<R: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mpi::topology::SimpleCommunicator) -> R + Send + 'static,
+    ) -> Option<R> {
+        super::transport::mpi::with_mpi(&self.shared.transport, f)
+    }
+
+    /// Whether the world's ranks are joined by MPI.
+    pub(crate) fn uses_mpi(&self) -> bool {
+        #[cfg(feature = "mpi")]
+        {
+            self.shared
+                .transport
+                .as_any()
+                .downcast_ref::<super::transport::mpi::Mpi>()
+                .is_some()
+        }
+        #[cfg(not(feature = "mpi"))]
+        false
     }
 
     /// Sends raw bytes as a frame to `rank` (testing the receiver's validation:

@@ -1,10 +1,12 @@
 //! `--impl graph`: one actor per patch; ghost layers travel through ports
 //! (seed 002 ch. 7, Pond). A patch steps as soon as its four neighbours'
-//! boundaries for that step have arrived: no global synchronization.
+//! boundaries for that step have arrived: no global synchronization. The
+//! patches fire under Pond's rule (`Firing::AllReady`), evaluated where the
+//! halos arrive, so a patch is woken once per step, not once per halo.
 
 use std::sync::{Arc, Mutex};
 
-use tutti::graph::{Actor, ActorGraph, InPort, OutPort, Placement, Ports, Status};
+use tutti::graph::{Actor, ActorGraph, Firing, InPort, OutPort, Placement, Ports, Scheme, Status};
 use tutti::msg::codec::PodVec;
 use tutti::world::Location;
 
@@ -26,13 +28,17 @@ pub struct PatchGraph {
     pub ports: Vec<SidePorts>,
 }
 
-pub fn build(cfg: &Config) -> Result<PatchGraph, String> {
+pub fn build(cfg: &Config, scheme: Scheme) -> Result<PatchGraph, String> {
     let mut b = ActorGraph::builder();
+    b.scheme(scheme).map_err(|e| e.to_string())?;
     let n = cfg.px * cfg.py;
     let mut ports: Vec<SidePorts> = Vec::with_capacity(n);
     for p in 0..n {
         let a = b
-            .actor(&format!("patch{}_{}", p % cfg.px, p / cfg.px))
+            .actor_firing(
+                &format!("patch{}_{}", p % cfg.px, p / cfg.px),
+                Firing::AllReady,
+            )
             .map_err(|e| e.to_string())?;
         let mut sides = [None; 4];
         for (k, s) in Side::ALL.iter().enumerate() {
@@ -75,76 +81,75 @@ struct PatchActor {
     ports: SidePorts,
     cfg: Arc<Config>,
     step: u64,
-    sent: bool,
     scratch: Vec<f64>,
     out: Arc<Mutex<LocalResult>>,
 }
 
 impl Actor for PatchActor {
+    /// Step 0's boundaries, before anything arrived.
+    fn start(&mut self, p: &mut Ports<'_>) -> Status {
+        self.send_boundaries(p)
+    }
+
+    /// Pond's rule (`Firing::AllReady`): every neighbour's boundary for this
+    /// step has arrived and every neighbour has room for the next one.
     fn act(&mut self, p: &mut Ports<'_>) -> Status {
-        loop {
-            if self.step == self.cfg.steps {
-                let mut out = self.out.lock().unwrap_or_else(|e| e.into_inner());
-                out.patches.push((self.id, self.patch.clone()));
-                return Status::Done;
-            }
-            if !self.sent {
-                // Send this step's boundaries once every neighbour has room.
-                if self.ports.iter().flatten().any(|(_, o)| p.room(*o) == 0) {
-                    return Status::Continue;
-                }
-                for (k, s) in Side::ALL.iter().enumerate() {
-                    if let Some((_, o)) = self.ports[k] {
-                        self.patch.boundary(*s, &mut self.scratch);
-                        if p.send(o, PodVec(self.scratch.clone())).is_err() {
-                            return self.fail("a neighbour ended early");
-                        }
+        for (k, s) in Side::ALL.iter().enumerate() {
+            match self.ports[k] {
+                Some((i, _)) => {
+                    let Some(halo) = p.recv(i) else {
+                        return self.fail("a neighbour ended early");
+                    };
+                    if !self.patch.set_ghosts(*s, &halo.0) {
+                        return self.fail("a halo of the wrong length");
                     }
                 }
-                self.sent = true;
-            }
-            if self.ports.iter().flatten().any(|(i, _)| p.len(*i) == 0) {
-                return Status::Continue;
-            }
-            for (k, s) in Side::ALL.iter().enumerate() {
-                match self.ports[k] {
-                    Some((i, _)) => {
-                        let Some(halo) = p.recv(i) else {
-                            return self.fail("a halo vanished");
-                        };
-                        if !self.patch.set_ghosts(*s, &halo.0) {
-                            return self.fail("a halo of the wrong length");
-                        }
-                    }
-                    None => self.patch.set_wall(*s),
-                }
-            }
-            match self
-                .patch
-                .step(self.cfg.dt, self.cfg.grid.dx, self.cfg.grid.dy)
-            {
-                Some(speed) => {
-                    if speed * self.cfg.dt > self.cfg.cfl_limit() {
-                        self.out.lock().unwrap_or_else(|e| e.into_inner()).cfl_ok = false;
-                    }
-                }
-                None => return self.fail("a cell ran dry"),
-            }
-            self.step += 1;
-            self.sent = false;
-            if let Some(k) = self.cfg.snapshots.iter().position(|&s| s == self.step) {
-                let h = self.patch.interior()[0].clone();
-                self.out
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .snapshots
-                    .push((k, self.id, h));
+                None => self.patch.set_wall(*s),
             }
         }
+        match self
+            .patch
+            .step(self.cfg.dt, self.cfg.grid.dx, self.cfg.grid.dy)
+        {
+            Some(speed) => {
+                if speed * self.cfg.dt > self.cfg.cfl_limit() {
+                    self.out.lock().unwrap_or_else(|e| e.into_inner()).cfl_ok = false;
+                }
+            }
+            None => return self.fail("a cell ran dry"),
+        }
+        self.step += 1;
+        if let Some(k) = self.cfg.snapshots.iter().position(|&s| s == self.step) {
+            let h = self.patch.interior()[0].clone();
+            self.out
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .snapshots
+                .push((k, self.id, h));
+        }
+        self.send_boundaries(p)
     }
 }
 
 impl PatchActor {
+    /// Sends this step's boundaries (the firing rule left room), or ends
+    /// after the last step.
+    fn send_boundaries(&mut self, p: &mut Ports<'_>) -> Status {
+        if self.step == self.cfg.steps {
+            let mut out = self.out.lock().unwrap_or_else(|e| e.into_inner());
+            out.patches.push((self.id, self.patch.clone()));
+            return Status::Done;
+        }
+        for (k, s) in Side::ALL.iter().enumerate() {
+            if let Some((_, o)) = self.ports[k] {
+                self.patch.boundary(*s, &mut self.scratch);
+                if p.send(o, PodVec(self.scratch.clone())).is_err() {
+                    return self.fail("a neighbour ended early or had no room");
+                }
+            }
+        }
+        Status::Continue
+    }
     fn fail(&mut self, why: &str) -> Status {
         let mut out = self.out.lock().unwrap_or_else(|e| e.into_inner());
         out.errors.push(format!("patch {}: {why}", self.id));
@@ -173,7 +178,6 @@ pub async fn run(
                 ports: ports[p],
                 cfg: Arc::clone(&cfg2),
                 step: 0,
-                sent: false,
                 scratch: Vec::new(),
                 out: Arc::clone(&o2),
             })
@@ -183,8 +187,12 @@ pub async fn run(
         &mut *out.lock().unwrap_or_else(|e| e.into_inner()),
         LocalResult::new(),
     );
-    if let Err(e) = r {
-        res.errors.push(format!("graph run: {e}"));
+    match r {
+        Ok(report) => {
+            res.waves = report.waves;
+            res.wakeups = report.wakeups;
+        }
+        Err(e) => res.errors.push(format!("graph run: {e}")),
     }
     res
 }

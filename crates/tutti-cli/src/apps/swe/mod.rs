@@ -31,7 +31,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use clap::{Args, ValueEnum};
-use tutti::graph::{Curve, Partition, Placement};
+use tutti::graph::{Curve, Partition, Placement, Scheme};
 use tutti::msg::codec::PodVec;
 use tutti::world::{Location, LocationId, World};
 
@@ -49,6 +49,18 @@ pub enum Impl {
     /// Bulk-synchronous supersteps with a global all-reduce.
     Bsp,
     /// Both, side by side.
+    Both,
+}
+
+/// The scheme of the graph's channels between ranks (`--remote`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Remote {
+    /// Each halo is a message; credits hold a producer back.
+    TwoSided,
+    /// Each halo is put into a slot of a window on the receiving rank
+    /// (`MPI_Put` + flush) and announced by a small signal message.
+    OneSided,
+    /// The graph once with each scheme, side by side.
     Both,
 }
 
@@ -88,6 +100,12 @@ pub struct SweArgs {
     /// Which implementation to run.
     #[arg(long = "impl", value_enum, default_value_t = Impl::Both)]
     implementation: Impl,
+    /// The graph's channels between ranks: two-sided messages, one-sided
+    /// puts (needs MPI), or both side by side. Within a rank every channel
+    /// hands halos over in memory, so in a world of one process the scheme
+    /// changes nothing (a note says so).
+    #[arg(long, value_enum, default_value_t = Remote::TwoSided)]
+    remote: Remote,
     /// How patches are placed on locations.
     #[arg(long, value_enum, default_value_t = Placing::Blocks)]
     placing: Placing,
@@ -197,7 +215,7 @@ impl Config {
     }
 
     pub fn placement(&self, locations: usize, placing: Placing) -> Result<Placement, String> {
-        let pg = actors::build(self)?;
+        let pg = actors::build(self, Scheme::TwoSided)?;
         let grid = |curve| Partition::Grid {
             cols: self.px,
             rows: self.py,
@@ -224,6 +242,10 @@ pub struct LocalResult {
     pub snapshots: Vec<(usize, usize, Vec<f64>)>,
     pub cfl_ok: bool,
     pub errors: Vec<String>,
+    /// Graph runs: quiescence waves this location started.
+    pub waves: u64,
+    /// Graph runs: times a patch actor was woken.
+    pub wakeups: u64,
 }
 
 impl LocalResult {
@@ -233,6 +255,8 @@ impl LocalResult {
             snapshots: Vec::new(),
             cfl_ok: true,
             errors: Vec::new(),
+            waves: 0,
+            wakeups: 0,
         }
     }
 }
@@ -265,6 +289,10 @@ pub struct Outcome {
     pub snapshots: Vec<Vec<f64>>,
     pub cfl_ok: bool,
     pub errors: Vec<String>,
+    /// Quiescence waves started, summed over the locations.
+    pub waves: u64,
+    /// Actor wake-ups, summed over the locations.
+    pub wakeups: u64,
 }
 
 /// Sends this location's patches (and snapshots) to location 0, which
@@ -349,8 +377,9 @@ fn run_once(
     cfg: &Arc<Config>,
     placement: &Arc<Placement>,
     which: Impl,
+    scheme: Scheme,
 ) -> Result<Option<Outcome>, String> {
-    let pg = Arc::new(actors::build(cfg)?);
+    let pg = Arc::new(actors::build(cfg, scheme)?);
     let outs = world.run(|loc| {
         let (cfg, placement, pg) = (Arc::clone(cfg), Arc::clone(placement), Arc::clone(&pg));
         async move {
@@ -364,6 +393,9 @@ fn run_once(
             let secs = t0.elapsed().as_secs_f64();
             let secs = loc.all_reduce(secs, f64::max).await;
             let cfl_ok = loc.all_reduce(res.cfl_ok, |a, b| a && b).await;
+            let (waves, wakeups) = loc
+                .all_reduce((res.waves, res.wakeups), |a, b| (a.0 + b.0, a.1 + b.1))
+                .await;
             let errors = loc
                 .all_reduce(res.errors.clone(), |mut a, b| {
                     a.extend(b);
@@ -377,6 +409,8 @@ fn run_once(
                 snapshots,
                 cfl_ok,
                 errors,
+                waves,
+                wakeups,
             })
         }
     });
@@ -486,23 +520,43 @@ pub fn run(a: &SweArgs) -> Result<Report, String> {
         .param("workers", world.runtime().workers());
     let placement = Arc::new(cfg.placement(world.locations(), a.placing)?);
     report.param("edge_cut", placement.edge_cut());
-    let impls: &[Impl] = match a.implementation {
-        Impl::Graph => &[Impl::Graph],
-        Impl::Bsp => &[Impl::Bsp],
-        Impl::Both => &[Impl::Graph, Impl::Bsp],
+    let graphs: &[(&str, Scheme)] = match a.remote {
+        Remote::TwoSided => &[("graph", Scheme::TwoSided)],
+        Remote::OneSided => &[("graph-one-sided", Scheme::ONE_SIDED)],
+        Remote::Both => &[
+            ("graph", Scheme::TwoSided),
+            ("graph-one-sided", Scheme::ONE_SIDED),
+        ],
     };
+    report.param(
+        "remote",
+        match a.remote {
+            Remote::TwoSided => "two-sided",
+            Remote::OneSided => "one-sided",
+            Remote::Both => "both",
+        },
+    );
+    if a.remote != Remote::TwoSided && world.ranks() == 1 && !a.json {
+        eprintln!(
+            "swe: --remote applies to channels between ranks; this world is one process, so every channel hands halos over in memory (run under mpirun to compare the schemes)"
+        );
+    }
+    let mut impls: Vec<(&str, Impl, Scheme)> = Vec::new();
+    if a.implementation != Impl::Bsp {
+        impls.extend(graphs.iter().map(|&(n, s)| (n, Impl::Graph, s)));
+    }
+    if a.implementation != Impl::Graph {
+        impls.push(("bsp", Impl::Bsp, Scheme::TwoSided));
+    }
     let plan = a.run.plan(3);
     let leader = world.rank() == 0;
     let progress = Progress::new(impls.len() * plan.total(), a.json || !leader);
     let mut secs: Vec<Vec<f64>> = vec![Vec::new(); impls.len()];
     let mut last: Vec<Option<Outcome>> = (0..impls.len()).map(|_| None).collect();
     for round in 0..plan.total() {
-        for (k, &which) in impls.iter().enumerate() {
-            progress.stage(match which {
-                Impl::Graph => "graph",
-                _ => "bsp",
-            });
-            let out = run_once(&world, &cfg, &placement, which)?;
+        for (k, &(name, which, scheme)) in impls.iter().enumerate() {
+            progress.stage(name);
+            let out = run_once(&world, &cfg, &placement, which, scheme)?;
             if let Some(o) = out {
                 if round >= plan.warmup {
                     secs[k].push(o.secs);
@@ -516,23 +570,31 @@ pub fn run(a: &SweArgs) -> Result<Report, String> {
     // The sequential reference, on rank 0 only (not timed).
     let reference = if leader { sequential(&cfg) } else { None };
     let mut verified = true;
-    let mut step_medians = Vec::new();
-    for (k, &which) in impls.iter().enumerate() {
-        let name = match which {
-            Impl::Graph => "graph",
-            _ => "bsp",
-        };
+    let mut medians = Vec::new();
+    for (k, &(name, which, _)) in impls.iter().enumerate() {
         let Some(out) = &last[k] else {
             continue;
         };
         let checks = check(&cfg, out, &reference);
         verified &= checks.ok();
+        if which == Impl::Graph {
+            // What waiting costs the graph: world collectives per step.
+            report.param(
+                &format!("waves_per_step_{name}"),
+                out.waves as f64 / cfg.steps as f64,
+            );
+            // Pond's rule in the notifier: about one per patch and step.
+            report.param(
+                &format!("wakeups_per_patch_step_{name}"),
+                out.wakeups as f64 / (cfg.steps * (cfg.px * cfg.py) as u64) as f64,
+            );
+        }
         report.param(&format!("checks_{name}"), &checks);
         let per_step: Vec<f64> = secs[k].iter().map(|s| s * 1e3 / cfg.steps as f64).collect();
         let updates = (cfg.cells() * cfg.steps) as f64;
         let flops = updates * (2 * solver::FLOPS_PER_EDGE + solver::FLOPS_PER_CELL) as f64;
         if let Some(s) = Stats::of(&per_step) {
-            step_medians.push(s.median);
+            medians.push((name, s.median));
             report.result(name, "time_per_step", s, "ms");
         }
         if let Some(s) = Stats::of(
@@ -551,13 +613,31 @@ pub fn run(a: &SweArgs) -> Result<Report, String> {
             report.param("snapshot_files", files);
         }
     }
-    if impls.len() == 2 && step_medians.len() == 2 {
-        report.ratio("time_graph_over_bsp", step_medians[0] / step_medians[1]);
-        if let (Some(g), Some(b)) = (&last[0], &last[1]) {
-            let same = g.field.as_ref().map(Field::digest) == b.field.as_ref().map(Field::digest);
-            report.param("graph_equals_bsp_bit_for_bit", same);
-            verified &= same;
+    let median = |n: &str| medians.iter().find(|m| m.0 == n).map(|m| m.1);
+    let graph_name = graphs[0].0;
+    if let (Some(g), Some(b)) = (median(graph_name), median("bsp")) {
+        // The first scheme asked for (two-sided unless --remote one-sided).
+        report.ratio("time_graph_over_bsp", g / b);
+    }
+    if let (Some(one), Some(two)) = (median("graph-one-sided"), median("graph")) {
+        report.ratio("time_one_sided_over_two_sided", one / two);
+    }
+    if a.remote == Remote::Both {
+        if let (Some(one), Some(b)) = (median("graph-one-sided"), median("bsp")) {
+            report.ratio("time_graph_one_sided_over_bsp", one / b);
         }
+    }
+    // Every implementation's field equals the first's, bit for bit.
+    if let Some(Some(first)) = last.first() {
+        let want = first.field.as_ref().map(Field::digest);
+        let same = last
+            .iter()
+            .flatten()
+            .all(|o| o.field.as_ref().map(Field::digest) == want);
+        if impls.len() > 1 {
+            report.param("impls_equal_bit_for_bit", same);
+        }
+        verified &= same;
     }
     if let Some(max) = a.scaling {
         if world.ranks() > 1 {
@@ -617,7 +697,7 @@ fn scaling(
             // Three rounds, the two implementations alternating; medians.
             for _ in 0..3 {
                 for (k, which) in [Impl::Graph, Impl::Bsp].into_iter().enumerate() {
-                    if let Some(o) = run_once(&world, &cfg, &placement, which)? {
+                    if let Some(o) = run_once(&world, &cfg, &placement, which, Scheme::TwoSided)? {
                         *verified &= o.cfl_ok && o.errors.is_empty();
                         rates[k].push(updates / o.secs / 1e6);
                     }
@@ -656,7 +736,9 @@ mod tests {
                 let reference = sequential(&c);
                 let placement = Arc::new(c.placement(locations, Placing::Hilbert).unwrap());
                 for which in [Impl::Graph, Impl::Bsp] {
-                    let out = run_once(&world, &c, &placement, which).unwrap().unwrap();
+                    let out = run_once(&world, &c, &placement, which, Scheme::TwoSided)
+                        .unwrap()
+                        .unwrap();
                     let checks = check(&c, &out, &reference);
                     assert!(checks.ok(), "{s:?} {which:?} on {locations}: {checks:?}");
                 }
@@ -682,6 +764,8 @@ mod tests {
             snapshots: Vec::new(),
             cfl_ok: true,
             errors: Vec::new(),
+            waves: 0,
+            wakeups: 0,
         };
         assert!(!check(&c, &out, &reference).ok());
     }

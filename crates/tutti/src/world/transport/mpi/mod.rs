@@ -17,6 +17,9 @@
 
 mod engine;
 mod raw;
+mod rma;
+
+pub(crate) use rma::Window;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
