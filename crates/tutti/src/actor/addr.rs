@@ -281,7 +281,7 @@ impl<A: Actor> Addr<A> {
             },
             None,
         );
-        match offered {
+        let ask = match offered {
             Ok(()) => Ask::waiting(reply.expect("tutti: ask without a reply slot")),
             Err((_, Refusal::Stopped)) => Ask::failed(AskError::Stopped),
             Err((m, Refusal::Full | Refusal::Wait)) => {
@@ -320,7 +320,11 @@ impl<A: Actor> Addr<A> {
                     Ask::failed(AskError::Full)
                 }
             }
-        }
+        };
+        ask.on(
+            self.cell.node.id,
+            short_type_name(std::any::type_name::<M>()),
+        )
     }
 
     /// [`ask`](Addr::ask) for plain threads: blocks until the reply arrives.
@@ -672,26 +676,65 @@ enum AskState<R> {
 #[must_use = "the question is sent, but the reply is only received if this is awaited"]
 pub struct Ask<R> {
     state: AskState<R>,
+    /// The asked actor's node in the wait-for graph (`crate::diag`), 0 if unknown.
+    target: u64,
+    /// The question's type, for reports.
+    message: &'static str,
 }
 
 impl<R> Ask<R> {
     pub(crate) fn waiting(reply: Reply<R>) -> Self {
         Ask {
             state: AskState::Waiting(reply),
+            target: 0,
+            message: "",
         }
     }
 
     pub(crate) fn failed(e: AskError) -> Self {
         Ask {
             state: AskState::Failed(e),
+            target: 0,
+            message: "",
         }
     }
 
     fn sending(f: Pin<Box<dyn Future<Output = Result<Reply<R>, AskError>> + Send>>) -> Self {
         Ask {
             state: AskState::Sending(f),
+            target: 0,
+            message: "",
         }
     }
+
+    /// Names whom this ask waits for (the asked actor's node) and the question's type.
+    pub(crate) fn on(mut self, target: u64, message: &'static str) -> Self {
+        self.target = target;
+        self.message = message;
+        self
+    }
+}
+
+/// A wait on actor node `target` (0: unknown): `what` followed by its name.
+#[cold]
+fn waits_on(target: u64, what: String) -> crate::diag::node::Wait {
+    use crate::diag::node::{name_of, On, Wait};
+    if target == 0 {
+        return Wait {
+            on: On::Unknown,
+            what: format!("waits {what} an actor"),
+        };
+    }
+    Wait {
+        on: On::Node(target),
+        what: format!("waits {what} `{}`", name_of(target)),
+    }
+}
+
+/// The short name of a type (its path and generic arguments dropped), for reports.
+pub(crate) fn short_type_name(full: &'static str) -> &'static str {
+    let base = full.split('<').next().unwrap_or(full);
+    base.rsplit("::").next().unwrap_or(base)
 }
 
 impl<R> Future for Ask<R> {
@@ -702,7 +745,18 @@ impl<R> Future for Ask<R> {
             match &mut self.state {
                 AskState::Waiting(r) => {
                     return match r.poll_reply(cx) {
-                        Poll::Pending => Poll::Pending,
+                        Poll::Pending => {
+                            if let Some(d) = crate::diag::node::take_failure() {
+                                self.state = AskState::Done;
+                                return Poll::Ready(Err(AskError::Deadlock(d)));
+                            }
+                            let (target, msg) = (self.target, self.message);
+                            crate::diag::node::note(
+                                || waits_on(target, format!("for the reply to `{msg}` from")),
+                                cx.waker(),
+                            );
+                            Poll::Pending
+                        }
                         Poll::Ready(out) => {
                             self.state = AskState::Done;
                             Poll::Ready(out.map_err(AskError::from))
@@ -710,13 +764,31 @@ impl<R> Future for Ask<R> {
                     }
                 }
                 AskState::Sending(f) => match f.as_mut().poll(cx) {
-                    Poll::Pending => return Poll::Pending,
+                    Poll::Pending => {
+                        if let Some(d) = crate::diag::node::take_failure() {
+                            self.state = AskState::Done;
+                            return Poll::Ready(Err(AskError::Deadlock(d)));
+                        }
+                        let (target, msg) = (self.target, self.message);
+                        crate::diag::node::note(
+                            || {
+                                waits_on(
+                                    target,
+                                    format!("for room to ask `{msg}` in the full mailbox of"),
+                                )
+                            },
+                            cx.waker(),
+                        );
+                        return Poll::Pending;
+                    }
                     Poll::Ready(Ok(r)) => self.state = AskState::Waiting(r),
                     Poll::Ready(Err(e)) => self.state = AskState::Failed(e),
                 },
-                AskState::Failed(e) => {
-                    let e = *e;
-                    self.state = AskState::Done;
+                AskState::Failed(_) => {
+                    let AskState::Failed(e) = std::mem::replace(&mut self.state, AskState::Done)
+                    else {
+                        unreachable!()
+                    };
                     return Poll::Ready(Err(e));
                 }
                 AskState::Done => panic!("tutti: Ask polled after it completed"),
@@ -774,6 +846,24 @@ impl<A: Actor + Handler<M>, M: Message> Future for SendFuture<'_, A, M> {
             Err((m, Refusal::Wait | Refusal::Full)) => {
                 // Our waker is queued for room.
                 this.msg = Some(m);
+                if let Some(d) = crate::diag::node::take_failure() {
+                    // A send has no error for this: the waiting actor or location fails
+                    // with the report (a handler's panic stops its actor).
+                    panic!("tutti::actor: the send deadlocked\n{d}");
+                }
+                let target = this.cell.node.id;
+                crate::diag::node::note(
+                    || {
+                        waits_on(
+                            target,
+                            format!(
+                                "for room to send `{}` in the full mailbox of",
+                                short_type_name(std::any::type_name::<M>())
+                            ),
+                        )
+                    },
+                    cx.waker(),
+                );
                 Poll::Pending
             }
         }

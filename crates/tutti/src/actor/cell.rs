@@ -172,6 +172,8 @@ pub(crate) struct Cell<A: Actor> {
     actor: UnsafeCell<MaybeUninit<A>>,
     ctx: UnsafeCell<Context<A>>,
     run: UnsafeCell<RunState>,
+    /// The actor in the wait-for graph (`crate::diag`).
+    pub(crate) node: Arc<crate::diag::node::Node>,
 }
 
 // SAFETY: the consumer-only fields (`actor`, `ctx`, `run`) are touched by the actor's task
@@ -189,11 +191,23 @@ impl<A: Actor> Cell<A> {
         bounded: Option<(usize, Overflow)>,
         system: Arc<SystemInner>,
     ) -> Arc<Self> {
+        let id = ActorId::next();
+        let node = crate::diag::node::Node::new(
+            crate::diag::node::Kind::Actor,
+            format!(
+                "{id} ({})",
+                super::addr::short_type_name(std::any::type_name::<A>())
+            ),
+            crate::diag::rank(),
+            0,
+            1,
+        );
         let cell = Arc::new(Cell {
             mailbox: Mailbox::new(),
             waker: UnsafeCell::new(None),
             addrs: AtomicUsize::new(1),
-            id: ActorId::next(),
+            id,
+            node,
             bounded: bounded.map(|(cap, policy)| Box::new(Bounded::new(cap, policy))),
             aux: AuxPtr(AtomicPtr::new(ptr::null_mut())),
             system,

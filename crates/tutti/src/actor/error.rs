@@ -4,6 +4,9 @@
 //! for a channel's (`tutti::csp:`) or the world's.
 
 use std::fmt;
+use std::sync::Arc;
+
+use crate::diag::Deadlock;
 
 use super::ActorId;
 use super::Name;
@@ -76,7 +79,7 @@ pub enum SendTimeoutError<M> {
 /// addr.stop();
 /// assert_eq!(addr.ask_blocking(Q), Err(AskError::Stopped));
 /// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum AskError {
     /// The actor stopped (or its handler panicked or was cancelled) before replying.
     Stopped,
@@ -84,6 +87,9 @@ pub enum AskError {
     Full,
     /// A full mailbox (policy `DropOldest`) discarded the question.
     Dropped,
+    /// The ask was part of a deadlock (a cycle of asks or full mailboxes between actors,
+    /// see [`crate::diag`]): the report names every participant and what it waits on.
+    Deadlock(Arc<Deadlock>),
 }
 
 impl From<NoReply> for AskError {
@@ -96,7 +102,7 @@ impl From<NoReply> for AskError {
 }
 
 /// Why [`ask_timeout`](crate::actor::Addr::ask_timeout) returned no reply.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum AskTimeoutError {
     /// The actor stopped (or its handler panicked) before replying.
     Stopped,
@@ -106,6 +112,8 @@ pub enum AskTimeoutError {
     Dropped,
     /// No reply before the deadline (the handler may still run; its reply is dropped).
     Timeout,
+    /// The ask was part of a deadlock (see [`AskError::Deadlock`]).
+    Deadlock(Arc<Deadlock>),
 }
 
 impl From<AskError> for AskTimeoutError {
@@ -114,6 +122,7 @@ impl From<AskError> for AskTimeoutError {
             AskError::Stopped => AskTimeoutError::Stopped,
             AskError::Full => AskTimeoutError::Full,
             AskError::Dropped => AskTimeoutError::Dropped,
+            AskError::Deadlock(d) => AskTimeoutError::Deadlock(d),
         }
     }
 }
@@ -201,6 +210,7 @@ impl fmt::Display for AskError {
             AskError::Stopped => "tutti::actor: the actor stopped before replying",
             AskError::Full => "tutti::actor: the actor's mailbox is full",
             AskError::Dropped => "tutti::actor: the actor's full mailbox discarded the question",
+            AskError::Deadlock(d) => return write!(f, "tutti::actor: the ask deadlocked\n{d}"),
         })
     }
 }
@@ -214,6 +224,7 @@ impl fmt::Display for AskTimeoutError {
             AskTimeoutError::Stopped => AskError::Stopped.fmt(f),
             AskTimeoutError::Full => AskError::Full.fmt(f),
             AskTimeoutError::Dropped => AskError::Dropped.fmt(f),
+            AskTimeoutError::Deadlock(d) => write!(f, "tutti::actor: the ask deadlocked\n{d}"),
         }
     }
 }

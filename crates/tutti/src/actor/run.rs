@@ -414,12 +414,17 @@ impl<A: Actor> Future for ActorRun<A> {
             return Poll::Ready(());
         }
         let _current = system::enter(&this.cell.system);
+        let node = Arc::clone(&this.cell.node);
+        let entered = node.enter();
         if phase == Phase::New {
             if let Some(p) = this.begin(cx) {
+                entered.leave(p.is_pending());
                 return p;
             }
         }
-        this.turn(cx)
+        let p = this.turn(cx);
+        entered.leave(p.is_pending());
+        p
     }
 }
 

@@ -148,6 +148,7 @@ pub struct Builder {
     idle: IdleStrategy,
     pin: bool,
     trace: Option<std::path::PathBuf>,
+    deadlock: Option<crate::diag::DeadlockMode>,
 }
 
 impl fmt::Debug for Builder {
@@ -157,6 +158,7 @@ impl fmt::Debug for Builder {
             .field("stack_size", &self.stack_size)
             .field("idle", &self.idle)
             .field("pin", &self.pin)
+            .field("deadlock", &self.deadlock)
             .finish_non_exhaustive()
     }
 }
@@ -253,6 +255,26 @@ impl Builder {
     pub fn pin_workers(mut self, pin: bool) -> Builder {
         self.pin = pin;
         self
+    }
+
+    /// What happens when a deadlock is detected (process-wide, set when the runtime
+    /// starts; the default comes from `TUTTI_DEADLOCK`, else
+    /// [`DeadlockMode::Fail`](crate::diag::DeadlockMode::Fail)). See [`crate::diag`].
+    ///
+    /// ```
+    /// use tutti::diag::DeadlockMode;
+    /// let rt = tutti::Runtime::builder().workers(1).deadlock_mode(DeadlockMode::Report).build().unwrap();
+    /// assert_eq!(tutti::diag::deadlock_mode(), DeadlockMode::Report);
+    /// # drop(rt);
+    /// # tutti::diag::set_deadlock_mode(DeadlockMode::Fail);
+    /// ```
+    pub fn deadlock_mode(mut self, mode: crate::diag::DeadlockMode) -> Builder {
+        self.deadlock = Some(mode);
+        self
+    }
+
+    pub(crate) fn deadlock_mode_value(&self) -> Option<crate::diag::DeadlockMode> {
+        self.deadlock
     }
 
     /// Starts the runtime.

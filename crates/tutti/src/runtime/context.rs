@@ -107,6 +107,13 @@ impl RuntimeRef {
         self.0.upgrade().is_some_and(|r| is_quiet(&r))
     }
 
+    /// The runtime's id and its number of live tasks and workers; `None` if it is gone
+    /// (for dumps).
+    pub(crate) fn live_tasks(&self) -> Option<(u16, usize, usize)> {
+        let r = self.0.upgrade()?;
+        Some((r.id(), r.live.len(), r.num_workers()))
+    }
+
     /// Runs `f` with that runtime's tagged live tasks (the third seam: tasks a layer above
     /// spawned with [`spawn_tagged`](super::task::spawn_tagged)), during which no task of
     /// the runtime starts or stops being live; `None` if the runtime is gone.

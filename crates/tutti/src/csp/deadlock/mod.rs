@@ -62,33 +62,32 @@
 mod home;
 mod member;
 mod network;
-mod report;
+
 
 use std::future::Future;
-use std::sync::atomic::{AtomicU8, Ordering};
 
 pub(crate) use home::{Home, Object, Side};
 pub(crate) use member::{current_process, note, note_open, note_par, Member, Wait};
 pub(crate) use network::Network;
-pub use report::{BlockedProcess, Deadlock};
+pub use crate::diag::{BlockedProcess, Deadlock};
 
 use super::par::ParFuture;
 
-const UNSET: u8 = 0;
-const ON: u8 = 1;
-const OFF: u8 = 2;
-
-static ENABLED: AtomicU8 = AtomicU8::new(UNSET);
-
-/// Turns deadlock detection on or off for networks started from now on (it is on by
-/// default; the environment variable `TUTTI_DEADLOCK=off` turns it off at start-up).
+/// Turns deadlock detection on ([`DeadlockMode::Fail`](crate::diag::DeadlockMode::Fail))
+/// or off, for every paradigm, from now on (it is on by default; the environment
+/// variable `TUTTI_DEADLOCK=off` turns it off at start-up). The same switch as
+/// [`crate::diag::set_deadlock_mode`], kept here for CSP programs.
 ///
 /// ```
 /// tutti::csp::set_deadlock_detection(true);
 /// assert!(tutti::csp::deadlock_detection());
 /// ```
 pub fn set_deadlock_detection(on: bool) {
-    ENABLED.store(if on { ON } else { OFF }, Ordering::Relaxed);
+    crate::diag::set_deadlock_mode(if on {
+        crate::diag::DeadlockMode::Fail
+    } else {
+        crate::diag::DeadlockMode::Off
+    });
 }
 
 /// Whether deadlock detection is on for networks started now.
@@ -102,26 +101,7 @@ pub fn deadlock_detection() -> bool {
 
 #[inline]
 pub(crate) fn enabled() -> bool {
-    match ENABLED.load(Ordering::Relaxed) {
-        ON => true,
-        OFF => false,
-        _ => init_enabled(),
-    }
-}
-
-#[cold]
-fn init_enabled() -> bool {
-    let on = !matches!(
-        std::env::var("TUTTI_DEADLOCK").as_deref().map(str::trim),
-        Ok("off" | "0" | "false" | "no")
-    );
-    let _ = ENABLED.compare_exchange(
-        UNSET,
-        if on { ON } else { OFF },
-        Ordering::Relaxed,
-        Ordering::Relaxed,
-    );
-    enabled()
+    crate::diag::deadlock_mode() != crate::diag::DeadlockMode::Off
 }
 
 /// Runs `body` as the one process of a new network (a root `par` of one process named

@@ -56,7 +56,7 @@ use crate::runtime::task::RawTask;
 
 use super::home::{HomeInner, Object, Side};
 use super::member::{self, Member, Snapshot, Wait};
-use super::report::{BlockedProcess, Deadlock};
+use crate::diag::{BlockedProcess, Deadlock};
 use crate::csp::par::process_name;
 
 /// Every root network that may still have members.
@@ -100,7 +100,8 @@ pub(crate) struct Network {
 impl Network {
     /// A new root network, known to the detector.
     pub(crate) fn new_root() -> Arc<Network> {
-        crate::runtime::context::set_idle_hook(on_idle);
+        crate::diag::add_check(on_idle);
+        crate::diag::add_source(dump_processes);
         let net = Arc::new(Network {
             outside_epoch: AtomicU32::new(0),
             report: OnceLock::new(),
@@ -203,8 +204,12 @@ impl Network {
             if self.report.set(report.clone()).is_err() {
                 return None;
             }
-            for (_, task) in &all {
-                task.cancel();
+            // Report-only: the report is kept (so it is declared once), the processes
+            // keep waiting.
+            if crate::diag::deadlock_mode() == crate::diag::DeadlockMode::Fail {
+                for (_, task) in &all {
+                    task.cancel();
+                }
             }
             Some(report)
         });
@@ -213,10 +218,10 @@ impl Network {
     }
 }
 
-/// The idle hook: looks for deadlocked networks while the runtime is quiet.
-fn on_idle(quiet: &dyn Fn() -> bool) {
+/// The check `diag`'s idle hook runs: looks for deadlocked networks, each judged by its
+/// own runtime's quietness (see `scan`).
+fn on_idle() {
     if super::enabled() {
-        let _ = quiet; // each network is judged by its own runtime (see `scan`)
         serialize(scanner(), scan);
     }
 }
@@ -264,8 +269,62 @@ fn scan() {
     };
     for net in nets {
         if let Some(report) = net.check(&|| net.runtime.is_quiet()) {
-            eprintln!("{report}");
+            crate::diag::declare(&report);
         }
+    }
+}
+
+/// `diag`'s dump source: every live process of every network, with its state and (if
+/// blocked on CSP operations) what it waits on.
+fn dump_processes(out: &mut Vec<crate::diag::Entry>) {
+    let nets: Vec<Arc<Network>> = {
+        let all = lock(&NETWORKS);
+        all.iter().filter_map(Weak::upgrade).collect()
+    };
+    let rank = crate::diag::rank();
+    for net in nets {
+        let gate = SCAN_GATE.write().unwrap_or_else(|e| e.into_inner());
+        net.runtime.with_tagged(|tagged| {
+            let mut blocked: Vec<&Member> = Vec::new();
+            let mut others: Vec<(&Member, u64)> = Vec::new();
+            tagged.for_each(|future, _| {
+                // SAFETY: as in `Network::check`: tagged tasks are processes starting
+                // with their `Member`, live while the list is locked.
+                let m = unsafe { &*future.cast::<Member>() };
+                let state = m.snapshot().state();
+                if state != member::ENDED && m.is_in(&net) {
+                    if state == member::BLOCKED_CSP {
+                        blocked.push(m);
+                    } else {
+                        others.push((m, state));
+                    }
+                }
+            });
+            for p in describe(&blocked).processes() {
+                out.push(crate::diag::Entry {
+                    kind: "process",
+                    name: p.name().to_string(),
+                    rank,
+                    state: "blocked",
+                    waits: Some(p.waits().to_string()),
+                });
+            }
+            for (m, state) in others {
+                out.push(crate::diag::Entry {
+                    kind: "process",
+                    name: m.name(),
+                    rank,
+                    state: if state == member::RUNNING {
+                        "running"
+                    } else {
+                        "blocked"
+                    },
+                    waits: (state != member::RUNNING)
+                        .then(|| "waits on something outside its network".to_string()),
+                });
+            }
+        });
+        drop(gate);
     }
 }
 

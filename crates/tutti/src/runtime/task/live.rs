@@ -195,7 +195,6 @@ impl LiveTasks {
     }
 
     /// Number of live tasks (linked or not).
-    #[cfg(all(test, not(loom)))]
     pub(crate) fn len(&self) -> usize {
         self.shards.iter().map(|s| lock(s).live).sum()
     }

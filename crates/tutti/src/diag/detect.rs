@@ -1,0 +1,240 @@
+//! The detector: one idle hook for every paradigm. When a runtime is quiet (every
+//! worker idle, queues empty, no timer armed; `runtime/context.rs`), it asks each
+//! contributor (CSP networks, registered by `csp::deadlock`) to check its own waits,
+//! and checks the wait-for graph of the nodes (`node.rs`):
+//!
+//! * a **cycle** of blocked nodes, each waiting for the next (actor A waits for the reply
+//!   of B, or for room in B's full mailbox, and B for A…): none can take a message
+//!   while it waits, so none of the waits can end;
+//! * a **stalled world**: every location of a one-rank world blocked, at least one in a
+//!   fence or collective that needs the others, which wait elsewhere (a channel, a
+//!   message, an actor) — and the runtime is quiet, so nothing of it can wake them.
+//!
+//! Both are judged with a double collect of the nodes' state words (`node.rs`): the
+//! same words twice, with the runtime quiet before and after, mean the nodes stayed
+//! blocked on what they noted, at once.
+//!
+//! Limits: a plain thread (not a task of the runtime) holding the other end of a
+//! channel a location waits on could still act; the runtime cannot see it (as for CSP
+//! networks, see `csp::deadlock`). Across ranks the world stall is not judged (each
+//! rank sees only its own quietness); `sync_rmi` cycles across ranks are found by the
+//! RMI layer's chain and reported through [`declare`].
+
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use super::mode::{deadlock_mode, detecting, DeadlockMode};
+use super::node::{self, lock, Kind, Node, On, BLOCKED};
+use super::report::{BlockedProcess, Deadlock};
+
+/// A contributor's check, run from the idle hook (at most one scan at a time).
+pub(crate) type Check = fn();
+
+static CHECKS: Mutex<Vec<Check>> = Mutex::new(Vec::new());
+static SCANNING: AtomicU8 = AtomicU8::new(0);
+
+/// Installs the idle hook (once).
+pub(crate) fn install() {
+    static ONCE: OnceLock<()> = OnceLock::new();
+    ONCE.get_or_init(|| crate::runtime::context::set_idle_hook(on_idle));
+}
+
+/// Adds a contributor's check (e.g. the CSP networks' scan). Idempotent.
+pub(crate) fn add_check(check: Check) {
+    install();
+    let mut all = lock(&CHECKS);
+    if !all.iter().any(|c| std::ptr::fn_addr_eq(*c, check)) {
+        all.push(check);
+    }
+}
+
+/// The idle hook.
+fn on_idle(_quiet: &dyn Fn() -> bool) {
+    if !detecting() {
+        return;
+    }
+    // One scan at a time; an idle worker that finds one under way leaves (the CSP
+    // networks' own scan keeps its no-lost-request protocol, see `csp::deadlock`).
+    if SCANNING.swap(1, Ordering::Acquire) == 1 {
+        return;
+    }
+    let checks: Vec<Check> = lock(&CHECKS).clone();
+    for c in checks {
+        c();
+    }
+    scan_nodes();
+    SCANNING.store(0, Ordering::Release);
+}
+
+/// Declares a deadlock found by any contributor: prints it on stderr and remembers it
+/// as the last one ([`last_deadlock`](super::last_deadlock)).
+pub(crate) fn declare(report: &Deadlock) {
+    eprintln!("{report}");
+    *lock(&LAST) = Some(report.clone());
+}
+
+static LAST: Mutex<Option<Deadlock>> = Mutex::new(None);
+
+/// The last deadlock declared in this process, if any.
+pub(crate) fn last() -> Option<Deadlock> {
+    lock(&LAST).clone()
+}
+
+/// Looks for cycles and stalled worlds among the nodes (see the module docs).
+fn scan_nodes() {
+    let nodes = node::all();
+    let blocked: Vec<(usize, u64)> = nodes
+        .iter()
+        .enumerate()
+        .filter_map(|(k, n)| {
+            let w = n.word();
+            (Node::state_of(w) == BLOCKED).then_some((k, w))
+        })
+        .collect();
+    if blocked.is_empty() {
+        return;
+    }
+    let waits: Vec<(usize, u64, node::Wait)> = blocked
+        .iter()
+        .filter_map(|&(k, w)| nodes[k].wait().map(|wait| (k, w, wait)))
+        .collect();
+    // The candidate sets: cycles through `On::Node`, and stalled worlds.
+    let mut found: Vec<(Vec<usize>, bool)> = Vec::new();
+    if let Some(c) = cycle(&nodes, &waits) {
+        found.push((c, true));
+    }
+    found.extend(stalled_worlds(&nodes, &waits).into_iter().map(|s| (s, false)));
+    for (members, is_cycle) in found {
+        // Double collect: the runtimes quiet, the words unchanged.
+        let quiet = || members.iter().all(|&k| nodes[k].runtime.is_quiet());
+        if !quiet() {
+            continue;
+        }
+        let same = members.iter().all(|&k| {
+            let before = waits.iter().find(|w| w.0 == k).map(|w| w.1);
+            before == Some(nodes[k].word())
+        });
+        if !same || !quiet() {
+            continue;
+        }
+        let report = describe(&nodes, &waits, &members, is_cycle);
+        declare(&report);
+        if deadlock_mode() == DeadlockMode::Fail {
+            let report = Arc::new(report);
+            for &k in &members {
+                // In a cycle every wait fails; in a stalled world, the world-wide ones.
+                let fails = is_cycle
+                    || waits
+                        .iter()
+                        .any(|w| w.0 == k && matches!(w.2.on, On::World(_)));
+                if fails {
+                    nodes[k].fail(Arc::clone(&report));
+                }
+            }
+        } else {
+            // Report only: do not report the same waits again.
+            for &k in &members {
+                REPORTED.with_mut(|r| r.push((nodes[k].id, nodes[k].word())));
+            }
+        }
+    }
+}
+
+/// Waits already reported in report-only mode: (node id, state word).
+struct Reported(Mutex<Vec<(u64, u64)>>);
+static REPORTED: Reported = Reported(Mutex::new(Vec::new()));
+
+impl Reported {
+    fn with_mut<R>(&self, f: impl FnOnce(&mut Vec<(u64, u64)>) -> R) -> R {
+        f(&mut lock(&self.0))
+    }
+
+    fn contains(&self, n: &Node) -> bool {
+        let w = n.word();
+        self.with_mut(|r| {
+            r.retain(|&(id, _)| node::all().iter().any(|n| n.id == id));
+            r.contains(&(n.id, w))
+        })
+    }
+}
+
+/// A cycle of blocked nodes through `On::Node` waits (indices into `nodes`), if any.
+fn cycle(nodes: &[Arc<Node>], waits: &[(usize, u64, node::Wait)]) -> Option<Vec<usize>> {
+    let next = |k: usize| -> Option<usize> {
+        let (_, _, w) = waits.iter().find(|w| w.0 == k)?;
+        match w.on {
+            On::Node(id) => nodes.iter().position(|n| n.id == id),
+            _ => None,
+        }
+    };
+    for &(start, _, _) in waits {
+        let mut path = vec![start];
+        let mut v = next(start);
+        while let Some(u) = v {
+            if let Some(p) = path.iter().position(|&q| q == u) {
+                let c = path[p..].to_vec();
+                if c.iter().any(|&k| REPORTED.contains(&nodes[k])) {
+                    break;
+                }
+                return Some(c);
+            }
+            if path.len() > nodes.len() {
+                break;
+            }
+            path.push(u);
+            v = next(u);
+        }
+    }
+    None
+}
+
+/// Worlds whose every local location is blocked, one at least on a world-wide wait, on
+/// a world of one rank (indices of its locations).
+fn stalled_worlds(nodes: &[Arc<Node>], waits: &[(usize, u64, node::Wait)]) -> Vec<Vec<usize>> {
+    let mut out = Vec::new();
+    for (_, _, w) in waits {
+        let On::World(world) = w.on else { continue };
+        if out
+            .iter()
+            .any(|s: &Vec<usize>| s.iter().any(|&k| nodes[k].world == world))
+        {
+            continue;
+        }
+        let locs: Vec<usize> = (0..nodes.len())
+            .filter(|&k| nodes[k].kind == Kind::Location && nodes[k].world == world)
+            .collect();
+        let single_rank = locs.iter().all(|&k| nodes[k].ranks == 1);
+        let all_blocked = locs.iter().all(|&k| waits.iter().any(|w| w.0 == k));
+        let reported = locs.iter().any(|&k| REPORTED.contains(&nodes[k]));
+        if single_rank && all_blocked && !reported && !locs.is_empty() {
+            out.push(locs);
+        }
+    }
+    out
+}
+
+fn describe(
+    nodes: &[Arc<Node>],
+    waits: &[(usize, u64, node::Wait)],
+    members: &[usize],
+    is_cycle: bool,
+) -> Deadlock {
+    let procs = members
+        .iter()
+        .map(|&k| {
+            let what = waits
+                .iter()
+                .find(|w| w.0 == k)
+                .map_or_else(String::new, |w| w.2.what.clone());
+            BlockedProcess::new(nodes[k].name.clone(), what).on_rank(nodes[k].rank)
+        })
+        .collect();
+    let cycle = if is_cycle {
+        let mut c: Vec<String> = members.iter().map(|&k| nodes[k].name.clone()).collect();
+        c.push(nodes[members[0]].name.clone());
+        c
+    } else {
+        Vec::new()
+    };
+    Deadlock::new(procs, cycle)
+}

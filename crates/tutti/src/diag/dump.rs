@@ -1,0 +1,132 @@
+//! Dumps: every live actor, location and CSP process with its state and what it waits
+//! on, and each runtime's live tasks — read from the same state words and notes as the
+//! detector, without stopping anything.
+
+use std::fmt::Write as _;
+use std::sync::Mutex;
+
+use super::node::{self, lock, Kind, Node, BLOCKED, ENDED, IDLE, On};
+use crate::runtime::context::RuntimeRef;
+
+/// One entry of a dump: a live participant, its state and what it waits on.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Entry {
+    /// `actor`, `location` or `process`.
+    pub kind: &'static str,
+    /// Its name (as in deadlock reports).
+    pub name: String,
+    /// Its rank.
+    pub rank: usize,
+    /// `running`, `blocked` (waiting on `waits`) or `idle` (waiting for work).
+    pub state: &'static str,
+    /// What it waits on, when blocked.
+    pub waits: Option<String>,
+}
+
+/// A contributor's entries (CSP processes, from `csp::deadlock`).
+pub(crate) type Source = fn(&mut Vec<Entry>);
+
+static SOURCES: Mutex<Vec<Source>> = Mutex::new(Vec::new());
+
+/// Adds a contributor of dump entries. Idempotent.
+pub(crate) fn add_source(source: Source) {
+    let mut all = lock(&SOURCES);
+    if !all.iter().any(|s| std::ptr::fn_addr_eq(*s, source)) {
+        all.push(source);
+    }
+}
+
+/// Every entry now.
+pub(crate) fn entries() -> (Vec<Entry>, Vec<(u16, usize, usize)>) {
+    let nodes = node::all();
+    let mut out: Vec<Entry> = nodes.iter().filter_map(|n| entry(n)).collect();
+    let sources: Vec<Source> = lock(&SOURCES).clone();
+    for s in sources {
+        s(&mut out);
+    }
+    let mut runtimes: Vec<(u16, usize, usize)> = Vec::new();
+    let here = RuntimeRef::current();
+    for r in nodes.iter().map(|n| &n.runtime).chain(std::iter::once(&here)) {
+        if let Some(t) = r.live_tasks() {
+            if !runtimes.iter().any(|x| x.0 == t.0) {
+                runtimes.push(t);
+            }
+        }
+    }
+    runtimes.sort();
+    (out, runtimes)
+}
+
+fn entry(n: &Node) -> Option<Entry> {
+    let state = match Node::state_of(n.word()) {
+        ENDED => return None,
+        BLOCKED => "blocked",
+        IDLE => "idle",
+        _ => "running",
+    };
+    let waits = (state == "blocked").then(|| n.wait()).flatten().map(|w| {
+        let mut s = w.what;
+        if let On::World(_) = w.on {
+            s.push_str(" (needs every location)");
+        }
+        s
+    });
+    Some(Entry {
+        kind: match n.kind {
+            Kind::Actor => "actor",
+            Kind::Location => "location",
+        },
+        name: n.name.clone(),
+        rank: n.rank,
+        state,
+        waits,
+    })
+}
+
+/// The text form.
+pub(crate) fn text() -> String {
+    let (entries, runtimes) = entries();
+    let mut s = String::from("tutti: dump\n");
+    for (id, tasks, workers) in runtimes {
+        let _ = writeln!(s, "  runtime #{id}: {workers} workers, {tasks} live tasks");
+    }
+    for e in &entries {
+        let _ = write!(s, "  [rank {}] {} `{}`: {}", e.rank, e.kind, e.name, e.state);
+        match &e.waits {
+            Some(w) => {
+                let _ = writeln!(s, ", {w}");
+            }
+            None => s.push('\n'),
+        }
+    }
+    if let Some(d) = super::detect::last() {
+        let _ = writeln!(s, "  last deadlock declared:\n{d}");
+    }
+    s
+}
+
+/// The JSON form.
+pub(crate) fn json() -> String {
+    let (entries, runtimes) = entries();
+    let entries: Vec<serde_json::Value> = entries
+        .iter()
+        .map(|e| {
+            serde_json::json!({
+                "kind": e.kind, "name": e.name, "rank": e.rank,
+                "state": e.state, "waits": e.waits,
+            })
+        })
+        .collect();
+    let runtimes: Vec<serde_json::Value> = runtimes
+        .iter()
+        .map(|&(id, tasks, workers)| {
+            serde_json::json!({"runtime": id, "live_tasks": tasks, "workers": workers})
+        })
+        .collect();
+    serde_json::json!({
+        "runtimes": runtimes,
+        "entries": entries,
+        "last_deadlock": super::detect::last().map(|d| d.to_string()),
+    })
+    .to_string()
+}

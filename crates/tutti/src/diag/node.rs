@@ -1,0 +1,310 @@
+//! A *node* of the wait-for graph: an actor, or a world location — something that runs as
+//! one task, waits on one thing at a time, and that others wait for. (CSP processes are
+//! nodes of their own kind, kept by `csp::deadlock`, which contributes them.)
+//!
+//! A node is polled inside [`Node::enter`]; a blocking primitive that returns `Pending`
+//! calls [`note`] with what it waits on, which lands on the node being polled on this
+//! thread (nothing happens off a node: one thread-local read). The detector
+//! (`detect.rs`) and the dump read the nodes' state words and notes.
+//!
+//! # The state word
+//!
+//! ```text
+//! bits 63..2  poll count (wrapping)
+//! bits  1..0  RUNNING | BLOCKED (the last poll returned Pending after a note)
+//!             | IDLE (Pending without a note: waiting for work, e.g. an empty mailbox)
+//!             | ENDED
+//! ```
+//!
+//! Written only by the node's own poll (`enter` / the guard's drop), read by the
+//! detector with Acquire; every poll changes it (the count), so two equal reads mean
+//! the node was not polled in between (the detector's double collect).
+
+use std::cell::Cell;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::task::Waker;
+
+use super::report::Deadlock;
+use crate::runtime::context::RuntimeRef;
+
+pub(crate) const RUNNING: u64 = 0;
+pub(crate) const BLOCKED: u64 = 1;
+pub(crate) const IDLE: u64 = 2;
+pub(crate) const ENDED: u64 = 3;
+const STATE_MASK: u64 = 3;
+const POLL_ONE: u64 = 4;
+
+/// What kind of node (for reports and dumps).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Actor,
+    Location,
+}
+
+/// Whom a wait depends on.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum On {
+    /// Unknown (a channel, a dataflow variable, a message from anyone).
+    Unknown,
+    /// One node: the actor that must answer or make room.
+    Node(u64),
+    /// Every location of a world (a fence or collective): the world's id.
+    World(u64),
+}
+
+/// What a node waits on: whom, and a description ("waits for the reply to …").
+#[derive(Clone, Debug)]
+pub(crate) struct Wait {
+    pub(crate) on: On,
+    pub(crate) what: String,
+}
+
+struct Noted {
+    wait: Wait,
+    waker: Option<Waker>,
+}
+
+/// A node (see the module docs). Held in an `Arc` by its owner (actor cell, location).
+pub(crate) struct Node {
+    pub(crate) id: u64,
+    pub(crate) kind: Kind,
+    pub(crate) name: String,
+    pub(crate) rank: usize,
+    /// For a location: the id of its world (`On::World`); 0 otherwise.
+    pub(crate) world: u64,
+    /// The world's rank count, for a location (a stall is judged only within one rank).
+    pub(crate) ranks: usize,
+    pub(crate) runtime: RuntimeRef,
+    word: AtomicU64,
+    /// A note was made during the current poll.
+    noted: AtomicBool,
+    wait: Mutex<Option<Noted>>,
+    /// Set by the detector when this node's wait is part of a declared deadlock (fail
+    /// mode): the waiting operation takes it and fails with it.
+    failed: Mutex<Option<Arc<Deadlock>>>,
+    /// `failed` is set (read first, so that the common path takes no lock).
+    has_failure: AtomicBool,
+}
+
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+static NODES: Mutex<Vec<Weak<Node>>> = Mutex::new(Vec::new());
+
+pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Node {
+    /// A new node, on the current runtime, known to the detector and the dump.
+    pub(crate) fn new(kind: Kind, name: String, rank: usize, world: u64, ranks: usize) -> Arc<Node> {
+        let node = Arc::new(Node {
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            kind,
+            name,
+            rank,
+            world,
+            ranks,
+            runtime: RuntimeRef::current(),
+            word: AtomicU64::new(RUNNING),
+            noted: AtomicBool::new(false),
+            wait: Mutex::new(None),
+            failed: Mutex::new(None),
+            has_failure: AtomicBool::new(false),
+        });
+        super::detect::install();
+        let mut all = lock(&NODES);
+        if all.len() >= 64 && all.len().is_power_of_two() {
+            all.retain(|w| w.strong_count() > 0);
+        }
+        all.push(Arc::downgrade(&node));
+        node
+    }
+
+    /// A fresh id for something that is waited on like a node (a world).
+    pub(crate) fn fresh_id() -> u64 {
+        NEXT_ID.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Starts a poll of the node: it runs, and notes made on this thread land on it
+    /// until the guard is dropped.
+    #[inline]
+    pub(crate) fn enter(self: &Arc<Node>) -> Entered<'_> {
+        let word = self.word.load(Ordering::Relaxed);
+        let polls = (word & !STATE_MASK).wrapping_add(POLL_ONE);
+        self.word.store(polls | RUNNING, Ordering::Relaxed);
+        self.noted.store(false, Ordering::Relaxed);
+        let prev = CURRENT.with(|c| c.replace(Arc::as_ptr(self)));
+        Entered {
+            node: self,
+            prev,
+            polls,
+        }
+    }
+
+    /// The state word (see the module docs), for the detector.
+    pub(crate) fn word(&self) -> u64 {
+        self.word.load(Ordering::Acquire)
+    }
+
+    /// The state of a word.
+    pub(crate) fn state_of(word: u64) -> u64 {
+        word & STATE_MASK
+    }
+
+    /// What the node waits on, as noted in its last poll.
+    pub(crate) fn wait(&self) -> Option<Wait> {
+        lock(&self.wait).as_ref().map(|n| n.wait.clone())
+    }
+
+    /// Fails the node's current wait with `report` and wakes it.
+    pub(crate) fn fail(&self, report: Arc<Deadlock>) {
+        *lock(&self.failed) = Some(report);
+        self.has_failure.store(true, Ordering::Release);
+        let waker = lock(&self.wait).as_mut().and_then(|n| n.waker.take());
+        if let Some(w) = waker {
+            w.wake();
+        }
+    }
+
+    #[cold]
+    fn clear_failure(&self) {
+        self.has_failure.store(false, Ordering::Relaxed);
+        lock(&self.failed).take();
+    }
+
+    /// Marks the node ended (its task finished or was dropped).
+    pub(crate) fn end(&self) {
+        self.word.store(ENDED, Ordering::Release);
+    }
+
+    fn note(&self, wait: Wait, waker: &Waker) {
+        if self.noted.swap(true, Ordering::Relaxed) {
+            return; // the first wait of a poll is the one that counts
+        }
+        let mut slot = lock(&self.wait);
+        match slot.as_mut() {
+            Some(n) => {
+                n.wait = wait;
+                if !n.waker.as_ref().is_some_and(|w| w.will_wake(waker)) {
+                    n.waker = Some(waker.clone());
+                }
+            }
+            None => {
+                *slot = Some(Noted {
+                    wait,
+                    waker: Some(waker.clone()),
+                })
+            }
+        }
+    }
+}
+
+/// A poll of a node under way (see [`Node::enter`]).
+pub(crate) struct Entered<'a> {
+    node: &'a Arc<Node>,
+    prev: *const Node,
+    polls: u64,
+}
+
+impl Entered<'_> {
+    /// The poll returned: `pending` if the node's future returned `Pending`.
+    #[inline]
+    pub(crate) fn leave(self, pending: bool) {
+        let state = if !pending {
+            ENDED
+        } else if self.node.noted.load(Ordering::Relaxed) {
+            BLOCKED
+        } else {
+            IDLE
+        };
+        // Release: the note of this poll happens-before a detector's Acquire read.
+        self.node.word.store(self.polls | state, Ordering::Release);
+        // A failure is for the poll right after it was set (the detector runs only while
+        // the node is parked): if that poll did not take it (the wait ended anyway, say
+        // a reply came as another wait of the cycle failed), it is stale.
+        if self.node.has_failure.load(Ordering::Relaxed) {
+            self.node.clear_failure();
+        }
+    }
+}
+
+impl Drop for Entered<'_> {
+    #[inline]
+    fn drop(&mut self) {
+        CURRENT.with(|c| c.set(self.prev));
+    }
+}
+
+thread_local! {
+    static CURRENT: Cell<*const Node> = const { Cell::new(std::ptr::null()) };
+}
+
+#[inline]
+fn with_current<R>(f: impl FnOnce(&Node) -> R) -> Option<R> {
+    let p = CURRENT.with(Cell::get);
+    if p.is_null() {
+        return None;
+    }
+    // SAFETY: `CURRENT` is set by `Node::enter` to a node kept alive by the `Arc` the
+    // guard borrows, and restored when the guard drops; so while it is non-null the node
+    // is alive. The reference does not escape `f`.
+    Some(f(unsafe { &*p }))
+}
+
+/// A blocking operation is about to return `Pending` on this thread: if a node is being
+/// polled, it now waits on what `wait` describes (built only then), and `waker` wakes it.
+#[inline]
+pub(crate) fn note(wait: impl FnOnce() -> Wait, waker: &Waker) {
+    if CURRENT.with(Cell::get).is_null() {
+        return;
+    }
+    note_cold(wait(), waker);
+}
+
+#[cold]
+fn note_cold(wait: Wait, waker: &Waker) {
+    with_current(|n| n.note(wait, waker));
+}
+
+/// The deadlock the detector failed the current node's wait with, if any (taken).
+#[inline]
+pub(crate) fn take_failure() -> Option<Arc<Deadlock>> {
+    if CURRENT.with(Cell::get).is_null() {
+        return None;
+    }
+    with_current(|n| {
+        if !n.has_failure.load(Ordering::Acquire) {
+            return None;
+        }
+        n.has_failure.store(false, Ordering::Relaxed);
+        lock(&n.failed).take()
+    })
+    .flatten()
+}
+
+/// Every live node.
+pub(crate) fn all() -> Vec<Arc<Node>> {
+    let mut all = lock(&NODES);
+    all.retain(|w| w.strong_count() > 0);
+    all.iter().filter_map(Weak::upgrade).collect()
+}
+
+static RANK: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// This process's rank in its world (set by the world at start-up; 0 before).
+pub(crate) fn rank() -> usize {
+    RANK.load(Ordering::Relaxed)
+}
+
+/// Records this process's rank (the world, at start-up).
+pub(crate) fn set_rank(rank: usize) {
+    RANK.store(rank, Ordering::Relaxed);
+}
+
+/// The name of the live node `id` ("a finished actor" if it is gone).
+pub(crate) fn name_of(id: u64) -> String {
+    all()
+        .iter()
+        .find(|n| n.id == id)
+        .map_or_else(|| "a finished actor".to_string(), |n| n.name.clone())
+}
