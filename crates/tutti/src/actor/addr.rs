@@ -753,7 +753,7 @@ impl<R> Future for Ask<R> {
                             let (target, msg) = (self.target, self.message);
                             crate::diag::node::note(
                                 || waits_on(target, format!("for the reply to `{msg}` from")),
-                                cx.waker(),
+                                Some(cx.waker()),
                             );
                             Poll::Pending
                         }
@@ -777,7 +777,7 @@ impl<R> Future for Ask<R> {
                                     format!("for room to ask `{msg}` in the full mailbox of"),
                                 )
                             },
-                            cx.waker(),
+                            Some(cx.waker()),
                         );
                         return Poll::Pending;
                     }
@@ -862,7 +862,7 @@ impl<A: Actor + Handler<M>, M: Message> Future for SendFuture<'_, A, M> {
                             ),
                         )
                     },
-                    cx.waker(),
+                    Some(cx.waker()),
                 );
                 Poll::Pending
             }

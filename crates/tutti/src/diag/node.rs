@@ -120,11 +120,6 @@ impl Node {
         node
     }
 
-    /// A fresh id for something that is waited on like a node (a world).
-    pub(crate) fn fresh_id() -> u64 {
-        NEXT_ID.fetch_add(1, Ordering::Relaxed)
-    }
-
     /// Starts a poll of the node: it runs, and notes made on this thread land on it
     /// until the guard is dropped.
     #[inline]
@@ -172,12 +167,7 @@ impl Node {
         lock(&self.failed).take();
     }
 
-    /// Marks the node ended (its task finished or was dropped).
-    pub(crate) fn end(&self) {
-        self.word.store(ENDED, Ordering::Release);
-    }
-
-    fn note(&self, wait: Wait, waker: &Waker) {
+    fn note(&self, wait: Wait, waker: Option<&Waker>) {
         if self.noted.swap(true, Ordering::Relaxed) {
             return; // the first wait of a poll is the one that counts
         }
@@ -185,14 +175,18 @@ impl Node {
         match slot.as_mut() {
             Some(n) => {
                 n.wait = wait;
-                if !n.waker.as_ref().is_some_and(|w| w.will_wake(waker)) {
-                    n.waker = Some(waker.clone());
+                match waker {
+                    Some(w) if !n.waker.as_ref().is_some_and(|o| o.will_wake(w)) => {
+                        n.waker = Some(w.clone());
+                    }
+                    Some(_) => {}
+                    None => n.waker = None,
                 }
             }
             None => {
                 *slot = Some(Noted {
                     wait,
-                    waker: Some(waker.clone()),
+                    waker: waker.cloned(),
                 })
             }
         }
@@ -252,9 +246,10 @@ fn with_current<R>(f: impl FnOnce(&Node) -> R) -> Option<R> {
 }
 
 /// A blocking operation is about to return `Pending` on this thread: if a node is being
-/// polled, it now waits on what `wait` describes (built only then), and `waker` wakes it.
+/// polled, it now waits on what `wait` describes (built only then), and `waker` (if
+/// given: the operation can fail with a deadlock report) wakes it.
 #[inline]
-pub(crate) fn note(wait: impl FnOnce() -> Wait, waker: &Waker) {
+pub(crate) fn note(wait: impl FnOnce() -> Wait, waker: Option<&Waker>) {
     if CURRENT.with(Cell::get).is_null() {
         return;
     }
@@ -262,7 +257,7 @@ pub(crate) fn note(wait: impl FnOnce() -> Wait, waker: &Waker) {
 }
 
 #[cold]
-fn note_cold(wait: Wait, waker: &Waker) {
+fn note_cold(wait: Wait, waker: Option<&Waker>) {
     with_current(|n| n.note(wait, waker));
 }
 

@@ -206,17 +206,21 @@ impl Location {
                     if !blocked {
                         if let Some(held) = self.cycle(&st, id as u32, &req) {
                             let chain = req.chain.as_deref().map(|c| c.to_string());
-                            drop(st);
-                            panic!(
-                                "tutti::rmi: deadlock: location {} cannot execute `{}` for \
-                                 object #{id} (`{name}`) until a method here returns, and the \
-                                 method holding object #{held} waits for this request's reply \
-                                 (a chain of sync_rmi calls came back to this location; chain: \
-                                 {})",
-                                self.id(),
-                                req.call.message(),
-                                chain.unwrap_or_default()
-                            );
+                            let report = self.chain_report(&req, id, name, from);
+                            crate::diag::declare(&report);
+                            if crate::diag::deadlock_mode() == crate::diag::DeadlockMode::Fail {
+                                drop(st);
+                                panic!(
+                                    "tutti::rmi: deadlock: location {} cannot execute `{}` for \
+                                     object #{id} (`{name}`) until a method here returns, and \
+                                     the method holding object #{held} waits for this request's \
+                                     reply (a chain of sync_rmi calls came back to this \
+                                     location; chain: {})\n{report}",
+                                    self.id(),
+                                    req.call.message(),
+                                    chain.unwrap_or_default()
+                                );
+                            }
                         }
                     }
                     st.deferred.push_back(Deferred { from, req });
@@ -225,6 +229,61 @@ impl Location {
             }
         };
         Some(self.enter(st, req, rep))
+    }
+
+    /// The deadlock report for a `sync_rmi` chain that came back here: every method
+    /// of the chain waiting in its `sync_rmi` (innermost first), and the request that
+    /// cannot run. Each is named by its location and rank (`crate::diag`).
+    #[cold]
+    fn chain_report(
+        &self,
+        req: &Request,
+        object: usize,
+        type_name: &str,
+        from: LocationId,
+    ) -> crate::diag::Deadlock {
+        let rank_of = |l: usize| {
+            self.world()
+                .world()
+                .rank_of(LocationId::new(l as u32))
+                .unwrap_or_default()
+        };
+        let mut waiters = Vec::new();
+        let mut cycle = Vec::new();
+        let mut link = req.chain.as_deref();
+        while let Some(c) = link {
+            let name = format!("location {} (method of object #{})", c.location, c.object);
+            waiters.push(
+                crate::diag::BlockedProcess::new(
+                    name.clone(),
+                    "waits in a sync_rmi for a method further along the chain to return"
+                        .to_string(),
+                )
+                .on_rank(rank_of(c.location)),
+            );
+            cycle.push(name);
+            link = c.parent.as_deref();
+        }
+        let here = format!(
+            "location {} (request `{}` from location {} for object #{object})",
+            self.id(),
+            req.call.message(),
+            from.index()
+        );
+        waiters.push(
+            crate::diag::BlockedProcess::new(
+                here.clone(),
+                format!(
+                    "cannot run until object #{object} (`{type_name}`) is released by a method \
+                     here that waits for this chain"
+                ),
+            )
+            .on_rank(rank_of(self.id())),
+        );
+        cycle.reverse();
+        cycle.insert(0, here.clone());
+        cycle.push(here);
+        crate::diag::Deadlock::new(waiters, cycle)
     }
 
     /// Whether deferring `req` (for busy object `object`) would deadlock: a

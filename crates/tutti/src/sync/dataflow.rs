@@ -373,6 +373,14 @@ impl<'a, T> Read<'a, T> {
             Some(slot) => waiters.replace(slot, cx.waker()),
             None => self.slot = Some(waiters.insert(cx.waker().clone())),
         }
+        drop(waiters);
+        crate::diag::node::note(
+            || crate::diag::node::Wait {
+                on: crate::diag::node::On::Unknown,
+                what: "waits for a dataflow variable to be bound".into(),
+            },
+            None,
+        );
         Poll::Pending
     }
 }

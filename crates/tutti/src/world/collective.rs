@@ -709,7 +709,14 @@ impl<T: Clone + Send + 'static> Future for Collective<'_, T> {
             polled = poll_result::<T>(self.loc, self.epoch, cx);
         }
         match polled {
-            Poll::Pending => Poll::Pending,
+            Poll::Pending => {
+                let epoch = self.epoch;
+                self.loc.wait_for_world(
+                    || format!("in collective #{epoch} for every location to join it"),
+                    cx,
+                );
+                Poll::Pending
+            }
             Poll::Ready(v) => {
                 self.pending = false;
                 match v {

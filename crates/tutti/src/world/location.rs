@@ -641,7 +641,32 @@ impl Location {
             cx.waker().wake_by_ref();
             return Poll::Pending;
         }
+        crate::diag::node::note(
+            || crate::diag::node::Wait {
+                on: crate::diag::node::On::Unknown,
+                what: "waits to receive a message (`Location::recv`)".into(),
+            },
+            Some(cx.waker()),
+        );
         Poll::Pending
+    }
+
+    /// This location waits (in a fence, quiescence wave or collective) for every
+    /// location of the world: noted for `crate::diag`; if the detector found the world
+    /// stalled (fail mode), the location panics with its report.
+    #[cold]
+    pub(crate) fn wait_for_world(&self, what: impl FnOnce() -> String, cx: &Context<'_>) {
+        if let Some(d) = crate::diag::node::take_failure() {
+            panic!("tutti::world: location {} cannot finish: {}\n{d}", self.id().index(), what());
+        }
+        let world = self.world().diag_id();
+        crate::diag::node::note(
+            || crate::diag::node::Wait {
+                on: crate::diag::node::On::World(world),
+                what: format!("waits {}", what()),
+            },
+            Some(cx.waker()),
+        );
     }
 
     /// A barrier over every location of the world. The arrival happens now; the
@@ -855,6 +880,7 @@ impl Location {
                         if self.spin_until(|| collective::is_done(self, epoch)) {
                             continue;
                         }
+                        self.wait_for_world(|| quiet_wait(epoch), cx);
                         return Poll::Pending;
                     }
                     if self
@@ -864,12 +890,22 @@ impl Location {
                     }
                     match slot.inbox.pop_or_register(cx.waker()) {
                         Some(p) => lock(&self.cursor).set(p),
-                        None => return Poll::Pending,
+                        None => {
+                            self.wait_for_world(|| quiet_wait(epoch), cx);
+                            return Poll::Pending;
+                        }
                     }
                 }
             }
         }
     }
+}
+
+/// What a location in a quiescence wait waits for (for `crate::diag`).
+fn quiet_wait(epoch: u64) -> String {
+    format!(
+        "in a fence (quiescence detection, collective #{epoch}) for every location to enter it"
+    )
 }
 
 impl Drop for Location {

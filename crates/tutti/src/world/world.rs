@@ -533,6 +533,11 @@ impl World {
         None
     }
 
+    /// The world's id in the wait-for graph (`crate::diag`): its shared state's address.
+    pub(crate) fn diag_id(&self) -> u64 {
+        Arc::as_ptr(&self.shared) as usize as u64
+    }
+
     pub(crate) fn shared(&self) -> &Arc<Shared> {
         &self.shared
     }
@@ -665,9 +670,32 @@ impl World {
                 ),
             }
         }
+        crate::diag::set_rank(self.rank());
         let handles: Vec<(LocationId, JoinHandle<Fut::Output>)> = locations
             .into_iter()
-            .map(|loc| (loc.id(), self.shared.runtime.spawn(body(loc))))
+            .map(|loc| {
+                let id = loc.id();
+                // The location in the wait-for graph (`crate::diag`): its body's polls
+                // are the node's, so what it waits on is noted on it.
+                let node = {
+                    let _on = self.shared.runtime.enter();
+                    crate::diag::node::Node::new(
+                        crate::diag::node::Kind::Location,
+                        format!("location {}", id.index()),
+                        self.rank(),
+                        self.diag_id(),
+                        self.ranks(),
+                    )
+                };
+                let mut fut = Box::pin(body(loc));
+                let tracked = std::future::poll_fn(move |cx| {
+                    let entered = node.enter();
+                    let p = fut.as_mut().poll(cx);
+                    entered.leave(p.is_pending());
+                    p
+                });
+                (id, self.shared.runtime.spawn(tracked))
+            })
             .collect();
         let outcome = self.shared.runtime.block_on(JoinAll::new(handles));
         // A run that ended cleanly is in the trace file now.

@@ -313,7 +313,11 @@ pub(crate) fn current_id_in(net: &Network) -> Option<usize> {
 /// checked now.
 #[inline]
 pub(crate) fn note(wait: Wait, home: &Home) {
-    let Some(m) = current() else { return };
+    let Some(m) = current() else {
+        // Not a process: an actor or location (a node of `diag`) may be polled.
+        crate::diag::node::note(|| off_network(wait, home), None);
+        return;
+    };
     if m.net().is_none() {
         return;
     }
@@ -329,6 +333,28 @@ pub(crate) fn note(wait: Wait, home: &Home) {
         m.note.store(first, Ordering::Relaxed);
     } else {
         note_more(m, wait, home);
+    }
+}
+
+/// What a wait outside every network (on an actor or location) is, for `diag`.
+#[cold]
+fn off_network(wait: Wait, home: &Home) -> crate::diag::node::Wait {
+    let (what, object) = match wait {
+        Wait::Send => ("to send on", "channel"),
+        Wait::Recv => ("to receive from", "channel"),
+        Wait::AltRecv => ("in an ALT to receive from", "channel"),
+        Wait::AltSend => ("in an ALT to send on", "channel"),
+        Wait::Barrier => ("at", "barrier"),
+        Wait::Par => ("for its PAR to end", ""),
+    };
+    let target = match home.name() {
+        Some(n) => format!(" {object} `{n}`"),
+        None if object.is_empty() => String::new(),
+        None => format!(" a {object}"),
+    };
+    crate::diag::node::Wait {
+        on: crate::diag::node::On::Unknown,
+        what: format!("waits {what}{target}"),
     }
 }
 
