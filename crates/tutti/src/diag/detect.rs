@@ -103,7 +103,11 @@ fn scan_nodes() {
     if let Some(c) = cycle(&nodes, &waits) {
         found.push((c, true));
     }
-    found.extend(stalled_worlds(&nodes, &waits).into_iter().map(|s| (s, false)));
+    found.extend(
+        stalled_worlds(&nodes, &waits)
+            .into_iter()
+            .map(|s| (s, false)),
+    );
     for (members, is_cycle) in found {
         // Double collect: the runtimes quiet, the words unchanged.
         let quiet = || members.iter().all(|&k| nodes[k].runtime.is_quiet());

@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 use std::sync::Mutex;
 
-use super::node::{self, lock, Kind, Node, BLOCKED, ENDED, IDLE, On};
+use super::node::{self, lock, Kind, Node, On, BLOCKED, ENDED, IDLE};
 use crate::runtime::context::RuntimeRef;
 
 /// One entry of a dump: a live participant, its state and what it waits on.
@@ -46,7 +46,11 @@ pub(crate) fn entries() -> (Vec<Entry>, Vec<(u16, usize, usize)>) {
     }
     let mut runtimes: Vec<(u16, usize, usize)> = Vec::new();
     let here = RuntimeRef::current();
-    for r in nodes.iter().map(|n| &n.runtime).chain(std::iter::once(&here)) {
+    for r in nodes
+        .iter()
+        .map(|n| &n.runtime)
+        .chain(std::iter::once(&here))
+    {
         if let Some(t) = r.live_tasks() {
             if !runtimes.iter().any(|x| x.0 == t.0) {
                 runtimes.push(t);
@@ -91,7 +95,11 @@ pub(crate) fn text() -> String {
         let _ = writeln!(s, "  runtime #{id}: {workers} workers, {tasks} live tasks");
     }
     for e in &entries {
-        let _ = write!(s, "  [rank {}] {} `{}`: {}", e.rank, e.kind, e.name, e.state);
+        let _ = write!(
+            s,
+            "  [rank {}] {} `{}`: {}",
+            e.rank, e.kind, e.name, e.state
+        );
         match &e.waits {
             Some(w) => {
                 let _ = writeln!(s, ", {w}");

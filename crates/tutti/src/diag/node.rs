@@ -96,7 +96,13 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 impl Node {
     /// A new node, on the current runtime, known to the detector and the dump.
-    pub(crate) fn new(kind: Kind, name: String, rank: usize, world: u64, ranks: usize) -> Arc<Node> {
+    pub(crate) fn new(
+        kind: Kind,
+        name: String,
+        rank: usize,
+        world: u64,
+        ranks: usize,
+    ) -> Arc<Node> {
         let node = Arc::new(Node {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             kind,

@@ -657,7 +657,11 @@ impl Location {
     #[cold]
     pub(crate) fn wait_for_world(&self, what: impl FnOnce() -> String, cx: &Context<'_>) {
         if let Some(d) = crate::diag::node::take_failure() {
-            panic!("tutti::world: location {} cannot finish: {}\n{d}", self.id().index(), what());
+            panic!(
+                "tutti::world: location {} cannot finish: {}\n{d}",
+                self.id().index(),
+                what()
+            );
         }
         let world = self.world().diag_id();
         crate::diag::node::note(
@@ -903,9 +907,7 @@ impl Location {
 
 /// What a location in a quiescence wait waits for (for `crate::diag`).
 fn quiet_wait(epoch: u64) -> String {
-    format!(
-        "in a fence (quiescence detection, collective #{epoch}) for every location to enter it"
-    )
+    format!("in a fence (quiescence detection, collective #{epoch}) for every location to enter it")
 }
 
 impl Drop for Location {

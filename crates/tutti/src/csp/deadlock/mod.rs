@@ -63,13 +63,12 @@ mod home;
 mod member;
 mod network;
 
-
 use std::future::Future;
 
+pub use crate::diag::{BlockedProcess, Deadlock};
 pub(crate) use home::{Home, Object, Side};
 pub(crate) use member::{current_process, note, note_open, note_par, Member, Wait};
 pub(crate) use network::Network;
-pub use crate::diag::{BlockedProcess, Deadlock};
 
 use super::par::ParFuture;
 

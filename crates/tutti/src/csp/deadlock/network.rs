@@ -56,8 +56,8 @@ use crate::runtime::task::RawTask;
 
 use super::home::{HomeInner, Object, Side};
 use super::member::{self, Member, Snapshot, Wait};
-use crate::diag::{BlockedProcess, Deadlock};
 use crate::csp::par::process_name;
+use crate::diag::{BlockedProcess, Deadlock};
 
 /// Every root network that may still have members.
 static NETWORKS: Mutex<Vec<Weak<Network>>> = Mutex::new(Vec::new());
