@@ -179,6 +179,15 @@ fn in_process() {
     );
     let t = text(&|| ring(&world(), 1, 5, 16));
     assert!(t.contains("deadlock") && t.contains("Relay"), "{t}");
+    // The report (`tutti::diag`) names every participant of the cycle.
+    for want in [
+        "[rank 0] `location 0 (method of object #0)` waits in a sync_rmi for its call on location 1 to return",
+        "[rank 0] `location 1 (method of object #0)` waits in a sync_rmi for its call on location 0 to return",
+        "[rank 0] `location 1 (request `rmi_abort::Relay` from location 0 for object #0)` cannot run",
+        "cycle: `location 1 (request",
+    ] {
+        assert!(t.contains(want), "missing {want:?} in {t}");
+    }
     // Bad bytes: the receiving location rejects them and goes on; the
     // location that sent them panics when the notice reaches it.
     let t = text(&|| bad_bytes(&world()));

@@ -250,17 +250,20 @@ impl Location {
         };
         let mut waiters = Vec::new();
         let mut cycle = Vec::new();
+        // Innermost first: each method waits for the one it called, the innermost for
+        // this request.
+        let mut callee = format!("location {}", self.id());
         let mut link = req.chain.as_deref();
         while let Some(c) = link {
             let name = format!("location {} (method of object #{})", c.location, c.object);
             waiters.push(
                 crate::diag::BlockedProcess::new(
                     name.clone(),
-                    "waits in a sync_rmi for a method further along the chain to return"
-                        .to_string(),
+                    format!("waits in a sync_rmi for its call on {callee} to return"),
                 )
                 .on_rank(rank_of(c.location)),
             );
+            callee = format!("location {}", c.location);
             cycle.push(name);
             link = c.parent.as_deref();
         }
