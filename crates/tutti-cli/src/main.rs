@@ -96,6 +96,8 @@ enum BenchCommand {
     World(bench::world::WorldArgs),
     /// Actors: tell, ask, spawn+stop, memory; tutti vs actix vs kameo.
     Actor(bench::actor::ActorArgs),
+    /// Deadlock detection's cost: actor tell, CSP ping-pong and RMI with it on vs off.
+    Diag(bench::diag::DiagArgs),
     /// Distributed objects: empty method, ping-pong and fence vs direct calls, an atomic flag and std::sync::Barrier.
     Rmi(bench::rmi::RmiArgs),
     /// Actor graphs: local port hand-over vs a crossbeam bounded channel between threads.
@@ -162,6 +164,7 @@ fn main() {
         Command::Launch(a) => launch::run(a),
         Command::Bench(BenchCommand::Shm(a)) => (a.json, bench::shm::run(a)),
         Command::Bench(BenchCommand::Actor(a)) => (a.json, bench::actor::run(a)),
+        Command::Bench(BenchCommand::Diag(a)) => (a.json, bench::diag::run(a)),
         Command::Bench(BenchCommand::Rmi(a)) => (a.json, bench::rmi::run(a)),
         Command::Bench(BenchCommand::Graph(a)) => (a.json, bench::graph::run(a)),
         Command::Bench(BenchCommand::Rpc(a)) => (a.json, bench::rpc::run(a)),

@@ -3,6 +3,7 @@
 pub mod actor;
 pub mod codec;
 pub mod csp;
+pub mod diag;
 pub mod fib;
 pub mod graph;
 pub mod idle;

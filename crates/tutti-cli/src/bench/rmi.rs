@@ -308,7 +308,7 @@ fn pingpong_atomic(n: u64) -> Run {
 
 // ---- fence ----
 
-fn fences(w: &World, n: u64) -> Run {
+pub(crate) fn fences(w: &World, n: u64) -> Run {
     let (out, elapsed) = timed(|| {
         rmi::run(w, move |loc| async move {
             for _ in 0..n {

@@ -715,19 +715,17 @@ impl<R> Ask<R> {
     }
 }
 
-/// A wait on actor node `target` (0: unknown): `what` followed by its name.
-#[cold]
-fn waits_on(target: u64, what: String) -> crate::diag::node::Wait {
-    use crate::diag::node::{name_of, On, Wait};
-    if target == 0 {
-        return Wait {
-            on: On::Unknown,
-            what: format!("waits {what} an actor"),
-        };
-    }
+/// A wait on actor node `target` (0: unknown) for `what`.
+#[inline]
+fn waits_on(target: u64, what: crate::diag::node::What) -> crate::diag::node::Wait {
+    use crate::diag::node::{On, Wait};
     Wait {
-        on: On::Node(target),
-        what: format!("waits {what} `{}`", name_of(target)),
+        on: if target == 0 {
+            On::Unknown
+        } else {
+            On::Node(target)
+        },
+        what,
     }
 }
 
@@ -752,7 +750,7 @@ impl<R> Future for Ask<R> {
                             }
                             let (target, msg) = (self.target, self.message);
                             crate::diag::node::note(
-                                || waits_on(target, format!("for the reply to `{msg}` from")),
+                                || waits_on(target, crate::diag::node::What::Reply(msg)),
                                 Some(cx.waker()),
                             );
                             Poll::Pending
@@ -774,7 +772,10 @@ impl<R> Future for Ask<R> {
                             || {
                                 waits_on(
                                     target,
-                                    format!("for room to ask `{msg}` in the full mailbox of"),
+                                    crate::diag::node::What::Room {
+                                        message: msg,
+                                        ask: true,
+                                    },
                                 )
                             },
                             Some(cx.waker()),
@@ -856,10 +857,10 @@ impl<A: Actor + Handler<M>, M: Message> Future for SendFuture<'_, A, M> {
                     || {
                         waits_on(
                             target,
-                            format!(
-                                "for room to send `{}` in the full mailbox of",
-                                short_type_name(std::any::type_name::<M>())
-                            ),
+                            crate::diag::node::What::Room {
+                                message: short_type_name(std::any::type_name::<M>()),
+                                ask: false,
+                            },
                         )
                     },
                     Some(cx.waker()),

@@ -82,7 +82,11 @@ pub(crate) fn last() -> Option<Deadlock> {
 
 /// Looks for cycles and stalled worlds among the nodes (see the module docs).
 fn scan_nodes() {
+    if !node::any_waiting() {
+        return;
+    }
     let nodes = node::all();
+    lock(&REPORTED).retain(|&(id, word)| nodes.iter().any(|n| n.id == id && n.word() == word));
     let blocked: Vec<(usize, u64)> = nodes
         .iter()
         .enumerate()
@@ -137,29 +141,20 @@ fn scan_nodes() {
             }
         } else {
             // Report only: do not report the same waits again.
+            let mut r = lock(&REPORTED);
             for &k in &members {
-                REPORTED.with_mut(|r| r.push((nodes[k].id, nodes[k].word())));
+                r.push((nodes[k].id, nodes[k].word()));
             }
         }
     }
 }
 
-/// Waits already reported in report-only mode: (node id, state word).
-struct Reported(Mutex<Vec<(u64, u64)>>);
-static REPORTED: Reported = Reported(Mutex::new(Vec::new()));
+/// Waits already reported in report-only mode, as (node id, state word): a node that
+/// has been polled since (its word changed) may be reported again.
+static REPORTED: Mutex<Vec<(u64, u64)>> = Mutex::new(Vec::new());
 
-impl Reported {
-    fn with_mut<R>(&self, f: impl FnOnce(&mut Vec<(u64, u64)>) -> R) -> R {
-        f(&mut lock(&self.0))
-    }
-
-    fn contains(&self, n: &Node) -> bool {
-        let w = n.word();
-        self.with_mut(|r| {
-            r.retain(|&(id, _)| node::all().iter().any(|n| n.id == id));
-            r.contains(&(n.id, w))
-        })
-    }
+fn reported(n: &Node) -> bool {
+    lock(&REPORTED).contains(&(n.id, n.word()))
 }
 
 /// A cycle of blocked nodes through `On::Node` waits (indices into `nodes`), if any.
@@ -177,7 +172,7 @@ fn cycle(nodes: &[Arc<Node>], waits: &[(usize, u64, node::Wait)]) -> Option<Vec<
         while let Some(u) = v {
             if let Some(p) = path.iter().position(|&q| q == u) {
                 let c = path[p..].to_vec();
-                if c.iter().any(|&k| REPORTED.contains(&nodes[k])) {
+                if c.iter().any(|&k| reported(&nodes[k])) {
                     break;
                 }
                 return Some(c);
@@ -209,7 +204,7 @@ fn stalled_worlds(nodes: &[Arc<Node>], waits: &[(usize, u64, node::Wait)]) -> Ve
             .collect();
         let single_rank = locs.iter().all(|&k| nodes[k].ranks == 1);
         let all_blocked = locs.iter().all(|&k| waits.iter().any(|w| w.0 == k));
-        let reported = locs.iter().any(|&k| REPORTED.contains(&nodes[k]));
+        let reported = locs.iter().any(|&k| reported(&nodes[k]));
         if single_rank && all_blocked && !reported && !locs.is_empty() {
             out.push(locs);
         }
@@ -229,7 +224,7 @@ fn describe(
             let what = waits
                 .iter()
                 .find(|w| w.0 == k)
-                .map_or_else(String::new, |w| w.2.what.clone());
+                .map_or_else(String::new, |w| w.2.describe());
             BlockedProcess::new(nodes[k].name.clone(), what).on_rank(nodes[k].rank)
         })
         .collect();

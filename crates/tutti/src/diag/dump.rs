@@ -69,7 +69,7 @@ fn entry(n: &Node) -> Option<Entry> {
         _ => "running",
     };
     let waits = (state == "blocked").then(|| n.wait()).flatten().map(|w| {
-        let mut s = w.what;
+        let mut s = w.describe();
         if let On::World(_) = w.on {
             s.push_str(" (needs every location)");
         }

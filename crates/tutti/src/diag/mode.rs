@@ -21,7 +21,9 @@ pub enum DeadlockMode {
     Fail,
     /// Print the report on stderr and leave the operations waiting.
     Report,
-    /// Do not look for deadlocks (waits are still shown by [`dump`](super::dump)).
+    /// Do not look for deadlocks, and keep no record of waits: actors and locations
+    /// started meanwhile are still listed by [`dump`](super::dump), without their
+    /// waits; CSP networks started meanwhile are not tracked.
     Off,
 }
 

@@ -21,7 +21,7 @@
 //! the node was not polled in between (the detector's double collect).
 
 use std::cell::Cell;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::task::Waker;
 
@@ -53,11 +53,56 @@ pub(crate) enum On {
     World(u64),
 }
 
-/// What a node waits on: whom, and a description ("waits for the reply to …").
+/// What a node waits on: whom, and what for. Cheap to note (no allocation for the
+/// common waits); [`Wait::describe`] makes the text when a report or dump needs it.
 #[derive(Clone, Debug)]
 pub(crate) struct Wait {
     pub(crate) on: On,
-    pub(crate) what: String,
+    pub(crate) what: What,
+}
+
+/// What a wait is for (see [`Wait`]).
+#[derive(Clone, Debug)]
+pub(crate) enum What {
+    /// A fixed text ("waits for a dataflow variable to be bound").
+    Text(&'static str),
+    /// A text made when the wait was noted (rare waits: channels on nodes).
+    Owned(String),
+    /// The reply to a question of this type, from the node `on`.
+    Reply(&'static str),
+    /// Room in the full mailbox of the node `on`, to ask (or send) this type.
+    Room { message: &'static str, ask: bool },
+    /// A fence's quiescence detection (the world collective of this epoch).
+    Fence(u64),
+    /// A world collective of this epoch.
+    Collective(u64),
+}
+
+impl Wait {
+    /// The wait as a report line ("waits for the reply to `Inner` from `actor#2 (Peer)`").
+    pub(crate) fn describe(&self) -> String {
+        let target = || match self.on {
+            On::Node(id) => format!("`{}`", name_of(id)),
+            _ => "an actor".to_string(),
+        };
+        match &self.what {
+            What::Text(t) => (*t).to_string(),
+            What::Owned(t) => t.clone(),
+            What::Reply(m) => format!("waits for the reply to `{m}` from {}", target()),
+            What::Room { message, ask } => format!(
+                "waits for room to {} `{message}` in the full mailbox of {}",
+                if *ask { "ask" } else { "send" },
+                target()
+            ),
+            What::Fence(epoch) => format!(
+                "waits in a fence (quiescence detection, collective #{epoch}) for every \
+                 location to enter it"
+            ),
+            What::Collective(epoch) => {
+                format!("waits in collective #{epoch} for every location to join it")
+            }
+        }
+    }
 }
 
 struct Noted {
@@ -79,6 +124,10 @@ pub(crate) struct Node {
     word: AtomicU64,
     /// A note was made during the current poll.
     noted: AtomicBool,
+    /// The note of the current poll names whom it waits for (`On::Node`, `On::World`).
+    edge: AtomicBool,
+    /// This node is counted in [`WAITING`] (blocked on a wait with an edge).
+    counted: AtomicBool,
     wait: Mutex<Option<Noted>>,
     /// Set by the detector when this node's wait is part of a declared deadlock (fail
     /// mode): the waiting operation takes it and fails with it.
@@ -88,6 +137,16 @@ pub(crate) struct Node {
 }
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+/// How many nodes are blocked on a wait that names whom it waits for: the detector's
+/// graph has an edge only then, so with none it has nothing to look at.
+static WAITING: AtomicUsize = AtomicUsize::new(0);
+
+/// Whether some node is blocked on a wait with an edge (see [`WAITING`]).
+#[inline]
+pub(crate) fn any_waiting() -> bool {
+    WAITING.load(Ordering::Acquire) > 0
+}
 static NODES: Mutex<Vec<Weak<Node>>> = Mutex::new(Vec::new());
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -113,6 +172,8 @@ impl Node {
             runtime: RuntimeRef::current(),
             word: AtomicU64::new(RUNNING),
             noted: AtomicBool::new(false),
+            edge: AtomicBool::new(false),
+            counted: AtomicBool::new(false),
             wait: Mutex::new(None),
             failed: Mutex::new(None),
             has_failure: AtomicBool::new(false),
@@ -130,13 +191,22 @@ impl Node {
     /// until the guard is dropped.
     #[inline]
     pub(crate) fn enter(self: &Arc<Node>) -> Entered<'_> {
+        if !super::mode::detecting() {
+            // Detection off: no bookkeeping at all (the node keeps its last state).
+            return Entered {
+                node: None,
+                prev: std::ptr::null(),
+                polls: 0,
+            };
+        }
         let word = self.word.load(Ordering::Relaxed);
         let polls = (word & !STATE_MASK).wrapping_add(POLL_ONE);
         self.word.store(polls | RUNNING, Ordering::Relaxed);
         self.noted.store(false, Ordering::Relaxed);
+        self.edge.store(false, Ordering::Relaxed);
         let prev = CURRENT.with(|c| c.replace(Arc::as_ptr(self)));
         Entered {
-            node: self,
+            node: Some(self),
             prev,
             polls,
         }
@@ -168,6 +238,16 @@ impl Node {
     }
 
     #[cold]
+    fn set_counted(&self, counted: bool) {
+        self.counted.store(counted, Ordering::Relaxed);
+        if counted {
+            WAITING.fetch_add(1, Ordering::Release);
+        } else {
+            WAITING.fetch_sub(1, Ordering::Release);
+        }
+    }
+
+    #[cold]
     fn clear_failure(&self) {
         self.has_failure.store(false, Ordering::Relaxed);
         lock(&self.failed).take();
@@ -177,6 +257,8 @@ impl Node {
         if self.noted.swap(true, Ordering::Relaxed) {
             return; // the first wait of a poll is the one that counts
         }
+        self.edge
+            .store(!matches!(wait.on, On::Unknown), Ordering::Relaxed);
         let mut slot = lock(&self.wait);
         match slot.as_mut() {
             Some(n) => {
@@ -199,9 +281,18 @@ impl Node {
     }
 }
 
+impl Drop for Node {
+    fn drop(&mut self) {
+        if *self.counted.get_mut() {
+            WAITING.fetch_sub(1, Ordering::Release);
+        }
+    }
+}
+
 /// A poll of a node under way (see [`Node::enter`]).
 pub(crate) struct Entered<'a> {
-    node: &'a Arc<Node>,
+    /// `None`: detection is off, nothing was entered.
+    node: Option<&'a Arc<Node>>,
     prev: *const Node,
     polls: u64,
 }
@@ -210,20 +301,25 @@ impl Entered<'_> {
     /// The poll returned: `pending` if the node's future returned `Pending`.
     #[inline]
     pub(crate) fn leave(self, pending: bool) {
+        let Some(node) = self.node else { return };
         let state = if !pending {
             ENDED
-        } else if self.node.noted.load(Ordering::Relaxed) {
+        } else if node.noted.load(Ordering::Relaxed) {
             BLOCKED
         } else {
             IDLE
         };
         // Release: the note of this poll happens-before a detector's Acquire read.
-        self.node.word.store(self.polls | state, Ordering::Release);
+        node.word.store(self.polls | state, Ordering::Release);
+        let counted = state == BLOCKED && node.edge.load(Ordering::Relaxed);
+        if counted != node.counted.load(Ordering::Relaxed) {
+            node.set_counted(counted);
+        }
         // A failure is for the poll right after it was set (the detector runs only while
         // the node is parked): if that poll did not take it (the wait ended anyway, say
         // a reply came as another wait of the cycle failed), it is stale.
-        if self.node.has_failure.load(Ordering::Relaxed) {
-            self.node.clear_failure();
+        if node.has_failure.load(Ordering::Relaxed) {
+            node.clear_failure();
         }
     }
 }
@@ -231,7 +327,9 @@ impl Entered<'_> {
 impl Drop for Entered<'_> {
     #[inline]
     fn drop(&mut self) {
-        CURRENT.with(|c| c.set(self.prev));
+        if self.node.is_some() {
+            CURRENT.with(|c| c.set(self.prev));
+        }
     }
 }
 

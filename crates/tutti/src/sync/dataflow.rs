@@ -377,7 +377,7 @@ impl<'a, T> Read<'a, T> {
         crate::diag::node::note(
             || crate::diag::node::Wait {
                 on: crate::diag::node::On::Unknown,
-                what: "waits for a dataflow variable to be bound".into(),
+                what: crate::diag::node::What::Text("waits for a dataflow variable to be bound"),
             },
             None,
         );

@@ -711,10 +711,8 @@ impl<T: Clone + Send + 'static> Future for Collective<'_, T> {
         match polled {
             Poll::Pending => {
                 let epoch = self.epoch;
-                self.loc.wait_for_world(
-                    || format!("in collective #{epoch} for every location to join it"),
-                    cx,
-                );
+                self.loc
+                    .wait_for_world(crate::diag::node::What::Collective(epoch), cx);
                 Poll::Pending
             }
             Poll::Ready(v) => {

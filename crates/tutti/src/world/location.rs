@@ -644,7 +644,9 @@ impl Location {
         crate::diag::node::note(
             || crate::diag::node::Wait {
                 on: crate::diag::node::On::Unknown,
-                what: "waits to receive a message (`Location::recv`)".into(),
+                what: crate::diag::node::What::Text(
+                    "waits to receive a message (`Location::recv`)",
+                ),
             },
             Some(cx.waker()),
         );
@@ -655,19 +657,23 @@ impl Location {
     /// location of the world: noted for `crate::diag`; if the detector found the world
     /// stalled (fail mode), the location panics with its report.
     #[cold]
-    pub(crate) fn wait_for_world(&self, what: impl FnOnce() -> String, cx: &Context<'_>) {
+    pub(crate) fn wait_for_world(&self, what: crate::diag::node::What, cx: &Context<'_>) {
         if let Some(d) = crate::diag::node::take_failure() {
+            let wait = crate::diag::node::Wait {
+                on: crate::diag::node::On::Unknown,
+                what,
+            };
             panic!(
-                "tutti::world: location {} cannot finish: {}\n{d}",
+                "tutti::world: location {} cannot finish: it {}\n{d}",
                 self.id().index(),
-                what()
+                wait.describe()
             );
         }
         let world = self.world().diag_id();
         crate::diag::node::note(
             || crate::diag::node::Wait {
                 on: crate::diag::node::On::World(world),
-                what: format!("waits {}", what()),
+                what,
             },
             Some(cx.waker()),
         );
@@ -884,7 +890,7 @@ impl Location {
                         if self.spin_until(|| collective::is_done(self, epoch)) {
                             continue;
                         }
-                        self.wait_for_world(|| quiet_wait(epoch), cx);
+                        self.wait_for_world(crate::diag::node::What::Fence(epoch), cx);
                         return Poll::Pending;
                     }
                     if self
@@ -895,7 +901,7 @@ impl Location {
                     match slot.inbox.pop_or_register(cx.waker()) {
                         Some(p) => lock(&self.cursor).set(p),
                         None => {
-                            self.wait_for_world(|| quiet_wait(epoch), cx);
+                            self.wait_for_world(crate::diag::node::What::Fence(epoch), cx);
                             return Poll::Pending;
                         }
                     }
@@ -903,11 +909,6 @@ impl Location {
             }
         }
     }
-}
-
-/// What a location in a quiescence wait waits for (for `crate::diag`).
-fn quiet_wait(epoch: u64) -> String {
-    format!("in a fence (quiescence detection, collective #{epoch}) for every location to enter it")
 }
 
 impl Drop for Location {

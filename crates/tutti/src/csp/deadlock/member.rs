@@ -354,7 +354,7 @@ fn off_network(wait: Wait, home: &Home) -> crate::diag::node::Wait {
     };
     crate::diag::node::Wait {
         on: crate::diag::node::On::Unknown,
-        what: format!("waits {what}{target}"),
+        what: crate::diag::node::What::Owned(format!("waits {what}{target}")),
     }
 }
 
