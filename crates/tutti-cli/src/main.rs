@@ -50,6 +50,9 @@ enum Command {
     /// CSP demos: shared channel ends (client-server), non-blocking barrier.
     #[command(subcommand)]
     CspDemo(apps::csp_demo::DemoCommand),
+    /// Small programs that hang (an ask cycle, a stalled fence) and a dump of waits:
+    /// what `tutti::diag` reports.
+    HangDemo(apps::hang_demo::HangDemoArgs),
     /// Thesis 000's client-server database on actors vs Unix sockets vs channels.
     Db(apps::db::DbArgs),
     /// Thesis 000's weather service on actors: registry, subscriptions, a crash, shutdown.
@@ -154,6 +157,7 @@ fn main() {
         Command::Hello(a) => (a.json, apps::hello::run(a)),
         Command::Mad(a) => (a.json, apps::mad::run(a)),
         Command::CspDemo(d) => (d.json(), d.run()),
+        Command::HangDemo(a) => (a.json, apps::hang_demo::run(a)),
         Command::Bench(BenchCommand::Fib(a)) => (a.json, bench::fib::run(a)),
         Command::Bench(BenchCommand::Spawn(a)) => (a.json, bench::spawn::run(a)),
         Command::Bench(BenchCommand::Idle(a)) => (a.json, bench::idle::run(a)),

@@ -4,6 +4,7 @@ pub mod actor_world;
 pub mod csp_demo;
 pub mod db;
 pub mod gauss;
+pub mod hang_demo;
 pub mod hello;
 pub mod jacobi;
 pub mod mad;

@@ -27,13 +27,13 @@ pub struct DiagArgs {
     #[arg(long, default_value_t = 200_000)]
     pingpong: u64,
     /// Local `async_rmi` calls per run.
-    #[arg(long, default_value_t = 200_000)]
+    #[arg(long, default_value_t = 5_000_000)]
     rmi_calls: u64,
     /// `sync_rmi` round trips between two locations per run.
     #[arg(long, default_value_t = 20_000)]
     rmi_pings: u64,
     /// Fences of two locations per run.
-    #[arg(long, default_value_t = 5_000)]
+    #[arg(long, default_value_t = 20_000)]
     fences: u64,
     /// Worker threads.
     #[arg(long, default_value_t = 2, value_parser = crate::parse_workers)]
