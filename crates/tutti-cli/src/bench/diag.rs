@@ -109,6 +109,9 @@ fn pairs(
     (on, off)
 }
 
+/// One row: metric, unit, operations per run, and the seconds of the on and off runs.
+type Row = (&'static str, &'static str, u64, (Vec<f64>, Vec<f64>));
+
 /// Runs the benchmark.
 pub fn run(a: &DiagArgs) -> Result<Report, String> {
     let plan = a.run.plan(7);
@@ -134,7 +137,7 @@ pub fn run(a: &DiagArgs) -> Result<Report, String> {
     let progress = Progress::new(plan.total() * 2 * 5, a.json);
     let mut ok = true;
     let pingpong = a.pingpong / 2 * 2;
-    let rows: Vec<(&str, &str, u64, (Vec<f64>, Vec<f64>))> = vec![
+    let rows: Vec<Row> = vec![
         (
             "actor_tell",
             "ns/message",

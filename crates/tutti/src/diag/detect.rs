@@ -43,7 +43,7 @@ pub(crate) fn install() {
 pub(crate) fn add_check(check: Check) {
     install();
     let mut all = lock(&CHECKS);
-    if !all.iter().any(|c| std::ptr::fn_addr_eq(*c, check)) {
+    if !all.iter().any(|c| *c as usize == check as usize) {
         all.push(check);
     }
 }
