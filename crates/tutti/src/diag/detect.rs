@@ -20,7 +20,7 @@
 //! rank sees only its own quietness); `sync_rmi` cycles across ranks are found by the
 //! RMI layer's chain and reported through [`declare`].
 
-use std::sync::atomic::{AtomicU8, Ordering};
+use crate::loom::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use super::mode::{deadlock_mode, detecting, DeadlockMode};
@@ -31,7 +31,21 @@ use super::report::{BlockedProcess, Deadlock};
 pub(crate) type Check = fn();
 
 static CHECKS: Mutex<Vec<Check>> = Mutex::new(Vec::new());
-static SCANNING: AtomicU8 = AtomicU8::new(0);
+
+/// One detector at a time: `SCAN_IDLE`, `SCANNING`, or `SCAN_AGAIN` (another idle
+/// worker asked for a scan meanwhile; the scanning worker repeats). See `serialize`.
+fn scanner() -> &'static AtomicU8 {
+    #[cfg(not(loom))]
+    static SCANNER: AtomicU8 = AtomicU8::new(SCAN_IDLE);
+    #[cfg(loom)]
+    loom::lazy_static! {
+        static ref SCANNER: AtomicU8 = AtomicU8::new(SCAN_IDLE);
+    }
+    &SCANNER
+}
+const SCAN_IDLE: u8 = 0;
+const SCANNING: u8 = 1;
+const SCAN_AGAIN: u8 = 2;
 
 /// Installs the idle hook (once).
 pub(crate) fn install() {
@@ -53,17 +67,47 @@ fn on_idle(_quiet: &dyn Fn() -> bool) {
     if !detecting() {
         return;
     }
-    // One scan at a time; an idle worker that finds one under way leaves (the CSP
-    // networks' own scan keeps its no-lost-request protocol, see `csp::deadlock`).
-    if SCANNING.swap(1, Ordering::Acquire) == 1 {
-        return;
+    serialize(scanner(), || {
+        let checks: Vec<Check> = lock(&CHECKS).clone();
+        for c in checks {
+            c();
+        }
+        scan_nodes();
+    });
+}
+
+/// Runs `scan` for the calling idle worker, one scanner at a time, without losing a
+/// request: a worker that finds a scan under way leaves `SCAN_AGAIN` and returns; the
+/// scanner, before it finishes, sees the request (its compare-and-swap back to
+/// `SCAN_IDLE` fails) and scans again. The requester may belong to another runtime than
+/// the scanner (each network is judged by its own runtime), so a request is never
+/// dropped. Everything a requester did before its request happens-before the repeated
+/// scan (AcqRel on `state`). Model-checked in `loom_tests`.
+fn serialize(state: &AtomicU8, mut scan: impl FnMut()) {
+    let mut now = state.load(Ordering::Acquire);
+    loop {
+        let (from, to) = match now {
+            SCAN_IDLE => (SCAN_IDLE, SCANNING),
+            SCANNING => (SCANNING, SCAN_AGAIN),
+            _ => return, // a request is pending already
+        };
+        match state.compare_exchange(from, to, Ordering::AcqRel, Ordering::Acquire) {
+            Ok(_) if from == SCAN_IDLE => break,
+            Ok(_) => return, // the scanner will scan again
+            Err(seen) => now = seen,
+        }
     }
-    let checks: Vec<Check> = lock(&CHECKS).clone();
-    for c in checks {
-        c();
+    loop {
+        scan();
+        if state
+            .compare_exchange(SCANNING, SCAN_IDLE, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+        {
+            return;
+        }
+        // A request came in meanwhile (`SCAN_AGAIN`, read with Acquire).
+        state.store(SCANNING, Ordering::Relaxed);
     }
-    scan_nodes();
-    SCANNING.store(0, Ordering::Release);
 }
 
 /// Declares a deadlock found by any contributor: prints it on stderr and remembers it
@@ -236,4 +280,39 @@ fn describe(
         Vec::new()
     };
     Deadlock::new(procs, cycle)
+}
+
+#[cfg(all(test, loom))]
+mod loom_tests {
+    use super::{serialize, SCAN_IDLE};
+    use crate::loom::{thread, Arc, AtomicBool, AtomicU8, Mutex, Ordering};
+
+    /// Two idle workers each publish a change and ask for a scan: some scan sees both
+    /// changes (no request is lost while another scan runs).
+    #[test]
+    fn no_scan_request_is_lost() {
+        loom::model(|| {
+            let state = Arc::new(AtomicU8::new(SCAN_IDLE));
+            let flags = Arc::new([AtomicBool::new(false), AtomicBool::new(false)]);
+            let seen = Arc::new(Mutex::new(Vec::new()));
+            let workers: Vec<_> = (0..2)
+                .map(|i| {
+                    let (state, flags, seen) = (state.clone(), flags.clone(), seen.clone());
+                    thread::spawn(move || {
+                        flags[i].store(true, Ordering::Relaxed);
+                        serialize(&state, || {
+                            let both = flags[0].load(Ordering::Relaxed)
+                                && flags[1].load(Ordering::Relaxed);
+                            seen.lock().unwrap().push(both);
+                        });
+                    })
+                })
+                .collect();
+            for w in workers {
+                w.join().unwrap();
+            }
+            assert!(seen.lock().unwrap().contains(&true));
+            assert_eq!(state.load(Ordering::Relaxed), SCAN_IDLE);
+        });
+    }
 }

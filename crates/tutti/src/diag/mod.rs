@@ -63,11 +63,11 @@
 
 mod detect;
 mod dump;
-pub mod trace;
 mod mode;
 pub(crate) mod node;
 mod report;
 pub(crate) mod signal;
+pub mod trace;
 
 pub use dump::Entry;
 pub use mode::{deadlock_mode, set_deadlock_mode, DeadlockMode};

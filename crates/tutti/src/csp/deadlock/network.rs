@@ -47,7 +47,7 @@
 //! dropped (withdrawing its pending operations, so no value is lost), and the process
 //! ends reporting the deadlock. The root `par` then completes with `Err(Deadlock)`.
 
-use crate::loom::{AtomicU8, Ordering};
+use crate::loom::Ordering;
 use std::sync::atomic::AtomicU32;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, RwLock, Weak};
 
@@ -66,21 +66,6 @@ static NETWORKS: Mutex<Vec<Weak<Network>>> = Mutex::new(Vec::new());
 /// is held (see `HomeInner`'s drop), and processes mark themselves ended under its read
 /// side (`member.rs`).
 pub(crate) static SCAN_GATE: RwLock<()> = RwLock::new(());
-
-/// One detector at a time: `SCAN_IDLE`, `SCANNING`, or `SCAN_AGAIN` (another idle
-/// worker asked for a scan meanwhile; the scanning worker repeats). See `serialize`.
-fn scanner() -> &'static AtomicU8 {
-    #[cfg(not(loom))]
-    static SCANNER: AtomicU8 = AtomicU8::new(SCAN_IDLE);
-    #[cfg(loom)]
-    loom::lazy_static! {
-        static ref SCANNER: AtomicU8 = AtomicU8::new(SCAN_IDLE);
-    }
-    &SCANNER
-}
-const SCAN_IDLE: u8 = 0;
-const SCANNING: u8 = 1;
-const SCAN_AGAIN: u8 = 2;
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
@@ -218,45 +203,12 @@ impl Network {
     }
 }
 
-/// The check `diag`'s idle hook runs: looks for deadlocked networks, each judged by its
-/// own runtime's quietness (see `scan`).
+/// The check `diag`'s idle hook runs (one scan at a time, no request lost: see
+/// `diag/detect.rs`): looks for deadlocked networks, each judged by its own runtime's
+/// quietness (see `scan`).
 fn on_idle() {
     if super::enabled() {
-        serialize(scanner(), scan);
-    }
-}
-
-/// Runs `scan` for the calling idle worker, one scanner at a time, without losing a
-/// request: a worker that finds a scan under way leaves `SCAN_AGAIN` and returns; the
-/// scanner, before it finishes, sees the request (its compare-and-swap back to
-/// `SCAN_IDLE` fails) and scans again. The requester may belong to another runtime than
-/// the scanner (each network is judged by its own runtime), so a request is never
-/// dropped. Everything a requester did before its request happens-before the repeated
-/// scan (AcqRel on `state`). Model-checked in `loom_tests`.
-fn serialize(state: &AtomicU8, mut scan: impl FnMut()) {
-    let mut now = state.load(Ordering::Acquire);
-    loop {
-        let (from, to) = match now {
-            SCAN_IDLE => (SCAN_IDLE, SCANNING),
-            SCANNING => (SCANNING, SCAN_AGAIN),
-            _ => return, // a request is pending already
-        };
-        match state.compare_exchange(from, to, Ordering::AcqRel, Ordering::Acquire) {
-            Ok(_) if from == SCAN_IDLE => break,
-            Ok(_) => return, // the scanner will scan again
-            Err(seen) => now = seen,
-        }
-    }
-    loop {
         scan();
-        if state
-            .compare_exchange(SCANNING, SCAN_IDLE, Ordering::AcqRel, Ordering::Acquire)
-            .is_ok()
-        {
-            return;
-        }
-        // A request came in meanwhile (`SCAN_AGAIN`, read with Acquire).
-        state.store(SCANNING, Ordering::Relaxed);
     }
 }
 
@@ -441,41 +393,6 @@ impl Drop for HomeInner {
     fn drop(&mut self) {
         // Wait for a detector that may be reading this record (see `Network::check`).
         drop(SCAN_GATE.read().unwrap_or_else(|e| e.into_inner()));
-    }
-}
-
-#[cfg(all(test, loom))]
-mod loom_tests {
-    use super::{serialize, SCAN_IDLE};
-    use crate::loom::{thread, Arc, AtomicBool, AtomicU8, Mutex, Ordering};
-
-    /// Two idle workers each publish a change and ask for a scan: some scan sees both
-    /// changes (no request is lost while another scan runs).
-    #[test]
-    fn no_scan_request_is_lost() {
-        loom::model(|| {
-            let state = Arc::new(AtomicU8::new(SCAN_IDLE));
-            let flags = Arc::new([AtomicBool::new(false), AtomicBool::new(false)]);
-            let seen = Arc::new(Mutex::new(Vec::new()));
-            let workers: Vec<_> = (0..2)
-                .map(|i| {
-                    let (state, flags, seen) = (state.clone(), flags.clone(), seen.clone());
-                    thread::spawn(move || {
-                        flags[i].store(true, Ordering::Relaxed);
-                        serialize(&state, || {
-                            let both = flags[0].load(Ordering::Relaxed)
-                                && flags[1].load(Ordering::Relaxed);
-                            seen.lock().unwrap().push(both);
-                        });
-                    })
-                })
-                .collect();
-            for w in workers {
-                w.join().unwrap();
-            }
-            assert!(seen.lock().unwrap().contains(&true));
-            assert_eq!(state.load(Ordering::Relaxed), SCAN_IDLE);
-        });
     }
 }
 
