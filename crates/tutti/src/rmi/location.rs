@@ -408,6 +408,7 @@ impl Location {
         self.counted_call().await;
         loop {
             if let Some(r) = self.answer_to::<M>(dest, corr) {
+                self.resume();
                 return r;
             }
             if self.run_own().await > 0 {
@@ -506,6 +507,7 @@ impl Location {
             self.handle(d).await;
             n += 1 + self.run_own().await;
         }
+        self.resume();
         n
     }
 
@@ -547,6 +549,7 @@ impl Location {
             let executed = self.inner.executed.load(Ordering::Relaxed);
             if executed != self.inner.waited.load(Ordering::Relaxed) {
                 self.inner.waited.store(executed, Ordering::Relaxed);
+                self.resume();
                 return;
             }
             if self.run_own().await > 0 {
@@ -586,12 +589,24 @@ impl Location {
         }
         let executed = self.inner.executed.load(Ordering::Relaxed);
         self.inner.waited.store(executed, Ordering::Relaxed);
+        self.resume();
     }
 
     /// A barrier over all locations that keeps executing incoming requests.
     pub async fn barrier(&self) {
         self.collective_only("barrier");
         self.serve_until(self.world().barrier()).await
+    }
+
+    /// The body goes on after an RMI call: a location it woke meanwhile (a
+    /// peer that waited in the same collective, or for its requests) must not
+    /// wait for this worker, which this location keeps busy, while other
+    /// workers idle — it is handed to them (ARMI's locations each have their
+    /// own thread; here they share the workers, and meeting at a collective
+    /// must not pin two of them to one).
+    #[inline]
+    pub(super) fn resume(&self) {
+        crate::runtime::share_woken();
     }
 
     #[track_caller]

@@ -299,6 +299,19 @@ pub(crate) fn work_waiting() -> bool {
     WorkerThread::current().is_some_and(|w| w.has_local_work() || w.registry().has_visible_work())
 }
 
+/// The calling task is going to keep its worker busy for long (an SPMD
+/// location computing after a collective): a task it woke, waiting in the
+/// worker's `run_next` slot to run next on this core (the ping-pong fast path),
+/// is handed to the other workers instead, so that two long-running tasks that
+/// met once do not end up sharing one worker while others idle. No-op off the
+/// workers or when the slot is empty.
+#[inline]
+pub(crate) fn share_woken() {
+    if let Some(w) = WorkerThread::current() {
+        w.share_run_next();
+    }
+}
+
 /// Number of workers of the current runtime.
 ///
 /// ```

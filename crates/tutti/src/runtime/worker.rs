@@ -18,7 +18,10 @@
 //!   a row come from this slot while other tasks are queued on this worker or
 //!   in the injector; then the slot's task goes to the back of the FIFO so
 //!   queued tasks get their turn (two tasks ping-ponging cannot monopolise a
-//!   worker).
+//!   worker). Thieves cannot see the slot; a task that goes on computing after
+//!   waking another hands the woken one to the FIFO (`share_run_next`), so that
+//!   long-running tasks that met once (SPMD locations at a collective) do not
+//!   stay on one worker while the others idle.
 //!
 //! `find_work` serves: `run_next`, then the own deque, then the own FIFO, then
 //! the global injector, then other workers (deque first, then FIFO). Every
@@ -186,6 +189,17 @@ impl WorkerThread {
     pub(crate) fn push_run_next(&self, job: JobRef) {
         if let Some(old) = self.run_next.replace(Some(job)) {
             self.push_fifo(old);
+        }
+    }
+
+    /// Hands the task waiting in the `run_next` slot to the other workers: it
+    /// goes to the back of the FIFO, where thieves see it, and a parked worker
+    /// is woken if nobody is searching. For a task that is about to keep this
+    /// worker busy for long after waking another (see [`super::share_woken`]).
+    #[inline]
+    pub(crate) fn share_run_next(&self) {
+        if let Some(job) = self.run_next.take() {
+            self.push_fifo(job);
         }
     }
 
