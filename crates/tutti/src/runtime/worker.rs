@@ -370,11 +370,15 @@ impl WorkerThread {
             // is caught spinning; under load (replies slower than the spin)
             // the worker soon blocks at once and leaves the core to the
             // process it waits for, as a blocking socket read would.
+            // An oversubscribed world caps the spin and the yields (see
+            // `IdlePollers::set_budget`); by default the caps change nothing.
+            let (spin_cap, yield_polls) = pollers.budget();
             let budget = if waiter {
                 self.spin_budget.get()
             } else {
                 IdlePollers::SPIN_POLLS
-            };
+            }
+            .min(spin_cap);
             if pollers.poll() {
                 if waiter && self.quiet_polls.get() < budget {
                     self.spin_budget.set(
@@ -406,7 +410,7 @@ impl WorkerThread {
                 // whole time slice): no yields, no further spins.
                 return self.park(latch);
             }
-            if quiet < IdlePollers::SPIN_POLLS + IdlePollers::YIELD_POLLS {
+            if quiet < budget.saturating_add(yield_polls) {
                 std::thread::yield_now();
                 return 0;
             }
