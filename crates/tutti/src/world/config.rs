@@ -515,9 +515,9 @@ impl WorldBuilder {
                 None => ProgressMode::default(),
             },
         };
-        // More workers on this host than cores: the rank's processes take
-        // turns on the cores (see `WorldConfig::oversubscribed`).
-        let oversubscribed = ranks_here.saturating_mul(workers) > available_cores();
+        // More ranks on this host than cores: the ranks' processes take turns
+        // on the cores (see `WorldConfig::oversubscribed`).
+        let oversubscribed = ranks_here > available_cores();
         Ok(WorldConfig {
             transport,
             locations,
@@ -584,11 +584,13 @@ impl WorldConfig {
         self.workers
     }
 
-    /// Whether this host runs more workers (its ranks × their workers) than it
-    /// has cores, as `mpirun --oversubscribe` may. The ranks then take turns on
-    /// the cores, so a rank waiting for a message must not spin for it: the
-    /// sender needs the core. Its idle workers yield at once instead of spinning
-    /// on the engine, and waits do not spin before they park.
+    /// Whether this host runs more ranks than it has cores, as
+    /// `mpirun --oversubscribe` may. The ranks then take turns on the cores, so
+    /// a rank waiting for a message must not spin for it: the sender needs the
+    /// core. Its idle workers yield after a few polls instead of spinning on the
+    /// engine, and waits do not spin before they park. (Extra idle workers of
+    /// ranks that each have a core of their own still spin: they give way to the
+    /// rank's busy worker when the OS asks.)
     ///
     /// ```
     /// let world = tutti::world::World::builder().ignore_env().workers(1).locations(1).build().unwrap();
