@@ -78,7 +78,7 @@ pub(crate) struct Inner {
     /// This location's rank, and the locations per rank.
     pub(super) rank: usize,
     pub(super) per_rank: usize,
-    /// The host runs more workers than it has cores (`WorldConfig::oversubscribed`).
+    /// The host runs more ranks than it has cores (`WorldConfig::oversubscribed`).
     oversubscribed: bool,
 }
 

@@ -248,9 +248,9 @@ impl Runtime {
     /// How long idle workers keep driving the pollers after traffic before
     /// they use the idle strategy: `spin` polls without pause, then `yields`
     /// polls with a `sched_yield` between them (see [`registry::IdlePollers`]).
-    /// A process that shares its cores with other processes (more ranks ×
-    /// workers on the host than cores) should not spin: the message it spins
-    /// for comes from a process that needs the core.
+    /// A process that shares its cores with other processes (more ranks on the
+    /// host than cores) should not spin: the message it spins for comes from a
+    /// process that needs the core.
     pub(crate) fn set_idle_poll_budget(&self, spin: u32, yields: u32) {
         self.registry.pollers.set_budget(spin, yields);
     }
