@@ -75,6 +75,27 @@ impl FrameBuf {
         }
     }
 
+    /// Appends `msg` to the open `Tell` run if that run is for `target` and
+    /// message type `id` (and has room); returns whether it did. The fast path
+    /// of consecutive statements to one peer: no header, no checks beyond the
+    /// run's. On error nothing is written.
+    #[inline]
+    pub(crate) fn extend_run<M: Serialize>(
+        &mut self,
+        target: u64,
+        id: MsgId,
+        msg: &M,
+    ) -> Result<bool, CodecError> {
+        match &mut self.open {
+            Some(o) if o.header.target == target && o.header.msg == id && o.count < MAX_RUN => {
+                codec::encode(msg, &mut self.buf)?;
+                o.count += 1;
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
+    }
+
     /// Appends a statement: message `msg` (type `id`) for `target`, from `src` to
     /// `dst` (wire ids). Joins the open `Tell` frame if it is for the same
     /// destination, target and message type. On error nothing is written.

@@ -183,7 +183,10 @@ impl Location {
             })
             .await;
             match next {
-                Ok(v) => return v,
+                Ok(v) => {
+                    self.resume();
+                    return v;
+                }
                 Err(d) => self.handle(d).await,
             }
         }

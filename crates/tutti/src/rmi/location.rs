@@ -9,19 +9,27 @@ use std::cell::RefMut;
 use std::collections::VecDeque;
 use std::fmt;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use super::admission::{Deferred, Entry, MethodFrame, Methods, Slot};
 use super::owner::Owned;
 use super::request::{Chain, Invoke, Rep, Request};
 use super::wire::Open;
 use super::{Handle, HandlerContext, Local, RmiError, DEFAULT_MAX_NESTING, DEFAULT_POLL_EVERY};
-use crate::call::Conversation;
+use crate::call::{Conversation, FrameBuf};
 use crate::loom::{AtomicUsize, Ordering};
 use crate::msg::{Handler, Object, Remote};
 use crate::world;
 
 /// The automatic poll drives the world's transport every this many times.
 const AUTO_PROGRESS_EVERY: usize = 4;
+
+/// On an oversubscribed host the automatic poll drives the transport at most
+/// this often: there a progress call that finds nothing gives the core away
+/// (Open MPI yields when idle once a host is oversubscribed), and a location
+/// that is busy issuing requests would lose its core for a time slice each
+/// time, hundreds of times per fence phase.
+const OVERSUBSCRIBED_PROGRESS_EVERY: Duration = Duration::from_millis(1);
 
 #[derive(Default)]
 pub(super) struct State {
@@ -36,6 +44,11 @@ pub(super) struct State {
     /// the destinations that have one.
     pub(super) out: Vec<Option<Open>>,
     pub(super) dirty: Vec<usize>,
+    /// Emptied frame buffers of runs sent to other ranks, for the next runs.
+    pub(super) frames: Vec<FrameBuf>,
+    /// When the automatic poll last drove the transport (oversubscribed
+    /// hosts only, see [`OVERSUBSCRIBED_PROGRESS_EVERY`]).
+    driven: Option<Instant>,
 }
 
 /// Everything one location's RMI endpoint owns; shared (through `Arc`) by the
@@ -65,6 +78,8 @@ pub(crate) struct Inner {
     /// This location's rank, and the locations per rank.
     pub(super) rank: usize,
     pub(super) per_rank: usize,
+    /// The host runs more ranks than it has cores (`WorldConfig::oversubscribed`).
+    oversubscribed: bool,
 }
 
 impl world::RankDeath for Inner {
@@ -118,10 +133,12 @@ impl Location {
     pub(crate) fn new(world: world::Location) -> Location {
         let (rank, per_rank) = (world.rank(), world.world().locations_per_rank());
         let aggregation = super::default_aggregation(world.world().config());
+        let oversubscribed = world.world().config().oversubscribed();
         let location = Location {
             inner: Arc::new(Inner {
                 rank,
                 per_rank,
+                oversubscribed,
                 conv: Conversation::new(world),
                 state: Owned::new(State::default()),
                 depth: AtomicUsize::new(0),
@@ -408,6 +425,7 @@ impl Location {
         self.counted_call().await;
         loop {
             if let Some(r) = self.answer_to::<M>(dest, corr) {
+                self.resume();
                 return r;
             }
             if self.run_own().await > 0 {
@@ -506,6 +524,7 @@ impl Location {
             self.handle(d).await;
             n += 1 + self.run_own().await;
         }
+        self.resume();
         n
     }
 
@@ -547,6 +566,7 @@ impl Location {
             let executed = self.inner.executed.load(Ordering::Relaxed);
             if executed != self.inner.waited.load(Ordering::Relaxed) {
                 self.inner.waited.store(executed, Ordering::Relaxed);
+                self.resume();
                 return;
             }
             if self.run_own().await > 0 {
@@ -586,12 +606,24 @@ impl Location {
         }
         let executed = self.inner.executed.load(Ordering::Relaxed);
         self.inner.waited.store(executed, Ordering::Relaxed);
+        self.resume();
     }
 
     /// A barrier over all locations that keeps executing incoming requests.
     pub async fn barrier(&self) {
         self.collective_only("barrier");
         self.serve_until(self.world().barrier()).await
+    }
+
+    /// The body goes on after an RMI call: a location it woke meanwhile (a
+    /// peer that waited in the same collective, or for its requests) must not
+    /// wait for this worker, which this location keeps busy, while other
+    /// workers idle — it is handed to them (ARMI's locations each have their
+    /// own thread; here they share the workers, and meeting at a collective
+    /// must not pin two of them to one).
+    #[inline]
+    pub(super) fn resume(&self) {
+        crate::runtime::share_woken();
     }
 
     #[track_caller]
@@ -615,11 +647,28 @@ impl Location {
         }
     }
 
-    /// Whether this automatic poll drives the transport.
+    /// Whether this automatic poll drives the transport: every
+    /// [`AUTO_PROGRESS_EVERY`]-th, and on an oversubscribed host at most every
+    /// [`OVERSUBSCRIBED_PROGRESS_EVERY`].
     fn auto_drive(&self) -> bool {
         let n = self.inner.autos.load(Ordering::Relaxed) + 1;
         self.inner.autos.store(n, Ordering::Relaxed);
-        n % AUTO_PROGRESS_EVERY == 0
+        if n % AUTO_PROGRESS_EVERY != 0 {
+            return false;
+        }
+        if !self.inner.oversubscribed {
+            return true;
+        }
+        let now = Instant::now();
+        let mut st = self.state();
+        if st
+            .driven
+            .is_some_and(|t| now.duration_since(t) < OVERSUBSCRIBED_PROGRESS_EVERY)
+        {
+            return false;
+        }
+        st.driven = Some(now);
+        true
     }
 
     /// Counts a communication call; whether it is the n-th.

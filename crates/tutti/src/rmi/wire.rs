@@ -90,6 +90,28 @@ impl Location {
                 return;
             }
         }
+        // The same across ranks: the open `Tell` run to `dest` continues.
+        if let Some(Some(Open::Wire { frames, count })) = st.out.get_mut(dest) {
+            match frames.extend_run(u64::from(object), M::ID, &msg) {
+                Ok(true) => {
+                    *count += 1;
+                    if *count >= cap || frames.len() >= WIRE_BYTES {
+                        let full = st.out[dest].take();
+                        drop(st);
+                        self.send_open(dest, full, true);
+                    }
+                    return;
+                }
+                Ok(false) => {}
+                Err(e) => {
+                    drop(st);
+                    panic!(
+                        "tutti::rmi: `{}` for location {dest} cannot be serialized: {e}",
+                        M::NAME
+                    )
+                }
+            }
+        }
         drop(st);
         self.check_dest::<M>(dest);
         let me = self.id();
@@ -127,12 +149,9 @@ impl Location {
         }
         let to = LocationId::new(dest as u32);
         let ends = self.conv().ends(to);
-        let open = &mut st.out[dest];
-        if open.is_none() {
-            *open = Some(Open::Wire {
-                frames: FrameBuf::new(),
-                count: 0,
-            });
+        if st.out[dest].is_none() {
+            let frames = st.frames.pop().unwrap_or_default();
+            st.out[dest] = Some(Open::Wire { frames, count: 0 });
             st.dirty.push(dest);
         }
         let Some(Open::Wire { frames, count }) = &mut st.out[dest] else {
@@ -206,6 +225,8 @@ impl Location {
                 if let Err(e) = self.conv().send(to, &mut frames) {
                     panic!("tutti::rmi: cannot send to location {dest}: {e}");
                 }
+                // Emptied by the send; its memory serves the next run.
+                self.state().frames.push(frames);
             }
         }
         if full {

@@ -245,6 +245,16 @@ impl Runtime {
         self.registry.sleep.set_waiter(waiter)
     }
 
+    /// How long idle workers keep driving the pollers after traffic before
+    /// they use the idle strategy: `spin` polls without pause, then `yields`
+    /// polls with a `sched_yield` between them (see [`registry::IdlePollers`]).
+    /// A process that shares its cores with other processes (more ranks on the
+    /// host than cores) should not spin: the message it spins for comes from a
+    /// process that needs the core.
+    pub(crate) fn set_idle_poll_budget(&self, spin: u32, yields: u32) {
+        self.registry.pollers.set_budget(spin, yields);
+    }
+
     /// Stops idle workers from calling the pollers until the guard is dropped
     /// (while something else drives the engine, so that idle workers do not
     /// compete with it for the cores).
@@ -297,6 +307,19 @@ impl Drop for EnterGuard<'_> {
 #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
 pub(crate) fn work_waiting() -> bool {
     WorkerThread::current().is_some_and(|w| w.has_local_work() || w.registry().has_visible_work())
+}
+
+/// The calling task is going to keep its worker busy for long (an SPMD
+/// location computing after a collective): a task it woke, waiting in the
+/// worker's `run_next` slot to run next on this core (the ping-pong fast path),
+/// is handed to the other workers instead, so that two long-running tasks that
+/// met once do not end up sharing one worker while others idle. No-op off the
+/// workers or when the slot is empty.
+#[inline]
+pub(crate) fn share_woken() {
+    if let Some(w) = WorkerThread::current() {
+        w.share_run_next();
+    }
 }
 
 /// Number of workers of the current runtime.

@@ -16,7 +16,7 @@ use super::task::LiveTasks;
 use super::worker::WorkerThread;
 use std::sync::Arc;
 
-use crate::loom::{fence, lock, AtomicBool, AtomicU64, AtomicUsize, Mutex, Ordering};
+use crate::loom::{fence, lock, AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Mutex, Ordering};
 
 /// What every other thread may see of one worker.
 pub(crate) struct ThreadInfo {
@@ -319,6 +319,11 @@ pub(crate) struct IdlePollers {
     paused: AtomicUsize,
     /// Polls so far that moved something (any worker's).
     moves: AtomicU64,
+    /// Polls without pause, then polls with a yield between them, after
+    /// traffic ([`SPIN_POLLS`](Self::SPIN_POLLS), [`YIELD_POLLS`](Self::YIELD_POLLS)
+    /// unless set otherwise).
+    spin_polls: AtomicU32,
+    yield_polls: AtomicU32,
 }
 
 impl Default for IdlePollers {
@@ -328,6 +333,8 @@ impl Default for IdlePollers {
             active: AtomicBool::new(false),
             paused: AtomicUsize::new(0),
             moves: AtomicU64::new(0),
+            spin_polls: AtomicU32::new(Self::SPIN_POLLS),
+            yield_polls: AtomicU32::new(Self::YIELD_POLLS),
         }
     }
 }
@@ -346,6 +353,21 @@ impl IdlePollers {
     /// With an idle waiter the spin adapts between this and
     /// [`Self::SPIN_POLLS`] (see `WorkerThread::idle_round`).
     pub(crate) const MIN_SPIN_POLLS: u32 = 16;
+
+    /// Sets the polls without pause and the polls with yields after traffic.
+    pub(crate) fn set_budget(&self, spin: u32, yields: u32) {
+        self.spin_polls.store(spin, Ordering::Relaxed);
+        self.yield_polls.store(yields, Ordering::Relaxed);
+    }
+
+    /// The polls without pause and the polls with yields after traffic.
+    #[inline]
+    pub(crate) fn budget(&self) -> (u32, u32) {
+        (
+            self.spin_polls.load(Ordering::Relaxed),
+            self.yield_polls.load(Ordering::Relaxed),
+        )
+    }
 
     pub(crate) fn add(&self, p: IdlePoller) {
         lock(&self.list).push(p);

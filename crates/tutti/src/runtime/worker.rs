@@ -18,7 +18,10 @@
 //!   a row come from this slot while other tasks are queued on this worker or
 //!   in the injector; then the slot's task goes to the back of the FIFO so
 //!   queued tasks get their turn (two tasks ping-ponging cannot monopolise a
-//!   worker).
+//!   worker). Thieves cannot see the slot; a task that goes on computing after
+//!   waking another hands the woken one to the FIFO (`share_run_next`), so that
+//!   long-running tasks that met once (SPMD locations at a collective) do not
+//!   stay on one worker while the others idle.
 //!
 //! `find_work` serves: `run_next`, then the own deque, then the own FIFO, then
 //! the global injector, then other workers (deque first, then FIFO). Every
@@ -189,6 +192,17 @@ impl WorkerThread {
         }
     }
 
+    /// Hands the task waiting in the `run_next` slot to the other workers: it
+    /// goes to the back of the FIFO, where thieves see it, and a parked worker
+    /// is woken if nobody is searching. For a task that is about to keep this
+    /// worker busy for long after waking another (see [`super::share_woken`]).
+    #[inline]
+    pub(crate) fn share_run_next(&self) {
+        if let Some(job) = self.run_next.take() {
+            self.push_fifo(job);
+        }
+    }
+
     /// Pops the newest job of the own deque (`join` taking its half back).
     #[inline]
     pub(crate) fn take_local_job(&self) -> Option<JobRef> {
@@ -356,11 +370,15 @@ impl WorkerThread {
             // is caught spinning; under load (replies slower than the spin)
             // the worker soon blocks at once and leaves the core to the
             // process it waits for, as a blocking socket read would.
+            // An oversubscribed world caps the spin and the yields (see
+            // `IdlePollers::set_budget`); by default the caps change nothing.
+            let (spin_cap, yield_polls) = pollers.budget();
             let budget = if waiter {
                 self.spin_budget.get()
             } else {
                 IdlePollers::SPIN_POLLS
-            };
+            }
+            .min(spin_cap);
             if pollers.poll() {
                 if waiter && self.quiet_polls.get() < budget {
                     self.spin_budget.set(
@@ -392,7 +410,7 @@ impl WorkerThread {
                 // whole time slice): no yields, no further spins.
                 return self.park(latch);
             }
-            if quiet < IdlePollers::SPIN_POLLS + IdlePollers::YIELD_POLLS {
+            if quiet < budget.saturating_add(yield_polls) {
                 std::thread::yield_now();
                 return 0;
             }

@@ -515,10 +515,14 @@ impl WorldBuilder {
                 None => ProgressMode::default(),
             },
         };
+        // More ranks on this host than cores: the ranks' processes take turns
+        // on the cores (see `WorldConfig::oversubscribed`).
+        let oversubscribed = ranks_here > available_cores();
         Ok(WorldConfig {
             transport,
             locations,
             workers,
+            oversubscribed,
             aggregation,
             aggregation_bytes,
             flush_after,
@@ -548,6 +552,7 @@ pub struct WorldConfig {
     transport: TransportKind,
     locations: usize,
     workers: usize,
+    oversubscribed: bool,
     aggregation: usize,
     aggregation_bytes: usize,
     flush_after: Duration,
@@ -577,6 +582,22 @@ impl WorldConfig {
     /// Worker threads of this rank's runtime.
     pub fn workers(&self) -> usize {
         self.workers
+    }
+
+    /// Whether this host runs more ranks than it has cores, as
+    /// `mpirun --oversubscribe` may. The ranks then take turns on the cores, so
+    /// a rank waiting for a message must not spin for it: the sender needs the
+    /// core. Its idle workers yield after a few polls instead of spinning on the
+    /// engine, and waits do not spin before they park. (Extra idle workers of
+    /// ranks that each have a core of their own still spin: they give way to the
+    /// rank's busy worker when the OS asks.)
+    ///
+    /// ```
+    /// let world = tutti::world::World::builder().ignore_env().workers(1).locations(1).build().unwrap();
+    /// assert!(!world.config().oversubscribed());
+    /// ```
+    pub fn oversubscribed(&self) -> bool {
+        self.oversubscribed
     }
 
     /// Messages per destination buffer before it is sent.

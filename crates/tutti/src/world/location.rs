@@ -492,10 +492,12 @@ impl Location {
     /// for at most [`SPIN_FOR`], and only while no other work waits for this
     /// worker — so that a reply due within a round trip costs no trip through
     /// the scheduler. Returns whether `ready` held. With a progress thread it
-    /// returns `false` at once (the thread needs the core more).
+    /// returns `false` at once (the thread needs the core more), and so it does
+    /// on an oversubscribed host (the sender needs the core more).
     pub(crate) fn spin_until(&self, mut ready: impl FnMut() -> bool) -> bool {
-        let t = &self.shared().transport;
-        if !t.polled() || !t.location_spins() {
+        let shared = self.shared();
+        let t = &shared.transport;
+        if !t.polled() || !t.location_spins() || shared.config.oversubscribed() {
             return false;
         }
         let start = Instant::now();

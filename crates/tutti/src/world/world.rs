@@ -20,6 +20,11 @@ use crate::loom::{lock, AtomicBool, AtomicU64, AtomicUsize, Mutex, Ordering};
 use crate::runtime::{JoinError, JoinHandle};
 use crate::Runtime;
 
+/// Polls with a yield between them that an idle worker of an oversubscribed
+/// rank makes after traffic before it parks (it spins none; see
+/// [`WorldConfig::oversubscribed`]).
+const OVERSUBSCRIBED_YIELD_POLLS: u32 = 16;
+
 /// One location's state on its rank.
 pub(crate) struct Slot {
     pub(crate) id: LocationId,
@@ -471,6 +476,11 @@ impl World {
             runtime.add_idle_poller(Arc::new(move || t.progress()));
             if let Some(w) = transport.idle_waiter() {
                 runtime.set_idle_waiter(w);
+            }
+            if config.oversubscribed() {
+                // The message a spinning worker waits for comes from a rank that
+                // needs this core: yield it at once (a few polls), then park.
+                runtime.set_idle_poll_budget(0, OVERSUBSCRIBED_YIELD_POLLS);
             }
         }
         let world = World {
