@@ -78,7 +78,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 pub use check::{check, CheckSummary};
 pub(crate) use clock::now;
 #[cfg_attr(not(feature = "mpi"), allow(unused_imports))]
-pub(crate) use clock::{best_offset, Sample};
+pub(crate) use clock::{best_offset, mono, Sample};
 pub(crate) use event::{Event, Kind};
 pub use merge::{merge, MergeError, MergeSummary};
 pub(crate) use pairs::Pairs;
