@@ -125,7 +125,10 @@ pub(super) fn record(e: Event) {
         if events.len() < CHUNK_NOW.load(Ordering::Relaxed) {
             return None;
         }
-        let full = std::mem::replace(&mut *events, Vec::with_capacity(1024));
+        let full = std::mem::replace(
+            &mut *events,
+            Vec::with_capacity(CHUNK_NOW.load(Ordering::Relaxed)),
+        );
         drop(events);
         Some((Arc::clone(buf), full))
     });
@@ -165,7 +168,7 @@ fn register() -> Option<(u64, Arc<ThreadBuf>)> {
     let buf = Arc::new(ThreadBuf {
         tid,
         name: thread_label(std::thread::current().name(), tid),
-        events: Mutex::new(Vec::with_capacity(1024)),
+        events: Mutex::new(Vec::with_capacity(CHUNK_NOW.load(Ordering::Relaxed))),
     });
     s.threads.push(Arc::clone(&buf));
     s.file.meta.threads.insert(tid, buf.name.clone());
