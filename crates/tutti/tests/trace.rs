@@ -138,18 +138,18 @@ fn main() {
             .build()
             .expect("world");
         program(&world);
+        let rank = world.rank();
         let file = trace::path().expect("recording");
+        // Joins the workers first: a turn's slice ends (and is recorded) just
+        // after its answer is sent, so stopping while they run could miss it.
+        drop(world);
         trace::stop().unwrap();
         assert!(
-            file.ends_with(format!("trace.rank{}.json", world.rank())),
+            file.ends_with(format!("trace.rank{rank}.json")),
             "{}",
             file.display()
         );
-        println!(
-            "trace suite: rank {} wrote {}",
-            world.rank(),
-            file.display()
-        );
+        println!("trace suite: rank {rank} wrote {}", file.display());
         return;
     }
     // Hold no full buffer back: each is formatted into the file by the

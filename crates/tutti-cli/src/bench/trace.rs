@@ -2,15 +2,19 @@
 //! workloads as `bench actor tell`, `bench csp pingpong` and `bench rmi` (a
 //! local `async_rmi` per empty method, and a `sync_rmi` ping-pong between two
 //! locations) run with tracing off and on in every round (which goes first
-//! alternates), on the same runtime; the ratio is on ÷ off per message. The "on" runs record into
-//! a scratch file (written in chunks during the run, as any traced program
-//! does), deleted after each run.
+//! alternates), on the same runtime; the ratio is on ÷ off per message. The "on" runs record
+//! into a scratch file, deleted after each run. A run's time is its work (for
+//! the RMI workloads: until the last location's body returned); writing the
+//! events out (formatting JSON, at the end of `World::run` and in
+//! `trace::stop`) is timed apart, shown as "trace write-out" per message and
+//! left out of the ratio.
 //!
 //! Verification: every run checks its own result, and one small traced run of
 //! each workload leaves a file that `tutti::diag::trace::check` accepts (slices
 //! nest, flows end after they start, names are present).
 
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use clap::Args;
 
@@ -58,16 +62,19 @@ struct Workload<'a> {
     run: Box<dyn FnMut(u64) -> Run + 'a>,
 }
 
-/// Runs `f` with a trace recorded into `scratch`; returns its run and deletes
-/// the file unless `keep`.
-fn traced(scratch: &Path, keep: bool, f: impl FnOnce() -> Run) -> Result<Run, String> {
+/// Runs `f` with a trace recorded into `scratch`; returns its run and the time
+/// spent around it (starting the trace, and writing it out: at the end of
+/// `World::run` and in `stop`), and deletes the file unless `keep`.
+fn traced(scratch: &Path, keep: bool, f: impl FnOnce() -> Run) -> Result<(Run, Duration), String> {
+    let start = Instant::now();
     trace::start(scratch).map_err(|e| format!("cannot start the trace: {e}"))?;
     let run = f();
     trace::stop().map_err(|e| format!("cannot write the trace: {e}"))?;
+    let around = start.elapsed().saturating_sub(run.elapsed);
     if !keep {
         std::fs::remove_file(scratch).map_err(|e| format!("{}: {e}", scratch.display()))?;
     }
-    Ok(run)
+    Ok((run, around))
 }
 
 pub fn run(a: &TraceArgs) -> Result<Report, String> {
@@ -127,7 +134,7 @@ pub fn run(a: &TraceArgs) -> Result<Report, String> {
     // A small traced run of each, checked.
     for l in loads.iter_mut() {
         let n = (l.n / 20).max(2) / 2 * 2;
-        let run = traced(&scratch, true, || (l.run)(n))?;
+        let (run, _) = traced(&scratch, true, || (l.run)(n))?;
         let checked = trace::check(&scratch);
         std::fs::remove_file(&scratch).map_err(|e| format!("{}: {e}", scratch.display()))?;
         match checked {
@@ -146,6 +153,7 @@ pub fn run(a: &TraceArgs) -> Result<Report, String> {
     let progress = Progress::new(plan.total() * loads.len() * 2, a.json);
     let mut off: Vec<Vec<f64>> = vec![Vec::new(); loads.len()];
     let mut on: Vec<Vec<f64>> = vec![Vec::new(); loads.len()];
+    let mut write_out: Vec<Vec<f64>> = vec![Vec::new(); loads.len()];
     for round in 0..plan.total() {
         for (k, l) in loads.iter_mut().enumerate() {
             progress.stage(&format!("{}: off / on", l.name));
@@ -159,11 +167,12 @@ pub fn run(a: &TraceArgs) -> Result<Report, String> {
             };
             progress.tick();
             progress.tick();
-            report.verify(r_off.ok && r_on.ok);
+            report.verify(r_off.ok && r_on.0.ok);
             if round >= plan.warmup {
-                let per = |r: &Run| r.elapsed.as_secs_f64() * 1e9 / l.n as f64;
-                off[k].push(per(&r_off));
-                on[k].push(per(&r_on));
+                let per = |d: Duration| d.as_secs_f64() * 1e9 / l.n as f64;
+                off[k].push(per(r_off.elapsed));
+                on[k].push(per(r_on.0.elapsed));
+                write_out[k].push(per(r_on.1));
             }
         }
     }
@@ -176,6 +185,9 @@ pub fn run(a: &TraceArgs) -> Result<Report, String> {
         let ratio = s_on.median / s_off.median;
         report.result("trace off", l.name, s_off, "ns/message");
         report.result("trace on", l.name, s_on, "ns/message");
+        if let Some(w) = Stats::of(&write_out[k]) {
+            report.result("trace write-out", l.name, w, "ns/message");
+        }
         report.ratio(
             &format!("time_trace_on_over_off_{}", l.name.replace(' ', "_")),
             ratio,

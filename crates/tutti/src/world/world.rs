@@ -507,7 +507,7 @@ impl World {
     fn trace_clock_offset(&self) -> Option<(i64, u64)> {
         #[cfg(feature = "mpi")]
         if self.ranks() > 1 {
-            use crate::diag::trace::{best_offset, now, Sample};
+            use crate::diag::trace::{best_offset, mono, Sample};
             use mpi::point_to_point::{Destination, Source};
             use mpi::topology::Communicator;
             const ROUNDS: usize = 16;
@@ -517,7 +517,7 @@ impl World {
                     for r in 1..comm.size() {
                         for _ in 0..ROUNDS {
                             let (_, _) = comm.process_at_rank(r).receive::<u8>();
-                            comm.process_at_rank(r).send(&now());
+                            comm.process_at_rank(r).send(&mono());
                         }
                     }
                     Some((0, 0))
@@ -525,13 +525,13 @@ impl World {
                     let zero = comm.process_at_rank(0);
                     let samples: Vec<Sample> = (0..ROUNDS)
                         .map(|_| {
-                            let sent = now();
+                            let sent = mono();
                             zero.send(&1u8);
                             let (remote, _) = zero.receive::<u64>();
                             Sample {
                                 sent,
                                 remote,
-                                back: now(),
+                                back: mono(),
                             }
                         })
                         .collect();

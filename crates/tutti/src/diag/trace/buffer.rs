@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use super::clock::{self, Timebase};
 use super::event::Event;
 use super::file::TraceFile;
 use super::{CHUNK, HOLD};
@@ -30,6 +31,8 @@ struct Sink {
     held: usize,
     threads: Vec<Arc<ThreadBuf>>,
     next_tid: u32,
+    /// Converts the events' ticks to nanoseconds when they are formatted.
+    clock: Timebase,
 }
 
 static SINK: Mutex<Option<Sink>> = Mutex::new(None);
@@ -69,6 +72,7 @@ pub(super) fn install(path: &Path, rank: usize) -> io::Result<()> {
         ));
     }
     let file = TraceFile::create(path, rank)?;
+    clock::choose();
     GENERATION.fetch_add(1, Ordering::Relaxed);
     *sink = Some(Sink {
         file,
@@ -76,6 +80,7 @@ pub(super) fn install(path: &Path, rank: usize) -> io::Result<()> {
         held: 0,
         threads: Vec::new(),
         next_tid: 1,
+        clock: Timebase::new(),
     });
     LOST.store(0, Ordering::Relaxed);
     let chunk = std::env::var("TUTTI_TRACE_CHUNK")
@@ -120,7 +125,10 @@ pub(super) fn record(e: Event) {
         if events.len() < CHUNK_NOW.load(Ordering::Relaxed) {
             return None;
         }
-        let full = std::mem::replace(&mut *events, Vec::with_capacity(1024));
+        let full = std::mem::replace(
+            &mut *events,
+            Vec::with_capacity(CHUNK_NOW.load(Ordering::Relaxed)),
+        );
         drop(events);
         Some((Arc::clone(buf), full))
     });
@@ -132,7 +140,10 @@ pub(super) fn record(e: Event) {
                     // Formatting waits for the next write-out.
                     s.held += bytes;
                     s.full.push((buf.tid, events));
-                } else if let Err(err) = s.file.append(buf.tid, &events) {
+                } else if let Err(err) = {
+                    s.clock.mark();
+                    s.file.append(buf.tid, &events, &s.clock)
+                } {
                     eprintln!("tutti: cannot write the trace: {err}");
                 }
             }
@@ -157,7 +168,7 @@ fn register() -> Option<(u64, Arc<ThreadBuf>)> {
     let buf = Arc::new(ThreadBuf {
         tid,
         name: thread_label(std::thread::current().name(), tid),
-        events: Mutex::new(Vec::with_capacity(1024)),
+        events: Mutex::new(Vec::with_capacity(CHUNK_NOW.load(Ordering::Relaxed))),
     });
     s.threads.push(Arc::clone(&buf));
     s.file.meta.threads.insert(tid, buf.name.clone());
@@ -194,18 +205,19 @@ pub(super) fn write_out(close: bool) -> io::Result<()> {
         return Ok(());
     };
     let mut result = Ok(());
-    for (tid, events) in std::mem::take(&mut s.full) {
-        if let Err(e) = s.file.append_events(tid, &events) {
-            result = result.and(Err(e));
-        }
-    }
+    let mut all = std::mem::take(&mut s.full);
     s.held = 0;
     for t in &s.threads {
         let events = std::mem::take(&mut *lock(&t.events));
         if !events.is_empty() {
-            if let Err(e) = s.file.append_events(t.tid, &events) {
-                result = result.and(Err(e));
-            }
+            all.push((t.tid, events));
+        }
+    }
+    // Every event to format was recorded before this anchor.
+    s.clock.mark();
+    for (tid, events) in all {
+        if let Err(e) = s.file.append_events(tid, &events, &s.clock) {
+            result = result.and(Err(e));
         }
     }
     s.file.meta.lost = LOST.load(Ordering::Relaxed);

@@ -30,9 +30,9 @@ pub(crate) enum Kind {
 /// start and duration; flow ends and starts as instants.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Event {
-    /// Start, in nanoseconds of `CLOCK_MONOTONIC`.
+    /// Start, on the trace clock ([`now`](super::now): TSC ticks or nanoseconds).
     pub(crate) ts: u64,
-    /// Duration in nanoseconds (slices).
+    /// Duration on the trace clock (slices).
     pub(crate) dur: u64,
     /// The flow id (0: none) or, for [`Kind::Method`], the run's length.
     pub(crate) id: u64,

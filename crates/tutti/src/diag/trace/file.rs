@@ -15,6 +15,7 @@ use std::fs::File;
 use std::io::{self, BufWriter, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
+use super::clock::Timebase;
 use super::event::{Event, Kind};
 
 /// What the closing part says.
@@ -69,19 +70,31 @@ impl TraceFile {
     }
 
     /// Appends `events` of thread `tid` and rewrites the closing part.
-    pub(super) fn append(&mut self, tid: u32, events: &[Event]) -> io::Result<()> {
-        self.append_events(tid, events)?;
+    pub(super) fn append(&mut self, tid: u32, events: &[Event], tb: &Timebase) -> io::Result<()> {
+        self.append_events(tid, events, tb)?;
         self.finish()
     }
 
     /// Appends `events` of thread `tid` (the file is incomplete until
-    /// [`finish`](Self::finish)).
-    pub(super) fn append_events(&mut self, tid: u32, events: &[Event]) -> io::Result<()> {
+    /// [`finish`](Self::finish)), their times converted by `tb` (marked after
+    /// they were recorded).
+    pub(super) fn append_events(
+        &mut self,
+        tid: u32,
+        events: &[Event],
+        tb: &Timebase,
+    ) -> io::Result<()> {
         self.file.seek(SeekFrom::Start(self.end))?;
         let mut w = BufWriter::with_capacity(256 * 1024, &mut self.file);
         let pid = self.meta.rank;
         for e in events {
-            write_event(&mut w, pid, tid, e, &mut self.names)?;
+            let ts = tb.ns(e.ts);
+            let e = Event {
+                ts,
+                dur: tb.ns(e.ts.saturating_add(e.dur)).saturating_sub(ts),
+                ..*e
+            };
+            write_event(&mut w, pid, tid, &e, &mut self.names)?;
         }
         w.flush()?;
         drop(w);

@@ -20,7 +20,9 @@
 //! # Cost
 //!
 //! Off, every recording site costs one relaxed load of a flag and a branch. On,
-//! an event is a fixed-size record (72 bytes, names are `'static` type names)
+//! a timestamp is one `rdtsc` where the time-stamp counter is invariant (else a
+//! `CLOCK_MONOTONIC` read; `TUTTI_TRACE_CLOCK=monotonic` forces it), turned into
+//! nanoseconds only when written out, and an event is a fixed-size record (72 bytes, names are `'static` type names)
 //! pushed onto the recording thread's own buffer under that thread's own lock
 //! (uncontended: only a write-out takes it from elsewhere); no global lock is
 //! taken per event. Formatting JSON costs far more than recording, so it waits
@@ -46,8 +48,10 @@
 //!
 //! Under a launcher (`mpirun`, `tutti launch`: `OMPI_COMM_WORLD_RANK`,
 //! `PMI_RANK`, `PMIX_RANK` or `TUTTI_RANK` with more than one process) each
-//! rank writes its own file, `file.rankN.json`. Timestamps are the machine's
-//! `CLOCK_MONOTONIC`; when an MPI world starts, every rank measures its clock
+//! rank writes its own file, `file.rankN.json`. Timestamps in the file are the
+//! machine's `CLOCK_MONOTONIC` in nanoseconds (counter ticks are interpolated
+//! between readings of both clocks taken when the trace starts and at every
+//! write-out, so a tick converts the same in every write-out); when an MPI world starts, every rank measures its clock
 //! against rank 0's by a ping-pong (the sample with the smallest round trip
 //! wins) and records the offset in `otherData`. [`merge`] (the CLI's
 //! `tutti trace merge out.json in...`) joins the files, shifting each onto rank
@@ -78,7 +82,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 pub use check::{check, CheckSummary};
 pub(crate) use clock::now;
 #[cfg_attr(not(feature = "mpi"), allow(unused_imports))]
-pub(crate) use clock::{best_offset, Sample};
+pub(crate) use clock::{best_offset, mono, Sample};
 pub(crate) use event::{Event, Kind};
 pub use merge::{merge, MergeError, MergeSummary};
 pub(crate) use pairs::Pairs;

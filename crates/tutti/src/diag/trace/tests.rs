@@ -248,3 +248,42 @@ fn merging_bad_inputs_names_the_file_and_the_problem() {
     assert!(e.contains("already a merged trace"), "{e}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn ticks_convert_between_fixed_anchors() {
+    use super::clock::Timebase;
+    // 3 ticks per ns up to tick 3000, then 2 ticks per ns.
+    let tb = Timebase::with_anchors(vec![(0, 1_000), (3_000, 2_000), (5_000, 3_000)]);
+    assert_eq!(tb.ns(0), 1_000);
+    assert_eq!(tb.ns(1_500), 1_500);
+    assert_eq!(tb.ns(3_000), 2_000);
+    assert_eq!(tb.ns(4_000), 2_500);
+    assert_eq!(tb.ns(5_000), 3_000);
+    // Past the last anchor: the last segment's rate.
+    assert_eq!(tb.ns(7_000), 4_000);
+    let mut last = 0;
+    for tick in (0..8_000).step_by(7) {
+        let ns = tb.ns(tick);
+        assert!(ns >= last, "{tick} went back to {ns}");
+        last = ns;
+    }
+    // Nanosecond clocks (no anchors) convert to themselves.
+    assert_eq!(Timebase::with_anchors(vec![]).ns(12_345), 12_345);
+}
+
+#[test]
+fn the_trace_clock_reads_close_to_clock_monotonic() {
+    use super::clock::{mono, now, Timebase};
+    super::clock::choose();
+    let mut tb = Timebase::new();
+    let (t0, m0) = (now(), mono());
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let (t1, m1) = (now(), mono());
+    tb.mark();
+    let (n0, n1) = (tb.ns(t0), tb.ns(t1));
+    assert!(n1 > n0);
+    // Within 1 ms of CLOCK_MONOTONIC (a loaded machine may preempt a reading).
+    for (n, m) in [(n0, m0), (n1, m1)] {
+        assert!(n.abs_diff(m) < 1_000_000, "{n} vs {m}");
+    }
+}
