@@ -10,8 +10,8 @@ use std::task::{Context, Poll};
 use super::collective::Rounds;
 use super::config::{TransportKind, WorldBuilder, WorldConfig};
 use super::error::{LocationPanic, WorldError};
-use super::frame::{self, Parsed};
-use super::inbox::{Mailslot, Parcel};
+use super::frame::{self, DataHead, Parsed};
+use super::inbox::{Mailslot, Parcel, Payload};
 use super::outbox::{Limits, Outbox, Outgoing};
 use super::pool::Pool;
 use super::transport::{inproc::InProcess, Sink, Transport};
@@ -150,7 +150,48 @@ impl Local {
     }
 }
 
+impl Local {
+    /// The slot a data frame from `from_rank` goes to, after checking its ends.
+    fn data_slot(&self, from_rank: usize, h: &DataHead) -> Result<(LocationId, &Slot), String> {
+        let to = LocationId::new(h.to);
+        let from = LocationId::new(h.from);
+        let total = self.ranks * self.per_rank;
+        if from.index() >= total || from.rank(self.per_rank) != from_rank {
+            return Err(format!(
+                "a data frame from rank {from_rank} claims to come from {from}"
+            ));
+        }
+        let Some(slot) = self.slot_of(to).filter(|_| to.index() < total) else {
+            return Err(format!(
+                "a data frame from rank {from_rank} for {to}, which is not on this rank"
+            ));
+        };
+        Ok((from, slot))
+    }
+}
+
 impl Sink for Local {
+    fn deliver_head(&self, from_rank: usize, head: &[u8]) -> Result<(), String> {
+        match frame::parse(head, false).map_err(|e| e.0)? {
+            // One message: only its bytes are copied out, into a delivery of
+            // its own (no shared head to count references on).
+            Parsed::Data(h) if h.inline == 1 => {
+                let (from, slot) = self.data_slot(from_rank, &h)?;
+                let mut pos = frame::HEADER;
+                let Some(r) = frame::next_entry(head, &mut pos) else {
+                    self.fail_invariant("a validated frame ran out of messages");
+                };
+                slot.inbox.push(Parcel::One {
+                    from,
+                    phase: h.phase,
+                    payload: Payload::Bytes(head[r].to_vec()),
+                });
+                Ok(())
+            }
+            _ => self.deliver(from_rank, Arc::from(head), None),
+        }
+    }
+
     fn deliver(
         &self,
         from_rank: usize,
@@ -159,19 +200,7 @@ impl Sink for Local {
     ) -> Result<(), String> {
         match frame::parse(&head, body.is_some()).map_err(|e| e.0)? {
             Parsed::Data(h) => {
-                let to = LocationId::new(h.to);
-                let from = LocationId::new(h.from);
-                let total = self.ranks * self.per_rank;
-                if from.index() >= total || from.rank(self.per_rank) != from_rank {
-                    return Err(format!(
-                        "a data frame from rank {from_rank} claims to come from {from}"
-                    ));
-                }
-                let Some(slot) = self.slot_of(to).filter(|_| to.index() < total) else {
-                    return Err(format!(
-                        "a data frame from rank {from_rank} for {to}, which is not on this rank"
-                    ));
-                };
+                let (from, slot) = self.data_slot(from_rank, &h)?;
                 slot.inbox.push(Parcel::Frame {
                     from,
                     phase: h.phase,

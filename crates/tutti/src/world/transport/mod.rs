@@ -46,6 +46,12 @@ pub(crate) trait Sink: Send + Sync {
         head: Arc<[u8]>,
         body: Option<Vec<u8>>,
     ) -> Result<(), String>;
+    /// [`deliver`](Self::deliver) for a frame without a body whose head is
+    /// borrowed (from a posted receive buffer): a sink may copy out only what it
+    /// keeps (a single message) instead of the whole head.
+    fn deliver_head(&self, from_rank: usize, head: &[u8]) -> Result<(), String> {
+        self.deliver(from_rank, Arc::from(head), None)
+    }
     /// A buffer to receive a body of `len` bytes into, if one is kept for
     /// reuse (its contents are overwritten).
     fn body_buffer(&self, len: usize) -> Option<Vec<u8>>;
