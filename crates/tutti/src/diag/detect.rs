@@ -62,18 +62,23 @@ pub(crate) fn add_check(check: Check) {
     }
 }
 
-/// The idle hook.
-fn on_idle(_quiet: &dyn Fn() -> bool) {
+/// The idle hook. Returns whether to look again later: some waits formed a cycle or a
+/// stalled world that could not be judged now (a runtime of theirs not quiet yet, or a
+/// word changing during the scan), and nothing may call the hook again otherwise (the
+/// workers of that runtime may all be parked by then).
+fn on_idle(_quiet: &dyn Fn() -> bool) -> bool {
     if !detecting() {
-        return;
+        return false;
     }
+    let mut again = false;
     serialize(scanner(), || {
         let checks: Vec<Check> = lock(&CHECKS).clone();
         for c in checks {
             c();
         }
-        scan_nodes();
+        again = scan_nodes();
     });
+    again
 }
 
 /// Runs `scan` for the calling idle worker, one scanner at a time, without losing a
@@ -124,10 +129,11 @@ pub(crate) fn last() -> Option<Deadlock> {
     lock(&LAST).clone()
 }
 
-/// Looks for cycles and stalled worlds among the nodes (see the module docs).
-fn scan_nodes() {
+/// Looks for cycles and stalled worlds among the nodes (see the module docs); returns
+/// whether a candidate could not be judged now (to look again later).
+fn scan_nodes() -> bool {
     if !node::any_waiting() {
-        return;
+        return false;
     }
     let nodes = node::all();
     lock(&REPORTED).retain(|&(id, word)| nodes.iter().any(|n| n.id == id && n.word() == word));
@@ -140,7 +146,7 @@ fn scan_nodes() {
         })
         .collect();
     if blocked.is_empty() {
-        return;
+        return false;
     }
     let waits: Vec<(usize, u64, node::Wait)> = blocked
         .iter()
@@ -148,18 +154,20 @@ fn scan_nodes() {
         .collect();
     // The candidate sets: cycles through `On::Node`, and stalled worlds.
     let mut found: Vec<(Vec<usize>, bool)> = Vec::new();
-    if let Some(c) = cycle(&nodes, &waits) {
-        found.push((c, true));
-    }
+    // Every cycle, not only the first: one that cannot be judged now (its runtime busy
+    // or gone) must not hide another.
+    found.extend(cycles(&nodes, &waits).into_iter().map(|c| (c, true)));
     found.extend(
         stalled_worlds(&nodes, &waits)
             .into_iter()
             .map(|s| (s, false)),
     );
+    let mut again = false;
     for (members, is_cycle) in found {
         // Double collect: the runtimes quiet, the words unchanged.
         let quiet = || members.iter().all(|&k| nodes[k].runtime.is_quiet());
         if !quiet() {
+            again = true;
             continue;
         }
         let same = members.iter().all(|&k| {
@@ -167,6 +175,7 @@ fn scan_nodes() {
             before == Some(nodes[k].word())
         });
         if !same || !quiet() {
+            again = true;
             continue;
         }
         let report = describe(&nodes, &waits, &members, is_cycle);
@@ -191,6 +200,7 @@ fn scan_nodes() {
             }
         }
     }
+    again
 }
 
 /// Waits already reported in report-only mode, as (node id, state word): a node that
@@ -201,8 +211,8 @@ fn reported(n: &Node) -> bool {
     lock(&REPORTED).contains(&(n.id, n.word()))
 }
 
-/// A cycle of blocked nodes through `On::Node` waits (indices into `nodes`), if any.
-fn cycle(nodes: &[Arc<Node>], waits: &[(usize, u64, node::Wait)]) -> Option<Vec<usize>> {
+/// Every cycle of blocked nodes through `On::Node` waits (indices into `nodes`).
+fn cycles(nodes: &[Arc<Node>], waits: &[(usize, u64, node::Wait)]) -> Vec<Vec<usize>> {
     let next = |k: usize| -> Option<usize> {
         let (_, _, w) = waits.iter().find(|w| w.0 == k)?;
         match w.on {
@@ -210,16 +220,22 @@ fn cycle(nodes: &[Arc<Node>], waits: &[(usize, u64, node::Wait)]) -> Option<Vec<
             _ => None,
         }
     };
+    let mut found: Vec<Vec<usize>> = Vec::new();
     for &(start, _, _) in waits {
+        if found.iter().any(|c| c.contains(&start)) {
+            continue;
+        }
         let mut path = vec![start];
         let mut v = next(start);
         while let Some(u) = v {
             if let Some(p) = path.iter().position(|&q| q == u) {
                 let c = path[p..].to_vec();
-                if c.iter().any(|&k| reported(&nodes[k])) {
-                    break;
+                // A node waits on one other only, so two cycles never share a node.
+                if !c.iter().any(|&k| reported(&nodes[k])) && !found.iter().any(|f| f.contains(&u))
+                {
+                    found.push(c);
                 }
-                return Some(c);
+                break;
             }
             if path.len() > nodes.len() {
                 break;
@@ -228,7 +244,7 @@ fn cycle(nodes: &[Arc<Node>], waits: &[(usize, u64, node::Wait)]) -> Option<Vec<
             v = next(u);
         }
     }
-    None
+    found
 }
 
 /// Worlds whose every local location is blocked, one at least on a world-wide wait, on

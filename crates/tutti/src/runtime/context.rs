@@ -24,8 +24,10 @@ use std::sync::{Arc, OnceLock, Weak};
 use super::registry::{with_current_registry, Registry};
 use super::task::Tagged;
 
-/// The idle hook: called with a check that the runtime is still quiet.
-pub(crate) type IdleHook = fn(&dyn Fn() -> bool);
+/// The idle hook: called with a check that the runtime is still quiet; returns whether
+/// it wants to be called again after a while even if nothing wakes the worker (it saw
+/// waits it could not judge yet).
+pub(crate) type IdleHook = fn(&dyn Fn() -> bool) -> bool;
 
 static IDLE_HOOK: OnceLock<IdleHook> = OnceLock::new();
 
@@ -67,16 +69,19 @@ pub(crate) fn set_idle_hook(hook: IdleHook) {
 }
 
 /// Called by an idle worker of `registry`: runs the hook if the runtime is quiet.
+/// Returns whether the hook asked to be called again later (a parked worker then
+/// bounds its sleep by [`IDLE_RECHECK`]).
 #[cold]
-pub(crate) fn on_idle(registry: &Registry) {
+pub(crate) fn on_idle(registry: &Registry) -> bool {
     let Some(hook) = IDLE_HOOK.get() else {
-        return;
+        return false;
     };
     let quiet = || is_quiet(registry);
-    if quiet() {
-        hook(&quiet);
-    }
+    quiet() && hook(&quiet)
 }
+
+/// How long a parked worker sleeps at most when the idle hook asked to look again.
+pub(crate) const IDLE_RECHECK: std::time::Duration = std::time::Duration::from_millis(50);
 
 /// Every worker of `registry` idle with empty queues, and no timer armed.
 fn is_quiet(registry: &Registry) -> bool {

@@ -421,7 +421,8 @@ impl WorkerThread {
             IdleStrategy::Park { spins, yields } => (spins, yields, true),
         };
         if rounds % IDLE_HOOK_EVERY == IDLE_HOOK_EVERY - 1 {
-            super::context::on_idle(&self.registry);
+            // A request to look again is honoured when this worker parks.
+            let _ = super::context::on_idle(&self.registry);
         }
         if rounds < spins {
             // Back off exponentially (up to 64 hints) between scans so that
@@ -447,7 +448,7 @@ impl WorkerThread {
         let pollers = &self.registry.pollers;
         {
             let registry = &self.registry;
-            super::context::on_idle(registry);
+            let again = super::context::on_idle(registry);
             // The hook may have woken tasks onto this worker (the deadlock detector
             // cancelling a network's processes): they sit in its own queues, which a
             // parked worker does not look at, so run them before parking.
@@ -464,7 +465,8 @@ impl WorkerThread {
                 None
             };
             let max = (pollers.active() && waiter.is_none() && !sleep.waiter_occupied())
-                .then_some(IdlePollers::POLL_INTERVAL);
+                .then_some(IdlePollers::POLL_INTERVAL)
+                .or(again.then_some(super::context::IDLE_RECHECK));
             sleep.sleep(self.index, latch, max, waiter, || {
                 registry.has_visible_work()
             });
