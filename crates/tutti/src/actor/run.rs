@@ -136,7 +136,6 @@ impl<A: Actor> ActorRun<A> {
         // The block of a handler that completed, for the next one, and the envelope
         // frees of this turn (see `msg::Batch`).
         let mut batch = Batch::default();
-        let mut chained = 0u64;
         let st = self.st();
         loop {
             if let Some(run) = st.current.as_mut() {
@@ -209,12 +208,10 @@ impl<A: Actor> ActorRun<A> {
             match next {
                 Next::Env(env) => {
                     budget -= 1;
-                    // A turn starts where the previous one of this poll ended
-                    // (one clock read per message).
-                    let traced = match chained {
-                        0 => crate::diag::trace::begin(),
-                        t => t,
-                    };
+                    // Each turn reads the clock when it starts: chaining it to the
+                    // previous turn's end put a turn (and its flow's end) before a
+                    // message sent meanwhile.
+                    let traced = crate::diag::trace::begin();
                     let (flow, message) = if traced != 0 {
                         (env.trace_id() as u64, env.message_type())
                     } else {
@@ -228,7 +225,7 @@ impl<A: Actor> ActorRun<A> {
                         env.run(actor, ctx, &mut batch, cx)
                     }));
                     let turn = crate::diag::trace::Kind::Turn;
-                    chained = crate::diag::trace::end(
+                    let _ = crate::diag::trace::end(
                         traced,
                         turn,
                         std::any::type_name::<A>(),
