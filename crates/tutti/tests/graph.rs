@@ -10,8 +10,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use tutti::graph::{
-    Actor, ActorGraph, BuildError, Curve, Firing, InPort, OutPort, Partition, Placement, Ports,
-    RunError, Scheme, SendError, Status,
+    Actor, ActorGraph, ActorId, BuildError, Curve, Firing, InPort, OutPort, Partition, Placement,
+    Ports, RunError, Scheme, SendError, Status, Token,
 };
 use tutti::msg::codec::PodVec;
 use tutti::world::{Location, TransportKind, World};
@@ -238,6 +238,59 @@ fn on_all<R: Send + 'static, Fut: std::future::Future<Output = R> + Send + 'stat
     world.run(|loc| f(Arc::new(loc)))
 }
 
+/// Two actors, `producer.out` joined to `consumer.in` with `capacity`, the
+/// producer placed on location `at.0` and the consumer on `at.1`.
+struct Pair<T> {
+    graph: ActorGraph,
+    placement: Placement,
+    producer: ActorId,
+    out: OutPort<T>,
+    inp: InPort<T>,
+}
+
+fn pair<T: Token>(
+    names: (&str, &str),
+    capacity: usize,
+    at: (usize, usize),
+    n_loc: usize,
+) -> Pair<T> {
+    let mut b = builder();
+    let producer = b.actor(names.0).unwrap();
+    let out = b.output::<T>(producer, "out").unwrap();
+    let consumer = b.actor(names.1).unwrap();
+    let inp = b.input::<T>(consumer, "in").unwrap();
+    b.connect(out, inp, capacity).unwrap();
+    let graph = b.build();
+    let placement = graph
+        .partition(n_loc, &Partition::Explicit(vec![at.0, at.1]))
+        .unwrap();
+    Pair {
+        graph,
+        placement,
+        producer,
+        out,
+        inp,
+    }
+}
+
+/// Checks that every location's run failed with the report `pick` finds,
+/// `len` entries long, its first entry naming every one of `needles`.
+fn assert_reported<R: std::fmt::Debug>(
+    results: Vec<Result<R, RunError>>,
+    pick: fn(&RunError) -> Option<&Vec<String>>,
+    len: usize,
+    needles: &[&str],
+) {
+    for r in results {
+        let err = r.expect_err("the run should have failed");
+        let w = pick(&err).unwrap_or_else(|| panic!("a different failure: {err:?}"));
+        assert_eq!(w.len(), len, "{w:?}");
+        for n in needles {
+            assert!(w[0].contains(n), "{n:?} missing from {w:?}");
+        }
+    }
+}
+
 /// A source sending `0..n` then ending.
 fn source(out: OutPort<u64>, n: u64) -> Box<dyn Actor> {
     let mut next = 0;
@@ -420,17 +473,14 @@ fn ring_of_all_locations(world: &World) {
 fn credits_bound_tokens_in_flight(world: &World) {
     let n_loc = world.locations();
     let ok = on_all(world, move |loc| async move {
-        let mut b = builder();
-        let pa = b.actor("producer").unwrap();
-        let out = b.output::<u64>(pa, "out").unwrap();
-        let ca = b.actor("consumer").unwrap();
-        let inp = b.input::<u64>(ca, "in").unwrap();
-        b.connect(out, inp, 3).unwrap();
-        let g = b.build();
         // Producer on the first location, consumer on the last.
-        let placement = g
-            .partition(n_loc, &Partition::Explicit(vec![0, n_loc - 1]))
-            .unwrap();
+        let Pair {
+            graph: g,
+            placement,
+            producer: pa,
+            out,
+            inp,
+        } = pair::<u64>(("producer", "consumer"), 3, (0, n_loc - 1), n_loc);
         let mut next = 0u64;
         let mut taken = 0u64;
         let mut max_gap = 0u64;
@@ -777,33 +827,27 @@ fn stall_is_reported_everywhere(world: &World) {
         })
         .await
     });
-    for e in errs {
-        match e {
-            Err(RunError::Stalled(w)) => {
-                assert_eq!(w.len(), 2, "{w:?}");
-                assert!(
-                    w[0].contains("actor 'a'") && w[0].contains("input 'in' holds 0"),
-                    "{w:?}"
-                );
-            }
-            other => panic!("expected a stall, got {other:?}"),
-        }
-    }
+    assert_reported(
+        errs,
+        |e| match e {
+            RunError::Stalled(w) => Some(w),
+            _ => None,
+        },
+        2,
+        &["actor 'a'", "input 'in' holds 0"],
+    );
 }
 
 fn panic_is_reported_everywhere(world: &World) {
     let n_loc = world.locations();
     let errs = on_all(world, move |loc| async move {
-        let mut b = builder();
-        let a = b.actor("bad").unwrap();
-        let o = b.output::<u64>(a, "out").unwrap();
-        let c = b.actor("sink").unwrap();
-        let i = b.input::<u64>(c, "in").unwrap();
-        b.connect(o, i, 1).unwrap();
-        let g = b.build();
-        let p = g
-            .partition(n_loc, &Partition::Explicit(vec![n_loc - 1, 0]))
-            .unwrap();
+        let Pair {
+            graph: g,
+            placement: p,
+            producer: a,
+            inp: i,
+            ..
+        } = pair::<u64>(("bad", "sink"), 1, (n_loc - 1, 0), n_loc);
         let seen = Arc::new(Mutex::new(Vec::new()));
         g.run(&loc, &p, move |id| -> Box<dyn Actor> {
             if id == a {
@@ -814,18 +858,15 @@ fn panic_is_reported_everywhere(world: &World) {
         })
         .await
     });
-    for e in errs {
-        match e {
-            Err(RunError::Panicked(w)) => {
-                assert_eq!(w.len(), 1);
-                assert!(
-                    w[0].contains("actor 'bad'") && w[0].contains("boom in act"),
-                    "{w:?}"
-                );
-            }
-            other => panic!("expected a panic report, got {other:?}"),
-        }
-    }
+    assert_reported(
+        errs,
+        |e| match e {
+            RunError::Panicked(w) => Some(w),
+            _ => None,
+        },
+        1,
+        &["actor 'bad'", "boom in act"],
+    );
 }
 
 /// A consumer that stops after 3 tokens: the producer sees `Closed`, and what
@@ -833,16 +874,13 @@ fn panic_is_reported_everywhere(world: &World) {
 fn early_consumer_end_discards(world: &World) {
     let n_loc = world.locations();
     let got = on_all(world, move |loc| async move {
-        let mut b = builder();
-        let a = b.actor("p").unwrap();
-        let o = b.output::<u64>(a, "out").unwrap();
-        let c = b.actor("c").unwrap();
-        let i = b.input::<u64>(c, "in").unwrap();
-        b.connect(o, i, 4).unwrap();
-        let g = b.build();
-        let p = g
-            .partition(n_loc, &Partition::Explicit(vec![0, n_loc - 1]))
-            .unwrap();
+        let Pair {
+            graph: g,
+            placement: p,
+            producer: a,
+            out: o,
+            inp: i,
+        } = pair::<u64>(("p", "c"), 4, (0, n_loc - 1), n_loc);
         let sent = Arc::new(AtomicU64::new(0));
         let s2 = Arc::clone(&sent);
         let mut took = 0;

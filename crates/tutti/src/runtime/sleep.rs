@@ -408,8 +408,18 @@ mod loom_tests {
     /// seen by the worker's final scan or the worker is woken.
     #[test]
     fn injected_work_is_never_lost() {
-        loom::model(|| {
+        injected_job_reaches_a_parking_worker(false);
+    }
+
+    /// An injector racing a worker that parks until a job appears, blocking
+    /// in the engine's waiter when `waiter` (else on its own condvar): the job
+    /// is seen or the worker woken, and no count of it is left behind.
+    fn injected_job_reaches_a_parking_worker(waiter: bool) {
+        loom::model(move || {
             let sleep = Arc::new(Sleep::new(1));
+            if waiter {
+                assert!(sleep.set_waiter(std::sync::Arc::new(TestWaiter::new())));
+            }
             let job = Arc::new(AtomicBool::new(false));
             let latch = Arc::new(CoreLatch::new());
 
@@ -417,11 +427,13 @@ mod loom_tests {
                 let (sleep, job, latch) = (sleep.clone(), job.clone(), latch.clone());
                 thread::spawn(move || {
                     sleep.start_looking();
-                    loop {
-                        if job.load(Ordering::Acquire) {
-                            break;
+                    while !job.load(Ordering::Acquire) {
+                        let w = sleep.claim_waiter();
+                        assert_eq!(w.is_some(), waiter, "one worker: the waiter is free");
+                        sleep.sleep(0, &latch, None, w, || job.load(Ordering::Acquire));
+                        if waiter {
+                            sleep.release_waiter();
                         }
-                        sleep.sleep(0, &latch, None, None, || job.load(Ordering::Acquire));
                     }
                     sleep.stop_looking();
                 })
@@ -569,32 +581,7 @@ mod loom_tests {
     /// job: the runtime's wake-up (through `unblock`) is never lost.
     #[test]
     fn a_worker_blocked_in_the_waiter_is_woken() {
-        loom::model(|| {
-            let sleep = Arc::new(Sleep::new(1));
-            let waiter = std::sync::Arc::new(TestWaiter::new());
-            assert!(sleep.set_waiter(waiter.clone()));
-            let job = Arc::new(AtomicBool::new(false));
-            let latch = Arc::new(CoreLatch::new());
-
-            let worker = {
-                let (sleep, job, latch) = (sleep.clone(), job.clone(), latch.clone());
-                thread::spawn(move || {
-                    sleep.start_looking();
-                    while !job.load(Ordering::Acquire) {
-                        let w = sleep.claim_waiter();
-                        assert!(w.is_some(), "one worker: the waiter is free");
-                        sleep.sleep(0, &latch, None, w, || job.load(Ordering::Acquire));
-                        sleep.release_waiter();
-                    }
-                    sleep.stop_looking();
-                })
-            };
-            job.store(true, Ordering::Release);
-            sleep.new_injected_jobs();
-            worker.join().unwrap();
-            assert_eq!(sleep.counters().idle(), 0);
-            assert_eq!(sleep.counters().sleeping(), 0);
-        });
+        injected_job_reaches_a_parking_worker(true);
     }
 
     /// A worker about to block in the engine's waiter, racing the engine's
