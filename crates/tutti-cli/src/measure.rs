@@ -78,6 +78,13 @@ impl Measurement {
         self.secs.iter().map(|&s| f(s)).collect()
     }
 
+    /// Nanoseconds per operation when each run did `ops` of them (NaN
+    /// statistics if nothing was recorded).
+    pub fn ns_per(&self, ops: u64) -> crate::report::Stats {
+        use crate::report::Stats;
+        Stats::of(&self.map(|s| s * 1e9 / ops as f64)).unwrap_or(Stats::single(f64::NAN))
+    }
+
     /// Median wall time in seconds (NaN if nothing was recorded).
     pub fn median_secs(&self) -> f64 {
         crate::report::median(&self.secs).unwrap_or(f64::NAN)

@@ -43,12 +43,8 @@ pub struct JacobiArgs {
     /// Jacobi iterations (a fixed number, as in the seed).
     #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u64).range(1..=100_000_000))]
     iters: u64,
-    /// Worker threads per process [default: `TUTTI_WORKERS` or the cores ÷ ranks].
-    #[arg(long, value_parser = crate::parse_workers)]
-    workers: Option<usize>,
-    /// Locations per process [default: `TUTTI_LOCATIONS` or one per worker].
-    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1024))]
-    locations: Option<u64>,
+    #[command(flatten)]
+    world: crate::apps::WorldOpts,
     #[command(flatten)]
     run: RunOpts,
     /// Print one JSON object instead of a table.
@@ -316,7 +312,7 @@ pub fn distributed(
 pub fn run(a: &JacobiArgs) -> Result<Report, String> {
     let n = usize::try_from(a.n).map_err(|_| format!("--n {} is too large", a.n))?;
     check_memory(n as u128 * 8 * 6, &format!("Jacobi on {n} points"))?;
-    let world = super::spmd_world(a.workers, a.locations.map(|l| l as usize))?;
+    let world = a.world.world()?;
     if n < world.locations() {
         return Err(format!(
             "--n {n} is smaller than the {} locations: every location needs a point",

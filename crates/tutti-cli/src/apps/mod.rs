@@ -34,21 +34,31 @@ pub fn in_turns<R>(world: &tutti::world::World, f: impl FnOnce() -> R) -> R {
     }
 }
 
-/// The world of an SPMD application: the environment (`TUTTI_*`) and the
-/// launcher decide what `workers` and `locations` (per process) leave open.
-pub fn spmd_world(
-    workers: Option<usize>,
-    locations: Option<usize>,
-) -> Result<tutti::world::World, String> {
-    let mut b = tutti::world::World::builder();
-    if let Some(w) = workers {
-        b = b.workers(w);
+/// The `--workers` and `--locations` options of the SPMD applications.
+#[derive(clap::Args, Clone, Copy, Debug)]
+pub struct WorldOpts {
+    /// Worker threads per process [default: `TUTTI_WORKERS` or the cores ÷ ranks].
+    #[arg(long, value_parser = crate::parse_workers)]
+    pub workers: Option<usize>,
+    /// Locations per process [default: `TUTTI_LOCATIONS` or one per worker].
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1024))]
+    pub locations: Option<u64>,
+}
+
+impl WorldOpts {
+    /// The world of an SPMD application: the environment (`TUTTI_*`) and the
+    /// launcher decide what `--workers` and `--locations` leave open.
+    pub fn world(&self) -> Result<tutti::world::World, String> {
+        let mut b = tutti::world::World::builder();
+        if let Some(w) = self.workers {
+            b = b.workers(w);
+        }
+        if let Some(l) = self.locations {
+            b = b.locations(l as usize);
+        }
+        b.build()
+            .map_err(|e| format!("cannot start the world: {e}"))
     }
-    if let Some(l) = locations {
-        b = b.locations(l);
-    }
-    b.build()
-        .map_err(|e| format!("cannot start the world: {e}"))
 }
 
 /// An in-process world of `locations` locations on 2 workers, whatever the

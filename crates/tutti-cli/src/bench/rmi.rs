@@ -32,7 +32,7 @@ use std::time::{Duration, Instant};
 use clap::Args;
 
 use crate::measure::{repeat, timed, Measurement, Progress, Run, RunOpts};
-use crate::report::{Report, Stats};
+use crate::report::Report;
 use serde::{Deserialize, Serialize};
 use tutti::msg::{Dispatch, Handler, Message, Object, RegistryError, Remote};
 use tutti::rmi::{self, Handle};
@@ -393,9 +393,7 @@ pub fn run(a: &RmiArgs) -> Result<Report, String> {
     report.verify(sweep_ok);
     progress.finish();
 
-    let per = |m: &Measurement, k: u64| {
-        Stats::of(&m.map(|s| s * 1e9 / k as f64)).unwrap_or(Stats::single(f64::NAN))
-    };
+    let per = |m: &Measurement, k: u64| m.ns_per(k);
     let d = per(&direct_m, a.calls);
     let p = per(&ptr_m, a.calls);
     let r = per(&rmi_m, a.calls);
@@ -568,9 +566,7 @@ mod mpi_rows {
             ],
         );
         progress.finish();
-        let per = |m: &Measurement, k: u64| {
-            Stats::of(&m.map(|s| s * 1e9 / k as f64)).unwrap_or(Stats::single(f64::NAN))
-        };
+        let per = |m: &Measurement, k: u64| m.ns_per(k);
         let [raw_pp, async_pp, sync_pp, raw_bar, fence_m] = &ms[..] else {
             return Err("bench rmi --mpi: a measurement is missing".into());
         };

@@ -33,7 +33,7 @@ use tutti::msg::{Dispatch, Handler, Message, Object, RegistryError, Remote};
 use tutti::rpc::{Rpc, Vendor};
 
 use crate::measure::{checked, repeat, Measurement, Progress, Run, RunOpts};
-use crate::report::{Report, Stats};
+use crate::report::Report;
 
 /// Arguments of `tutti bench rpc`.
 #[derive(Args, Debug)]
@@ -333,9 +333,7 @@ pub fn run(a: &RpcArgs) -> Result<Report, String> {
         .param("round_trips", rt)
         .param("runs", plan.runs)
         .param("workers", tutti::runtime::current_workers());
-    let per = |m: &Measurement, k: u64| {
-        Stats::of(&m.map(|s| s * 1e9 / k as f64)).unwrap_or(Stats::single(f64::NAN))
-    };
+    let per = |m: &Measurement, k: u64| m.ns_per(k);
     let mut medians = std::collections::HashMap::new();
     for (name, metric, k, meas) in &ms {
         let s = per(meas, *k);

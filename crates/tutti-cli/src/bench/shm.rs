@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 use clap::Args;
 
 use crate::measure::{Measurement, Progress, Run, RunOpts};
-use crate::report::{Report, Stats};
+use crate::report::Report;
 use tutti::world::{LocationId, World};
 
 /// Arguments of `tutti bench shm`.
@@ -410,11 +410,11 @@ pub fn run(a: &ShmArgs) -> Result<Report, String> {
     }
     progress.finish();
     let one_way = |v: &[f64]| {
-        let m = Measurement {
+        Measurement {
             secs: v.to_vec(),
             ok,
-        };
-        Stats::of(&m.map(|s| s * 1e9 / (2 * n) as f64)).unwrap_or(Stats::single(f64::NAN))
+        }
+        .ns_per(2 * n)
     };
     let (lt, lu, lp, lx) = (one_way(&t), one_way(&u), one_way(&p), one_way(&x));
     report.result("tutti shm", "latency one-way", lt, "ns");

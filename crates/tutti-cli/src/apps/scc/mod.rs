@@ -41,12 +41,8 @@ pub struct SccArgs {
     /// Aggregation factor (requests per destination buffer) [default: the world's].
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     aggregation: Option<u64>,
-    /// Worker threads per process [default: `TUTTI_WORKERS` or the cores ÷ ranks].
-    #[arg(long, value_parser = crate::parse_workers)]
-    workers: Option<usize>,
-    /// Locations per process [default: `TUTTI_LOCATIONS` or one per worker].
-    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1024))]
-    locations: Option<u64>,
+    #[command(flatten)]
+    world: crate::apps::WorldOpts,
     #[command(flatten)]
     run: RunOpts,
     /// Print one JSON object instead of a table.
@@ -80,7 +76,7 @@ pub fn run(a: &SccArgs) -> Result<Report, String> {
         (None, None) => return Err("give --mesh N or --graph FILE".into()),
     };
     let g = Arc::new(g);
-    let world = super::spmd_world(a.workers, a.locations.map(|l| l as usize))?;
+    let world = a.world.world()?;
     let plan = a.run.plan(3);
     let progress = Progress::new(2 * plan.total(), a.json || world.rank() != 0);
     report

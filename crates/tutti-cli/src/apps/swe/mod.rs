@@ -119,12 +119,8 @@ pub struct SweArgs {
     /// only), up to this many.
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=64))]
     scaling: Option<u64>,
-    /// Worker threads per process [default: `TUTTI_WORKERS` or the cores ÷ ranks].
-    #[arg(long, value_parser = crate::parse_workers)]
-    workers: Option<usize>,
-    /// Locations per process [default: `TUTTI_LOCATIONS` or one per worker].
-    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1024))]
-    locations: Option<u64>,
+    #[command(flatten)]
+    world: crate::apps::WorldOpts,
     #[command(flatten)]
     run: RunOpts,
     /// Print one JSON object instead of a table.
@@ -503,7 +499,7 @@ pub fn run(a: &SweArgs) -> Result<Report, String> {
         }
         cfg.snapshots.push(step);
     }
-    let world = crate::apps::spmd_world(a.workers, a.locations.map(|l| l as usize))?;
+    let world = a.world.world()?;
     let cfg = Arc::new(cfg);
     let mut report = Report::new("swe");
     report
@@ -671,7 +667,7 @@ fn scaling(
             .ignore_env()
             .transport(tutti::world::TransportKind::InProcess)
             .locations(l)
-            .workers(a.workers.unwrap_or_else(crate::default_workers))
+            .workers(a.world.workers.unwrap_or_else(crate::default_workers))
             .build()
             .map_err(|e| format!("cannot start the world: {e}"))?;
         for (kind, cfg) in [
