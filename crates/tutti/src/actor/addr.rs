@@ -735,6 +735,24 @@ pub(crate) fn short_type_name(full: &'static str) -> &'static str {
     base.rsplit("::").next().unwrap_or(base)
 }
 
+impl<R> Ask<R> {
+    /// The ask cannot go on yet: it fails with the deadlock report the
+    /// detector handed this task, or notes that it waits for `what`.
+    fn pending(
+        &mut self,
+        cx: &Context<'_>,
+        what: crate::diag::node::What,
+    ) -> Poll<Result<R, AskError>> {
+        if let Some(d) = crate::diag::node::take_failure() {
+            self.state = AskState::Done;
+            return Poll::Ready(Err(AskError::Deadlock(d)));
+        }
+        let target = self.target;
+        crate::diag::node::note(|| waits_on(target, what), Some(cx.waker()));
+        Poll::Pending
+    }
+}
+
 impl<R> Future for Ask<R> {
     type Output = Result<R, AskError>;
 
@@ -744,16 +762,8 @@ impl<R> Future for Ask<R> {
                 AskState::Waiting(r) => {
                     return match r.poll_reply(cx) {
                         Poll::Pending => {
-                            if let Some(d) = crate::diag::node::take_failure() {
-                                self.state = AskState::Done;
-                                return Poll::Ready(Err(AskError::Deadlock(d)));
-                            }
-                            let (target, msg) = (self.target, self.message);
-                            crate::diag::node::note(
-                                || waits_on(target, crate::diag::node::What::Reply(msg)),
-                                Some(cx.waker()),
-                            );
-                            Poll::Pending
+                            let msg = self.message;
+                            self.pending(cx, crate::diag::node::What::Reply(msg))
                         }
                         Poll::Ready(out) => {
                             self.state = AskState::Done;
@@ -763,24 +773,9 @@ impl<R> Future for Ask<R> {
                 }
                 AskState::Sending(f) => match f.as_mut().poll(cx) {
                     Poll::Pending => {
-                        if let Some(d) = crate::diag::node::take_failure() {
-                            self.state = AskState::Done;
-                            return Poll::Ready(Err(AskError::Deadlock(d)));
-                        }
-                        let (target, msg) = (self.target, self.message);
-                        crate::diag::node::note(
-                            || {
-                                waits_on(
-                                    target,
-                                    crate::diag::node::What::Room {
-                                        message: msg,
-                                        ask: true,
-                                    },
-                                )
-                            },
-                            Some(cx.waker()),
-                        );
-                        return Poll::Pending;
+                        let message = self.message;
+                        let room = crate::diag::node::What::Room { message, ask: true };
+                        return self.pending(cx, room);
                     }
                     Poll::Ready(Ok(r)) => self.state = AskState::Waiting(r),
                     Poll::Ready(Err(e)) => self.state = AskState::Failed(e),

@@ -218,10 +218,7 @@ impl<O: Object> Proxy<O> {
             Format::Binary => conv.ask(conn, self.target, M::ID, msg),
             Format::Json => {
                 let ends = conv.ends(conn);
-                let mut payload = Vec::new();
-                Format::Json
-                    .encode(msg, &mut payload)
-                    .map_err(|e| RpcError::Encode(e.to_string()))?;
+                let payload = json_payload(msg)?;
                 conv.ask_with(conn, |corr, buf| {
                     buf.request_raw(ends, self.target, M::ID, corr, &payload)
                 })
@@ -240,10 +237,7 @@ impl<O: Object> Proxy<O> {
                 .map_err(|e| self.call_error(e)),
             Format::Json => {
                 let ends = conv.ends(conn);
-                let mut payload = Vec::new();
-                Format::Json
-                    .encode(msg, &mut payload)
-                    .map_err(|e| RpcError::Encode(e.to_string()))?;
+                let payload = json_payload(msg)?;
                 with_scratch(|buf| {
                     buf.request_raw(ends, self.target, M::ID, 0, &payload)
                         .map_err(|e| RpcError::Encode(e.to_string()))?;
@@ -315,4 +309,13 @@ impl<O: Object> Proxy<O> {
             why: format!("no reply: {no}"),
         }
     }
+}
+
+/// `msg` as JSON, for a connection that speaks JSON.
+fn json_payload<M: Remote>(msg: &M) -> Result<Vec<u8>, RpcError> {
+    let mut payload = Vec::new();
+    Format::Json
+        .encode(msg, &mut payload)
+        .map_err(|e| RpcError::Encode(e.to_string()))?;
+    Ok(payload)
 }
