@@ -1,0 +1,531 @@
+//! The cross-rank stall check: a fence or collective that cannot complete because
+//! a location on *another* rank waits forever (on a channel, an ask, a message,
+//! a different collective) — or because the ranks run different collectives at
+//! the same point, which no frame reveals when one rank is in a quiescence wave
+//! summed by the engine (the lost diagnosis, `collective.rs`).
+//!
+//! Each rank judges only itself: it is *locally stalled* when every location of
+//! the world on it is blocked (`crate::diag` nodes, their state words), its
+//! runtime is quiet, and so are the runtimes of the actors the locations wait
+//! for — read twice with the same words and the same count of arrivals (frames
+//! delivered from other ranks, summed waves, deaths) in between, and again
+//! [`STALL_AGE`] later (so a rank waiting a moment in a busy program's fence
+//! sends nothing). Only then does it take part, through frames of the world's
+//! transport (any transport):
+//!
+//! 1. **Mark.** The rank numbers the stall (`seq`, per rank) and sends a *mark*
+//!    to every other rank.
+//! 2. **Confirm.** Once it holds a mark from every other rank, and is still
+//!    stalled with the same words and arrivals as when it marked, it sends rank 0
+//!    a *confirmation*: its `seq`, the marks it holds, and what each of its
+//!    locations waits on (with the kind and root of its collectives).
+//! 3. **Decide.** Rank 0 decides once it holds a confirmation from every rank
+//!    (its own included) and they agree: each rank's confirmation lists, as the
+//!    mark of every other rank, exactly that rank's confirmed `seq`.
+//!    If some location waits on a collective that every location of the world
+//!    has joined (it has started more collectives than that epoch) with the same
+//!    kind and root on every rank, the collective will complete (its messages are
+//!    in flight): no report. Otherwise rank 0 sends every rank the *verdict*
+//!    (the report), and each rank that is still at that stall prints it and, in
+//!    [`Fail`](crate::diag::DeadlockMode::Fail) mode, fails every fence and
+//!    collective waiting on it (its location panics with the report; with
+//!    several ranks the job is then taken down with it).
+//!
+//! # Why a busy program is never reported
+//!
+//! Frames from one rank to another arrive in the order they were handed over
+//! (the transport's contract), and a mark travels behind every frame its rank
+//! sent before it. Suppose rank 0 decides, and yet some rank `D` runs again after
+//! it marked; take the first such run in time. Something woke `D`: not its own
+//! locations, actors or timers (it was quiet, none armed), so a frame (or a
+//! summed wave) delivered to it. A frame `f` sent by rank `S`: if `S` sent it
+//! after marking, `S` ran after its mark earlier — not the first. So `S` sent
+//! `f` before its mark, and `f` reached `D` before that mark did. `D` confirmed
+//! only after holding that mark, having found the same words and arrivals as
+//! when it marked: so `f` arrived before `D` marked, and a wake-up from it would
+//! have made `D` not quiet (or changed a word) when it judged itself stalled. A
+//! contradiction: no rank runs again. What is left are the engine's own wave
+//! messages (the sum of a quiescence wave under MPI travels outside the frames):
+//! they complete only a collective every location has joined with the same
+//! kind, which the decision rules out. A later stall is a new `seq`, so stale
+//! confirmations never agree with new marks.
+//!
+//! Limits (as for the one-rank check, `diag/detect.rs`): a plain thread (not a
+//! task of a runtime) or a task of another runtime that feeds a channel a
+//! location waits on could still act, unseen. Locations whose body has ended do
+//! not take part (their rank is not stalled). Nothing of this runs on the
+//! message path but one count per frame arriving from another rank; the check
+//! itself runs from the idle hook of `crate::diag`, and does nothing unless every
+//! location of the rank is blocked.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use super::collective::Kind;
+use super::frame::{self, Frame, StallHead};
+use super::transport::Transport;
+use super::world::Local;
+use crate::diag::node::{self, lock, Node, On, What, BLOCKED};
+use crate::diag::{BlockedProcess, Deadlock, DeadlockMode};
+use crate::msg::codec;
+
+/// How long a rank must stay stalled, unchanged, before it marks.
+pub(crate) const STALL_AGE: Duration = Duration::from_millis(20);
+
+const MARK: u64 = 1;
+const CONFIRM: u64 = 2;
+const VERDICT: u64 = 3;
+
+/// The worlds of several ranks in this process (one, in practice), for the check.
+static WORLDS: Mutex<Vec<Weak<Local>>> = Mutex::new(Vec::new());
+
+/// Makes `local` (a world of several ranks) known to the check, and the check to
+/// the detector.
+pub(crate) fn register(local: &Arc<Local>, transport: &Arc<dyn Transport>) {
+    let _ = local.stall.transport.set(Arc::downgrade(transport));
+    {
+        let mut all = lock(&WORLDS);
+        all.retain(|w| w.strong_count() > 0);
+        all.push(Arc::downgrade(local));
+    }
+    crate::diag::add_check(check);
+}
+
+/// One rank's part of the check (held by its [`Local`]).
+pub(crate) struct Stall {
+    /// Frames delivered from other ranks, summed waves and deaths: what can wake
+    /// this rank from outside.
+    arrivals: AtomicU64,
+    /// The location nodes of the run under way, in location order.
+    nodes: Mutex<Vec<Arc<Node>>>,
+    state: Mutex<State>,
+    transport: OnceLock<Weak<dyn Transport>>,
+    /// A nap task (to look again after [`STALL_AGE`]) is pending.
+    napping: AtomicBool,
+}
+
+/// What a rank's locations wait on, as confirmed to rank 0.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+struct Confirm {
+    seq: u64,
+    /// The mark held from every rank (this rank's own `seq` at its index).
+    marks: Vec<u64>,
+    waiting: Vec<Waiting>,
+    /// Kind and root of every collective in progress on the rank, by epoch.
+    rounds: Vec<(u64, u8, u32)>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+struct Waiting {
+    location: u32,
+    waits: String,
+    /// Collectives the location has started.
+    epochs: u64,
+    /// The collective it waits in, if it waits on the world.
+    epoch: Option<u64>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+struct Verdict {
+    seqs: Vec<u64>,
+    /// (rank, name, what it waits on).
+    waiters: Vec<(u32, String, String)>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Snap {
+    words: Vec<u64>,
+    arrivals: u64,
+}
+
+struct State {
+    /// A stall seen first at that time, not yet marked.
+    candidate: Option<(Snap, Instant)>,
+    seq: u64,
+    /// The stall marked with `seq`.
+    marked: Option<Snap>,
+    marks: Vec<u64>,
+    confirmed: Option<(u64, Vec<u64>)>,
+    /// Rank 0: the latest confirmation of each rank.
+    confirms: Vec<Option<Confirm>>,
+    /// Rank 0: the confirmations last judged (by their seqs).
+    judged: Option<Vec<u64>>,
+    verdicts: Vec<Verdict>,
+}
+
+impl Stall {
+    pub(crate) fn new(ranks: usize) -> Stall {
+        Stall {
+            arrivals: AtomicU64::new(0),
+            nodes: Mutex::new(Vec::new()),
+            state: Mutex::new(State {
+                candidate: None,
+                seq: 0,
+                marked: None,
+                marks: vec![0; ranks],
+                confirmed: None,
+                confirms: vec![None; ranks],
+                judged: None,
+                verdicts: Vec::new(),
+            }),
+            transport: OnceLock::new(),
+            napping: AtomicBool::new(false),
+        }
+    }
+
+    /// Something arrived from outside this rank (the one cost on the message path).
+    #[inline]
+    pub(crate) fn arrived(&self) {
+        self.arrivals.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// The location nodes of a new run (location order).
+    pub(crate) fn set_nodes(&self, nodes: Vec<Arc<Node>>) {
+        *lock(&self.nodes) = nodes;
+    }
+
+    /// Runs a no-op task on the rank's runtime so that an idle worker calls the
+    /// detector's idle hook (and so [`check`]) soon.
+    fn nudge(&self) {
+        let nodes = lock(&self.nodes);
+        if let Some(n) = nodes.first() {
+            n.runtime.enter(|| drop(crate::spawn(async {})));
+        }
+    }
+}
+
+/// A stall-check frame from `from` (the transport's receiving side): stored, and
+/// the rank nudged to act on it. An error names what is malformed.
+pub(crate) fn incoming(
+    local: &Local,
+    from: usize,
+    head: &StallHead,
+    payload: &[u8],
+) -> Result<(), String> {
+    if head.from_rank as usize != from || from >= local.ranks || from == local.rank {
+        return Err(format!(
+            "a stall-check frame from rank {from} claims to come from rank {}",
+            head.from_rank
+        ));
+    }
+    let bad = |what: &str, e: &dyn std::fmt::Display| {
+        format!("a stall-check {what} from rank {from} does not decode: {e}")
+    };
+    {
+        let mut s = lock(&local.stall.state);
+        match head.code {
+            MARK => s.marks[from] = head.seq,
+            CONFIRM if local.rank == 0 => {
+                let c: Confirm = codec::decode(payload).map_err(|e| bad("confirmation", &e))?;
+                if c.marks.len() != local.ranks || c.seq != head.seq || c.marks[from] != c.seq {
+                    return Err(format!(
+                        "a stall-check confirmation from rank {from} lists {} marks (of {} ranks)",
+                        c.marks.len(),
+                        local.ranks
+                    ));
+                }
+                s.confirms[from] = Some(c);
+            }
+            VERDICT if from == 0 => {
+                let v: Verdict = codec::decode(payload).map_err(|e| bad("verdict", &e))?;
+                if v.seqs.len() != local.ranks {
+                    return Err(format!(
+                        "a stall-check verdict from rank 0 names {} ranks (of {})",
+                        v.seqs.len(),
+                        local.ranks
+                    ));
+                }
+                s.verdicts.push(v);
+            }
+            code => {
+                return Err(format!(
+                    "a stall-check frame of code {code} from rank {from} to rank {}",
+                    local.rank
+                ))
+            }
+        }
+    }
+    local.stall.nudge();
+    Ok(())
+}
+
+/// The detector's check (from an idle hook): every registered world takes a step.
+fn check() {
+    let worlds: Vec<Arc<Local>> = lock(&WORLDS).iter().filter_map(Weak::upgrade).collect();
+    for local in worlds {
+        step(&local);
+    }
+}
+
+/// This rank, if it is stalled: the words of its locations (and of the actors
+/// they wait for) and its arrivals, read twice with its runtime quiet around.
+fn snapshot(local: &Local, nodes: &[Arc<Node>]) -> Option<Snap> {
+    let blocked = |n: &Arc<Node>| Node::state_of(n.word()) == BLOCKED;
+    if !nodes.iter().all(blocked) || !nodes[0].runtime.is_quiet() {
+        return None;
+    }
+    let ids: Vec<u64> = nodes
+        .iter()
+        .filter_map(|n| match n.wait()?.on {
+            On::Node(id) => Some(id),
+            _ => None,
+        })
+        .collect();
+    let mut watched: Vec<Arc<Node>> = nodes.to_vec();
+    if !ids.is_empty() {
+        watched.extend(node::all().into_iter().filter(|n| ids.contains(&n.id)));
+    }
+    let collect = || -> Option<Snap> {
+        let arrivals = local.stall.arrivals.load(Ordering::SeqCst);
+        let words = watched.iter().map(|n| n.word()).collect();
+        watched
+            .iter()
+            .all(|n| n.runtime.is_quiet())
+            .then_some(Snap { words, arrivals })
+    };
+    let first = collect()?;
+    if !nodes.iter().all(blocked) {
+        return None;
+    }
+    (collect()? == first).then_some(first)
+}
+
+/// One step of this rank's part (see the module documentation).
+fn step(local: &Arc<Local>) {
+    let st = &local.stall;
+    let nodes = lock(&st.nodes).clone();
+    if nodes.len() != local.per_rank || nodes.is_empty() {
+        return;
+    }
+    let snap = snapshot(local, &nodes);
+    let mut out: Vec<(usize, u64, u64, Vec<u8>)> = Vec::new();
+    let mut apply: Option<Verdict> = None;
+    let mut nap = false;
+    {
+        let mut s = lock(&st.state);
+        let Some(snap) = snap else {
+            s.candidate = None;
+            s.verdicts.clear();
+            return;
+        };
+        if s.marked.as_ref() != Some(&snap) {
+            match &s.candidate {
+                Some((c, at)) if *c == snap && at.elapsed() >= STALL_AGE => {
+                    s.candidate = None;
+                    s.seq += 1;
+                    let seq = s.seq;
+                    s.marked = Some(snap.clone());
+                    let me = local.rank;
+                    s.marks[me] = seq;
+                    for r in (0..local.ranks).filter(|&r| r != me) {
+                        out.push((r, MARK, seq, Vec::new()));
+                    }
+                }
+                Some((c, _)) if *c == snap => nap = true,
+                _ => {
+                    s.candidate = Some((snap.clone(), Instant::now()));
+                    nap = true;
+                }
+            }
+        }
+        if s.marked.as_ref() == Some(&snap) {
+            confirm(local, &nodes, &mut s, &mut out);
+            if local.rank == 0 {
+                if let Some(v) = decide(&mut s) {
+                    for r in 1..local.ranks {
+                        out.push((r, VERDICT, 0, encode(&v)));
+                    }
+                    s.verdicts.push(v);
+                }
+            }
+            let seq = s.seq;
+            let me = local.rank;
+            apply = s.verdicts.drain(..).find(|v| v.seqs[me] == seq);
+        }
+    }
+    if !out.is_empty() {
+        if let Some(t) = st.transport.get().and_then(Weak::upgrade) {
+            for (to, code, seq, payload) in out {
+                let f: Frame = frame::stall(
+                    local.rank as u32,
+                    to as u32,
+                    code,
+                    seq,
+                    payload,
+                    local.inline_max,
+                );
+                t.send(to, f);
+            }
+            t.start_sends();
+        }
+    }
+    if let Some(v) = apply {
+        declare(&nodes, v);
+    }
+    if nap && !st.napping.swap(true, Ordering::AcqRel) {
+        let weak = Arc::downgrade(local);
+        nodes[0].runtime.enter(|| {
+            drop(crate::spawn(async move {
+                crate::sleep(STALL_AGE).await;
+                if let Some(l) = weak.upgrade() {
+                    l.stall.napping.store(false, Ordering::Release);
+                }
+            }))
+        });
+    }
+}
+
+fn encode<T: Serialize>(v: &T) -> Vec<u8> {
+    let mut out = Vec::new();
+    // Plain structs of integers and strings: encoding cannot fail.
+    let _ = codec::encode(v, &mut out);
+    out
+}
+
+/// Confirms this rank's stall to rank 0 if it holds a mark from every rank and has
+/// not confirmed these marks yet.
+fn confirm(
+    local: &Local,
+    nodes: &[Arc<Node>],
+    s: &mut State,
+    out: &mut Vec<(usize, u64, u64, Vec<u8>)>,
+) {
+    if s.marks.contains(&0) || s.confirmed.as_ref() == Some(&(s.seq, s.marks.clone())) {
+        return;
+    }
+    s.confirmed = Some((s.seq, s.marks.clone()));
+    let rounds = local.rounds.kinds();
+    let waiting = nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| {
+            let slot = &local.slots[i];
+            let wait = n.wait();
+            let epoch = wait.as_ref().and_then(|w| match (&w.on, &w.what) {
+                (On::World(_), What::Fence(e) | What::Collective(e)) => Some(*e),
+                _ => None,
+            });
+            let waits = match (epoch, &wait) {
+                (Some(e), Some(w)) => describe_world(e, &rounds, w),
+                (_, Some(w)) => w.describe(),
+                (_, None) => "is blocked".to_string(),
+            };
+            Waiting {
+                location: slot.id.index() as u32,
+                waits,
+                epochs: slot.epochs(),
+                epoch,
+            }
+        })
+        .collect();
+    let c = Confirm {
+        seq: s.seq,
+        marks: s.marks.clone(),
+        waiting,
+        rounds,
+    };
+    if local.rank == 0 {
+        s.confirms[0] = Some(c);
+    } else {
+        out.push((0, CONFIRM, c.seq, encode(&c)));
+    }
+}
+
+/// What a location waiting in collective `epoch` waits for, with the kind and root
+/// this rank runs there.
+fn describe_world(epoch: u64, rounds: &[(u64, u8, u32)], w: &node::Wait) -> String {
+    match rounds.iter().find(|r| r.0 == epoch) {
+        Some(&(_, kind, root)) if kind != Kind::Quiescence as u8 => {
+            format!(
+                "waits in collective #{epoch} ({}) for every location to join it",
+                kind_text(kind, root)
+            )
+        }
+        _ => w.describe(),
+    }
+}
+
+fn kind_text(kind: u8, root: u32) -> String {
+    let name = Kind::name(kind);
+    match kind {
+        k if k == Kind::Broadcast as u8 => format!("a {name} from location {root}"),
+        k if k == Kind::Reduce as u8 => format!("a {name} to location {root}"),
+        k if k == Kind::Quiescence as u8 => "a fence's quiescence wave".to_string(),
+        _ => format!("a {name}"),
+    }
+}
+
+/// Rank 0: judges the confirmations if every rank's is there, they agree, and they
+/// were not judged yet; the verdict if the world is deadlocked.
+fn decide(s: &mut State) -> Option<Verdict> {
+    let all: Vec<&Confirm> = s.confirms.iter().map(Option::as_ref).collect::<Option<_>>()?;
+    let seqs: Vec<u64> = all.iter().map(|c| c.seq).collect();
+    if !all.iter().all(|c| c.marks == seqs) || s.judged.as_ref() == Some(&seqs) {
+        return None;
+    }
+    s.judged = Some(seqs.clone());
+    // (rank, kind, root) of collective `e` on every rank that knows it.
+    let kinds_at = |e: u64| -> Vec<(usize, u8, u32)> {
+        all.iter()
+            .enumerate()
+            .filter_map(|(r, c)| {
+                c.rounds
+                    .iter()
+                    .find(|k| k.0 == e)
+                    .map(|&(_, k, root)| (r, k, root))
+            })
+            .collect()
+    };
+    let completes = |e: u64| {
+        let joined = all.iter().flat_map(|c| &c.waiting).all(|w| w.epochs > e);
+        let kinds = kinds_at(e);
+        joined && kinds.windows(2).all(|p| (p[0].1, p[0].2) == (p[1].1, p[1].2))
+    };
+    let waiting = || all.iter().enumerate().flat_map(|(r, c)| c.waiting.iter().map(move |w| (r, w)));
+    if waiting().any(|(_, w)| w.epoch.is_some_and(completes)) {
+        return None;
+    }
+    let waiters = waiting()
+        .map(|(r, w)| {
+            let mut waits = w.waits.clone();
+            if let Some(e) = w.epoch {
+                let kinds = kinds_at(e);
+                let mine = kinds.iter().find(|k| k.0 == r).map(|k| (k.1, k.2));
+                for &(other, k, root) in &kinds {
+                    if other != r && Some((k, root)) != mine {
+                        waits.push_str(&format!(
+                            ", but rank {other} runs {} as its collective #{e}",
+                            kind_text(k, root)
+                        ));
+                    }
+                }
+            }
+            (r as u32, format!("location {}", w.location), waits)
+        })
+        .collect();
+    Some(Verdict { seqs, waiters })
+}
+
+/// A verdict for this rank's current stall: print the report and, in fail mode,
+/// fail every location waiting on the world with it.
+fn declare(nodes: &[Arc<Node>], v: Verdict) {
+    let procs = v
+        .waiters
+        .into_iter()
+        .map(|(rank, name, waits)| BlockedProcess::new(name, waits).on_rank(rank as usize))
+        .collect();
+    let report = Deadlock::new(procs, Vec::new());
+    crate::diag::declare(&report);
+    if crate::diag::deadlock_mode() != DeadlockMode::Fail {
+        return;
+    }
+    let report = Arc::new(report);
+    for n in nodes {
+        if n.wait().is_some_and(|w| matches!(w.on, On::World(_))) {
+            n.fail(Arc::clone(&report));
+        }
+    }
+}
