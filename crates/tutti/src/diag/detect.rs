@@ -118,7 +118,10 @@ fn serialize(state: &AtomicU8, mut scan: impl FnMut()) {
 /// Declares a deadlock found by any contributor: prints it on stderr and remembers it
 /// as the last one ([`last_deadlock`](super::last_deadlock)).
 pub(crate) fn declare(report: &Deadlock) {
-    eprintln!("{report}");
+    // One write: the lines of one report stay together beside other threads'
+    // (and under `mpirun --tag-output`, each line keeps its rank's tag).
+    let text = format!("{report}\n");
+    let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), text.as_bytes());
     *lock(&LAST) = Some(report.clone());
 }
 

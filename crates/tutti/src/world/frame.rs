@@ -523,6 +523,10 @@ mod tests {
                             accepted += 1;
                             assert!(c.inline.end <= m.len());
                         }
+                        Ok(Parsed::Stall(h)) => {
+                            accepted += 1;
+                            assert!(h.inline.end <= m.len());
+                        }
                         Err(e) => assert!(!e.0.is_empty()),
                     }
                 }

@@ -78,6 +78,8 @@ pub(crate) const STALL_AGE: Duration = Duration::from_millis(20);
 const MARK: u64 = 1;
 const CONFIRM: u64 = 2;
 const VERDICT: u64 = 3;
+const PRINTED: u64 = 4;
+const FAIL: u64 = 5;
 
 /// The worlds of several ranks in this process (one, in practice), for the check.
 static WORLDS: Mutex<Vec<Weak<Local>>> = Mutex::new(Vec::new());
@@ -154,6 +156,14 @@ struct State {
     /// Rank 0: the confirmations last judged (by their seqs).
     judged: Option<Vec<u64>>,
     verdicts: Vec<Verdict>,
+    /// The report of the verdict declared for the stall `seq` (its seqs).
+    declared: Option<(Vec<u64>, Arc<Deadlock>)>,
+    /// Rank 0: the ranks that have printed the declared report.
+    printed: Vec<bool>,
+    /// Fail the declared stall's waits (rank 0 told so, or is rank 0 and every
+    /// rank has printed).
+    fail: bool,
+    failed: bool,
 }
 
 impl Stall {
@@ -170,6 +180,10 @@ impl Stall {
                 confirms: vec![None; ranks],
                 judged: None,
                 verdicts: Vec::new(),
+                declared: None,
+                printed: vec![false; ranks],
+                fail: false,
+                failed: false,
             }),
             transport: OnceLock::new(),
             napping: AtomicBool::new(false),
@@ -240,6 +254,18 @@ pub(crate) fn incoming(
                 }
                 s.verdicts.push(v);
             }
+            PRINTED if local.rank == 0 => {
+                let declared = s.declared.as_ref().map(|d| d.0[from]);
+                if declared == Some(head.seq) {
+                    s.printed[from] = true;
+                }
+            }
+            FAIL if from == 0 => {
+                let declared = s.declared.as_ref().map(|d| d.0[local.rank]);
+                if declared == Some(head.seq) {
+                    s.fail = true;
+                }
+            }
             code => {
                 return Err(format!(
                     "a stall-check frame of code {code} from rank {from} to rank {}",
@@ -302,13 +328,18 @@ fn step(local: &Arc<Local>) {
     }
     let snap = snapshot(local, &nodes);
     let mut out: Vec<(usize, u64, u64, Vec<u8>)> = Vec::new();
-    let mut apply: Option<Verdict> = None;
+    let mut fail: Option<Arc<Deadlock>> = None;
     let mut nap = false;
     {
         let mut s = lock(&st.state);
         let Some(snap) = snap else {
             s.candidate = None;
             s.verdicts.clear();
+            if s.declared.is_some() {
+                s.declared = None;
+                s.fail = false;
+                s.failed = false;
+            }
             return;
         };
         if s.marked.as_ref() != Some(&snap) {
@@ -343,7 +374,35 @@ fn step(local: &Arc<Local>) {
             }
             let seq = s.seq;
             let me = local.rank;
-            apply = s.verdicts.drain(..).find(|v| v.seqs[me] == seq);
+            let verdict = std::mem::take(&mut s.verdicts)
+                .into_iter()
+                .find(|v| v.seqs[me] == seq);
+            if let Some(v) = verdict {
+                // Print first, on every rank; fail once every rank has printed
+                // (a failing location takes the job down with it).
+                let report = Arc::new(report(v.waiters));
+                crate::diag::declare(&report);
+                s.printed = vec![false; local.ranks];
+                s.printed[0] = me == 0;
+                s.declared = Some((v.seqs, report));
+                s.fail = false;
+                s.failed = false;
+                if me != 0 {
+                    out.push((0, PRINTED, seq, Vec::new()));
+                }
+            }
+            if me == 0 && !s.fail && s.printed.iter().all(|&p| p) {
+                if let Some((seqs, _)) = &s.declared {
+                    for (r, &q) in seqs.iter().enumerate().skip(1) {
+                        out.push((r, FAIL, q, Vec::new()));
+                    }
+                    s.fail = true;
+                }
+            }
+            if s.fail && !s.failed && crate::diag::deadlock_mode() == DeadlockMode::Fail {
+                s.failed = true;
+                fail = s.declared.as_ref().map(|d| Arc::clone(&d.1));
+            }
         }
     }
     if !out.is_empty() {
@@ -362,8 +421,12 @@ fn step(local: &Arc<Local>) {
             t.start_sends();
         }
     }
-    if let Some(v) = apply {
-        declare(&nodes, v);
+    if let Some(report) = fail {
+        for n in &nodes {
+            if n.wait().is_some_and(|w| matches!(w.on, On::World(_))) {
+                n.fail(Arc::clone(&report));
+            }
+        }
     }
     if nap && !st.napping.swap(true, Ordering::AcqRel) {
         let weak = Arc::downgrade(local);
@@ -494,13 +557,27 @@ fn decide(s: &mut State) -> Option<Verdict> {
             if let Some(e) = w.epoch {
                 let kinds = kinds_at(e);
                 let mine = kinds.iter().find(|k| k.0 == r).map(|k| (k.1, k.2));
+                let mut others: Vec<((u8, u32), Vec<usize>)> = Vec::new();
                 for &(other, k, root) in &kinds {
                     if other != r && Some((k, root)) != mine {
-                        waits.push_str(&format!(
-                            ", but rank {other} runs {} as its collective #{e}",
-                            kind_text(k, root)
-                        ));
+                        match others.iter_mut().find(|o| o.0 == (k, root)) {
+                            Some(o) => o.1.push(other),
+                            None => others.push(((k, root), vec![other])),
+                        }
                     }
+                }
+                for ((k, root), ranks) in others {
+                    let names: Vec<String> = ranks.iter().map(usize::to_string).collect();
+                    let (who, runs, its) = if ranks.len() == 1 {
+                        ("rank", "runs", "its")
+                    } else {
+                        ("ranks", "run", "their")
+                    };
+                    waits.push_str(&format!(
+                        ", but {who} {} {runs} {} as {its} collective #{e}",
+                        names.join(", "),
+                        kind_text(k, root)
+                    ));
                 }
             }
             (r as u32, format!("location {}", w.location), waits)
@@ -509,23 +586,131 @@ fn decide(s: &mut State) -> Option<Verdict> {
     Some(Verdict { seqs, waiters })
 }
 
-/// A verdict for this rank's current stall: print the report and, in fail mode,
-/// fail every location waiting on the world with it.
-fn declare(nodes: &[Arc<Node>], v: Verdict) {
-    let procs = v
-        .waiters
+/// The report of a verdict.
+fn report(waiters: Vec<(u32, String, String)>) -> Deadlock {
+    let procs = waiters
         .into_iter()
         .map(|(rank, name, waits)| BlockedProcess::new(name, waits).on_rank(rank as usize))
         .collect();
-    let report = Deadlock::new(procs, Vec::new());
-    crate::diag::declare(&report);
-    if crate::diag::deadlock_mode() != DeadlockMode::Fail {
-        return;
+    Deadlock::new(procs, Vec::new())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn waiting(location: u32, epochs: u64, epoch: Option<u64>, waits: &str) -> Waiting {
+        Waiting {
+            location,
+            waits: waits.to_string(),
+            epochs,
+            epoch,
+        }
     }
-    let report = Arc::new(report);
-    for n in nodes {
-        if n.wait().is_some_and(|w| matches!(w.on, On::World(_))) {
-            n.fail(Arc::clone(&report));
+
+    /// Rank 0 holding the confirmations `c` (every rank's), each confirming the
+    /// others' seqs unless `marks` says otherwise.
+    fn judge(c: Vec<(Vec<Waiting>, Vec<(u64, u8, u32)>)>) -> Option<Verdict> {
+        let stall = Stall::new(c.len());
+        let mut s = lock(&stall.state);
+        let seqs: Vec<u64> = (1..=c.len() as u64).collect();
+        for (r, (waiting, rounds)) in c.into_iter().enumerate() {
+            s.confirms[r] = Some(Confirm {
+                seq: seqs[r],
+                marks: seqs.clone(),
+                waiting,
+                rounds,
+            });
+        }
+        decide(&mut s)
+    }
+
+    const FENCE: &str = "waits in a fence";
+    const Q: u8 = Kind::Quiescence as u8;
+
+    #[test]
+    fn a_fence_against_a_channel_on_another_rank_is_a_deadlock() {
+        let v = judge(vec![
+            (vec![waiting(0, 1, Some(0), FENCE)], vec![(0, Q, 0)]),
+            (vec![waiting(1, 0, None, "waits on channel `jobs`")], vec![]),
+        ])
+        .expect("a verdict");
+        assert_eq!(v.seqs, [1, 2]);
+        assert_eq!(
+            v.waiters,
+            [
+                (0, "location 0".to_string(), FENCE.to_string()),
+                (1, "location 1".to_string(), "waits on channel `jobs`".to_string()),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_collective_every_location_joined_alike_will_complete() {
+        // Both in wave #3 (its sums in flight).
+        assert!(judge(vec![
+            (vec![waiting(0, 4, Some(3), FENCE)], vec![(3, Q, 0)]),
+            (vec![waiting(1, 4, Some(3), FENCE)], vec![(3, Q, 0)]),
+        ])
+        .is_none());
+        // Rank 0 saw #2 complete and waits in #3; rank 1 still waits for #2's
+        // result (in flight): #2 completes, so no verdict.
+        assert!(judge(vec![
+            (vec![waiting(0, 4, Some(3), FENCE)], vec![(3, Q, 0)]),
+            (vec![waiting(1, 3, Some(2), FENCE)], vec![(2, Q, 0)]),
+        ])
+        .is_none());
+    }
+
+    #[test]
+    fn different_collectives_at_one_epoch_never_complete() {
+        let reduce = (0, Kind::Reduce as u8, 0);
+        let v = judge(vec![
+            (vec![waiting(0, 1, Some(0), "waits in a reduce")], vec![reduce]),
+            (vec![waiting(1, 1, Some(0), FENCE)], vec![(0, Q, 0)]),
+            (vec![waiting(2, 1, Some(0), FENCE)], vec![(0, Q, 0)]),
+        ])
+        .expect("a verdict");
+        assert_eq!(
+            v.waiters[0].2,
+            "waits in a reduce, but ranks 1, 2 run a fence's quiescence wave as their \
+             collective #0"
+        );
+        assert_eq!(
+            v.waiters[1].2,
+            "waits in a fence, but rank 0 runs a reduce to location 0 as its collective #0"
+        );
+    }
+
+    #[test]
+    fn confirmations_of_other_stalls_or_judged_ones_give_no_verdict() {
+        let stall = Stall::new(2);
+        let mut s = lock(&stall.state);
+        let c = |seq, marks: Vec<u64>, w| Confirm {
+            seq,
+            marks,
+            waiting: vec![w],
+            rounds: vec![],
+        };
+        s.confirms[0] = Some(c(1, vec![1, 1], waiting(0, 1, Some(0), FENCE)));
+        // Rank 1 confirmed while holding an older mark of rank 0.
+        s.confirms[1] = Some(c(1, vec![0, 1], waiting(1, 0, None, "waits")));
+        assert!(decide(&mut s).is_none());
+        s.confirms[1] = Some(c(1, vec![1, 1], waiting(1, 0, None, "waits")));
+        assert!(decide(&mut s).is_some());
+        assert!(decide(&mut s).is_none(), "judged once");
+    }
+
+    #[test]
+    fn stall_frames_round_trip_inline_and_as_body() {
+        for (payload, inline_max) in [(vec![1, 2, 3], 16), (vec![7; 40], 16), (vec![], 16)] {
+            let f = frame::stall(1, 0, CONFIRM, 9, payload.clone(), inline_max);
+            let frame::Parsed::Stall(h) = frame::parse(&f.head, f.body.is_some()).unwrap() else {
+                panic!("not a stall frame")
+            };
+            assert_eq!((h.from_rank, h.code, h.seq), (1, CONFIRM, 9));
+            let got = f.body.unwrap_or_else(|| f.head[h.inline].to_vec());
+            assert_eq!(got, payload);
         }
     }
 }
