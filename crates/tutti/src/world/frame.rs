@@ -578,8 +578,8 @@ mod tests {
         m[24] = 1;
         expect(&m, false, "only Control frames");
         let mut m = f.head.clone();
-        m[7] = 3;
-        expect(&m, false, "world frame kind 3");
+        m[7] = 4;
+        expect(&m, false, "world frame kind 4");
         let mut m = f.head.clone();
         m[7] |= FLAG_BODY;
         expect(&m, false, "announces a body");
