@@ -9,7 +9,8 @@
 //!   memory the waves are frames and the first one that meets the reduce names
 //!   both kinds).
 //! * `busy`: fences and collectives with uneven work (one rank computes, sleeps and
-//!   sends while the others wait in the fence), messages in flight — never reported.
+//!   sends while the others wait in the fence), messages in flight (a 96 MiB one
+//!   while every rank waits) — never reported.
 //!
 //! Under `mpirun` (`.ci/run`) or `tutti launch` this binary runs the case
 //! `TUTTI_XRANK_CASE` names; `.ci/run` checks the job's output. Under plain `cargo
@@ -53,11 +54,31 @@ fn lost_case(world: &World) {
 }
 
 fn busy_case(world: &World) {
+    const BIG: usize = 96 << 20;
     let n = world.locations();
+    let per_rank = world.locations_per_rank();
     let sums = world.run(move |loc| async move {
         let me = loc.id().index();
         let mut total = 0u64;
+        let mut got = 0;
         for round in 0..40u64 {
+            // A large message in flight while both ranks wait: the first
+            // location of rank 1 in a plain receive, location 0 in the fence
+            // (the marks of the stall check travel behind the message).
+            if round == 7 {
+                if me == 0 {
+                    loc.send_bytes(LocationId::new(per_rank as u32), vec![7; BIG])
+                        .unwrap();
+                } else if me == per_rank {
+                    loop {
+                        let d = loc.recv().await;
+                        match d.bytes().map_or(0, <[u8]>::len) {
+                            BIG => break,
+                            small => got += small,
+                        }
+                    }
+                }
+            }
             // Messages in flight into the fence.
             for k in 1..=3 {
                 let to = LocationId::new(((me + k) % n) as u32);
@@ -77,11 +98,11 @@ fn busy_case(world: &World) {
                     }
                 }
             }
-            let mut got = 0;
             while let Some(d) = loc.recv_until_quiet().await {
                 got += d.bytes().map_or(0, <[u8]>::len);
             }
             assert_eq!(got, 48);
+            got = 0;
             total += loc.all_reduce(round, |a, b| a + b).await;
             if round % 5 == 0 {
                 loc.barrier().await;
