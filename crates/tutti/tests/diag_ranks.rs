@@ -205,7 +205,10 @@ fn main() {
         println!("diag_ranks: a reduce on one rank against a fence on the other is reported ({locations} location(s) per rank)");
 
         let (ok, t) = system("busy", locations);
-        assert!(ok && !t.contains("deadlock"), "busy: reported or failed\n{t}");
+        assert!(
+            ok && !t.contains("deadlock"),
+            "busy: reported or failed\n{t}"
+        );
         println!("diag_ranks: busy fences and collectives are not reported ({locations} location(s) per rank)");
     }
 }

@@ -283,7 +283,9 @@ pub(crate) fn stall(
         head.extend_from_slice(&payload);
         None
     };
-    seal(&mut head, WHAT_STALL, as_body, from_rank, to_rank, code, seq);
+    seal(
+        &mut head, WHAT_STALL, as_body, from_rank, to_rank, code, seq,
+    );
     Frame { head, body }
 }
 

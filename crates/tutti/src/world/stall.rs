@@ -109,6 +109,9 @@ pub(crate) struct Stall {
     napping: AtomicBool,
 }
 
+/// A collective in progress on a rank: epoch, kind code, root.
+type RoundKind = (u64, u8, u32);
+
 /// What a rank's locations wait on, as confirmed to rank 0.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 struct Confirm {
@@ -117,7 +120,7 @@ struct Confirm {
     marks: Vec<u64>,
     waiting: Vec<Waiting>,
     /// Kind and root of every collective in progress on the rank, by epoch.
-    rounds: Vec<(u64, u8, u32)>,
+    rounds: Vec<RoundKind>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -499,7 +502,7 @@ fn confirm(
 
 /// What a location waiting in collective `epoch` waits for, with the kind and root
 /// this rank runs there.
-fn describe_world(epoch: u64, rounds: &[(u64, u8, u32)], w: &node::Wait) -> String {
+fn describe_world(epoch: u64, rounds: &[RoundKind], w: &node::Wait) -> String {
     match rounds.iter().find(|r| r.0 == epoch) {
         Some(&(_, kind, root)) if kind != Kind::Quiescence as u8 => {
             format!(
@@ -524,7 +527,11 @@ fn kind_text(kind: u8, root: u32) -> String {
 /// Rank 0: judges the confirmations if every rank's is there, they agree, and they
 /// were not judged yet; the verdict if the world is deadlocked.
 fn decide(s: &mut State) -> Option<Verdict> {
-    let all: Vec<&Confirm> = s.confirms.iter().map(Option::as_ref).collect::<Option<_>>()?;
+    let all: Vec<&Confirm> = s
+        .confirms
+        .iter()
+        .map(Option::as_ref)
+        .collect::<Option<_>>()?;
     let seqs: Vec<u64> = all.iter().map(|c| c.seq).collect();
     if !all.iter().all(|c| c.marks == seqs) || s.judged.as_ref() == Some(&seqs) {
         return None;
@@ -545,9 +552,16 @@ fn decide(s: &mut State) -> Option<Verdict> {
     let completes = |e: u64| {
         let joined = all.iter().flat_map(|c| &c.waiting).all(|w| w.epochs > e);
         let kinds = kinds_at(e);
-        joined && kinds.windows(2).all(|p| (p[0].1, p[0].2) == (p[1].1, p[1].2))
+        joined
+            && kinds
+                .windows(2)
+                .all(|p| (p[0].1, p[0].2) == (p[1].1, p[1].2))
     };
-    let waiting = || all.iter().enumerate().flat_map(|(r, c)| c.waiting.iter().map(move |w| (r, w)));
+    let waiting = || {
+        all.iter()
+            .enumerate()
+            .flat_map(|(r, c)| c.waiting.iter().map(move |w| (r, w)))
+    };
     if waiting().any(|(_, w)| w.epoch.is_some_and(completes)) {
         return None;
     }
@@ -610,7 +624,7 @@ mod tests {
 
     /// Rank 0 holding the confirmations `c` (every rank's), each confirming the
     /// others' seqs unless `marks` says otherwise.
-    fn judge(c: Vec<(Vec<Waiting>, Vec<(u64, u8, u32)>)>) -> Option<Verdict> {
+    fn judge(c: Vec<(Vec<Waiting>, Vec<RoundKind>)>) -> Option<Verdict> {
         let stall = Stall::new(c.len());
         let mut s = lock(&stall.state);
         let seqs: Vec<u64> = (1..=c.len() as u64).collect();
@@ -640,7 +654,11 @@ mod tests {
             v.waiters,
             [
                 (0, "location 0".to_string(), FENCE.to_string()),
-                (1, "location 1".to_string(), "waits on channel `jobs`".to_string()),
+                (
+                    1,
+                    "location 1".to_string(),
+                    "waits on channel `jobs`".to_string()
+                ),
             ]
         );
     }
@@ -666,7 +684,10 @@ mod tests {
     fn different_collectives_at_one_epoch_never_complete() {
         let reduce = (0, Kind::Reduce as u8, 0);
         let v = judge(vec![
-            (vec![waiting(0, 1, Some(0), "waits in a reduce")], vec![reduce]),
+            (
+                vec![waiting(0, 1, Some(0), "waits in a reduce")],
+                vec![reduce],
+            ),
             (vec![waiting(1, 1, Some(0), FENCE)], vec![(0, Q, 0)]),
             (vec![waiting(2, 1, Some(0), FENCE)], vec![(0, Q, 0)]),
         ])
