@@ -16,9 +16,10 @@
 //!
 //! Limits: a plain thread (not a task of the runtime) holding the other end of a
 //! channel a location waits on could still act; the runtime cannot see it (as for CSP
-//! networks, see `csp::deadlock`). Across ranks the world stall is not judged (each
-//! rank sees only its own quietness); `sync_rmi` cycles across ranks are found by the
-//! RMI layer's chain and reported through [`declare`].
+//! networks, see `csp::deadlock`). Here a world stall is judged within one rank; a
+//! world of several ranks is judged by the world's cross-rank stall check (a
+//! contributor's check, `world/stall.rs`), and `sync_rmi` cycles across ranks by the
+//! RMI layer's chain, both reported through [`declare`].
 
 use crate::loom::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
