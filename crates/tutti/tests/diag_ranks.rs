@@ -177,6 +177,70 @@ fn system(case: &str, locations: usize) -> (bool, String) {
     (ok, text)
 }
 
+/// The `fence` case in report-only mode (`TUTTI_DEADLOCK=report`) as a system of 2
+/// processes: both ranks print the report and go on waiting (killed here once both
+/// have printed it; a minute without it fails).
+fn report_only() {
+    let name = format!("xrank-report-{}", std::process::id());
+    let dir = std::env::temp_dir();
+    let mut children: Vec<(std::process::Child, std::path::PathBuf)> = (0..2)
+        .map(|rank| {
+            let path = dir.join(format!("{name}-{rank}.log"));
+            let file = std::fs::File::create(&path).unwrap();
+            let child = Command::new(std::env::current_exe().unwrap())
+                .env("TUTTI_SYSTEM", &name)
+                .env("TUTTI_RANKS", "2")
+                .env("TUTTI_RANK", rank.to_string())
+                .env("TUTTI_TRANSPORT", "shm")
+                .env("TUTTI_LOCATIONS", "1")
+                .env("TUTTI_WORKERS", "2")
+                .env("TUTTI_XRANK_CASE", "fence")
+                .env("TUTTI_DEADLOCK", "report")
+                .stdout(Stdio::null())
+                .stderr(file)
+                .spawn()
+                .unwrap();
+            (child, path)
+        })
+        .collect();
+    let want = "[rank 1] `location 1` waits to receive from channel `jobs`";
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let printed = |p: &std::path::Path| std::fs::read_to_string(p).unwrap_or_default();
+    while !children.iter().all(|(_, p)| printed(p).contains(want)) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // Still waiting, as report-only mode leaves them.
+    std::thread::sleep(Duration::from_millis(300));
+    let texts: Vec<String> = children.iter().map(|(_, p)| printed(p)).collect();
+    let running: Vec<bool> = children
+        .iter_mut()
+        .map(|(c, _)| c.try_wait().unwrap().is_none())
+        .collect();
+    for (c, p) in &mut children {
+        let _ = c.kill();
+        let _ = c.wait();
+        let _ = std::fs::remove_file(p);
+    }
+    let _ = std::fs::remove_file(format!("/dev/shm/tutti-{name}"));
+    for (rank, t) in texts.iter().enumerate() {
+        assert!(
+            t.contains(want),
+            "report-only: rank {rank} did not print the report\n{t}"
+        );
+        assert_eq!(
+            t.matches("tutti: deadlock").count(),
+            1,
+            "reported once\n{t}"
+        );
+    }
+    assert_eq!(
+        running,
+        [true, true],
+        "report-only mode fails nothing\n{texts:?}"
+    );
+    println!("diag_ranks: report-only mode prints the report on every rank and fails nothing");
+}
+
 fn main() {
     if launched_by_mpi() || std::env::var_os("TUTTI_SYSTEM").is_some() {
         member();
@@ -211,4 +275,5 @@ fn main() {
         );
         println!("diag_ranks: busy fences and collectives are not reported ({locations} location(s) per rank)");
     }
+    report_only();
 }
