@@ -239,9 +239,9 @@ pub(crate) fn incoming(
                 let c: Confirm = codec::decode(payload).map_err(|e| bad("confirmation", &e))?;
                 if c.marks.len() != local.ranks || c.seq != head.seq || c.marks[from] != c.seq {
                     return Err(format!(
-                        "a stall-check confirmation from rank {from} lists {} marks (of {} ranks)",
-                        c.marks.len(),
-                        local.ranks
+                        "a stall-check confirmation from rank {from} is inconsistent: seq {} \
+                         in a frame of seq {}, marks {:?} for {} ranks",
+                        c.seq, head.seq, c.marks, local.ranks
                     ));
                 }
                 s.confirms[from] = Some(c);
@@ -336,13 +336,10 @@ fn step(local: &Arc<Local>) {
     {
         let mut s = lock(&st.state);
         let Some(snap) = snap else {
+            // Not stalled now (perhaps only for a moment: a nudge's task, a nap's
+            // timer). What was marked, confirmed or received stays: it applies only
+            // while the words and arrivals are those of the mark.
             s.candidate = None;
-            s.verdicts.clear();
-            if s.declared.is_some() {
-                s.declared = None;
-                s.fail = false;
-                s.failed = false;
-            }
             return;
         };
         if s.marked.as_ref() != Some(&snap) {
