@@ -325,10 +325,16 @@ fn snapshot(local: &Local, nodes: &[Arc<Node>]) -> Option<Snap> {
 /// One step of this rank's part (see the module documentation).
 fn step(local: &Arc<Local>) {
     let st = &local.stall;
-    let nodes = lock(&st.nodes).clone();
-    if nodes.len() != local.per_rank || nodes.is_empty() {
-        return;
-    }
+    let nodes = {
+        let nodes = lock(&st.nodes);
+        // The common case, at once: some location runs or waits for work (a stale
+        // candidate is harmless: its words differ from any later snapshot's).
+        let blocked = |n: &Arc<Node>| Node::state_of(n.word()) == BLOCKED;
+        if nodes.len() != local.per_rank || nodes.is_empty() || !nodes.iter().all(blocked) {
+            return;
+        }
+        nodes.clone()
+    };
     let snap = snapshot(local, &nodes);
     let mut out: Vec<(usize, u64, u64, Vec<u8>)> = Vec::new();
     let mut fail: Option<Arc<Deadlock>> = None;
