@@ -26,10 +26,13 @@
 //!    has joined (it has started more collectives than that epoch) with the same
 //!    kind and root on every rank, the collective will complete (its messages are
 //!    in flight): no report. Otherwise rank 0 sends every rank the *verdict*
-//!    (the report), and each rank that is still at that stall prints it and, in
-//!    [`Fail`](crate::diag::DeadlockMode::Fail) mode, fails every fence and
-//!    collective waiting on it (its location panics with the report; with
-//!    several ranks the job is then taken down with it).
+//!    (the report), and each rank that is still at that stall prints it and tells
+//!    rank 0 so. In [`Fail`](crate::diag::DeadlockMode::Fail) mode, once every
+//!    rank has printed it, rank 0 tells every rank to fail, and each fails every
+//!    fence and collective of its locations with the report (the location panics
+//!    with it; with several ranks the job is then taken down) — printing first
+//!    on every rank, so that no rank is taken down before it said what it saw.
+//!    [`Report`](crate::diag::DeadlockMode::Report) mode only prints.
 //!
 //! # Why a busy program is never reported
 //!
@@ -397,7 +400,8 @@ fn step(local: &Arc<Local>) {
                     out.push((0, PRINTED, seq, Vec::new()));
                 }
             }
-            if me == 0 && !s.fail && s.printed.iter().all(|&p| p) {
+            let failing = crate::diag::deadlock_mode() == DeadlockMode::Fail;
+            if me == 0 && failing && !s.fail && s.printed.iter().all(|&p| p) {
                 if let Some((seqs, _)) = &s.declared {
                     for (r, &q) in seqs.iter().enumerate().skip(1) {
                         out.push((r, FAIL, q, Vec::new()));
@@ -405,7 +409,7 @@ fn step(local: &Arc<Local>) {
                     s.fail = true;
                 }
             }
-            if s.fail && !s.failed && crate::diag::deadlock_mode() == DeadlockMode::Fail {
+            if s.fail && !s.failed && failing {
                 s.failed = true;
                 fail = s.declared.as_ref().map(|d| Arc::clone(&d.1));
             }
