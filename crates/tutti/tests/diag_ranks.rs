@@ -3,6 +3,8 @@
 //! * `fence`: every location fences except the first location of rank 1, which
 //!   waits on a channel nobody sends on — reported, naming both ranks' locations
 //!   and what each waits on; the fence fails and the job is taken down.
+//! * `ask`: the same, the first location of rank 1 waiting for the reply of an
+//!   actor stuck on a dataflow variable — the report names the actor.
 //! * `lost`: rank 0's locations run a reduce to location 0 (then a barrier) where
 //!   every other rank fences — reported (under MPI the fence's waves are summed by
 //!   the engine and carry no kind: only the stall check sees it; with shared
@@ -23,7 +25,41 @@ use std::io::Read;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use std::sync::Arc;
+
+use tutti::actor::{self, Actor, Context};
+use tutti::msg::{Handler, Message};
 use tutti::world::{launched_by_mpi, LocationId, World};
+use tutti::DataflowVar;
+
+/// An actor whose one handler waits for a dataflow variable nobody binds.
+struct Stuck(Arc<DataflowVar<u32>>);
+impl Actor for Stuck {}
+struct Wait;
+impl Message for Wait {
+    type Reply = u32;
+}
+impl Handler<Wait> for Stuck {
+    async fn handle(&mut self, _: Wait, _: &mut Context<Self>) -> u32 {
+        *self.0.read().await
+    }
+}
+
+/// Every location fences but the first of rank 1, which asks an actor stuck on a
+/// dataflow variable: its wait names the actor.
+fn ask_case(world: &World) {
+    let stuck = actor::spawn(Stuck(Arc::new(DataflowVar::new())));
+    let waiter = world.locations_per_rank();
+    world.run(move |loc| {
+        let stuck = stuck.clone();
+        async move {
+            if loc.id().index() == waiter {
+                let _ = stuck.ask(Wait).await;
+            }
+            while loc.recv_until_quiet().await.is_some() {}
+        }
+    });
+}
 
 fn fence_case(world: &World) {
     let (tx, rx) = tutti::csp::channel_named::<u32>("jobs");
@@ -120,8 +156,9 @@ fn member() {
     match case.as_str() {
         "fence" => fence_case(&world),
         "lost" => lost_case(&world),
+        "ask" => ask_case(&world),
         "busy" => busy_case(&world),
-        other => panic!("TUTTI_XRANK_CASE={other:?}: expected fence, lost or busy"),
+        other => panic!("TUTTI_XRANK_CASE={other:?}: expected fence, ask, lost or busy"),
     }
     println!("rank {} finished its part", world.rank());
 }
@@ -258,6 +295,13 @@ fn main() {
             assert!(t.contains(&want), "fence: missing {want:?} in\n{t}");
         }
         println!("diag_ranks: a fence stalled by a channel on the other rank is reported ({locations} location(s) per rank)");
+
+        let (ok, t) = system("ask", locations);
+        assert!(!ok, "the fence stalled by an ask must fail\n{t}");
+        let want =
+            format!("[rank 1] `location {waiter}` waits for the reply to `Wait` from `actor#");
+        assert!(t.contains(&want), "ask: missing {want:?} in\n{t}");
+        println!("diag_ranks: a fence stalled by an ask on the other rank is reported ({locations} location(s) per rank)");
 
         let (ok, t) = system("lost", locations);
         assert!(!ok, "the lost diagnosis must fail\n{t}");
