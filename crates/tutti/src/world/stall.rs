@@ -729,6 +729,55 @@ mod tests {
         assert!(decide(&mut s).is_none(), "judged once");
     }
 
+    /// What rank `to` of 3 says of a stall frame `code`/`seq` with `payload` from
+    /// rank `from`, claiming to come from `claimed`.
+    fn deliver(to: usize, from: usize, claimed: u32, code: u64, payload: Vec<u8>) -> String {
+        use super::super::transport::Sink;
+        let local = Local::new(to, 3, 1, 64);
+        let f = frame::stall(claimed, to as u32, code, 1, payload, 64);
+        match local.deliver(from, f.head.into(), f.body) {
+            Ok(()) => format!("ok, marks {:?}", lock(&local.stall.state).marks),
+            Err(e) => e,
+        }
+    }
+
+    #[test]
+    fn malformed_stall_frames_are_errors_naming_the_problem() {
+        assert_eq!(deliver(0, 2, 2, MARK, vec![]), "ok, marks [0, 0, 1]");
+        let e = deliver(0, 2, 1, MARK, vec![]);
+        assert!(e.contains("from rank 2 claims to come from rank 1"), "{e}");
+        let e = deliver(0, 1, 1, CONFIRM, vec![0xff; 3]);
+        assert!(
+            e.contains("a stall-check confirmation from rank 1 does not decode"),
+            "{e}"
+        );
+        let c = Confirm {
+            seq: 1,
+            marks: vec![1, 1],
+            waiting: vec![],
+            rounds: vec![],
+        };
+        let e = deliver(0, 1, 1, CONFIRM, encode(&c));
+        assert!(
+            e.contains("inconsistent") && e.contains("for 3 ranks"),
+            "{e}"
+        );
+        // Only rank 0 takes confirmations, and verdicts only from rank 0.
+        let e = deliver(2, 1, 1, CONFIRM, encode(&c));
+        assert!(e.contains("code 2 from rank 1 to rank 2"), "{e}");
+        let v = Verdict {
+            seqs: vec![1, 1, 1],
+            waiters: vec![],
+        };
+        let e = deliver(2, 1, 1, VERDICT, encode(&v));
+        assert!(e.contains("code 3 from rank 1 to rank 2"), "{e}");
+        assert!(deliver(2, 0, 0, VERDICT, encode(&v)).starts_with("ok"));
+        let e = deliver(2, 0, 0, VERDICT, vec![1, 2]);
+        assert!(e.contains("verdict from rank 0 does not decode"), "{e}");
+        let e = deliver(1, 0, 0, 9, vec![]);
+        assert!(e.contains("code 9 from rank 0 to rank 1"), "{e}");
+    }
+
     #[test]
     fn stall_frames_round_trip_inline_and_as_body() {
         for (payload, inline_max) in [(vec![1, 2, 3], 16), (vec![7; 40], 16), (vec![], 16)] {

@@ -120,6 +120,28 @@ pub(crate) struct Deaths {
 }
 
 impl Local {
+    /// The state of rank `rank` of `ranks`, with `per_rank` locations.
+    pub(crate) fn new(rank: usize, ranks: usize, per_rank: usize, inline_max: usize) -> Arc<Local> {
+        Arc::new(Local {
+            rank,
+            ranks,
+            per_rank,
+            slots: (0..per_rank)
+                .map(|i| {
+                    Slot::new(
+                        LocationId::new((rank * per_rank + i) as u32),
+                        ranks * per_rank,
+                    )
+                })
+                .collect(),
+            rounds: Rounds::new(per_rank),
+            deaths: Mutex::new(Deaths::default()),
+            stall: super::stall::Stall::new(ranks),
+            inline_max,
+            pool: Pool::default(),
+        })
+    }
+
     /// Tells `watcher` of every rank that dies from now on (and at once of
     /// those already dead). Watchers that are gone are dropped.
     pub(crate) fn watch_deaths(&self, watcher: Weak<dyn RankDeath>) {
@@ -468,26 +490,8 @@ impl World {
             bytes: config.aggregation_bytes(),
             per_rank,
         };
-        let make_local = |rank: usize, ranks: usize| {
-            Arc::new(Local {
-                rank,
-                ranks,
-                per_rank,
-                slots: (0..per_rank)
-                    .map(|i| {
-                        Slot::new(
-                            LocationId::new((rank * per_rank + i) as u32),
-                            ranks * per_rank,
-                        )
-                    })
-                    .collect(),
-                rounds: Rounds::new(per_rank),
-                deaths: Mutex::new(Deaths::default()),
-                stall: super::stall::Stall::new(ranks),
-                inline_max: limits.inline_max(),
-                pool: Pool::default(),
-            })
-        };
+        let make_local =
+            |rank: usize, ranks: usize| Local::new(rank, ranks, per_rank, limits.inline_max());
         let (local, transport): (Arc<Local>, Arc<dyn Transport>) = match config.transport() {
             #[cfg(feature = "mpi")]
             TransportKind::Mpi => {
