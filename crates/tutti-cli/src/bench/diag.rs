@@ -3,6 +3,10 @@
 //! tell workload), CSP rendezvous ping-pong (`bench csp pingpong`'s) and RMI (`bench
 //! rmi`'s local `async_rmi`, `sync_rmi` ping-pong and fence rows). On and off runs
 //! alternate, so load drifts hit both; each ratio is `time_detection_on_over_off`.
+//!
+//! `--ranks` (under `mpirun -n 2` or `tutti launch -n 2`): the rows between ranks
+//! instead, where the cross-rank stall check takes part — fences and all-reduces of
+//! one location per rank, on and off alternating on every rank in step.
 
 use std::time::Instant;
 
@@ -38,6 +42,10 @@ pub struct DiagArgs {
     /// Worker threads.
     #[arg(long, default_value_t = 2, value_parser = crate::parse_workers)]
     workers: usize,
+    /// The rows between ranks (run under `mpirun -n 2` or `tutti launch -n 2`):
+    /// `--fences` fences and all-reduces of one location per rank.
+    #[arg(long)]
+    ranks: bool,
     #[command(flatten)]
     run: RunOpts,
     /// Print one JSON object instead of a table.
@@ -112,8 +120,113 @@ fn pairs(
 /// One row: metric, unit, operations per run, and the seconds of the on and off runs.
 type Row = (&'static str, &'static str, u64, (Vec<f64>, Vec<f64>));
 
+/// This rank's first location's run of `body`, timed from a barrier.
+fn ranks_row<F>(w: &tutti::world::World, n: u64, body: fn(tutti::world::Location, u64) -> F) -> Run
+where
+    F: std::future::Future<Output = bool> + Send + 'static,
+{
+    let out = w.run(move |loc| async move {
+        loc.barrier().await;
+        let start = Instant::now();
+        let ok = body(loc, n).await;
+        (start.elapsed(), ok)
+    });
+    let (elapsed, ok) = out.into_iter().next().unwrap_or_default();
+    Run { elapsed, ok }
+}
+
+async fn rank_fences(loc: tutti::world::Location, n: u64) -> bool {
+    for _ in 0..n {
+        while loc.recv_until_quiet().await.is_some() {}
+    }
+    true
+}
+
+async fn rank_all_reduces(loc: tutti::world::Location, n: u64) -> bool {
+    let ranks = loc.world().locations() as u64;
+    let mut ok = true;
+    for i in 0..n {
+        ok &= loc.all_reduce(i, |a, b| a + b).await == i * ranks;
+    }
+    ok
+}
+
+/// `--ranks`: the rows between the ranks of the world the environment configures;
+/// rank 0 reports (the others exit when done).
+fn run_ranks(a: &DiagArgs) -> Result<Report, String> {
+    let plan = a.run.plan(7);
+    let w = tutti::world::World::builder()
+        .locations(1)
+        .workers(a.workers)
+        .build()
+        .map_err(|e| e.to_string())?;
+    if w.ranks() < 2 {
+        return Err("bench diag --ranks needs several ranks: run it under \
+                    `mpirun -n 2` or `tutti launch -n 2`"
+            .into());
+    }
+    let me = w.rank();
+    let mut report = Report::new("diag --ranks");
+    report
+        .param("ranks", w.ranks())
+        .param("transport", w.config().transport().to_string())
+        .param("fences", a.fences)
+        .param("workers", w.config().workers())
+        .param("runs", plan.runs);
+    let progress = Progress::new(if me == 0 { plan.total() * 2 * 2 } else { 0 }, a.json);
+    let mut ok = true;
+    let rows: Vec<Row> = vec![
+        (
+            "fence_ranks",
+            "ns/fence",
+            a.fences,
+            pairs(plan, &progress, &mut ok, || {
+                ranks_row(&w, a.fences, rank_fences)
+            }),
+        ),
+        (
+            "all_reduce_ranks",
+            "ns/all_reduce",
+            a.fences,
+            pairs(plan, &progress, &mut ok, || {
+                ranks_row(&w, a.fences, rank_all_reduces)
+            }),
+        ),
+    ];
+    progress.finish();
+    let all_ok = w
+        .run(move |loc| async move { loc.all_reduce(ok, |a, b| a && b).await })
+        .into_iter()
+        .all(|ok| ok);
+    report.verify(all_ok);
+    add_rows(&mut report, rows);
+    if me != 0 {
+        drop(w);
+        std::process::exit(if all_ok { 0 } else { 1 });
+    }
+    Ok(report)
+}
+
+fn add_rows(report: &mut Report, rows: Vec<Row>) {
+    for (metric, unit, n, (on, off)) in rows {
+        let per = |v: &Vec<f64>| v.iter().map(|s| s * 1e9 / n as f64).collect::<Vec<f64>>();
+        let (Some(s_on), Some(s_off)) = (Stats::of(&per(&on)), Stats::of(&per(&off))) else {
+            continue;
+        };
+        report.result("detection_on", metric, s_on, unit);
+        report.result("detection_off", metric, s_off, unit);
+        report.ratio(
+            &format!("time_detection_on_over_off_{metric}"),
+            s_on.median / s_off.median,
+        );
+    }
+}
+
 /// Runs the benchmark.
 pub fn run(a: &DiagArgs) -> Result<Report, String> {
+    if a.ranks {
+        return run_ranks(a);
+    }
     let plan = a.run.plan(7);
     let mut report = Report::new("diag");
     report
@@ -184,17 +297,6 @@ pub fn run(a: &DiagArgs) -> Result<Report, String> {
     ];
     progress.finish();
     report.verify(ok);
-    for (metric, unit, n, (on, off)) in rows {
-        let per = |v: &Vec<f64>| v.iter().map(|s| s * 1e9 / n as f64).collect::<Vec<f64>>();
-        let (Some(s_on), Some(s_off)) = (Stats::of(&per(&on)), Stats::of(&per(&off))) else {
-            continue;
-        };
-        report.result("detection_on", metric, s_on, unit);
-        report.result("detection_off", metric, s_off, unit);
-        report.ratio(
-            &format!("time_detection_on_over_off_{metric}"),
-            s_on.median / s_off.median,
-        );
-    }
+    add_rows(&mut report, rows);
     Ok(report)
 }

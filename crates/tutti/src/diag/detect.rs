@@ -16,9 +16,10 @@
 //!
 //! Limits: a plain thread (not a task of the runtime) holding the other end of a
 //! channel a location waits on could still act; the runtime cannot see it (as for CSP
-//! networks, see `csp::deadlock`). Across ranks the world stall is not judged (each
-//! rank sees only its own quietness); `sync_rmi` cycles across ranks are found by the
-//! RMI layer's chain and reported through [`declare`].
+//! networks, see `csp::deadlock`). Here a world stall is judged within one rank; a
+//! world of several ranks is judged by the world's cross-rank stall check (a
+//! contributor's check, `world/stall.rs`), and `sync_rmi` cycles across ranks by the
+//! RMI layer's chain, both reported through [`declare`].
 
 use crate::loom::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -118,7 +119,10 @@ fn serialize(state: &AtomicU8, mut scan: impl FnMut()) {
 /// Declares a deadlock found by any contributor: prints it on stderr and remembers it
 /// as the last one ([`last_deadlock`](super::last_deadlock)).
 pub(crate) fn declare(report: &Deadlock) {
-    eprintln!("{report}");
+    // One write: the lines of one report stay together beside other threads'
+    // (and under `mpirun --tag-output`, each line keeps its rank's tag).
+    let text = format!("{report}\n");
+    let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), text.as_bytes());
     *lock(&LAST) = Some(report.clone());
 }
 

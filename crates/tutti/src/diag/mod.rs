@@ -4,8 +4,10 @@
 //!   blocking primitive: CSP channels, `Alt`, barriers and `par`s (by `csp::deadlock`,
 //!   a contributor of this module), actor `ask`s and sends into full `Block` mailboxes,
 //!   dataflow variables, world receives, fences and collectives (noted on the actor or
-//!   location that waits, `node.rs`), and `sync_rmi` chains across ranks (found by the
-//!   RMI layer's chain and declared here). A deadlock is printed as a [`Deadlock`]
+//!   location that waits, `node.rs`), and across ranks: fences and collectives that
+//!   another rank's locations never reach (the world's cross-rank stall check, each
+//!   rank contributing its locations' waits) and `sync_rmi` chains (found by the RMI
+//!   layer's chain). Both are declared here. A deadlock is printed as a [`Deadlock`]
 //!   report naming each participant (rank, location, actor or process name) and what it
 //!   waits on; by default the waiting operations then fail with it — see
 //!   [`DeadlockMode`] for report-only and off (`TUTTI_DEADLOCK=fail|report|off`).

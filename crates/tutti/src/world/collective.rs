@@ -31,7 +31,8 @@
 //!    ranks call their collectives in different orders is reported when a
 //!    collective frame meets a round of another kind; a wave's messages carry
 //!    no kind, so a rank that runs a collective as the root of its tree while
-//!    another rank fences at the same point waits, as an MPI program would.)
+//!    another rank fences at the same point waits — until the cross-rank stall
+//!    check (`stall.rs`) sees every rank stalled and reports both kinds.)
 //! 3. The result is stored in the round and every waiting location of the rank is
 //!    woken; each clones it. The round is removed once every location that needs
 //!    the result has taken it and the driver is done.
@@ -76,7 +77,7 @@ pub(crate) enum Kind {
 }
 
 impl Kind {
-    fn name(code: u8) -> &'static str {
+    pub(crate) fn name(code: u8) -> &'static str {
         match code {
             1 => "barrier",
             2 => "broadcast",
@@ -186,6 +187,15 @@ impl Rounds {
     fn lost(&self) -> Option<usize> {
         let r = self.lost.load(Ordering::Relaxed);
         (r != NONE_LOST).then_some(r)
+    }
+
+    /// The kind and root of every collective in progress on this rank, by
+    /// epoch (for the cross-rank stall check, `stall.rs`).
+    pub(crate) fn kinds(&self) -> Vec<(u64, u8, u32)> {
+        let map = lock(&self.map);
+        map.iter()
+            .filter_map(|(&e, r)| r.kind.map(|(k, root)| (e, k, root)))
+            .collect()
     }
 
     /// Whether no collective is in progress on this rank.

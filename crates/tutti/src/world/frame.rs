@@ -49,6 +49,8 @@ pub(crate) const ENTRY_PREFIX: usize = 4;
 const WHAT_DATA: u8 = 1;
 /// World flag byte: a collective frame.
 const WHAT_COLLECTIVE: u8 = 2;
+/// World flag byte: a frame of the cross-rank stall check (`stall.rs`).
+const WHAT_STALL: u8 = 3;
 /// World flag byte: a body comes with the head.
 const FLAG_BODY: u8 = 0x80;
 
@@ -88,11 +90,22 @@ pub(crate) struct DataHead {
     pub(crate) phase: u64,
 }
 
+/// A parsed frame of the cross-rank stall check: its message code and sequence
+/// number, and its payload's range of the head (empty if the payload is the body).
+#[derive(Debug)]
+pub(crate) struct StallHead {
+    pub(crate) from_rank: u32,
+    pub(crate) code: u64,
+    pub(crate) seq: u64,
+    pub(crate) inline: Range<usize>,
+}
+
 /// What a frame is.
 #[derive(Debug)]
 pub(crate) enum Parsed {
     Data(DataHead),
     Collective(CollectiveHead),
+    Stall(StallHead),
 }
 
 /// Why a frame was rejected.
@@ -251,6 +264,31 @@ pub(crate) fn collective(
     Frame { head, body }
 }
 
+/// A frame of the cross-rank stall check (`stall.rs`): message `code`, sequence
+/// number `seq`, and `payload` (inline if at most `inline_max` bytes, else as the
+/// body).
+pub(crate) fn stall(
+    from_rank: u32,
+    to_rank: u32,
+    code: u64,
+    seq: u64,
+    payload: Vec<u8>,
+    inline_max: usize,
+) -> Frame {
+    let as_body = payload.len() > inline_max;
+    let mut head = reserve(HEADER + if as_body { 0 } else { payload.len() });
+    let body = if as_body {
+        Some(payload)
+    } else {
+        head.extend_from_slice(&payload);
+        None
+    };
+    seal(
+        &mut head, WHAT_STALL, as_body, from_rank, to_rank, code, seq,
+    );
+    Frame { head, body }
+}
+
 /// Parses and fully validates a frame's head (`has_body`: a body came with it).
 pub(crate) fn parse(head: &[u8], has_body: bool) -> Result<Parsed, FrameError> {
     let frame = codec::decode_frame(head).map_err(|e| FrameError(e.to_string()))?;
@@ -334,6 +372,17 @@ pub(crate) fn parse(head: &[u8], has_body: bool) -> Result<Parsed, FrameError> {
                     kind: (h.corr >> 8) as u8,
                     root: (h.corr >> 32) as u32,
                 },
+                inline: HEADER..end,
+            }))
+        }
+        WHAT_STALL => {
+            if has_body && end != HEADER {
+                return bad("a stall-check frame with both an inline payload and a body");
+            }
+            Ok(Parsed::Stall(StallHead {
+                from_rank: h.src,
+                code: h.target,
+                seq: h.corr,
                 inline: HEADER..end,
             }))
         }
@@ -476,6 +525,10 @@ mod tests {
                             accepted += 1;
                             assert!(c.inline.end <= m.len());
                         }
+                        Ok(Parsed::Stall(h)) => {
+                            accepted += 1;
+                            assert!(h.inline.end <= m.len());
+                        }
                         Err(e) => assert!(!e.0.is_empty()),
                     }
                 }
@@ -527,8 +580,8 @@ mod tests {
         m[24] = 1;
         expect(&m, false, "only Control frames");
         let mut m = f.head.clone();
-        m[7] = 3;
-        expect(&m, false, "world frame kind 3");
+        m[7] = 4;
+        expect(&m, false, "world frame kind 4");
         let mut m = f.head.clone();
         m[7] |= FLAG_BODY;
         expect(&m, false, "announces a body");

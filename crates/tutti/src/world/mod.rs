@@ -145,6 +145,7 @@ mod inbox;
 mod location;
 mod outbox;
 mod pool;
+mod stall;
 mod transport;
 #[allow(clippy::module_inception)]
 mod world;

@@ -100,6 +100,8 @@ pub(crate) struct Local {
     pub(crate) pool: Pool,
     /// Ranks that died, and who wants to hear of it (`RankDeath`).
     pub(crate) deaths: Mutex<Deaths>,
+    /// This rank's part of the cross-rank stall check (`stall.rs`).
+    pub(crate) stall: super::stall::Stall,
 }
 
 /// Something that waits on other ranks and must stop waiting when one dies
@@ -118,6 +120,28 @@ pub(crate) struct Deaths {
 }
 
 impl Local {
+    /// The state of rank `rank` of `ranks`, with `per_rank` locations.
+    pub(crate) fn new(rank: usize, ranks: usize, per_rank: usize, inline_max: usize) -> Arc<Local> {
+        Arc::new(Local {
+            rank,
+            ranks,
+            per_rank,
+            slots: (0..per_rank)
+                .map(|i| {
+                    Slot::new(
+                        LocationId::new((rank * per_rank + i) as u32),
+                        ranks * per_rank,
+                    )
+                })
+                .collect(),
+            rounds: Rounds::new(per_rank),
+            deaths: Mutex::new(Deaths::default()),
+            stall: super::stall::Stall::new(ranks),
+            inline_max,
+            pool: Pool::default(),
+        })
+    }
+
     /// Tells `watcher` of every rank that dies from now on (and at once of
     /// those already dead). Watchers that are gone are dropped.
     pub(crate) fn watch_deaths(&self, watcher: Weak<dyn RankDeath>) {
@@ -176,6 +200,7 @@ impl Sink for Local {
             // One message: only its bytes are copied out, into a delivery of
             // its own (no shared head to count references on).
             Parsed::Data(h) if h.inline == 1 => {
+                self.stall.arrived();
                 let (from, slot) = self.data_slot(from_rank, &h)?;
                 let mut pos = frame::HEADER;
                 let Some(r) = frame::next_entry(head, &mut pos) else {
@@ -201,6 +226,7 @@ impl Sink for Local {
         match frame::parse(&head, body.is_some()).map_err(|e| e.0)? {
             Parsed::Data(h) => {
                 let (from, slot) = self.data_slot(from_rank, &h)?;
+                self.stall.arrived();
                 slot.inbox.push(Parcel::Frame {
                     from,
                     phase: h.phase,
@@ -221,7 +247,15 @@ impl Sink for Local {
                     Some(b) => b,
                     None => head.get(c.inline).map(<[u8]>::to_vec).unwrap_or_default(),
                 };
+                self.stall.arrived();
                 self.rounds.incoming(c.from_rank, c.tag, value)
+            }
+            Parsed::Stall(h) => {
+                let payload = match &body {
+                    Some(b) => &b[..],
+                    None => head.get(h.inline.clone()).unwrap_or_default(),
+                };
+                super::stall::incoming(self, from_rank, &h, payload)
             }
         }
     }
@@ -235,10 +269,12 @@ impl Sink for Local {
     }
 
     fn summed(&self, epoch: u64, sums: [u64; 2]) {
+        self.stall.arrived();
         super::collective::complete(self, epoch, Some(sums));
     }
 
     fn rank_died(&self, rank: usize) {
+        self.stall.arrived();
         let watchers = {
             let mut d = lock(&self.deaths);
             if d.dead.contains(&rank) {
@@ -454,25 +490,8 @@ impl World {
             bytes: config.aggregation_bytes(),
             per_rank,
         };
-        let make_local = |rank: usize, ranks: usize| {
-            Arc::new(Local {
-                rank,
-                ranks,
-                per_rank,
-                slots: (0..per_rank)
-                    .map(|i| {
-                        Slot::new(
-                            LocationId::new((rank * per_rank + i) as u32),
-                            ranks * per_rank,
-                        )
-                    })
-                    .collect(),
-                rounds: Rounds::new(per_rank),
-                deaths: Mutex::new(Deaths::default()),
-                inline_max: limits.inline_max(),
-                pool: Pool::default(),
-            })
-        };
+        let make_local =
+            |rank: usize, ranks: usize| Local::new(rank, ranks, per_rank, limits.inline_max());
         let (local, transport): (Arc<Local>, Arc<dyn Transport>) = match config.transport() {
             #[cfg(feature = "mpi")]
             TransportKind::Mpi => {
@@ -496,6 +515,9 @@ impl World {
                 value: per_rank.to_string(),
                 expected: "fewer than 2^32 locations in all",
             });
+        }
+        if local.ranks > 1 {
+            super::stall::register(&local, &transport);
         }
         config.rank = local.rank;
         config.ranks = local.ranks;
@@ -710,6 +732,7 @@ impl World {
             }
         }
         crate::diag::set_rank(self.rank());
+        let mut nodes = Vec::with_capacity(n);
         let handles: Vec<(LocationId, JoinHandle<Fut::Output>)> = locations
             .into_iter()
             .map(|loc| {
@@ -726,6 +749,7 @@ impl World {
                         self.ranks(),
                     )
                 };
+                nodes.push(Arc::clone(&node));
                 let mut fut = Box::pin(body(loc));
                 let tracked = std::future::poll_fn(move |cx| {
                     let entered = node.enter();
@@ -736,7 +760,9 @@ impl World {
                 (id, self.shared.runtime.spawn(tracked))
             })
             .collect();
+        self.shared.local.stall.set_nodes(nodes);
         let outcome = self.shared.runtime.block_on(JoinAll::new(handles));
+        self.shared.local.stall.set_nodes(Vec::new());
         // A run that ended cleanly is in the trace file now.
         crate::diag::trace::write_out_quietly();
         match outcome {

@@ -1,0 +1,323 @@
+//! Hangs across ranks (`tutti::diag`, the world's cross-rank stall check):
+//!
+//! * `fence`: every location fences except the first location of rank 1, which
+//!   waits on a channel nobody sends on — reported, naming both ranks' locations
+//!   and what each waits on; the fence fails and the job is taken down.
+//! * `ask`: the same, the first location of rank 1 waiting for the reply of an
+//!   actor stuck on a dataflow variable — the report names the actor.
+//! * `lost`: rank 0's locations run a reduce to location 0 (then a barrier) where
+//!   every other rank fences — reported (under MPI the fence's waves are summed by
+//!   the engine and carry no kind: only the stall check sees it; with shared
+//!   memory the waves are frames and the first one that meets the reduce names
+//!   both kinds).
+//! * `busy`: fences and collectives with uneven work (one rank computes, sleeps and
+//!   sends while the others wait in the fence), messages in flight (a 96 MiB one
+//!   while every rank waits) — never reported.
+//!
+//! Under `mpirun` (`.ci/run`) or `tutti launch` this binary runs the case
+//! `TUTTI_XRANK_CASE` names; `.ci/run` checks the job's output. Under plain `cargo
+//! test` it runs each case as a shared-memory system of 2 processes of itself (1
+//! and 2 locations per rank) and checks their output.
+
+mod watchdog;
+
+use std::io::Read;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use std::sync::Arc;
+
+use tutti::actor::{self, Actor, Context};
+use tutti::msg::{Handler, Message};
+use tutti::world::{launched_by_mpi, LocationId, World};
+use tutti::DataflowVar;
+
+/// An actor whose one handler waits for a dataflow variable nobody binds.
+struct Stuck(Arc<DataflowVar<u32>>);
+impl Actor for Stuck {}
+struct Wait;
+impl Message for Wait {
+    type Reply = u32;
+}
+impl Handler<Wait> for Stuck {
+    async fn handle(&mut self, _: Wait, _: &mut Context<Self>) -> u32 {
+        *self.0.read().await
+    }
+}
+
+/// Every location fences but the first of rank 1, which asks an actor stuck on a
+/// dataflow variable: its wait names the actor.
+fn ask_case(world: &World) {
+    let stuck = actor::spawn(Stuck(Arc::new(DataflowVar::new())));
+    let waiter = world.locations_per_rank();
+    world.run(move |loc| {
+        let stuck = stuck.clone();
+        async move {
+            if loc.id().index() == waiter {
+                let _ = stuck.ask(Wait).await;
+            }
+            while loc.recv_until_quiet().await.is_some() {}
+        }
+    });
+}
+
+fn fence_case(world: &World) {
+    let (tx, rx) = tutti::csp::channel_named::<u32>("jobs");
+    let waiter = world.locations_per_rank(); // the first location of rank 1
+    world.run(move |loc| {
+        let (tx, rx) = (tx.clone(), rx.clone());
+        async move {
+            if loc.id().index() == waiter {
+                let _ = rx.recv().await; // nobody sends: tx is held, unused
+                drop(tx);
+            }
+            while loc.recv_until_quiet().await.is_some() {}
+        }
+    });
+}
+
+fn lost_case(world: &World) {
+    world.run(|loc| async move {
+        if loc.rank() == 0 {
+            let sum = loc.reduce(LocationId::new(0), 1u64, |a, b| a + b).await;
+            loc.barrier().await;
+            sum.unwrap_or(0)
+        } else {
+            while loc.recv_until_quiet().await.is_some() {}
+            0
+        }
+    });
+}
+
+fn busy_case(world: &World) {
+    const BIG: usize = 96 << 20;
+    let n = world.locations();
+    let per_rank = world.locations_per_rank();
+    let sums = world.run(move |loc| async move {
+        let me = loc.id().index();
+        let mut total = 0u64;
+        let mut got = 0;
+        for round in 0..40u64 {
+            // A large message in flight while both ranks wait: the first
+            // location of rank 1 in a plain receive, location 0 in the fence
+            // (the marks of the stall check travel behind the message).
+            if round == 7 {
+                if me == 0 {
+                    loc.send_bytes(LocationId::new(per_rank as u32), vec![7; BIG])
+                        .unwrap();
+                } else if me == per_rank {
+                    loop {
+                        let d = loc.recv().await;
+                        match d.bytes().map_or(0, <[u8]>::len) {
+                            BIG => break,
+                            small => got += small,
+                        }
+                    }
+                }
+            }
+            // Messages in flight into the fence.
+            for k in 1..=3 {
+                let to = LocationId::new(((me + k) % n) as u32);
+                loc.send_bytes(to, vec![round as u8; 16]).unwrap();
+            }
+            // Uneven work: the last rank computes, sleeps or waits on a timer
+            // well beyond the stall check's age while the others sit in the fence.
+            if loc.rank() == loc.world().ranks() - 1 && round % 8 == 3 {
+                match round % 3 {
+                    0 => std::thread::sleep(Duration::from_millis(60)),
+                    1 => tutti::sleep(Duration::from_millis(60)).await,
+                    _ => {
+                        let t = Instant::now();
+                        while t.elapsed() < Duration::from_millis(60) {
+                            std::hint::spin_loop();
+                        }
+                    }
+                }
+            }
+            while let Some(d) = loc.recv_until_quiet().await {
+                got += d.bytes().map_or(0, <[u8]>::len);
+            }
+            assert_eq!(got, 48);
+            got = 0;
+            total += loc.all_reduce(round, |a, b| a + b).await;
+            if round % 5 == 0 {
+                loc.barrier().await;
+            }
+        }
+        total
+    });
+    let want: u64 = (0..40u64).map(|r| n as u64 * r).sum();
+    assert!(sums.iter().all(|&s| s == want), "{sums:?}");
+}
+
+fn member() {
+    let world = World::from_env().expect("world");
+    let case = std::env::var("TUTTI_XRANK_CASE").unwrap_or_else(|_| "busy".into());
+    match case.as_str() {
+        "fence" => fence_case(&world),
+        "lost" => lost_case(&world),
+        "ask" => ask_case(&world),
+        "busy" => busy_case(&world),
+        other => panic!("TUTTI_XRANK_CASE={other:?}: expected fence, ask, lost or busy"),
+    }
+    println!("rank {} finished its part", world.rank());
+}
+
+/// Runs `case` as a shared-memory system of 2 processes of this binary with
+/// `locations` each; returns (every rank succeeded, their output). A system still
+/// running after a minute is a hang: killed, and the test fails.
+fn system(case: &str, locations: usize) -> (bool, String) {
+    let name = format!("xrank-{case}-{locations}-{}", std::process::id());
+    let children: Vec<_> = (0..2)
+        .map(|rank| {
+            Command::new(std::env::current_exe().unwrap())
+                .env("TUTTI_SYSTEM", &name)
+                .env("TUTTI_RANKS", "2")
+                .env("TUTTI_RANK", rank.to_string())
+                .env("TUTTI_TRANSPORT", "shm")
+                .env("TUTTI_LOCATIONS", locations.to_string())
+                .env("TUTTI_WORKERS", "2")
+                .env("TUTTI_XRANK_CASE", case)
+                .env("TUTTI_SHM_TIMEOUT_S", "20")
+                .env("RUST_BACKTRACE", "0")
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut ok = true;
+    let mut text = String::new();
+    for mut c in children {
+        let status = loop {
+            if let Some(s) = c.try_wait().unwrap() {
+                break Some(s);
+            }
+            if Instant::now() > deadline {
+                let _ = c.kill();
+                let _ = c.wait();
+                break None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let mut out = String::new();
+        c.stdout.take().unwrap().read_to_string(&mut out).unwrap();
+        c.stderr.take().unwrap().read_to_string(&mut out).unwrap();
+        text.push_str(&out);
+        match status {
+            Some(s) => ok &= s.success(),
+            None => panic!("diag_ranks {case} ({locations} locations): the system hangs\n{text}"),
+        }
+    }
+    let _ = std::fs::remove_file(format!("/dev/shm/tutti-{name}"));
+    (ok, text)
+}
+
+/// The `fence` case in report-only mode (`TUTTI_DEADLOCK=report`) as a system of 2
+/// processes: both ranks print the report and go on waiting (killed here once both
+/// have printed it; a minute without it fails).
+fn report_only() {
+    let name = format!("xrank-report-{}", std::process::id());
+    let dir = std::env::temp_dir();
+    let mut children: Vec<(std::process::Child, std::path::PathBuf)> = (0..2)
+        .map(|rank| {
+            let path = dir.join(format!("{name}-{rank}.log"));
+            let file = std::fs::File::create(&path).unwrap();
+            let child = Command::new(std::env::current_exe().unwrap())
+                .env("TUTTI_SYSTEM", &name)
+                .env("TUTTI_RANKS", "2")
+                .env("TUTTI_RANK", rank.to_string())
+                .env("TUTTI_TRANSPORT", "shm")
+                .env("TUTTI_LOCATIONS", "1")
+                .env("TUTTI_WORKERS", "2")
+                .env("TUTTI_XRANK_CASE", "fence")
+                .env("TUTTI_DEADLOCK", "report")
+                .stdout(Stdio::null())
+                .stderr(file)
+                .spawn()
+                .unwrap();
+            (child, path)
+        })
+        .collect();
+    let want = "[rank 1] `location 1` waits to receive from channel `jobs`";
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let printed = |p: &std::path::Path| std::fs::read_to_string(p).unwrap_or_default();
+    while !children.iter().all(|(_, p)| printed(p).contains(want)) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // Still waiting, as report-only mode leaves them.
+    std::thread::sleep(Duration::from_millis(300));
+    let texts: Vec<String> = children.iter().map(|(_, p)| printed(p)).collect();
+    let running: Vec<bool> = children
+        .iter_mut()
+        .map(|(c, _)| c.try_wait().unwrap().is_none())
+        .collect();
+    for (c, p) in &mut children {
+        let _ = c.kill();
+        let _ = c.wait();
+        let _ = std::fs::remove_file(p);
+    }
+    let _ = std::fs::remove_file(format!("/dev/shm/tutti-{name}"));
+    for (rank, t) in texts.iter().enumerate() {
+        assert!(
+            t.contains(want),
+            "report-only: rank {rank} did not print the report\n{t}"
+        );
+        assert_eq!(
+            t.matches("tutti: deadlock").count(),
+            1,
+            "reported once\n{t}"
+        );
+    }
+    assert_eq!(
+        running,
+        [true, true],
+        "report-only mode fails nothing\n{texts:?}"
+    );
+    println!("diag_ranks: report-only mode prints the report on every rank and fails nothing");
+}
+
+fn main() {
+    if launched_by_mpi() || std::env::var_os("TUTTI_SYSTEM").is_some() {
+        member();
+        return;
+    }
+    for locations in [1, 2] {
+        let waiter = locations; // the first location of rank 1
+        let (ok, t) = system("fence", locations);
+        assert!(!ok, "the stalled fence must fail\n{t}");
+        for want in [
+            "[rank 0] `location 0` waits in a fence (quiescence detection".to_string(),
+            format!("[rank 1] `location {waiter}` waits to receive from channel `jobs`"),
+            "cannot finish: it waits in a fence".to_string(),
+        ] {
+            assert!(t.contains(&want), "fence: missing {want:?} in\n{t}");
+        }
+        println!("diag_ranks: a fence stalled by a channel on the other rank is reported ({locations} location(s) per rank)");
+
+        let (ok, t) = system("ask", locations);
+        assert!(!ok, "the fence stalled by an ask must fail\n{t}");
+        let want =
+            format!("[rank 1] `location {waiter}` waits for the reply to `Wait` from `actor#");
+        assert!(t.contains(&want), "ask: missing {want:?} in\n{t}");
+        println!("diag_ranks: a fence stalled by an ask on the other rank is reported ({locations} location(s) per rank)");
+
+        let (ok, t) = system("lost", locations);
+        assert!(!ok, "the lost diagnosis must fail\n{t}");
+        // Shared memory: a wave's frame meets the reduce (either way round), and
+        // the mismatch names both kinds; MPI: the stall check's report.
+        let named = t.contains("reduce (root 0)") && t.contains("quiescence wave (root 0)");
+        let stall = "[rank 0] `location 0` waits in collective #0 (a reduce to location 0)";
+        assert!(named || t.contains(stall), "lost: not reported in\n{t}");
+        println!("diag_ranks: a reduce on one rank against a fence on the other is reported ({locations} location(s) per rank)");
+
+        let (ok, t) = system("busy", locations);
+        assert!(
+            ok && !t.contains("deadlock"),
+            "busy: reported or failed\n{t}"
+        );
+        println!("diag_ranks: busy fences and collectives are not reported ({locations} location(s) per rank)");
+    }
+    report_only();
+}
