@@ -4,6 +4,8 @@
 //! * `ask`: actor asks pending on (or sent to) the dead rank's node fail with
 //!   `RemoteError::RankDied`, and the survivors' nodes still leave and their
 //!   processes end cleanly.
+//! * `monitor`: a monitor (`Node::monitor`) of an actor on the dead rank
+//!   fires with `RemoteError::RankDied` naming it.
 //! * `rmi`: a `sync_rmi` waiting for the dead rank panics naming it (and, as
 //!   any location panic with several ranks, takes the job down).
 //! * `barrier`, `fence`: a collective (a world barrier; an RMI fence, whose
@@ -20,7 +22,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 use tutti::actor::{self, Actor, Context};
 use tutti::msg::{Dispatch, Handler, Message, Object, RegistryError, Remote};
-use tutti::remote::{Node, RemoteError};
+use tutti::remote::{Node, RemoteDown, RemoteError};
 use tutti::world::{LocationId, World};
 
 /// Kills the process that handles it.
@@ -31,6 +33,16 @@ impl Message for Die {
 }
 impl Remote for Die {
     const NAME: &'static str = "tests.shm_dead_rank.Die";
+}
+
+/// Stops the actor that handles it (monitor scenario).
+#[derive(Serialize, Deserialize)]
+struct Quit;
+impl Message for Quit {
+    type Reply = ();
+}
+impl Remote for Quit {
+    const NAME: &'static str = "tests.shm_dead_rank.Quit";
 }
 
 /// A statement between the survivors (fence scenario).
@@ -55,6 +67,11 @@ impl Actor for Victim {}
 impl Handler<Die> for Victim {
     async fn handle(&mut self, _: Die, _: &mut Context<Self>) -> u32 {
         die_now()
+    }
+}
+impl Handler<Quit> for Victim {
+    async fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) {
+        ctx.stop();
     }
 }
 
@@ -108,6 +125,83 @@ fn ask(world: &World) {
     println!("rank {}: asks to the dead rank failed; left", world.rank());
 }
 
+/// Rank 0 monitors an actor on rank 1 and one on rank 2 (the victim, killed
+/// by a question): the monitor of the dead rank's actor fires with
+/// `RankDied`, the other one only when its actor stops.
+fn monitor(world: &World) {
+    world.run(|loc| async move {
+        let node = Node::join(loc);
+        let rank = node.id().index();
+        let victim = (rank > 0).then(|| actor::spawn(Victim));
+        if let Some(v) = &victim {
+            let mut table = Dispatch::new();
+            table.register::<Die>().unwrap().register::<Quit>().unwrap();
+            let remote = node.export(v, table);
+            node.register(format!("victim/{rank}"), &remote)
+                .await
+                .unwrap();
+        }
+        node.barrier().await;
+        if rank == 0 {
+            let (tx, rx) = std::sync::mpsc::channel();
+            let rx = std::sync::Mutex::new(rx);
+            let watcher = actor::spawn(Watcher(tx));
+            let one = node.lookup::<Victim>("victim/1").await.unwrap();
+            let two = node.lookup::<Victim>("victim/2").await.unwrap();
+            node.monitor(&one, &watcher);
+            node.monitor(&two, &watcher);
+            // Watched on both ranks before anyone dies (a round trip each).
+            node.barrier().await;
+            assert_eq!(two.ask(Die).await, Err(RemoteError::RankDied(VICTIM)));
+            let d = next_down(&rx).await;
+            assert_eq!(d.actor.location(), VICTIM, "{d}");
+            assert_eq!(d.reason, RemoteError::RankDied(VICTIM), "{d}");
+            assert!(
+                d.detail.contains("rank 2") && d.detail.contains("died"),
+                "{d}"
+            );
+            println!("rank 0: {d}");
+            // No barrier from now on: the world's collectives include rank 2.
+            one.tell(Quit).unwrap();
+            let d = next_down(&rx).await;
+            assert_eq!(d.actor.location(), LocationId::new(1), "{d}");
+            assert_eq!(d.reason, RemoteError::Stopped, "{d}");
+            watcher.stop();
+            watcher.wait().await;
+        } else {
+            node.barrier().await;
+            if rank == 2 {
+                tutti::sleep(Duration::from_secs(60)).await;
+                unreachable!("nobody asked the victim to die");
+            }
+            // Rank 0 tells it to quit once rank 2 is dead.
+            victim.unwrap().wait().await;
+        }
+        node.leave().await;
+    });
+    println!("rank {}: the monitors fired; left", world.rank());
+}
+
+struct Watcher(std::sync::mpsc::Sender<RemoteDown>);
+impl Actor for Watcher {}
+impl Handler<RemoteDown> for Watcher {
+    async fn handle(&mut self, d: RemoteDown, _: &mut Context<Self>) {
+        let _ = self.0.send(d);
+    }
+}
+
+/// The next notice (bounded: a missing one fails the test, it does not hang).
+async fn next_down(rx: &std::sync::Mutex<std::sync::mpsc::Receiver<RemoteDown>>) -> RemoteDown {
+    for _ in 0..20_000 {
+        let got = rx.lock().unwrap().try_recv();
+        if let Ok(d) = got {
+            return d;
+        }
+        tutti::sleep(Duration::from_millis(1)).await;
+    }
+    panic!("no RemoteDown within 20 s");
+}
+
 fn rmi(world: &World) {
     tutti::rmi::run(world, |loc| async move {
         let h = loc.register(Target::default()).await.unwrap();
@@ -153,6 +247,7 @@ fn fence(world: &World) {
 fn member(scenario: &str) {
     tutti::msg::register::<Die>().unwrap();
     tutti::msg::register::<Note>().unwrap();
+    tutti::msg::register::<Quit>().unwrap();
     let world = World::builder()
         .locations(1)
         .workers(1)
@@ -160,6 +255,7 @@ fn member(scenario: &str) {
         .expect("world");
     match scenario {
         "ask" => ask(&world),
+        "monitor" => monitor(&world),
         "rmi" => rmi(&world),
         "barrier" => barrier(&world),
         "fence" => fence(&world),
@@ -231,6 +327,11 @@ fn main() {
     check_killed(&st, &text);
     assert!(st[0].success() && st[1].success(), "{st:?}\n{text}");
     println!("shm_dead_rank: actor asks on a dead rank fail with RankDied ... ok");
+
+    let (st, text) = launch("monitor");
+    check_killed(&st, &text);
+    assert!(st[0].success() && st[1].success(), "{st:?}\n{text}");
+    println!("shm_dead_rank: a monitor of an actor on a dead rank fires with RankDied ... ok");
 
     let (st, text) = launch("rmi");
     check_killed(&st, &text);
