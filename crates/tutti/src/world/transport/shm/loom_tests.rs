@@ -173,7 +173,9 @@ fn a_claim_is_exclusive_and_helped_past() {
 #[test]
 fn producers_lapping_the_ring_never_claim_over_a_later_lap() {
     let mut model = loom::model::Builder::new();
-    model.preemption_bound = Some(2);
+    // Three threads, three laps' worth of retries: bound 1 keeps the model
+    // within CI's time (bound 2 runs for many minutes).
+    model.preemption_bound = Some(1);
     // Producers finding the ring full and the consumer finding it empty
     // retry (yielding): more branches than the default allows.
     model.max_branches = 100_000;
