@@ -281,6 +281,8 @@ mod tests {
             &["tutti", "db", "--requests", "0"],
             &["tutti", "db", "--processes", "1"],
             &["tutti", "db", "--processes", "65"],
+            &["tutti", "weather", "--processes", "1"],
+            &["tutti", "weather", "--processes", "65"],
             &["tutti", "bench", "actor", "pingpong"],
             &["tutti", "bench", "actor", "tell", "--actors", "0"],
             &["tutti", "bench", "actor", "all", "--peers", "akka"],

@@ -12,7 +12,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use tutti::actor::{self, Actor, Context};
 use tutti::msg::{Dispatch, Handler, Message, Remote};
-use tutti::remote::{Node, NodeLookupError, NodeRegisterError, RemoteError};
+use tutti::remote::{Node, NodeLookupError, NodeRegisterError, RemoteDown, RemoteError, RemoteRef};
 use tutti::world::{LocationId, World};
 
 type Body = fn(&World);
@@ -26,6 +26,7 @@ const BODIES: &[(&str, Body)] = &[
     ("ask_after_a_node_left", ask_after_a_node_left),
     ("malformed_frames", malformed_frames),
     ("actors_ask_from_handlers", actors_ask_from_handlers),
+    ("subscriptions_and_monitors", subscriptions_and_monitors),
 ];
 
 /// Every message type that crosses locations, in the process's registry (the
@@ -38,6 +39,7 @@ fn register_types() {
     tutti::msg::register::<Count>().unwrap();
     tutti::msg::register::<Stall>().unwrap();
     tutti::msg::register::<NotExported>().unwrap();
+    tutti::msg::register::<Subscribe>().unwrap();
 }
 
 fn main() {
@@ -536,5 +538,189 @@ fn actors_ask_from_handlers(world: &World) {
         }
         node.barrier().await;
         node.leave().await;
+    });
+}
+
+// ----- subscriptions and monitors across locations -----
+
+/// A subscription: the subscriber's address travels as data.
+#[derive(Serialize, Deserialize)]
+struct Subscribe(RemoteRef);
+impl Message for Subscribe {
+    type Reply = Result<usize, String>;
+}
+impl Remote for Subscribe {
+    const NAME: &'static str = "test.Subscribe";
+}
+
+/// Local: tell every subscriber `0..k` as `Note`s.
+struct Publish(u32);
+impl Message for Publish {
+    type Reply = ();
+}
+
+/// Local: the notices received so far.
+struct Downs;
+impl Message for Downs {
+    type Reply = Vec<RemoteDown>;
+}
+
+/// Local: monitor `RemoteRef` again (it may be gone already).
+struct Watch(RemoteRef);
+impl Message for Watch {
+    type Reply = ();
+}
+
+struct Publisher {
+    node: Node,
+    subscribers: Vec<tutti::remote::RemoteAddr<Calc>>,
+    downs: Vec<RemoteDown>,
+}
+impl Actor for Publisher {}
+impl Handler<Subscribe> for Publisher {
+    async fn handle(&mut self, m: Subscribe, ctx: &mut Context<Self>) -> Result<usize, String> {
+        let s = self.node.resolve::<Calc>(&m.0).map_err(|e| e.to_string())?;
+        self.node.monitor(&s, &ctx.addr());
+        self.subscribers.push(s);
+        Ok(self.subscribers.len())
+    }
+}
+impl Handler<Publish> for Publisher {
+    async fn handle(&mut self, m: Publish, _: &mut Context<Self>) {
+        for seq in 0..m.0 {
+            for s in &self.subscribers {
+                s.tell(Note { from: 0, seq }).unwrap();
+            }
+        }
+        self.node.flush();
+    }
+}
+impl Handler<RemoteDown> for Publisher {
+    async fn handle(&mut self, d: RemoteDown, _: &mut Context<Self>) {
+        self.subscribers
+            .retain(|s| s.location() != d.actor.location());
+        self.downs.push(d);
+    }
+}
+impl Handler<Downs> for Publisher {
+    async fn handle(&mut self, _: Downs, _: &mut Context<Self>) -> Vec<RemoteDown> {
+        self.downs.clone()
+    }
+}
+impl Handler<Watch> for Publisher {
+    async fn handle(&mut self, m: Watch, ctx: &mut Context<Self>) {
+        let s = self.node.resolve::<Calc>(&m.0).unwrap();
+        self.node.monitor(&s, &ctx.addr());
+    }
+}
+
+/// Waits (bounded) until the publisher holds `n` notices.
+async fn downs(p: &tutti::actor::Addr<Publisher>, n: usize) -> Vec<RemoteDown> {
+    for _ in 0..20_000 {
+        let d = p.ask(Downs).await.unwrap();
+        if d.len() >= n {
+            return d;
+        }
+        tutti::sleep(Duration::from_millis(1)).await;
+    }
+    panic!(
+        "the publisher got {:?}, expected {n} notices",
+        p.ask(Downs).await
+    );
+}
+
+/// Location 0 publishes to a `Calc` of every location, which subscribed by
+/// sending its address; the publisher monitors each: a stopped subscriber and
+/// a subscriber whose node left are dropped with a notice naming why, a
+/// monitor of an actor already gone fires at once, and a reference of the
+/// wrong type is refused by name.
+fn subscriptions_and_monitors(world: &World) {
+    const K: u32 = 200;
+    world.run(|loc| async move {
+        let node = Node::join(loc);
+        let n = node.world().locations();
+        let calc = export_calcs(&node).await;
+        let me = node
+            .lookup::<Calc>(format!("calc/{}", node.id().index()))
+            .await
+            .unwrap();
+        let publisher = (node.id().index() == 0).then(|| {
+            actor::spawn(Publisher {
+                node: node.clone(),
+                subscribers: Vec::new(),
+                downs: Vec::new(),
+            })
+        });
+        if let Some(p) = &publisher {
+            let mut t = Dispatch::new();
+            t.register::<Subscribe>().unwrap();
+            let remote = node.export(p, t);
+            node.register("pub", &remote).await.unwrap();
+        }
+        node.barrier().await;
+        let p = node.lookup::<Publisher>("pub").await.unwrap();
+        assert!(p.ask(Subscribe(me.to_ref())).await.unwrap().is_ok());
+        // A reference to a `Calc` is not a `Publisher`'s.
+        let e = node.resolve::<Publisher>(&me.to_ref()).unwrap_err();
+        assert!(matches!(e, RemoteError::BadRef(_)), "{e}");
+        assert!(e.to_string().contains("not a"), "{e}");
+        node.barrier().await;
+        if let Some(p) = &publisher {
+            p.ask(Publish(K)).await.unwrap();
+        }
+        // Every subscriber gets every note, in order.
+        let mut tries = 0;
+        loop {
+            let (got, in_order) = calc.ask(Count { from: 0 }).await.unwrap();
+            assert!(in_order);
+            if got == K {
+                break;
+            }
+            tries += 1;
+            assert!(tries < 20_000, "{got} of {K} notes");
+            tutti::sleep(Duration::from_millis(1)).await;
+        }
+        node.barrier().await;
+        let last = n - 1;
+        if n >= 2 {
+            // The last location's subscriber stops: the publisher drops it.
+            if node.id().index() == last {
+                calc.stop();
+                calc.wait().await;
+            }
+            if let Some(p) = &publisher {
+                let d = downs(p, 1).await;
+                assert_eq!(d[0].actor.location(), id(last));
+                assert_eq!(d[0].reason, RemoteError::Stopped, "{}", d[0]);
+                // Monitoring it again: the notice comes at once.
+                let stale = d[0].actor.clone();
+                p.ask(Watch(stale)).await.unwrap();
+                let d = downs(p, 2).await;
+                assert_eq!(d[1].reason, RemoteError::Stopped, "{}", d[1]);
+                assert!(d[1].detail.contains("no running actor"), "{}", d[1]);
+            }
+        }
+        node.barrier().await;
+        if n >= 3 {
+            // Location n − 2's node leaves: its subscriber is dropped too.
+            let leaver = n - 2;
+            if node.id().index() == leaver {
+                node.leave().await;
+            }
+            if let Some(p) = &publisher {
+                let d = downs(p, 3).await;
+                assert_eq!(d[2].actor.location(), id(leaver));
+                assert_eq!(d[2].reason, RemoteError::NodeLeft(id(leaver)), "{}", d[2]);
+            }
+        }
+        node.barrier().await;
+        if !node.has_left(node.id()) {
+            node.leave().await;
+        }
+        // The publisher holds a handle of the node (and its location).
+        if let Some(p) = publisher {
+            p.stop();
+            p.wait().await;
+        }
     });
 }

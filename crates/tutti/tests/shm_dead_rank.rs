@@ -4,6 +4,12 @@
 //! * `ask`: actor asks pending on (or sent to) the dead rank's node fail with
 //!   `RemoteError::RankDied`, and the survivors' nodes still leave and their
 //!   processes end cleanly.
+//! * `stall`: a producer killed between claiming a slot of a mailbox and
+//!   writing it (a test hook stalls it there) does not block that mailbox:
+//!   its reader reclaims the slot, says so, and reads what others committed
+//!   behind it.
+//! * `monitor`: a monitor (`Node::monitor`) of an actor on the dead rank
+//!   fires with `RemoteError::RankDied` naming it.
 //! * `rmi`: a `sync_rmi` waiting for the dead rank panics naming it (and, as
 //!   any location panic with several ranks, takes the job down).
 //! * `barrier`, `fence`: a collective (a world barrier; an RMI fence, whose
@@ -20,7 +26,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 use tutti::actor::{self, Actor, Context};
 use tutti::msg::{Dispatch, Handler, Message, Object, RegistryError, Remote};
-use tutti::remote::{Node, RemoteError};
+use tutti::remote::{Node, RemoteDown, RemoteError};
 use tutti::world::{LocationId, World};
 
 /// Kills the process that handles it.
@@ -31,6 +37,16 @@ impl Message for Die {
 }
 impl Remote for Die {
     const NAME: &'static str = "tests.shm_dead_rank.Die";
+}
+
+/// Stops the actor that handles it (monitor scenario).
+#[derive(Serialize, Deserialize)]
+struct Quit;
+impl Message for Quit {
+    type Reply = ();
+}
+impl Remote for Quit {
+    const NAME: &'static str = "tests.shm_dead_rank.Quit";
 }
 
 /// A statement between the survivors (fence scenario).
@@ -55,6 +71,11 @@ impl Actor for Victim {}
 impl Handler<Die> for Victim {
     async fn handle(&mut self, _: Die, _: &mut Context<Self>) -> u32 {
         die_now()
+    }
+}
+impl Handler<Quit> for Victim {
+    async fn handle(&mut self, _: Quit, ctx: &mut Context<Self>) {
+        ctx.stop();
     }
 }
 
@@ -108,6 +129,182 @@ fn ask(world: &World) {
     println!("rank {}: asks to the dead rank failed; left", world.rank());
 }
 
+/// Rank 0 monitors an actor on rank 1 and one on rank 2 (the victim, killed
+/// by a question): the monitor of the dead rank's actor fires with
+/// `RankDied`, the other one only when its actor stops.
+fn monitor(world: &World) {
+    world.run(|loc| async move {
+        let node = Node::join(loc);
+        let rank = node.id().index();
+        let victim = (rank > 0).then(|| actor::spawn(Victim));
+        if let Some(v) = &victim {
+            let mut table = Dispatch::new();
+            table.register::<Die>().unwrap().register::<Quit>().unwrap();
+            let remote = node.export(v, table);
+            node.register(format!("victim/{rank}"), &remote)
+                .await
+                .unwrap();
+        }
+        node.barrier().await;
+        if rank == 0 {
+            let (tx, rx) = std::sync::mpsc::channel();
+            let rx = std::sync::Mutex::new(rx);
+            let watcher = actor::spawn(Watcher(tx));
+            let one = node.lookup::<Victim>("victim/1").await.unwrap();
+            let two = node.lookup::<Victim>("victim/2").await.unwrap();
+            node.monitor(&one, &watcher);
+            node.monitor(&two, &watcher);
+            // Watched on both ranks before anyone dies (a round trip each).
+            node.barrier().await;
+            assert_eq!(two.ask(Die).await, Err(RemoteError::RankDied(VICTIM)));
+            let d = next_down(&rx).await;
+            assert_eq!(d.actor.location(), VICTIM, "{d}");
+            assert_eq!(d.reason, RemoteError::RankDied(VICTIM), "{d}");
+            assert!(
+                d.detail.contains("rank 2") && d.detail.contains("died"),
+                "{d}"
+            );
+            println!("rank 0: {d}");
+            // No barrier from now on: the world's collectives include rank 2.
+            one.tell(Quit).unwrap();
+            let d = next_down(&rx).await;
+            assert_eq!(d.actor.location(), LocationId::new(1), "{d}");
+            assert_eq!(d.reason, RemoteError::Stopped, "{d}");
+            watcher.stop();
+            watcher.wait().await;
+        } else {
+            node.barrier().await;
+            if rank == 2 {
+                tutti::sleep(Duration::from_secs(60)).await;
+                unreachable!("nobody asked the victim to die");
+            }
+            // Rank 0 tells it to quit once rank 2 is dead.
+            victim.unwrap().wait().await;
+        }
+        node.leave().await;
+    });
+    println!("rank {}: the monitors fired; left", world.rank());
+}
+
+struct Watcher(std::sync::mpsc::Sender<RemoteDown>);
+impl Actor for Watcher {}
+impl Handler<RemoteDown> for Watcher {
+    async fn handle(&mut self, d: RemoteDown, _: &mut Context<Self>) {
+        let _ = self.0.send(d);
+    }
+}
+
+/// The next notice (bounded: a missing one fails the test, it does not hang).
+async fn next_down(rx: &std::sync::Mutex<std::sync::mpsc::Receiver<RemoteDown>>) -> RemoteDown {
+    for _ in 0..20_000 {
+        let got = rx.lock().unwrap().try_recv();
+        if let Ok(d) = got {
+            return d;
+        }
+        tutti::sleep(Duration::from_millis(1)).await;
+    }
+    panic!("no RemoteDown within 20 s");
+}
+
+/// A big statement (several ring slots).
+#[derive(Serialize, Deserialize)]
+struct Big(Vec<u8>);
+impl Message for Big {
+    type Reply = ();
+}
+impl Remote for Big {
+    const NAME: &'static str = "tests.shm_dead_rank.Big";
+}
+
+/// How many notes and big statements arrived.
+#[derive(Serialize, Deserialize)]
+struct Count;
+impl Message for Count {
+    type Reply = (u32, u32);
+}
+impl Remote for Count {
+    const NAME: &'static str = "tests.shm_dead_rank.Count";
+}
+
+#[derive(Default)]
+struct Inbox {
+    notes: u32,
+    bigs: u32,
+}
+impl Actor for Inbox {}
+impl Handler<Big> for Inbox {
+    async fn handle(&mut self, _: Big, _: &mut Context<Self>) {
+        self.bigs += 1;
+    }
+}
+impl Handler<Note> for Inbox {
+    async fn handle(&mut self, _: Note, _: &mut Context<Self>) {
+        self.notes += 1;
+    }
+}
+impl Handler<Count> for Inbox {
+    async fn handle(&mut self, _: Count, _: &mut Context<Self>) -> (u32, u32) {
+        (self.notes, self.bigs)
+    }
+}
+
+/// Notes rank 1 sends behind the stalled slot.
+const NOTES: u32 = 50;
+
+/// Rank 2 (`TUTTI_SHM_TEST_STALL_BYTES`) stalls between claiming a slot of
+/// rank 0's mailbox and writing it, in the middle of a big statement, and is
+/// killed there; rank 1's notes, queued behind that slot, must all arrive
+/// once rank 0 reclaims it, and the unfinished statement must not.
+fn stall(world: &World) {
+    world.run(|loc| async move {
+        let node = Node::join(loc);
+        let rank = node.id().index();
+        let inbox = (rank == 0).then(|| actor::spawn(Inbox::default()));
+        if let Some(i) = &inbox {
+            let mut table = Dispatch::new();
+            table
+                .register::<Big>()
+                .unwrap()
+                .register::<Note>()
+                .unwrap()
+                .register::<Count>()
+                .unwrap();
+            let remote = node.export(i, table);
+            node.register("inbox", &remote).await.unwrap();
+        }
+        node.barrier().await;
+        let to = node.lookup::<Inbox>("inbox").await.unwrap();
+        match rank {
+            2 => {
+                to.tell(Big(vec![7; 10_000])).unwrap();
+                node.flush();
+                tutti::sleep(Duration::from_secs(60)).await;
+                unreachable!("the stalled sender was not killed");
+            }
+            1 => {
+                // Well after rank 2 stalled: these land behind its slot.
+                tutti::sleep(Duration::from_secs(1)).await;
+                for _ in 0..NOTES {
+                    to.tell(Note).unwrap();
+                }
+                assert_eq!(to.ask(Count).await, Ok((NOTES, 0)));
+            }
+            _ => {
+                let inbox = inbox.unwrap();
+                let mut waited = 0;
+                while inbox.ask(Count).await.unwrap().0 < NOTES {
+                    waited += 1;
+                    assert!(waited < 30_000, "rank 1's notes did not arrive");
+                    tutti::sleep(Duration::from_millis(1)).await;
+                }
+                assert_eq!(inbox.ask(Count).await, Ok((NOTES, 0)));
+            }
+        }
+        node.leave().await;
+    });
+    println!("rank {}: everything committed arrived; left", world.rank());
+}
+
 fn rmi(world: &World) {
     tutti::rmi::run(world, |loc| async move {
         let h = loc.register(Target::default()).await.unwrap();
@@ -153,6 +350,9 @@ fn fence(world: &World) {
 fn member(scenario: &str) {
     tutti::msg::register::<Die>().unwrap();
     tutti::msg::register::<Note>().unwrap();
+    tutti::msg::register::<Quit>().unwrap();
+    tutti::msg::register::<Big>().unwrap();
+    tutti::msg::register::<Count>().unwrap();
     let world = World::builder()
         .locations(1)
         .workers(1)
@@ -160,6 +360,8 @@ fn member(scenario: &str) {
         .expect("world");
     match scenario {
         "ask" => ask(&world),
+        "monitor" => monitor(&world),
+        "stall" => stall(&world),
         "rmi" => rmi(&world),
         "barrier" => barrier(&world),
         "fence" => fence(&world),
@@ -172,10 +374,15 @@ fn launch(scenario: &str) -> (Vec<ExitStatus>, String) {
     let name = format!("dead-{scenario}-{}", std::process::id());
     let log = std::env::temp_dir().join(format!("tutti-{name}.log"));
     let file = std::fs::File::create(&log).expect("log file");
+    let stall = scenario == "stall";
     let mut children: Vec<_> = (0..3)
         .map(|rank| {
-            Command::new(std::env::current_exe().expect("own path"))
-                .env("SHM_DEAD_RANK", scenario)
+            let mut c = Command::new(std::env::current_exe().expect("own path"));
+            if stall && rank == 2 {
+                // Stalls in its big statement's second slot.
+                c.env("TUTTI_SHM_TEST_STALL_BYTES", "8000");
+            }
+            c.env("SHM_DEAD_RANK", scenario)
                 .env("TUTTI_SYSTEM", &name)
                 .env("TUTTI_RANKS", "3")
                 .env("TUTTI_RANK", rank.to_string())
@@ -194,7 +401,16 @@ fn launch(scenario: &str) -> (Vec<ExitStatus>, String) {
     };
     let deadline = Instant::now() + Duration::from_secs(60);
     let mut statuses = vec![None; 3];
+    let mut killed = false;
     while statuses.iter().any(Option::is_none) {
+        if stall && !killed {
+            let text = std::fs::read_to_string(&log).unwrap_or_default();
+            if text.contains("stalled after claiming") {
+                // kill -9 between its claim and its commit.
+                children[2].kill().expect("kill rank 2");
+                killed = true;
+            }
+        }
         for (c, s) in children.iter_mut().zip(statuses.iter_mut()) {
             if s.is_none() {
                 *s = c.try_wait().expect("wait");
@@ -231,6 +447,21 @@ fn main() {
     check_killed(&st, &text);
     assert!(st[0].success() && st[1].success(), "{st:?}\n{text}");
     println!("shm_dead_rank: actor asks on a dead rank fail with RankDied ... ok");
+
+    let (st, text) = launch("monitor");
+    check_killed(&st, &text);
+    assert!(st[0].success() && st[1].success(), "{st:?}\n{text}");
+    println!("shm_dead_rank: a monitor of an actor on a dead rank fires with RankDied ... ok");
+
+    let (st, text) = launch("stall");
+    check_killed(&st, &text);
+    assert!(st[0].success() && st[1].success(), "{st:?}\n{text}");
+    assert!(
+        text.contains("was claimed by rank 2, which died before writing it")
+            && text.contains("the unfinished frame from rank 2"),
+        "{text}"
+    );
+    println!("shm_dead_rank: a slot claimed by a producer killed mid-write is reclaimed ... ok");
 
     let (st, text) = launch("rmi");
     check_killed(&st, &text);

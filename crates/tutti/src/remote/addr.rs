@@ -70,6 +70,17 @@ impl<A: Actor> RemoteAddr<A> {
         self.actor
     }
 
+    /// This address as plain data, to be put in a message (a subscription
+    /// carries its subscriber's address) and made an address again by the
+    /// receiving node ([`Node::resolve`](super::Node::resolve)).
+    pub fn to_ref(&self) -> RemoteRef {
+        RemoteRef {
+            location: self.at.raw(),
+            actor: self.actor,
+            type_name: std::any::type_name::<A>().to_string(),
+        }
+    }
+
     /// Sends a statement: encoded now, sent through the world (aggregated with
     /// the node's other messages to that location). Fails at once if either
     /// node has left or the message does not encode. A statement that arrives
@@ -152,6 +163,44 @@ impl<A: Actor> fmt::Debug for RemoteAddr<A> {
             .field("actor", &self.actor)
             .field("type", &std::any::type_name::<A>())
             .finish()
+    }
+}
+
+/// An exported actor's address as data ([`RemoteAddr::to_ref`]): its
+/// location, actor id and actor type. It can travel in any [`Remote`] message;
+/// [`Node::resolve`](super::Node::resolve) makes it an address again on the
+/// receiving side, checking the actor type.
+///
+/// ```
+/// use tutti::remote::RemoteRef;
+/// let r: RemoteRef = tutti::msg::codec::decode(&{
+///     let mut b = Vec::new();
+///     tutti::msg::codec::encode(&(2u32, 7u64, "my::Actor"), &mut b).unwrap();
+///     b
+/// }).unwrap();
+/// assert_eq!((r.location().index(), r.actor_id()), (2, 7));
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub struct RemoteRef {
+    location: u32,
+    actor: u64,
+    type_name: String,
+}
+
+impl RemoteRef {
+    /// The location whose node holds the actor.
+    pub fn location(&self) -> LocationId {
+        LocationId::new(self.location)
+    }
+
+    /// The actor's id on its location.
+    pub fn actor_id(&self) -> u64 {
+        self.actor
+    }
+
+    /// The actor's type, as [`std::any::type_name`] spells it.
+    pub fn type_name(&self) -> &str {
+        &self.type_name
     }
 }
 

@@ -41,6 +41,9 @@ pub enum RemoteError {
     /// shared-memory system detects a member killed): questions pending on
     /// it fail with this, and so do new messages to it.
     RankDied(LocationId),
+    /// A [`RemoteRef`](super::RemoteRef) could not be made an address here: it
+    /// names another actor type, or a location outside this world.
+    BadRef(String),
 }
 
 impl fmt::Display for RemoteError {
@@ -57,6 +60,7 @@ impl fmt::Display for RemoteError {
             RemoteError::RankDied(at) => {
                 write!(f, "the process of the actor node of {at} died")
             }
+            RemoteError::BadRef(e) => write!(f, "a bad actor reference: {e}"),
         }
     }
 }

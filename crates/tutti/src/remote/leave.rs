@@ -70,6 +70,11 @@ impl Inner {
         // Marked gone first, under the lock every question is opened under: a
         // question to `from` is either refused or failed here.
         self.conv.peer_gone(from, "its actor node left");
+        self.fire_location(
+            from,
+            super::RemoteError::NodeLeft(from),
+            "its actor node left",
+        );
         lock(&self.home).retain(|_, e| e.location != from.raw());
     }
 
@@ -112,6 +117,11 @@ impl Inner {
             self.flush();
         }
         self.conv.rank_died(rank, |p| p.rank(per_rank));
+        for i in (rank * per_rank..(rank + 1) * per_rank).filter(|&i| i < self.locations) {
+            let at = LocationId::new(i as u32);
+            let why = format!("its process (rank {rank}) died");
+            self.fire_location(at, super::RemoteError::RankDied(at), &why);
+        }
         lock(&self.home).retain(|_, e| (e.location as usize) / per_rank != rank);
     }
 
@@ -131,6 +141,7 @@ impl Inner {
             drop(d);
         }
         drop(loc);
+        self.drop_watches();
         let waiters = {
             let mut st = lock(&self.state);
             self.ended.store(true, Ordering::Release);

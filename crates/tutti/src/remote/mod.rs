@@ -126,13 +126,15 @@ mod addr;
 mod error;
 mod leave;
 mod link;
+mod monitor;
 mod node;
 mod protocol;
 mod registry;
 mod serve;
 
-pub use addr::{RemoteAddr, RemoteAsk};
+pub use addr::{RemoteAddr, RemoteAsk, RemoteRef};
 pub use error::{NodeLookupError, NodeRegisterError, RemoteError};
+pub use monitor::{RemoteDown, RemoteMonitor};
 pub use node::{Leave, Node};
 
 pub(crate) use node::Inner;

@@ -51,6 +51,10 @@ pub(crate) struct Inner {
     pub(super) last_error: Mutex<Option<String>>,
     /// The receiving task has ended.
     pub(super) ended: AtomicBool,
+    /// This node's monitors of remote actors, by monitor id (`monitor.rs`).
+    /// Not held while taking another lock.
+    pub(super) watches: Mutex<HashMap<u64, super::monitor::Watch>>,
+    pub(super) next_watch: AtomicU64,
 }
 
 pub(super) struct State {
@@ -75,6 +79,8 @@ pub(super) struct Export {
     pub(super) target: Arc<dyn Exported>,
     pub(super) names: Vec<Name>,
     pub(super) monitor: MonitorRef,
+    /// Nodes monitoring the actor: (location, monitor id there).
+    pub(super) watchers: Vec<(LocationId, u64)>,
 }
 
 pub(super) struct HomeEntry {
@@ -150,6 +156,8 @@ impl Node {
             rejected: AtomicU64::new(0),
             last_error: Mutex::new(None),
             ended: AtomicBool::new(false),
+            watches: Mutex::new(HashMap::new()),
+            next_watch: AtomicU64::new(0),
         });
         let watcher: Arc<dyn crate::world::RankDeath> = Arc::clone(&inner) as _;
         loc.watch_deaths(Arc::downgrade(&watcher));
@@ -201,9 +209,9 @@ impl Node {
         let weak = Arc::downgrade(&self.inner);
         // Watched before the export is recorded, outside the locks: an actor that
         // has already stopped calls back at once.
-        let monitor = addr.on_stop(move |_| {
+        let monitor = addr.on_stop(move |down| {
             if let Some(inner) = weak.upgrade() {
-                inner.actor_stopped(actor);
+                inner.actor_stopped(actor, &down.reason.to_string());
             }
         });
         let target: Arc<dyn Exported> = Arc::new(Export_ {
@@ -211,26 +219,33 @@ impl Node {
             dispatch,
         });
         let mut exports = lock(&self.inner.exports);
+        let mut stale = None;
         let replaced = exports.remove(&actor);
         if lock(&self.inner.state).left {
             monitor.cancel();
         } else {
             let names = replaced.as_ref().map(|e| e.names.clone());
+            let watchers = replaced.as_ref().map(|e| e.watchers.clone());
             exports.insert(
                 actor,
                 Export {
                     target,
                     names: names.unwrap_or_default(),
                     monitor,
+                    watchers: watchers.unwrap_or_default(),
                 },
             );
             // A stop that called back before the insert found nothing to remove;
             // its mailbox is closed by then.
             if addr.is_stopped() {
-                exports.remove(&actor);
+                stale = exports.remove(&actor);
             }
         }
         drop(exports);
+        if let Some(e) = stale {
+            let why = "the actor stopped while it was exported";
+            self.inner.tell_watchers(actor, &e.watchers, why);
+        }
         if let Some(old) = replaced {
             old.monitor.cancel();
         }

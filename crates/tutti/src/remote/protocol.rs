@@ -39,6 +39,13 @@ pub(crate) enum Control {
     LeftAck,
     /// From a node to itself: look at the leave state again.
     Wake,
+    /// To the node of exported actor `actor`: tell the sender (monitor `watch`
+    /// there) when the actor stops; at once if it has already stopped.
+    Monitor { actor: u64, watch: u64 },
+    /// To the node of `actor`: forget the sender's monitor `watch`.
+    Demonitor { actor: u64, watch: u64 },
+    /// To a watching node: `actor` (of the sender) stopped, for monitor `watch`.
+    Down { actor: u64, watch: u64, why: String },
 }
 
 /// A name's home answers a registry request.

@@ -125,11 +125,12 @@ impl Inner {
     }
 
     /// An exported actor stopped (from its stop sequence): drop the export and
-    /// remove its names at their homes.
-    pub(super) fn actor_stopped(&self, actor: u64) {
+    /// remove its names at their homes; tell its monitors' nodes.
+    pub(super) fn actor_stopped(&self, actor: u64, why: &str) {
         let export = lock(&self.exports).remove(&actor);
         if let Some(e) = export {
             self.unregister_names(actor, &e.names);
+            self.tell_watchers(actor, &e.watchers, why);
             // The export's address is dropped here, outside the locks.
         }
     }

@@ -177,6 +177,16 @@ impl Inner {
             Control::Leaving => self.on_leaving(from),
             Control::LeftAck => self.on_left_ack(from),
             Control::Wake => {}
+            Control::Monitor { actor, watch } => {
+                if self.is_gone_or_left(from) {
+                    // The watcher learns of this node's leave from `Leaving`.
+                    self.dead_letters.fetch_add(1, Ordering::Relaxed);
+                    return;
+                }
+                self.on_monitor(from, actor, watch);
+            }
+            Control::Demonitor { actor, watch } => self.on_demonitor(from, actor, watch),
+            Control::Down { actor, watch, why } => self.on_down(from, actor, watch, why),
         }
     }
 }

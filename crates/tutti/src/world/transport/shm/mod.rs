@@ -25,7 +25,12 @@
 //! [`RemoteError::RankDied`](crate::remote::RemoteError::RankDied), a
 //! `sync_rmi` panics naming it), and so does every collective — barriers,
 //! reductions, the quiescence waves of a fence — waiting now or started later,
-//! since each includes the dead rank (its locations panic naming the rank). A segment left by a crashed run is recognised and removed (`system.rs`),
+//! since each includes the dead rank (its locations panic naming the rank).
+//! A member killed between claiming a slot of a mailbox and committing it
+//! would stop that mailbox's reader at the slot: each slot's claim names its
+//! producer, and once that producer is known dead the reader reclaims the
+//! slot (`Ring::reclaim`), drops the dead rank's unfinished frame, says so,
+//! and reads on — everything committed, by anyone, is delivered. A segment left by a crashed run is recognised and removed (`system.rs`),
 //! and a live system of another layout version is refused. A ring whose
 //! contents make no sense, or a frame that does not parse, takes the system
 //! down with a message naming the cause (every process exits), never a crash
@@ -102,6 +107,8 @@ mod engine {
         announced: AtomicU64,
         /// Messages dropped because their rank had died, per rank.
         dropped: Vec<AtomicU64>,
+        /// Slots of this mailbox reclaimed from producers that died mid-write.
+        reclaimed: AtomicU64,
         stop: AtomicBool,
         consumer: Mutex<Consumer>,
         /// The world's sink, once attached (for polling workers).
@@ -255,10 +262,16 @@ mod engine {
                 }
                 let flags = if done == 0 { FIRST } else { 0 }
                     | if done + chunk.len() == total { LAST } else { 0 };
+                let stall = done > 0 && test_stall(total);
                 let mut waited = 0u32;
                 let mut since = None;
                 loop {
-                    match ring.push(self.rank, flags, &chunk) {
+                    let claimed = || {
+                        if stall {
+                            stall_for_ever(self.rank, to);
+                        }
+                    };
+                    match ring.push_with(self.rank, flags, &chunk, claimed) {
                         Ok(Push::Done) => break,
                         Ok(Push::Full) => {}
                         Err(e) => self.abort(&format!("rank {to}'s mailbox is corrupt: {e}")),
@@ -321,7 +334,13 @@ mod engine {
                 scratch.clear();
                 let f = match ring.pop(scratch, self.ranks) {
                     Ok(Some(f)) => f,
-                    Ok(None) => return moved,
+                    Ok(None) => {
+                        if self.reclaim(partial) {
+                            moved = true;
+                            continue;
+                        }
+                        return moved;
+                    }
                     Err(e) => self.abort(&format!("its mailbox is corrupt: {e}")),
                 };
                 moved = true;
@@ -352,6 +371,68 @@ mod engine {
                     self.abort(&format!("a malformed frame from rank {from}: {why}"));
                 }
             }
+        }
+    }
+
+    impl Inner {
+        /// The consumer found nothing at its position: if a dead rank
+        /// claimed that slot and never committed it (killed mid-write), skip
+        /// the slot, drop that rank's unfinished frame, say so, and return
+        /// true. What waits on the dead rank fails through the world's death
+        /// notice (`announce_deaths`); every committed fragment is read.
+        fn reclaim(&self, partial: &mut [Option<Vec<u8>>]) -> bool {
+            if self.dead.load(Ordering::Acquire) == 0 {
+                return false;
+            }
+            let ring = self.mine.ring();
+            let Some(r) = ring
+                .stalled()
+                .filter(|&r| r < self.ranks && self.is_dead(r))
+            else {
+                return false;
+            };
+            let Some(pos) = ring.reclaim(r) else {
+                return false;
+            };
+            let unfinished = partial[r].take().map_or(0, |b| b.len());
+            self.reclaimed.fetch_add(1, Ordering::Relaxed);
+            crate::world::say(&format!(
+                "system {:?}: rank {}'s mailbox: slot {pos} was claimed by rank {r}, which died \
+                 before writing it; the slot is reclaimed{}",
+                self.system.name,
+                self.rank,
+                if unfinished > 0 {
+                    format!(" and the unfinished frame from rank {r} ({unfinished} bytes so far) is dropped")
+                } else {
+                    String::new()
+                }
+            ));
+            true
+        }
+    }
+
+    /// Test hook: `TUTTI_SHM_TEST_STALL_BYTES=n` makes the first frame of at
+    /// least `n` bytes that this process sends stall for ever between the
+    /// claim and the commit of its second fragment (a test kills it there).
+    fn test_stall(total: usize) -> bool {
+        static AT: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+        static DONE: AtomicBool = AtomicBool::new(false);
+        let at = *AT.get_or_init(|| {
+            std::env::var("TUTTI_SHM_TEST_STALL_BYTES")
+                .ok()
+                .and_then(|v| v.trim().parse().ok())
+                .unwrap_or(usize::MAX)
+        });
+        total >= at && !DONE.swap(true, Ordering::Relaxed)
+    }
+
+    fn stall_for_ever(rank: usize, to: usize) -> ! {
+        crate::world::say(&format!(
+            "rank {rank}: stalled after claiming a slot of rank {to}'s mailbox \
+             (TUTTI_SHM_TEST_STALL_BYTES)"
+        ));
+        loop {
+            thread::sleep(Duration::from_secs(3600));
         }
     }
 
@@ -605,6 +686,7 @@ mod engine {
                     dead: AtomicU64::new(0),
                     announced: AtomicU64::new(0),
                     dropped: (0..ranks).map(|_| AtomicU64::new(0)).collect(),
+                    reclaimed: AtomicU64::new(0),
                     stop: AtomicBool::new(false),
                     consumer: Mutex::new(Consumer {
                         partial: vec![None; ranks],
@@ -731,6 +813,14 @@ mod engine {
                         inner.rank
                     ));
                 }
+            }
+            let n = inner.reclaimed.load(Ordering::Relaxed);
+            if n > 0 {
+                crate::world::say(&format!(
+                    "rank {}: {n} slot(s) of its mailbox were reclaimed from producers that died \
+                     mid-write",
+                    inner.rank
+                ));
             }
             h.members[inner.rank].state.store(LEFT, Ordering::Release);
             let _ = super::sys::unlink(&system::mailbox_segment(&inner.system.name, inner.rank));

@@ -3,22 +3,36 @@
 //!
 //! # Protocol
 //!
-//! Slots carry a sequence word (`seq`), a descriptor (`meta`: sender rank,
-//! first/last flags, length) and up to `D` bytes. Slot `i` starts with
-//! `seq = i`. Positions only grow; position `p` lives in slot `p mod N`.
+//! Slots carry a sequence word (`seq`), a claim word (`claim`: the position
+//! and the rank of the producer that claimed the slot last), a descriptor
+//! (`meta`: sender rank, first/last flags, length) and up to `D` bytes. Slot
+//! `i` starts with `seq = i` and no claim. Positions only grow; position `p`
+//! lives in slot `p mod N`.
 //!
 //! * *Produce* at position `p = tail`: if `seq == p` the slot is free for this
-//!   lap; claim it by moving `tail` from `p` to `p + 1` (CAS), write the bytes
-//!   and the descriptor, then publish with `seq = p + 1` (Release). If
-//!   `seq + N == p + 1` the slot still holds the previous lap's fragment: the
-//!   ring is full. A larger `seq` means another producer claimed `p` first:
-//!   look at `tail` again.
+//!   lap. If its claim already names `p`, another producer has it and has not
+//!   moved `tail` yet: help it (CAS `tail` from `p` to `p + 1`) and look
+//!   again. Otherwise claim it: CAS the claim word from what it held (an
+//!   earlier lap's claim) to (`p`, own rank) — the claim names its producer
+//!   from the moment it exists — then move `tail` past `p` (CAS; a helper may
+//!   have done it), write the bytes and the descriptor, and **commit** with
+//!   `seq = p + 1` (Release). If `seq + N == p + 1` the slot still holds the
+//!   previous lap's fragment, and if `seq + N == p` the previous lap is claimed
+//!   but not yet committed: the ring is full either way. A larger `seq` means
+//!   other producers went past `p`: look at `tail` again.
 //! * *Consume* at position `p = head`: if `seq == p + 1` (Acquire) the slot is
-//!   published; copy it out, then free it for the next lap with `seq = p + N`
+//!   committed; copy it out, then free it for the next lap with `seq = p + N`
 //!   (Release) and advance `head`. `seq == p` means nothing (yet) at `p`.
 //!   Anything else cannot happen in a well-formed ring and is reported as
 //!   corruption ([`RingError`]), as is a descriptor whose length or sender
 //!   is out of range: a consumer never trusts the bytes it reads.
+//! * *Reclaim*: a producer killed between its claim and its commit would
+//!   stop the consumer at that slot for ever. The consumer, finding `seq ==
+//!   p`, reads the claim ([`Ring::stalled`]); if it names `p` and a rank that
+//!   the system knows is dead (its process is gone, so it can write nothing
+//!   more), the consumer frees the slot as if it had read it
+//!   ([`Ring::reclaim`]) and reports the loss. Only a fragment that was never
+//!   committed is skipped: every committed one is read.
 //!
 //! The Release store of `seq` by whoever last touched a slot and the Acquire
 //! load by whoever touches it next order the slot's bytes between them, so
@@ -47,6 +61,32 @@ pub(crate) fn meta(from: usize, flags: u64, len: usize) -> u64 {
     (len as u64) | (flags << 32) | ((from as u64) << 40)
 }
 
+/// Bits of a claim word holding the claimant's rank + 1 (0: no claim).
+const CLAIM_RANK_BITS: u32 = 24;
+
+/// The claim word of position `pos` by rank `from`: the position's low 40
+/// bits (a slot's claim is at most one lap old, so they tell laps apart) and
+/// `from + 1`.
+fn claim_word(pos: u64, from: usize) -> u64 {
+    (pos << CLAIM_RANK_BITS) | (from as u64 + 1)
+}
+
+/// The rank whose claim of position `pos` the claim word `c` is, if it is one.
+fn claimant(c: u64, pos: u64) -> Option<usize> {
+    let rank = c & ((1 << CLAIM_RANK_BITS) - 1);
+    (rank != 0 && c >> CLAIM_RANK_BITS == pos & ((1 << (64 - CLAIM_RANK_BITS)) - 1))
+        .then(|| rank as usize - 1)
+}
+
+/// Whether claim word `c` is of a position after `pos` (the producer's
+/// `pos` is stale: positions are compared modulo 2^40, and a slot's claim is
+/// never more than a lap away from the present).
+fn claim_ahead(c: u64, pos: u64) -> bool {
+    const MASK: u64 = (1 << (64 - CLAIM_RANK_BITS)) - 1;
+    let ahead = (c >> CLAIM_RANK_BITS).wrapping_sub(pos) & MASK;
+    c & ((1 << CLAIM_RANK_BITS) - 1) != 0 && ahead != 0 && ahead < MASK / 2
+}
+
 /// A published fragment, as read by the consumer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Fragment {
@@ -71,10 +111,11 @@ impl std::fmt::Display for RingError {
 #[repr(C, align(64))]
 pub(crate) struct Line<T>(pub(crate) T);
 
-/// One slot: sequence word, descriptor, bytes.
+/// One slot: sequence word, claim word, descriptor, bytes.
 #[repr(C)]
 pub(crate) struct Slot<const D: usize> {
     seq: AtomicU64,
+    claim: AtomicU64,
     meta: AtomicU64,
     data: UnsafeCell<[u8; D]>,
 }
@@ -118,6 +159,7 @@ impl<const N: usize, const D: usize> Ring<N, D> {
             waiting: Line(AtomicU32::new(0)),
             slots: std::array::from_fn(|i| Slot {
                 seq: AtomicU64::new(i as u64),
+                claim: AtomicU64::new(0),
                 meta: AtomicU64::new(0),
                 data: UnsafeCell::new([0; D]),
             }),
@@ -134,6 +176,7 @@ impl<const N: usize, const D: usize> Ring<N, D> {
         self.waiting.0.store(0, Ordering::Relaxed);
         for (i, s) in self.slots.iter().enumerate() {
             s.seq.store(i as u64, Ordering::Relaxed);
+            s.claim.store(0, Ordering::Relaxed);
             s.meta.store(0, Ordering::Relaxed);
         }
         fence(Ordering::Release);
@@ -141,43 +184,94 @@ impl<const N: usize, const D: usize> Ring<N, D> {
 
     /// Publishes one fragment (`bytes.len() <= D`) from rank `from`; `Full` if
     /// every slot holds an unread fragment. Corrupt control words are an error.
+    #[cfg(test)]
     pub(crate) fn push(&self, from: usize, flags: u64, bytes: &[u8]) -> Result<Push, RingError> {
+        self.push_with(from, flags, bytes, || {})
+    }
+
+    /// [`push`](Self::push), calling `claimed` between the claim and the
+    /// writing of the bytes (a test pauses or ends a producer there).
+    pub(crate) fn push_with(
+        &self,
+        from: usize,
+        flags: u64,
+        bytes: &[u8],
+        claimed: impl FnOnce(),
+    ) -> Result<Push, RingError> {
         debug_assert!(bytes.len() <= D);
+        let pos = match self.claim(from)? {
+            Some(pos) => pos,
+            None => return Ok(Push::Full),
+        };
+        claimed();
+        let slot = &self.slots[(pos % N as u64) as usize];
+        slot.data.with_mut(|p| {
+            // SAFETY: the claim made this producer the only one at `pos` (the
+            // claim word names `pos` until the next lap), and `seq == pos`
+            // (Acquire, in `claim`) says the consumer is done with the slot's
+            // previous lap, so nobody else touches these bytes until the
+            // Release store below (the consumer reclaims a claimed slot only
+            // once its producer's process is dead); `bytes.len() <= D`
+            // (checked by the caller).
+            unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), p.cast::<u8>(), bytes.len()) }
+        });
+        slot.meta
+            .store(meta(from, flags, bytes.len()), Ordering::Relaxed);
+        slot.seq.store(pos + 1, Ordering::Release);
+        self.wake();
+        Ok(Push::Done)
+    }
+
+    /// Claims the next position for rank `from` (see the module docs):
+    /// `None` if the ring is full.
+    fn claim(&self, from: usize) -> Result<Option<u64>, RingError> {
         let mut stuck = 0u32;
         loop {
             let pos = self.tail.0.load(Ordering::Relaxed);
             let slot = &self.slots[(pos % N as u64) as usize];
             let seq = slot.seq.load(Ordering::Acquire);
             if seq == pos {
-                if self
-                    .tail
-                    .0
-                    .compare_exchange_weak(pos, pos + 1, Ordering::Relaxed, Ordering::Relaxed)
+                let c = slot.claim.load(Ordering::Acquire);
+                if claim_ahead(c, pos) {
+                    // `pos` is stale: the slot has been claimed for a later
+                    // lap. Never claim over it; read `tail` afresh (a
+                    // read-modify-write sees its latest value).
+                    self.tail.0.fetch_add(0, Ordering::Relaxed);
+                    continue;
+                }
+                if claimant(c, pos).is_some() {
+                    // Claimed by a producer that has not moved `tail` yet
+                    // (or died before it could): move it for them.
+                    let _ = self.tail.0.compare_exchange(
+                        pos,
+                        pos + 1,
+                        Ordering::Relaxed,
+                        Ordering::Relaxed,
+                    );
+                    continue;
+                }
+                let mine = claim_word(pos, from);
+                if slot
+                    .claim
+                    .compare_exchange(c, mine, Ordering::AcqRel, Ordering::Relaxed)
                     .is_err()
                 {
                     continue;
                 }
-                slot.data.with_mut(|p| {
-                    // SAFETY: the CAS above made this producer the only one at
-                    // `pos`, and `seq == pos` (Acquire) says the consumer is
-                    // done with the slot's previous lap, so nobody else
-                    // touches these bytes until the Release store below;
-                    // `bytes.len() <= D` (checked by the caller).
-                    unsafe {
-                        std::ptr::copy_nonoverlapping(bytes.as_ptr(), p.cast::<u8>(), bytes.len())
-                    }
-                });
-                slot.meta
-                    .store(meta(from, flags, bytes.len()), Ordering::Relaxed);
-                slot.seq.store(pos + 1, Ordering::Release);
-                self.wake();
-                return Ok(Push::Done);
+                let _ = self.tail.0.compare_exchange(
+                    pos,
+                    pos + 1,
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                );
+                return Ok(Some(pos));
             }
-            if seq.wrapping_add(N as u64) == pos + 1 {
-                return Ok(Push::Full);
+            // The previous lap unread, or claimed and not yet committed.
+            if seq.wrapping_add(N as u64) == pos + 1 || seq.wrapping_add(N as u64) == pos {
+                return Ok(None);
             }
             if seq > pos && seq <= pos + 1 + N as u64 {
-                // Another producer claimed `pos` (and perhaps more) first.
+                // Other producers went past `pos` first.
                 stuck += 1;
                 if stuck < 1 << 20 {
                     crate::loom::spin_hint();
@@ -189,6 +283,41 @@ impl<const N: usize, const D: usize> Ring<N, D> {
                 pos % N as u64
             )));
         }
+    }
+
+    /// Test hook: claims a position for `from` and never commits it (a
+    /// producer killed mid-write); `None` if the ring is full.
+    #[cfg(test)]
+    pub(crate) fn claim_and_die(&self, from: usize) -> Option<u64> {
+        self.claim(from).expect("a well-formed ring")
+    }
+
+    /// The consumer, having found nothing at its position: the rank that
+    /// claimed that position and has not committed it, if one has.
+    pub(crate) fn stalled(&self) -> Option<usize> {
+        let pos = self.head.0.load(Ordering::Relaxed);
+        let slot = &self.slots[(pos % N as u64) as usize];
+        if slot.seq.load(Ordering::Acquire) != pos {
+            return None;
+        }
+        claimant(slot.claim.load(Ordering::Acquire), pos)
+    }
+
+    /// The consumer: frees the slot at its position, claimed by rank `dead`
+    /// whose process has died, as if it had read it; returns the position.
+    /// Does nothing (`None`) if the slot was committed meanwhile or is not
+    /// `dead`'s claim: a committed fragment is never skipped.
+    pub(crate) fn reclaim(&self, dead: usize) -> Option<u64> {
+        let pos = self.head.0.load(Ordering::Relaxed);
+        let slot = &self.slots[(pos % N as u64) as usize];
+        if slot.seq.load(Ordering::Acquire) != pos
+            || claimant(slot.claim.load(Ordering::Acquire), pos) != Some(dead)
+        {
+            return None;
+        }
+        slot.seq.store(pos + N as u64, Ordering::Release);
+        self.head.0.store(pos + 1, Ordering::Relaxed);
+        Some(pos)
     }
 
     /// Wakes the consumer if it sleeps (after a publish).
@@ -324,6 +453,7 @@ impl<const N: usize, const D: usize> Ring<N, D> {
     /// Test hook: overwrites slot `i`'s control words (corruption tests).
     #[cfg(all(test, not(loom)))]
     pub(crate) fn scribble(&self, i: usize, seq: u64, meta: u64) {
+        self.slots[i].claim.store(0, Ordering::Relaxed);
         self.slots[i].seq.store(seq, Ordering::Relaxed);
         self.slots[i].meta.store(meta, Ordering::Relaxed);
     }

@@ -21,13 +21,13 @@ use crate::world::error::WorldError;
 /// "tuttiSHM": the first word of an initialized system segment.
 pub(crate) const MAGIC: u64 = u64::from_le_bytes(*b"tuttiSHM");
 /// The layout version of the segments this build reads and writes.
-pub(crate) const VERSION: u64 = 1;
+pub(crate) const VERSION: u64 = 2;
 /// Most members a system has.
 pub(crate) const MAX_MEMBERS: usize = 64;
 /// Slots per mailbox.
 pub(crate) const SLOTS: usize = 256;
-/// Bytes per slot.
-pub(crate) const SLOT_BYTES: usize = 4096 - 16;
+/// Bytes per slot (a slot, with its three control words, is 4 KiB).
+pub(crate) const SLOT_BYTES: usize = 4096 - 24;
 /// Words of a member's registry digest (8 KiB).
 const DIGEST_WORDS: usize = 1024;
 

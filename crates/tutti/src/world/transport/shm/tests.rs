@@ -28,6 +28,42 @@ fn fragments_round_trip_and_a_full_ring_says_so() {
 }
 
 #[test]
+fn a_slot_claimed_by_a_dead_producer_is_reclaimed_and_nothing_committed_is_lost() {
+    let ring = Ring::<2, 8>::boxed();
+    let mut out = Vec::new();
+    // Rank 1 claims position 0 and dies; rank 0 commits position 1 behind it.
+    assert_eq!(ring.claim_and_die(1), Some(0));
+    assert_eq!(ring.push(0, FIRST | LAST, &[7; 3]).unwrap(), Push::Done);
+    // The consumer is stuck at position 0, claimed by rank 1.
+    assert!(ring.pop(&mut out, 2).unwrap().is_none());
+    assert_eq!(ring.stalled(), Some(1));
+    // A producer lapping the ring waits for it (full), it is not corruption.
+    assert_eq!(ring.push(0, FIRST | LAST, &[8]).unwrap(), Push::Full);
+    // Only the claimant's slot can be reclaimed, and only while uncommitted.
+    assert_eq!(ring.reclaim(0), None);
+    assert_eq!(ring.reclaim(1), Some(0));
+    assert_eq!(ring.stalled(), None);
+    let f = ring.pop(&mut out, 2).unwrap().unwrap();
+    assert_eq!((f.from, out.as_slice()), (0, &[7u8; 3][..]));
+    assert_eq!(ring.reclaim(1), None, "nothing is claimed at position 2");
+    // The reclaimed slot serves the next lap.
+    assert_eq!(ring.push(0, FIRST | LAST, &[8]).unwrap(), Push::Done);
+    out.clear();
+    assert_eq!(ring.pop(&mut out, 2).unwrap().map(|f| f.from), Some(0));
+    assert_eq!(out, [8]);
+}
+
+#[test]
+fn a_committed_slot_is_never_reclaimed() {
+    let ring = Ring::<4, 8>::boxed();
+    assert_eq!(ring.push(1, FIRST | LAST, &[1]).unwrap(), Push::Done);
+    assert_eq!(ring.stalled(), None);
+    assert_eq!(ring.reclaim(1), None);
+    let mut out = Vec::new();
+    assert_eq!(ring.pop(&mut out, 2).unwrap().map(|f| f.from), Some(1));
+}
+
+#[test]
 fn corrupt_contents_are_errors_naming_the_slot() {
     let ring = Ring::<4, 8>::boxed();
     let mut out = Vec::new();

@@ -29,8 +29,11 @@ use tutti::msg::{Handler, Message};
 
 use crate::report::{Report, Stats};
 
+mod procs;
+mod uds;
+
 /// Arguments of `tutti weather`.
-#[derive(Args, Debug)]
+#[derive(Args, Clone, Debug)]
 pub struct WeatherArgs {
     /// Weather stations.
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..=10_000))]
@@ -47,6 +50,21 @@ pub struct WeatherArgs {
     /// Worker threads.
     #[arg(long, default_value_t = crate::default_workers(), value_parser = crate::parse_workers)]
     workers: usize,
+    /// Stations and clients in OS processes of one host: the stations in
+    /// one, the clients spread over `P − 1` others; tutti (a shared-memory
+    /// system, remote actors) beside the same protocol over Unix domain
+    /// sockets.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(2..=64))]
+    processes: Option<u64>,
+    /// Internal: the role of a child process (`tutti-member`, `uds-client`).
+    #[arg(long, hide = true)]
+    role: Option<String>,
+    /// Internal: a child's result file or socket.
+    #[arg(long, hide = true)]
+    out: Option<String>,
+    /// Internal: a Unix-socket client process's number.
+    #[arg(long, hide = true)]
+    member: Option<usize>,
     /// Print one JSON object instead of a table.
     #[arg(long)]
     pub json: bool,
@@ -116,7 +134,7 @@ impl Message for Tally {
     type Reply = ClientTally;
 }
 
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug, Default, serde::Serialize, serde::Deserialize)]
 struct ClientTally {
     /// Sequence number of the first reading due to it (the subscription's answer).
     first: Option<u64>,
@@ -128,6 +146,52 @@ struct ClientTally {
     gaps: u64,
     /// Readings with a wrong station or temperature.
     corrupt: u64,
+}
+
+impl ClientTally {
+    /// What is wrong with a live client's readings, given that its station
+    /// broadcast `0..broadcasts`: every reading from its subscription on,
+    /// in order, intact.
+    fn check(&self, c: usize, broadcasts: u64) -> Vec<String> {
+        let Some(first) = self.first else {
+            return vec![format!("client {c} never subscribed")];
+        };
+        let mut problems = Vec::new();
+        let due = broadcasts.saturating_sub(first);
+        if self.gaps > 0 || self.corrupt > 0 || self.received != due {
+            problems.push(format!(
+                "client {c}: {} of {due} readings, {} gaps, {} corrupt",
+                self.received, self.gaps, self.corrupt
+            ));
+        }
+        if due > 0 && self.last != Some(broadcasts - 1) {
+            problems.push(format!("client {c} missed the last reading"));
+        }
+        problems
+    }
+
+    /// Counts reading `seq` of `station` with temperature `celsius`.
+    fn count(&mut self, station: u32, seq: u64, celsius: f32, mine: u32) {
+        if station != mine || celsius != temperature(station, seq) {
+            self.corrupt += 1;
+        }
+        if self.last.map_or(self.first, |l| Some(l + 1)) != Some(seq) {
+            self.gaps += 1;
+        }
+        self.received += 1;
+        self.last = Some(seq);
+    }
+}
+
+/// When client `c` of `clients` joins: half of them at once, the others over
+/// the first half of the run.
+fn join_at(c: usize, clients: usize, seconds: Duration) -> Duration {
+    let early = clients.div_ceil(2);
+    if c < early {
+        Duration::ZERO
+    } else {
+        seconds.mul_f64(0.5 * (c - early) as f64 / (clients - early) as f64)
+    }
 }
 
 // ----- the station -----
@@ -212,7 +276,6 @@ impl Handler<Finish> for Station {
 struct Client {
     station: u32,
     tally: ClientTally,
-    next: Option<u64>,
     join_error: Option<String>,
     stops: Arc<AtomicUsize>,
 }
@@ -244,7 +307,6 @@ impl Handler<Join> for Client {
         match station.ask(Subscribe(ctx.addr())).await {
             Ok(first) => {
                 self.tally.first = Some(first);
-                self.next = Some(first);
             }
             Err(e) => self.join_error = Some(e.to_string()),
         }
@@ -253,15 +315,7 @@ impl Handler<Join> for Client {
 
 impl Handler<Reading> for Client {
     async fn handle(&mut self, r: Reading, _: &mut Context<Self>) {
-        if r.station != self.station || r.celsius != temperature(r.station, r.seq) {
-            self.tally.corrupt += 1;
-        }
-        if self.next != Some(r.seq) {
-            self.tally.gaps += 1;
-        }
-        self.next = Some(r.seq + 1);
-        self.tally.received += 1;
-        self.tally.last = Some(r.seq);
+        self.tally.count(r.station, r.seq, r.celsius, self.station);
     }
 }
 
@@ -276,7 +330,7 @@ impl Handler<Crash> for Client {
 
 /// Reports the injected panic in one line instead of the default panic
 /// message (other panics are reported as usual) until the guard is dropped.
-fn quiet_crash() -> impl Drop {
+pub(super) fn quiet_crash() -> impl Drop {
     struct Restore<F: FnMut()>(F);
     impl<F: FnMut()> Drop for Restore<F> {
         fn drop(&mut self) {
@@ -319,6 +373,18 @@ struct ClientOutcome {
 
 /// Runs `tutti weather`.
 pub fn run(args: &WeatherArgs) -> Result<Report, String> {
+    if let Some(role) = &args.role {
+        let out = args.out.as_deref().unwrap_or_default();
+        match role.as_str() {
+            "tutti-member" => procs::tutti_member(args, out)?,
+            "uds-client" => uds::client_process(args, out, args.member.unwrap_or(0))?,
+            other => return Err(format!("unknown role {other:?}")),
+        }
+        std::process::exit(0);
+    }
+    if let Some(p) = args.processes {
+        return procs::run(args, p as usize);
+    }
     let (stations, clients) = (args.stations as u32, args.clients as usize);
     let seconds = Duration::from_secs_f64(args.seconds);
     let interval = Duration::from_micros(args.interval_us);
@@ -363,14 +429,7 @@ pub fn run(args: &WeatherArgs) -> Result<Report, String> {
     // Clients join over the first half of the run (half of them at once);
     // one crashes at the middle.
     let start = Instant::now();
-    let join_at = |c: usize| -> Duration {
-        let early = clients.div_ceil(2);
-        if c < early {
-            Duration::ZERO
-        } else {
-            seconds.mul_f64(0.5 * (c - early) as f64 / (clients - early) as f64)
-        }
-    };
+    let join_at = |c: usize| -> Duration { join_at(c, clients, seconds) };
     let crash_victim = 0;
     let mut crashed = false;
     let mut client_addrs: Vec<actor::Addr<Client>> = Vec::with_capacity(clients);
@@ -388,7 +447,6 @@ pub fn run(args: &WeatherArgs) -> Result<Report, String> {
             client_addrs.push(system.spawn(Client {
                 station: c as u32 % stations,
                 tally: ClientTally::default(),
-                next: None,
                 join_error: None,
                 stops: stops.clone(),
             }));
@@ -445,20 +503,7 @@ pub fn run(args: &WeatherArgs) -> Result<Report, String> {
             Err(e) => problems.push(format!("live client {c} did not answer: {e}")),
             Ok(t) => {
                 total += t.received;
-                let Some(first) = t.first else {
-                    problems.push(format!("client {c} never subscribed"));
-                    continue;
-                };
-                let due = summary.broadcasts.saturating_sub(first);
-                if t.gaps > 0 || t.corrupt > 0 || t.received != due {
-                    problems.push(format!(
-                        "client {c}: {} of {due} readings, {} gaps, {} corrupt",
-                        t.received, t.gaps, t.corrupt
-                    ));
-                }
-                if due > 0 && t.last != Some(summary.broadcasts - 1) {
-                    problems.push(format!("client {c} missed the last reading"));
-                }
+                problems.extend(t.check(c, summary.broadcasts));
             }
         }
     }
@@ -554,6 +599,10 @@ mod tests {
             seconds: 0.2,
             interval_us: 500,
             workers: 2,
+            processes: None,
+            role: None,
+            out: None,
+            member: None,
             json: true,
         };
         let report = run(&args).unwrap();
