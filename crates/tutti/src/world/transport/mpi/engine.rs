@@ -878,10 +878,7 @@ impl Engine {
                 ));
             }
             self.unposted.remove(i);
-            let Some(f) = self.inbound[u.source]
-                .iter_mut()
-                .find(|f| f.id == u.frame)
-            else {
+            let Some(f) = self.inbound[u.source].iter_mut().find(|f| f.id == u.frame) else {
                 self.abort("an announced body of an unknown frame (broken invariant)");
             };
             if f.body.is_none() {
