@@ -53,9 +53,11 @@ pub struct RmiArgs {
     /// Locations (and barrier threads) of the fence measurement.
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u64).range(1..=1024))]
     locations: u64,
-    /// Worker threads of the world's runtime.
-    #[arg(long, default_value_t = 2, value_parser = crate::parse_workers)]
-    workers: usize,
+    /// Worker threads of the world's runtime [default: 2; with `--mpi` the
+    /// world's default (under `mpirun -n 2` on two cores each rank is bound to
+    /// one core: one worker)].
+    #[arg(long, value_parser = crate::parse_workers)]
+    workers: Option<usize>,
     #[command(flatten)]
     sweep: super::rmi_sweep::SweepArgs,
     #[command(flatten)]
@@ -357,9 +359,10 @@ pub fn run(a: &RmiArgs) -> Result<Report, String> {
         return mpi_rows::run(a);
     }
     let plan = a.run.plan(5);
-    let one = world(1, a.workers)?;
-    let two = world(2, a.workers)?;
-    let many = world(a.locations as usize, a.workers)?;
+    let workers = a.workers.unwrap_or(2);
+    let one = world(1, workers)?;
+    let two = world(2, workers)?;
+    let many = world(a.locations as usize, workers)?;
     let progress = Progress::new(
         plan.total() * 8 + super::rmi_sweep::steps(&a.sweep, plan),
         a.json,
@@ -370,7 +373,7 @@ pub fn run(a: &RmiArgs) -> Result<Report, String> {
         .param("messages", a.messages)
         .param("fences", a.fences)
         .param("locations", a.locations)
-        .param("workers", a.workers)
+        .param("workers", workers)
         .param("runs", plan.runs);
 
     progress.stage("empty method: direct");
@@ -515,11 +518,11 @@ mod mpi_rows {
         use crate::mpi_bench::{interleaved, raw};
         use mpi::traits::CommunicatorCollectives;
 
-        let w = World::builder()
-            .locations(1)
-            .workers(a.workers)
-            .build()
-            .map_err(|e| e.to_string())?;
+        let mut builder = World::builder().locations(1);
+        if let Some(n) = a.workers {
+            builder = builder.workers(n);
+        }
+        let w = builder.build().map_err(|e| e.to_string())?;
         if w.ranks() != 2 || w.config().transport() != TransportKind::Mpi {
             return Err(format!(
                 "bench rmi --mpi needs exactly 2 MPI ranks (this is rank {} of {} on {}): \

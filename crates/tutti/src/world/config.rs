@@ -11,7 +11,7 @@
 //! | `TUTTI_RANKS` | [`processes`](WorldBuilder::processes) | processes in the named system | none (required with `TUTTI_SYSTEM`) |
 //! | `TUTTI_RANK` | — | this process's rank in the system (set by `tutti launch`) | the first free rank |
 //! | `TUTTI_LOCATIONS` | [`locations`](WorldBuilder::locations) | locations per rank | the rank's workers |
-//! | `TUTTI_WORKERS` | [`workers`](WorldBuilder::workers) | worker threads per rank | cores ÷ ranks on this host |
+//! | `TUTTI_WORKERS` | [`workers`](WorldBuilder::workers) | worker threads per rank | cores ÷ ranks on this host (a rank the launcher bound to cores: those cores) |
 //! | `TUTTI_AGGREGATION` | [`aggregation`](WorldBuilder::aggregation) | messages per destination buffer before it is sent (ARMI's aggregation factor; 1 = none) | per transport, see [`DEFAULT_AGGREGATION_INPROC`], [`DEFAULT_AGGREGATION_MPI`] |
 //! | `TUTTI_AGGREGATION_BYTES` | [`aggregation_bytes`](WorldBuilder::aggregation_bytes) | bytes per buffer for another rank before it is sent | [`DEFAULT_AGGREGATION_BYTES`] |
 //! | `TUTTI_FLUSH_US` | [`flush_after`](WorldBuilder::flush_after) | time bound: a buffered message is sent at most this long after it was buffered | [`DEFAULT_FLUSH_AFTER`] |
@@ -168,6 +168,87 @@ const SIZE_VARS: [(&str, Option<&str>); 3] = [
 /// Cores this process may use (at least 1).
 fn available_cores() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// The cores of this host for the ranks a launcher started here, and whether
+/// the launcher bound this rank to cores of its own.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Cores {
+    /// Cores this process may use.
+    own: usize,
+    /// Cores the launcher shares among its ranks on this host.
+    host: usize,
+}
+
+impl Cores {
+    /// `own` cores for this process, `launcher` (if known) for the process
+    /// that started it. A launcher that binds each rank to cores of its own
+    /// (Open MPI's default when the ranks fit the cores: `mpirun -n 2` on two
+    /// cores gives each rank one) leaves the rank a narrower mask than its
+    /// own: the ranks then share the launcher's cores. A rank whose mask is
+    /// the launcher's was not bound and sees the host's cores itself.
+    fn new(own: usize, launcher: Option<usize>) -> Cores {
+        Cores {
+            own,
+            host: launcher.map_or(own, |l| l.max(own)),
+        }
+    }
+
+    fn bound(self) -> bool {
+        self.own < self.host
+    }
+
+    /// Default workers for each of `ranks` ranks on this host: a bound rank
+    /// uses its cores, an unbound one its share of the host's.
+    fn workers(self, ranks: usize) -> usize {
+        if self.bound() {
+            self.own
+        } else {
+            (self.own / ranks.max(1)).max(1)
+        }
+    }
+
+    /// More ranks than cores: they take turns on the cores.
+    fn oversubscribed(self, ranks: usize) -> bool {
+        ranks > self.host
+    }
+}
+
+/// The cores the process that started this one may use (Linux: its
+/// `Cpus_allowed_list` in `/proc`), if it can be read.
+fn launcher_cores() -> Option<usize> {
+    #[cfg(target_os = "linux")]
+    {
+        let parent = std::os::unix::process::parent_id();
+        let status = std::fs::read_to_string(format!("/proc/{parent}/status")).ok()?;
+        let list = status
+            .lines()
+            .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))?;
+        count_cpu_list(list.trim())
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        None
+    }
+}
+
+/// The number of CPUs in a Linux CPU list such as `0-3,8,10-11`; `None` if it
+/// does not parse (or is empty).
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+fn count_cpu_list(list: &str) -> Option<usize> {
+    let mut n = 0usize;
+    for part in list.split(',') {
+        let part = part.trim();
+        let (lo, hi) = match part.split_once('-') {
+            Some((lo, hi)) => (lo.parse::<usize>().ok()?, hi.parse::<usize>().ok()?),
+            None => {
+                let c = part.parse::<usize>().ok()?;
+                (c, c)
+            }
+        };
+        n = n.checked_add(hi.checked_sub(lo)? + 1)?;
+    }
+    (n > 0).then_some(n)
 }
 
 /// Whether an MPI launcher (`mpirun`, `mpiexec`, `srun --mpi`, …) started this
@@ -454,8 +535,17 @@ impl WorldBuilder {
         } else {
             1
         };
+        // Only a launched rank looks at its launcher's cores.
+        let cores = Cores::new(
+            available_cores(),
+            if launch.is_some() && ranks_here > 1 {
+                launcher_cores()
+            } else {
+                None
+            },
+        );
         let workers = positive("TUTTI_WORKERS", self.workers, 1, "a positive whole number")?
-            .unwrap_or_else(|| (available_cores() / ranks_here.max(1)).max(1));
+            .unwrap_or_else(|| cores.workers(ranks_here));
         let locations = positive(
             "TUTTI_LOCATIONS",
             self.locations,
@@ -517,7 +607,7 @@ impl WorldBuilder {
         };
         // More ranks on this host than cores: the ranks' processes take turns
         // on the cores (see `WorldConfig::oversubscribed`).
-        let oversubscribed = ranks_here > available_cores();
+        let oversubscribed = cores.oversubscribed(ranks_here);
         Ok(WorldConfig {
             transport,
             locations,
@@ -585,7 +675,10 @@ impl WorldConfig {
     }
 
     /// Whether this host runs more ranks than it has cores, as
-    /// `mpirun --oversubscribe` may. The ranks then take turns on the cores, so
+    /// `mpirun --oversubscribe` may. The host's cores are this process's, or,
+    /// when the launcher bound the rank to cores of its own (its mask is
+    /// narrower than its parent's, as with `mpirun -n 2` on two cores), the
+    /// launcher's. The ranks then take turns on the cores, so
     /// a rank waiting for a message must not spin for it: the sender needs the
     /// core. Its idle workers yield after a few polls instead of spinning on the
     /// engine, and waits do not spin before they park. (Extra idle workers of
@@ -661,7 +754,16 @@ impl fmt::Display for WorldConfig {
             self.locations,
             self.locations * self.ranks
         )?;
-        writeln!(f, "  workers per rank: {}", self.workers)?;
+        writeln!(
+            f,
+            "  workers per rank: {}{}",
+            self.workers,
+            if self.oversubscribed {
+                " (more ranks than cores on this host: waits do not spin)"
+            } else {
+                ""
+            }
+        )?;
         write!(
             f,
             "  aggregation: {} messages or {} bytes per destination, sent within {} µs",
@@ -821,5 +923,38 @@ mod tests {
         ] {
             assert!(text.contains(needle), "{needle:?} missing from\n{text}");
         }
+    }
+
+    #[test]
+    fn cpu_lists_count_their_cpus() {
+        assert_eq!(count_cpu_list("0"), Some(1));
+        assert_eq!(count_cpu_list("0-1"), Some(2));
+        assert_eq!(count_cpu_list("0-3,8,10-11"), Some(7));
+        assert_eq!(count_cpu_list(""), None);
+        assert_eq!(count_cpu_list("3-1"), None);
+        assert_eq!(count_cpu_list("0-x"), None);
+    }
+
+    #[test]
+    fn ranks_bound_to_cores_of_their_own_are_not_oversubscribed() {
+        // `mpirun -n 2` on two cores: each rank bound to one.
+        let bound = Cores::new(1, Some(2));
+        assert!(bound.bound());
+        assert!(!bound.oversubscribed(2));
+        assert_eq!(bound.workers(2), 1);
+        // Bound to two of eight cores: two workers.
+        assert_eq!(Cores::new(2, Some(8)).workers(4), 2);
+        // `mpirun -n 4 --oversubscribe` on two cores: nothing bound.
+        let shared = Cores::new(2, Some(2));
+        assert!(!shared.bound());
+        assert!(shared.oversubscribed(4));
+        assert_eq!(shared.workers(4), 1);
+        // Four bound ranks sharing two cores.
+        assert!(Cores::new(1, Some(2)).oversubscribed(4));
+        // No launcher known: this process's cores are the host's.
+        let alone = Cores::new(2, None);
+        assert!(!alone.oversubscribed(2));
+        assert!(alone.oversubscribed(3));
+        assert_eq!(alone.workers(2), 1);
     }
 }

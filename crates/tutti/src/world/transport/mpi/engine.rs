@@ -25,15 +25,19 @@
 //! earlier, still transferring one). A completed receive is re-posted at the
 //! start of the next progress round, so that the message it brought reaches
 //! its location first.
-//! An announcement makes the engine post the body's chunk receives on the bulk
-//! communicator for that source, into one buffer of the announced size (the
-//! most recently kept fitting one from the rank's pool, `world/pool.rs`, whose
-//! bytes are likeliest in the cache); bulk messages from one source match
-//! those receives in order (non-overtaking). At most [`BODY_WINDOW`] bytes of
-//! bodies are posted at once (a larger body alone): later announced bodies wait
-//! in announcement order, and a sender's large send stays pending until the
-//! receive is posted (MPI's rendezvous), so a stream of large messages cycles
-//! through a few warm buffers instead of touching all of them.
+//! An announcement queues the body's chunks (its length says how many). A
+//! chunk is received once its message has arrived: a matched probe
+//! (`MPI_Improbe`) on the bulk communicator from that source finds it (bulk
+//! messages from one source arrive in the order they were announced,
+//! non-overtaking), its probed size is checked against the announced one, and
+//! `MPI_Imrecv` receives it into the body's buffer, taken when the first chunk
+//! is there from the rank's pool (`world/pool.rs`: the most recently kept
+//! fitting one, whose bytes are likeliest in the cache). At most
+//! [`BODY_WINDOW`] bytes of chunks are received at once (a larger chunk alone):
+//! later ones wait in announcement order, and a sender's large send stays
+//! pending until its receive is started (MPI's rendezvous), so a stream of
+//! large messages cycles through a few warm buffers instead of touching all of
+//! them; a source whose body has not arrived yet holds up no other source's.
 //! Each source has a queue of frames in arrival order; a frame is delivered to
 //! the world when it and every frame before it from that source are complete,
 //! so the world sees each rank's frames in the order they were sent.
@@ -109,9 +113,9 @@ const TEST_WINDOW: usize = 32;
 const FULL_TEST_EVERY: u32 = 64;
 /// Default largest MPI message of a body.
 pub(crate) const DEFAULT_CHUNK: usize = 1 << 30;
-/// Body bytes the engine receives at once: further announced bodies wait
+/// Body bytes the engine receives at once: further announced chunks wait
 /// until earlier ones are in, so that a stream of large messages cycles through
-/// a few buffers that stay in the cache (a body larger than this is received
+/// a few buffers that stay in the cache (a chunk larger than this is received
 /// alone).
 const BODY_WINDOW: usize = 4 << 20;
 
@@ -156,6 +160,16 @@ struct Posted {
     buf: Box<[u8]>,
 }
 
+/// An announced chunk of a body whose message has not been received yet.
+#[derive(Clone, Copy)]
+struct Unposted {
+    source: usize,
+    frame: u64,
+    /// Where the chunk goes in the body.
+    offset: usize,
+    len: usize,
+}
+
 /// One chunk receive of a body.
 struct Chunk {
     source: usize,
@@ -167,7 +181,8 @@ struct Chunk {
 struct Inbound {
     id: u64,
     head: Arc<[u8]>,
-    /// The body: capacity `body_len`, length 0 until every chunk has arrived.
+    /// The body: `None` until its first chunk is received, then capacity
+    /// `body_len` and length 0 until every chunk has arrived.
     body: Option<Vec<u8>>,
     body_len: usize,
     chunks_left: usize,
@@ -281,9 +296,11 @@ pub(crate) struct Engine {
     chunk_reqs: Vec<Request>,
     chunks: Vec<Chunk>,
     inbound: Vec<VecDeque<Inbound>>,
-    /// Announced bodies not yet posted (source, frame id), in arrival order.
-    unposted: VecDeque<(usize, u64)>,
-    /// Bytes of the bodies being received now (see [`BODY_WINDOW`]).
+    /// Announced body chunks not yet received, in arrival order.
+    unposted: VecDeque<Unposted>,
+    /// Scratch of `post_bodies`: sources whose next chunk has not arrived.
+    stalled: Vec<usize>,
+    /// Bytes of the body chunks being received now (see [`BODY_WINDOW`]).
     body_bytes: usize,
     /// Posted receives that completed, re-posted at the start of the next
     /// round (off the path of the message that just arrived).
@@ -342,6 +359,7 @@ impl Engine {
             chunks: Vec::new(),
             inbound: (0..ranks).map(|_| VecDeque::new()).collect(),
             unposted: VecDeque::new(),
+            stalled: Vec::new(),
             body_bytes: 0,
             repost: Vec::with_capacity(POSTED),
             next_id: 0,
@@ -455,6 +473,9 @@ impl Engine {
         let mut moved = self.start_queued();
         moved |= self.complete_receives();
         moved |= self.complete_chunks();
+        if !self.unposted.is_empty() {
+            moved |= self.post_bodies();
+        }
         self.deliver_ready();
         moved |= self.complete_sums();
         // Completing sends only frees their buffers, and every test is a pass
@@ -786,8 +807,16 @@ impl Engine {
                     Ok(l) if l <= isize::MAX as usize => l,
                     _ => self.abort(&format!("rank {src} announces a body of {len} bytes")),
                 };
-                if len > 0 {
-                    self.unposted.push_back((src, id));
+                let mut offset = 0;
+                while offset < len {
+                    let end = (offset + self.chunk).min(len);
+                    self.unposted.push_back(Unposted {
+                        source: src,
+                        frame: id,
+                        offset,
+                        len: end - offset,
+                    });
+                    offset = end;
                 }
                 Inbound {
                     id,
@@ -811,61 +840,85 @@ impl Engine {
         }
     }
 
-    /// Posts the receives of announced bodies, in order of announcement, while
-    /// the bodies being received stay within [`BODY_WINDOW`] (one at least).
-    fn post_bodies(&mut self) {
-        while let Some(&(src, id)) = self.unposted.front() {
-            let Some(f) = self.inbound[src].iter_mut().find(|f| f.id == id) else {
-                self.abort("an announced body of an unknown frame (broken invariant)");
-            };
-            let len = f.body_len;
-            if self.body_bytes > 0 && self.body_bytes + len > BODY_WINDOW {
-                return;
+    /// Receives the announced body chunks whose messages have arrived, in
+    /// order of announcement, while the chunks being received stay within
+    /// [`BODY_WINDOW`] (one at least); returns whether any was started.
+    ///
+    /// Each chunk is found with a matched probe (`MPI_Improbe` on the bulk
+    /// communicator, from its source: bulk messages from one source arrive in
+    /// the order they were announced), checked against its announced size,
+    /// and received (`MPI_Imrecv`) into the body's buffer, which is taken
+    /// from the pool when the first chunk is there. So a buffer is never tied
+    /// to a body still in transit, a source whose body has not arrived holds
+    /// up no other source's, and a body of the wrong size is refused (naming
+    /// its rank) before a byte of it is written.
+    fn post_bodies(&mut self) -> bool {
+        let mut moved = false;
+        let mut i = 0;
+        while let Some(&u) = self.unposted.get(i) {
+            if self.stalled.contains(&u.source) {
+                i += 1;
+                continue;
             }
-            self.unposted.pop_front();
-            let mut body: Vec<u8> = match self.sink.body_buffer(len) {
-                Some(mut b) => {
-                    b.clear();
-                    b
-                }
-                None => Vec::new(),
+            if self.body_bytes > 0 && self.body_bytes + u.len > BODY_WINDOW {
+                break;
+            }
+            let Some((mut message, st)) =
+                raw::improbe(u.source as i32, TAG_BULK, self.bulk.as_raw())
+            else {
+                // Later chunks of this source come after this one.
+                self.stalled.push(u.source);
+                i += 1;
+                continue;
             };
-            if body.try_reserve_exact(len).is_err() {
+            if st.count != u.len {
                 self.abort(&format!(
-                    "cannot allocate {len} bytes for a message from rank {src}"
+                    "a body chunk of {} bytes from rank {} where {} were announced",
+                    st.count, u.source, u.len
                 ));
             }
-            let base = body.as_mut_ptr();
-            let mut off = 0;
-            while off < len {
-                let end = (off + self.chunk).min(len);
-                // SAFETY: `body` has capacity `len`, so `base + off` is valid
-                // for `end - off` bytes; the chunks tile `0..len` without
-                // overlap. The Vec moves into its `Inbound` below (its heap
-                // buffer does not move) and is neither read nor freed before
-                // every chunk request completed (`complete_chunks`, `shutdown`).
-                let req = unsafe {
-                    raw::irecv(
-                        base.add(off),
-                        end - off,
-                        src as i32,
-                        TAG_BULK,
-                        self.bulk.as_raw(),
-                    )
+            self.unposted.remove(i);
+            let Some(f) = self.inbound[u.source].iter_mut().find(|f| f.id == u.frame) else {
+                self.abort("an announced body of an unknown frame (broken invariant)");
+            };
+            if f.body.is_none() {
+                let len = f.body_len;
+                let mut body: Vec<u8> = match self.sink.body_buffer(len) {
+                    Some(mut b) => {
+                        b.clear();
+                        b
+                    }
+                    None => Vec::new(),
                 };
-                self.chunk_reqs.push(req);
-                self.chunks.push(Chunk {
-                    source: src,
-                    frame: id,
-                    len: end - off,
-                });
-                off = end;
-            }
-            self.body_bytes += len;
-            if let Some(f) = self.inbound[src].iter_mut().find(|f| f.id == id) {
+                if body.try_reserve_exact(len).is_err() {
+                    let src = u.source;
+                    self.abort(&format!(
+                        "cannot allocate {len} bytes for a message from rank {src}"
+                    ));
+                }
                 f.body = Some(body);
             }
+            let Some(base) = f.body.as_mut().map(Vec::as_mut_ptr) else {
+                self.abort("a body without its buffer (broken invariant)");
+            };
+            // SAFETY: the body has capacity `body_len`, and the announced chunks
+            // tile `0..body_len` without overlap, so `base + offset` is valid
+            // for `len` bytes (the probed size, checked above). The Vec stays in
+            // its `Inbound` (its heap buffer does not move) and is neither read
+            // nor freed before every chunk request completed
+            // (`complete_chunks`, `shutdown`).
+            let req = unsafe { raw::imrecv(base.add(u.offset), u.len, &mut message) };
+            self.chunk_reqs.push(req);
+            self.chunks.push(Chunk {
+                source: u.source,
+                frame: u.frame,
+                len: u.len,
+            });
+            self.body_bytes += u.len;
+            moved = true;
         }
+        self.stalled.clear();
+        moved
     }
 
     fn complete_chunks(&mut self) -> bool {
@@ -889,6 +942,7 @@ impl Engine {
                 self.abort("a body chunk for an unknown frame (broken invariant)");
             };
             f.chunks_left -= 1;
+            self.body_bytes -= c.len;
             if f.chunks_left == 0 {
                 if let Some(b) = f.body.as_mut() {
                     // SAFETY: every chunk request completed having written exactly
@@ -896,7 +950,6 @@ impl Engine {
                     // `0..body_len`, which is within the capacity reserved.
                     unsafe { b.set_len(f.body_len) };
                 }
-                self.body_bytes -= f.body_len;
             }
             self.touched.push(c.source);
         }

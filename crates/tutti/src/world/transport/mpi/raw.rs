@@ -2,7 +2,8 @@
 //!
 //! rsmpi's safe requests borrow their buffers for a scope; the engine keeps
 //! hundreds of requests in flight over owned buffers for the world's whole life,
-//! so it uses the C API for `Isend`/`Irecv`/`Testsome`/`Cancel` here, and rsmpi's
+//! so it uses the C API for `Isend`/`Irecv`/`Improbe`/`Imrecv`/`Testsome`/`Cancel`
+//! here, and rsmpi's
 //! safe API for everything else. Every other file of the MPI transport is free of
 //! `unsafe` except where it hands buffers to these functions.
 //!
@@ -15,7 +16,7 @@ use mpi::ffi;
 use mpi::raw::AsRaw;
 use mpi::traits::Equivalence;
 
-pub(crate) use ffi::{MPI_Comm as Comm, MPI_Request as Request};
+pub(crate) use ffi::{MPI_Comm as Comm, MPI_Message as Message, MPI_Request as Request};
 
 /// What a completed request reports.
 #[derive(Clone, Copy, Debug)]
@@ -95,6 +96,44 @@ pub(crate) unsafe fn irecv(buf: *mut u8, len: usize, from: i32, tag: i32, comm: 
             from,
             tag,
             comm,
+            &mut req,
+        );
+    }
+    req
+}
+
+/// Looks for a message from `from` with `tag` that has arrived (`MPI_Improbe`)
+/// and, if there is one, takes it out of matching: the returned message handle
+/// must be received with [`imrecv`] (nothing else can match it any more).
+pub(crate) fn improbe(from: i32, tag: i32, comm: Comm) -> Option<(Message, Status)> {
+    let mut flag: c_int = 0;
+    // SAFETY: reads a constant that rsmpi's C shim initialises statically.
+    let mut message = unsafe { ffi::RSMPI_MESSAGE_NULL };
+    // SAFETY: as in `test`, a zeroed status for MPI to overwrite.
+    let mut status: ffi::MPI_Status = unsafe { std::mem::zeroed() };
+    // SAFETY: valid out-pointers for the flag, the message and the status.
+    unsafe {
+        ffi::MPI_Improbe(from, tag, comm, &mut flag, &mut message, &mut status);
+    }
+    (flag != 0).then(|| (message, status_of(&status)))
+}
+
+/// Starts receiving the matched `message` ([`improbe`]) into `buf`, which
+/// must have room for the whole message (`len` bytes, its probed size).
+///
+/// # Safety
+/// As [`irecv`]: `buf` valid for writes of `len` bytes, untouched until the
+/// request completes.
+pub(crate) unsafe fn imrecv(buf: *mut u8, len: usize, message: &mut Message) -> Request {
+    let mut req = null_request();
+    // SAFETY: the caller guarantees `buf` for `len` bytes until completion;
+    // `message` is a matched message that MPI consumes here.
+    unsafe {
+        ffi::MPI_Imrecv(
+            buf.cast::<c_void>(),
+            count_of(len),
+            byte_type(),
+            message,
             &mut req,
         );
     }
