@@ -38,6 +38,16 @@
 //! Removing an entry never notifies: at worst the thread wakes for a deadline nobody
 //! waits for any more, finds nothing due, and sleeps again.
 //!
+//! # Whose timer
+//!
+//! Each entry remembers the runtime whose worker armed it (its *owner*; 0 when armed off
+//! the workers, e.g. by `block_on` on a plain thread): the waker of a task polled on a
+//! worker of runtime R wakes a task of R. So a runtime with every worker idle is quiet
+//! (nothing of it can run again without an outside event) when no timer of its own and
+//! no timer armed off the workers is pending ([`pending_timers_for`]); a timer another
+//! runtime keeps armed says nothing about it (the deadlock detector, `diag/detect.rs`,
+//! judges by that quietness).
+//!
 //! Under `--cfg loom` the global driver is per model execution and starts no thread:
 //! a loom model drives it by calling `Driver::fire_due` itself.
 
@@ -80,8 +90,10 @@ pub(crate) struct Driver {
 
 /// What [`Driver::state`] protects.
 struct State {
-    /// Armed registrations in firing order.
-    entries: BTreeMap<Key, Waker>,
+    /// Armed registrations in firing order, each with its owner (see "Whose timer").
+    entries: BTreeMap<Key, (Waker, u16)>,
+    /// Number of entries per owner (owners with none are absent).
+    owners: BTreeMap<u16, usize>,
     /// Sequence number of the next registration; never reused.
     next_seq: u64,
     /// Whether the thread has been started; set once, never cleared.
@@ -96,9 +108,33 @@ impl State {
             if entry.key().0 > now {
                 break;
             }
-            due.push(entry.remove());
+            let (waker, owner) = entry.remove();
+            self.forget(owner);
+            due.push(waker);
         }
         due
+    }
+
+    /// One entry of `owner` left the map.
+    fn forget(&mut self, owner: u16) {
+        if let std::collections::btree_map::Entry::Occupied(mut n) = self.owners.entry(owner) {
+            *n.get_mut() -= 1;
+            if *n.get() == 0 {
+                n.remove();
+            }
+        }
+    }
+}
+
+/// The owner of a timer armed on this thread now (see "Whose timer").
+fn owner() -> u16 {
+    #[cfg(not(loom))]
+    {
+        super::worker::WorkerThread::current().map_or(0, |w| w.registry().id())
+    }
+    #[cfg(loom)]
+    {
+        0
     }
 }
 
@@ -109,6 +145,7 @@ impl Driver {
         Driver {
             state: Mutex::new(State {
                 entries: BTreeMap::new(),
+                owners: BTreeMap::new(),
                 next_seq: 0,
                 thread_started: false,
             }),
@@ -123,6 +160,7 @@ impl Driver {
         Driver {
             state: Mutex::new(State {
                 entries: BTreeMap::new(),
+                owners: BTreeMap::new(),
                 next_seq: 0,
                 thread_started: false,
             }),
@@ -157,7 +195,9 @@ impl Driver {
             .entries
             .first_key_value()
             .is_none_or(|(first, _)| key < *first);
-        st.entries.insert(key, waker);
+        let owner = owner();
+        st.entries.insert(key, (waker, owner));
+        *st.owners.entry(owner).or_insert(0) += 1;
         if self.autostart && !st.thread_started {
             self.start_thread(&mut st);
         }
@@ -173,7 +213,7 @@ impl Driver {
     fn update(&self, key: Key, waker: &Waker) -> bool {
         let mut st = lock(&self.state);
         match st.entries.get_mut(&key) {
-            Some(stored) => {
+            Some((stored, _)) => {
                 if !stored.will_wake(waker) {
                     stored.clone_from(waker);
                 }
@@ -185,12 +225,22 @@ impl Driver {
 
     /// Removes the entry `key`; returns its waker, or `None` if it has fired.
     fn remove(&self, key: Key) -> Option<Waker> {
-        lock(&self.state).entries.remove(&key)
+        let mut st = lock(&self.state);
+        let (waker, owner) = st.entries.remove(&key)?;
+        st.forget(owner);
+        Some(waker)
     }
 
     /// Number of armed registrations.
+    #[cfg(test)]
     fn len(&self) -> usize {
         lock(&self.state).entries.len()
+    }
+
+    /// Number of armed registrations of runtime `id` or armed off the workers.
+    fn len_for(&self, id: u16) -> usize {
+        let st = lock(&self.state);
+        st.owners.get(&id).copied().unwrap_or(0) + st.owners.get(&0).copied().unwrap_or(0)
     }
 
     /// Fires every entry due at `now`: removes it and wakes its waker, in firing order.
@@ -254,8 +304,15 @@ fn wake_all(wakers: Vec<Waker>) {
 }
 
 /// Number of armed timers in the global driver (entries not yet fired or dropped).
+#[cfg(test)]
 pub(crate) fn pending_timers() -> usize {
     Driver::global().len()
+}
+
+/// Number of armed timers in the global driver that may wake a task of runtime `id`: its
+/// own and those armed off the workers (see "Whose timer").
+pub(crate) fn pending_timers_for(id: u16) -> usize {
+    Driver::global().len_for(id)
 }
 
 /// Where a [`Deadline`] stands with its driver.
