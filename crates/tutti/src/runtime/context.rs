@@ -105,6 +105,12 @@ impl RuntimeRef {
         RuntimeRef(with_current_registry(Arc::downgrade))
     }
 
+    /// Names no runtime (one that is gone: never quiet), for the loom models.
+    #[cfg(all(test, loom))]
+    pub(crate) fn none() -> RuntimeRef {
+        RuntimeRef(Weak::new())
+    }
+
     /// Runs `f` with that runtime entered on this thread, so that what `f` spawns (off a
     /// worker) goes to it; `None`, without running `f`, if the runtime is gone.
     pub(crate) fn enter<R>(&self, f: impl FnOnce() -> R) -> Option<R> {
