@@ -7,15 +7,17 @@
 //! The deadlock mode is process-wide: every test here runs in the default `Fail`
 //! mode except `report_only_mode_leaves_the_waits`, which runs in a child process.
 
+#[path = "common/in_process.rs"]
+mod in_process;
 mod watchdog;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 
+use in_process::in_process_world;
 use tutti::actor::{self, ask_cycle, Actor, Addr, AskError, Context, Overflow, StopReason};
 use tutti::msg::{Handler, Message};
-use tutti::world::{TransportKind, World};
 use tutti::DataflowVar;
 
 // ---- a cycle of asks ----
@@ -247,13 +249,7 @@ fn a_full_mailbox_cycle_is_reported() {
 /// which names both locations and what each waits on.
 #[test]
 fn a_fence_waiting_for_a_location_blocked_on_a_channel_is_reported() {
-    let world = World::builder()
-        .ignore_env()
-        .transport(TransportKind::InProcess)
-        .locations(2)
-        .workers(2)
-        .build()
-        .unwrap();
+    let world = in_process_world(2, 2);
     let (tx, rx) = tutti::csp::channel_named::<u32>("jobs");
     let panic = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         tutti::rmi::run(&world, move |rmi| {
@@ -287,13 +283,7 @@ fn a_fence_waiting_for_a_location_blocked_on_a_channel_is_reported() {
 /// reported.
 #[test]
 fn busy_fences_and_collectives_are_not_reported() {
-    let world = World::builder()
-        .ignore_env()
-        .transport(TransportKind::InProcess)
-        .locations(3)
-        .workers(2)
-        .build()
-        .unwrap();
+    let world = in_process_world(3, 2);
     let sums = tutti::rmi::run(&world, |rmi| async move {
         let mut total = 0;
         for round in 0..200u64 {
@@ -339,15 +329,7 @@ fn the_dump_lists_actors_processes_and_locations_with_their_waits() {
         .run();
     let process = tutti::spawn(network);
     // A location waiting for a message, which location 0 sends once `gate` is bound.
-    let world = Arc::new(
-        World::builder()
-            .ignore_env()
-            .transport(TransportKind::InProcess)
-            .locations(2)
-            .workers(1)
-            .build()
-            .unwrap(),
-    );
+    let world = Arc::new(in_process_world(2, 1));
     let gate = Arc::new(DataflowVar::<()>::new());
     let (w, g) = (Arc::clone(&world), Arc::clone(&gate));
     let locations = std::thread::spawn(move || {
