@@ -63,45 +63,86 @@ fn an_ask_cycle_is_reported_and_fails() {
     );
 }
 
-/// A deadlock in one runtime is reported while another runtime of the process stays
-/// busy: here the other keeps a timer armed almost all the time (timers are
-/// process-wide, so a runtime with its workers idle is not quiet while one is armed:
-/// the timer might wake one of its tasks) and spins on the CPU. The deadlocked runtime
-/// must still be judged once the timer has fired, not only if it happened to be quiet
-/// at the moment its last worker parked.
-#[test]
-fn a_deadlock_is_reported_while_another_runtime_is_busy() {
-    use std::sync::atomic::{AtomicBool, Ordering};
+/// Runs `deadlock` (which must end by a deadlock being reported) on a runtime of its
+/// own while another runtime of the process stays busy: it keeps a timer armed all the
+/// time (a long timeout) and ticks a short one, spinning on the CPU between ticks.
+/// Timers are process-wide, and a runtime with its workers idle is not quiet while one
+/// that could wake its tasks is armed; the other runtime's timers must not count, or
+/// the deadlock would never be judged (before: the hook found the deadlocked runtime
+/// not quiet when its last worker parked, and nothing called it again).
+fn beside_a_busy_runtime<R>(deadlock: impl FnOnce() -> R) -> R {
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
     let busy = tutti::Runtime::builder().workers(1).build().unwrap();
     let stop = Arc::new(AtomicBool::new(false));
-    let s = Arc::clone(&stop);
+    let ticks = Arc::new(AtomicU64::new(0));
+    let (s, t) = (Arc::clone(&stop), Arc::clone(&ticks));
     let ticker = busy.spawn(async move {
-        let mut ticks = 0u64;
         while !s.load(Ordering::Relaxed) {
             tutti::sleep(std::time::Duration::from_micros(500)).await;
-            // A little work between ticks, as a busy program does.
-            let mut x = ticks;
+            let mut x = t.load(Ordering::Relaxed);
             for i in 0..20_000u64 {
                 x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(i));
             }
-            ticks = ticks.wrapping_add(1 + (x & 1));
+            t.fetch_add(1 + (x & 1), Ordering::Relaxed);
         }
-        ticks
     });
+    let done = Arc::new(DataflowVar::<()>::new());
+    let d = Arc::clone(&done);
+    let armed = busy.spawn(async move {
+        tutti::timeout(std::time::Duration::from_secs(3600), d.read())
+            .await
+            .is_ok()
+    });
+    // The other runtime is busy before the deadlock forms.
+    while ticks.load(Ordering::Relaxed) < 2 {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
     let deadlocked = tutti::Runtime::builder().workers(2).build().unwrap();
-    let ring = {
+    let out = {
         let _in = deadlocked.enter();
-        ask_cycle::ring(2)
+        deadlock()
     };
-    let results = ring.close_and_wait();
     stop.store(true, Ordering::Relaxed);
-    assert!(busy.block_on(ticker) > 0);
+    done.set(()).unwrap();
+    busy.block_on(ticker);
+    assert!(
+        busy.block_on(armed),
+        "the long timeout stayed armed until the end"
+    );
+    out
+}
+
+/// An ask cycle in one runtime is reported while another runtime is busy.
+#[test]
+fn an_ask_cycle_is_reported_beside_a_busy_runtime() {
+    let results = beside_a_busy_runtime(|| ask_cycle::ring(2).close_and_wait());
     assert!(
         results
             .iter()
             .any(|r| matches!(r, Ok(Err(AskError::Deadlock(_))))),
         "{results:?}"
     );
+}
+
+/// A deadlocked CSP network in one runtime is reported while another runtime is busy.
+#[test]
+fn a_csp_deadlock_is_reported_beside_a_busy_runtime() {
+    let err = beside_a_busy_runtime(|| {
+        tutti::csp::run(async {
+            let (tx, rx) = tutti::csp::channel_named::<u32>("never read");
+            tutti::csp::Par::new()
+                .process("sender", async move {
+                    let _keep = &rx;
+                    tx.send(1).await.unwrap();
+                })
+                .run()
+                .await
+                .unwrap();
+        })
+        .wait_blocking()
+        .unwrap_err()
+    });
+    assert!(err.to_string().contains("channel `never read`"), "{err}");
 }
 
 /// A chain of asks that is not a cycle, many times over, under load: never reported.

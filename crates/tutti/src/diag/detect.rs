@@ -1,5 +1,6 @@
 //! The detector: one idle hook for every paradigm. When a runtime is quiet (every
-//! worker idle, queues empty, no timer armed; `runtime/context.rs`), it asks each
+//! worker idle, queues empty, no timer armed that could wake one of its tasks — another
+//! runtime's timers and work do not count; `runtime/context.rs`), it asks each
 //! contributor (CSP networks, registered by `csp::deadlock`) to check its own waits,
 //! and checks the wait-for graph of the nodes (`node.rs`):
 //!
