@@ -187,6 +187,7 @@ impl Driver {
 
     /// Registers `waker` for `at`; returns the entry's sequence number.
     fn insert(&'static self, at: Instant, waker: Waker) -> u64 {
+        let owner = owner();
         let mut st = lock(&self.state);
         let seq = st.next_seq;
         st.next_seq += 1;
@@ -195,7 +196,6 @@ impl Driver {
             .entries
             .first_key_value()
             .is_none_or(|(first, _)| key < *first);
-        let owner = owner();
         st.entries.insert(key, (waker, owner));
         *st.owners.entry(owner).or_insert(0) += 1;
         if self.autostart && !st.thread_started {
@@ -725,6 +725,41 @@ mod tests {
 
     fn poll_with(deadline: &mut Deadline, waker: &Waker) -> Poll<()> {
         deadline.poll_elapsed(&mut Context::from_waker(waker))
+    }
+
+    /// A timer counts for the runtime whose worker armed it, and one armed off the
+    /// workers for every runtime (see "Whose timer"): the deadlock detector's quietness.
+    #[test]
+    fn a_timer_counts_for_the_runtime_that_armed_it() {
+        let driver = manual_driver();
+        let far = Instant::now() + Duration::from_secs(3600);
+        let (a, b) = (
+            crate::runtime::Runtime::builder()
+                .workers(1)
+                .build()
+                .unwrap(),
+            crate::runtime::Runtime::builder()
+                .workers(1)
+                .build()
+                .unwrap(),
+        );
+        let (ida, idb) = (a.registry.id(), b.registry.id());
+        let on_a = a.block_on(a.spawn(async move {
+            let mut d = Deadline::new_in(driver, far);
+            std::future::poll_fn(|cx| Poll::Ready(d.poll_elapsed(cx).is_pending())).await;
+            d
+        }));
+        assert_eq!((driver.len_for(ida), driver.len_for(idb)), (1, 0));
+        let mut off = Deadline::new_in(driver, far);
+        assert!(poll_with(&mut off, &noop_waker()).is_pending());
+        assert_eq!((driver.len_for(ida), driver.len_for(idb)), (2, 1));
+        drop(on_a);
+        assert_eq!((driver.len_for(ida), driver.len_for(idb)), (1, 1));
+        drop(off);
+        assert_eq!(
+            (driver.len_for(ida), driver.len(), driver.len_for(idb)),
+            (0, 0, 0)
+        );
     }
 
     fn noop_waker() -> Waker {
