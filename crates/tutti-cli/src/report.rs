@@ -167,7 +167,11 @@ impl Report {
             .iter()
             .map(|(k, v)| format!("{k}={}", compact(v)))
             .collect();
-        let _ = writeln!(out, "{}  ({})", self.bench, params.join(", "));
+        if params.is_empty() {
+            let _ = writeln!(out, "{}", self.bench);
+        } else {
+            let _ = writeln!(out, "{}  ({})", self.bench, params.join(", "));
+        }
 
         let header = ["impl", "metric", "median", "min", "max", "unit"];
         let rows: Vec<[String; 6]> = self
@@ -202,9 +206,12 @@ impl Report {
             }
             s.trim_end().to_string()
         };
-        let _ = writeln!(out, "{}", line(header));
-        let total: usize = width.iter().sum::<usize>() + 2 * (width.len() - 1);
-        let _ = writeln!(out, "{}", "-".repeat(total));
+        // A command without measurements (a demo) prints no empty table.
+        if !rows.is_empty() {
+            let _ = writeln!(out, "{}", line(header));
+            let total: usize = width.iter().sum::<usize>() + 2 * (width.len() - 1);
+            let _ = writeln!(out, "{}", "-".repeat(total));
+        }
         for row in &rows {
             let _ = writeln!(out, "{}", line(row.each_ref().map(String::as_str)));
         }
@@ -338,6 +345,13 @@ mod tests {
         r.verify(true);
         assert_eq!(r.verified(), Some(false));
         assert_eq!(r.to_json()["verified"], false);
+    }
+
+    #[test]
+    fn a_report_without_results_has_no_table() {
+        let mut r = Report::new("demo");
+        r.verify(true);
+        assert_eq!(r.to_table(), "demo\nverified: yes\n");
     }
 
     #[test]

@@ -7,89 +7,45 @@
 //! The deadlock mode is process-wide: every test here runs in the default `Fail`
 //! mode except `report_only_mode_leaves_the_waits`, which runs in a child process.
 
+#[path = "common/in_process.rs"]
+mod in_process;
 mod watchdog;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 
-use tutti::actor::{self, Actor, Addr, AskError, Context, Overflow, StopReason};
+use in_process::in_process_world;
+use tutti::actor::{self, ask_cycle, Actor, Addr, AskError, Context, Overflow, StopReason};
 use tutti::msg::{Handler, Message};
-use tutti::world::{TransportKind, World};
 use tutti::DataflowVar;
 
 // ---- a cycle of asks ----
 
-struct Peer {
-    peer: Option<Addr<Peer>>,
-}
-impl Actor for Peer {}
-
-struct SetPeer(Addr<Peer>);
-impl Message for SetPeer {
-    type Reply = ();
-}
-/// Asks the peer `Inner` and returns what that ask gave.
-struct Outer;
-impl Message for Outer {
-    type Reply = Result<u32, AskError>;
-}
-struct Inner;
-impl Message for Inner {
-    type Reply = u32;
-}
-
-impl Handler<SetPeer> for Peer {
-    async fn handle(&mut self, m: SetPeer, _: &mut Context<Self>) {
-        self.peer = Some(m.0);
-    }
-}
-impl Handler<Outer> for Peer {
-    async fn handle(&mut self, _: Outer, _: &mut Context<Self>) -> Result<u32, AskError> {
-        self.peer.as_ref().expect("peer set").ask(Inner).await
-    }
-}
-impl Handler<Inner> for Peer {
-    async fn handle(&mut self, _: Inner, _: &mut Context<Self>) -> u32 {
-        7
-    }
-}
-
-fn ring(n: usize) -> Vec<Addr<Peer>> {
-    let actors: Vec<Addr<Peer>> = (0..n).map(|_| actor::spawn(Peer { peer: None })).collect();
-    for (i, a) in actors.iter().enumerate() {
-        a.ask_blocking(SetPeer(actors[(i + 1) % n].clone()))
-            .unwrap();
-    }
-    actors
-}
-
-/// Three actors each ask the next inside a handler: a cycle. Each inner ask fails
-/// with the report (or gets its reply once the ask it waited for failed and that
-/// handler returned); the report names all three and the cycle.
+/// Three actors each ask the next inside a handler: a cycle (`tutti::actor::ask_cycle`,
+/// the one `tutti hang-demo` shows). Each inner ask fails with the report (or gets its
+/// reply once the ask it waited for failed and that handler returned); the report
+/// names all three and the cycle.
 #[test]
 fn an_ask_cycle_is_reported_and_fails() {
-    let actors = ring(3);
-    let outers: Vec<_> = actors.iter().map(|a| a.ask(Outer)).collect();
-    let results: Vec<Result<u32, AskError>> = tutti::block_on(async {
-        let mut out = Vec::new();
-        for o in outers {
-            out.push(o.await.expect("the outer ask is answered"));
-        }
-        out
-    });
+    let ring = ask_cycle::ring(3);
+    let results: Vec<Result<u32, AskError>> = ring
+        .close_and_wait()
+        .into_iter()
+        .map(|r| r.expect("the outer ask is answered"))
+        .collect();
     let reports: Vec<Arc<tutti::diag::Deadlock>> = results
         .iter()
         .filter_map(|r| match r {
             Err(AskError::Deadlock(d)) => Some(Arc::clone(d)),
-            Ok(7) => None,
+            Ok(ask_cycle::ANSWER) => None,
             other => panic!("unexpected {other:?}"),
         })
         .collect();
     assert!(!reports.is_empty(), "no ask failed: {results:?}");
     let d = &reports[0];
     assert_eq!(d.waiters().len(), 3, "{d}");
-    for a in &actors {
+    for a in &ring.peers {
         let name = format!("{} (Peer)", a.id());
         assert!(
             d.waiters()
@@ -101,7 +57,92 @@ fn an_ask_cycle_is_reported_and_fails() {
     assert_eq!(d.cycle().len(), 4, "{d}");
     assert_eq!(d.cycle()[0], d.cycle()[3]);
     // The actors live on and answer.
-    assert_eq!(actors[0].ask_blocking(Inner), Ok(7));
+    assert_eq!(
+        ring.peers[0].ask_blocking(ask_cycle::Inner),
+        Ok(ask_cycle::ANSWER)
+    );
+}
+
+/// Runs `deadlock` (which must end by a deadlock being reported) on a runtime of its
+/// own while another runtime of the process stays busy: it keeps a timer armed all the
+/// time (a long timeout) and ticks a short one, spinning on the CPU between ticks.
+/// Timers are process-wide, and a runtime with its workers idle is not quiet while one
+/// that could wake its tasks is armed; the other runtime's timers must not count, or
+/// the deadlock would never be judged (before: the hook found the deadlocked runtime
+/// not quiet when its last worker parked, and nothing called it again).
+fn beside_a_busy_runtime<R>(deadlock: impl FnOnce() -> R) -> R {
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    let busy = tutti::Runtime::builder().workers(1).build().unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let ticks = Arc::new(AtomicU64::new(0));
+    let (s, t) = (Arc::clone(&stop), Arc::clone(&ticks));
+    let ticker = busy.spawn(async move {
+        while !s.load(Ordering::Relaxed) {
+            tutti::sleep(std::time::Duration::from_micros(500)).await;
+            let mut x = t.load(Ordering::Relaxed);
+            for i in 0..20_000u64 {
+                x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(i));
+            }
+            t.fetch_add(1 + (x & 1), Ordering::Relaxed);
+        }
+    });
+    let done = Arc::new(DataflowVar::<()>::new());
+    let d = Arc::clone(&done);
+    let armed = busy.spawn(async move {
+        tutti::timeout(std::time::Duration::from_secs(3600), d.read())
+            .await
+            .is_ok()
+    });
+    // The other runtime is busy before the deadlock forms.
+    while ticks.load(Ordering::Relaxed) < 2 {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    let deadlocked = tutti::Runtime::builder().workers(2).build().unwrap();
+    let out = {
+        let _in = deadlocked.enter();
+        deadlock()
+    };
+    stop.store(true, Ordering::Relaxed);
+    done.set(()).unwrap();
+    busy.block_on(ticker);
+    assert!(
+        busy.block_on(armed),
+        "the long timeout stayed armed until the end"
+    );
+    out
+}
+
+/// An ask cycle in one runtime is reported while another runtime is busy.
+#[test]
+fn an_ask_cycle_is_reported_beside_a_busy_runtime() {
+    let results = beside_a_busy_runtime(|| ask_cycle::ring(2).close_and_wait());
+    assert!(
+        results
+            .iter()
+            .any(|r| matches!(r, Ok(Err(AskError::Deadlock(_))))),
+        "{results:?}"
+    );
+}
+
+/// A deadlocked CSP network in one runtime is reported while another runtime is busy.
+#[test]
+fn a_csp_deadlock_is_reported_beside_a_busy_runtime() {
+    let err = beside_a_busy_runtime(|| {
+        tutti::csp::run(async {
+            let (tx, rx) = tutti::csp::channel_named::<u32>("never read");
+            tutti::csp::Par::new()
+                .process("sender", async move {
+                    let _keep = &rx;
+                    tx.send(1).await.unwrap();
+                })
+                .run()
+                .await
+                .unwrap();
+        })
+        .wait_blocking()
+        .unwrap_err()
+    });
+    assert!(err.to_string().contains("channel `never read`"), "{err}");
 }
 
 /// A chain of asks that is not a cycle, many times over, under load: never reported.
@@ -147,6 +188,7 @@ fn a_busy_ask_chain_is_not_reported() {
 
 struct Flooder {
     peer: Option<Addr<Flooder>>,
+    gate: Arc<DataflowVar<()>>,
 }
 impl Actor for Flooder {}
 struct SetFloodPeer(Addr<Flooder>);
@@ -168,6 +210,10 @@ impl Handler<SetFloodPeer> for Flooder {
 }
 impl Handler<Flood> for Flooder {
     async fn handle(&mut self, m: Flood, _: &mut Context<Self>) {
+        // Both floods start only once both actors have their `Flood`: neither then takes
+        // an `Item` until its own flood ends, so both mailboxes fill (without the gate
+        // one flood could end before the other begins, and nothing would deadlock).
+        self.gate.read().await;
         let peer = self.peer.clone().expect("peer set");
         for _ in 0..m.0 {
             if peer.send(Item).await.is_err() {
@@ -183,22 +229,23 @@ impl Handler<Item> for Flooder {
 /// Two actors with mailboxes of 2 (`Block`) each flood the other from a handler: both
 /// wait for room the other will never make. Reported naming both; both sends fail
 /// (the handlers panic with the report, stopping the actors).
-// Run alone (`.ci/run`: `-- --ignored a_full_mailbox_cycle_is_reported`): beside the
-// other tests of this binary the detector misses this cycle in about a third of runs (a
-// known bug, under investigation), and the test would hang.
 #[test]
-#[ignore = "known bug: missed beside concurrent tests; .ci/run runs it alone"]
 fn a_full_mailbox_cycle_is_reported() {
+    let gate = Arc::new(DataflowVar::new());
     let spawn = || {
         actor::Builder::new()
             .bounded(2, Overflow::Block)
-            .spawn(Flooder { peer: None })
+            .spawn(Flooder {
+                peer: None,
+                gate: Arc::clone(&gate),
+            })
     };
     let (a, b) = (spawn(), spawn());
     a.ask_blocking(SetFloodPeer(b.clone())).unwrap();
     b.ask_blocking(SetFloodPeer(a.clone())).unwrap();
     a.tell(Flood(10)).unwrap();
     b.tell(Flood(10)).unwrap();
+    gate.set(()).unwrap();
     // The first send to fail panics its handler with the report, which stops its actor
     // and so ends the other's wait too (its send then finds the actor stopped). The
     // report is read from that panic, not from `last_deadlock`: other tests of this
@@ -243,13 +290,7 @@ fn a_full_mailbox_cycle_is_reported() {
 /// which names both locations and what each waits on.
 #[test]
 fn a_fence_waiting_for_a_location_blocked_on_a_channel_is_reported() {
-    let world = World::builder()
-        .ignore_env()
-        .transport(TransportKind::InProcess)
-        .locations(2)
-        .workers(2)
-        .build()
-        .unwrap();
+    let world = in_process_world(2, 2);
     let (tx, rx) = tutti::csp::channel_named::<u32>("jobs");
     let panic = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         tutti::rmi::run(&world, move |rmi| {
@@ -283,13 +324,7 @@ fn a_fence_waiting_for_a_location_blocked_on_a_channel_is_reported() {
 /// reported.
 #[test]
 fn busy_fences_and_collectives_are_not_reported() {
-    let world = World::builder()
-        .ignore_env()
-        .transport(TransportKind::InProcess)
-        .locations(3)
-        .workers(2)
-        .build()
-        .unwrap();
+    let world = in_process_world(3, 2);
     let sums = tutti::rmi::run(&world, |rmi| async move {
         let mut total = 0;
         for round in 0..200u64 {
@@ -335,15 +370,7 @@ fn the_dump_lists_actors_processes_and_locations_with_their_waits() {
         .run();
     let process = tutti::spawn(network);
     // A location waiting for a message, which location 0 sends once `gate` is bound.
-    let world = Arc::new(
-        World::builder()
-            .ignore_env()
-            .transport(TransportKind::InProcess)
-            .locations(2)
-            .workers(1)
-            .build()
-            .unwrap(),
-    );
+    let world = Arc::new(in_process_world(2, 1));
     let gate = Arc::new(DataflowVar::<()>::new());
     let (w, g) = (Arc::clone(&world), Arc::clone(&gate));
     let locations = std::thread::spawn(move || {
@@ -362,40 +389,26 @@ fn the_dump_lists_actors_processes_and_locations_with_their_waits() {
             }
         })
     });
-    // Wait until all three are blocked, as the dump shows them.
+    // Wait until all of them are blocked, as the dump shows them (by their waits: other
+    // tests' worlds have locations of the same names).
+    let id = waiter.id();
+    let want = [
+        format!("actor `{id} (Waiter)`: blocked, waits for a dataflow variable to be bound"),
+        "process `listener`: blocked, waits to receive from channel `later`".to_string(),
+        "location `location 1`: blocked, waits to receive a message (`Location::recv`)".to_string(),
+        "location `location 0`: blocked, waits for a dataflow variable to be bound".to_string(),
+    ];
     let mut text = String::new();
     for _ in 0..2000 {
         text = tutti::diag::dump();
-        if text.contains("blocked, waits for a dataflow variable")
-            && text.contains("process `listener`: blocked")
-            && text.contains("location `location 1`: blocked")
-            && text.contains("location `location 0`: blocked")
-        {
+        if want.iter().all(|w| text.contains(w.as_str())) {
             break;
         }
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
-    let id = waiter.id();
-    assert!(
-        text.contains(&format!(
-            "actor `{id} (Waiter)`: blocked, waits for a dataflow variable to be bound"
-        )),
-        "{text}"
-    );
-    assert!(
-        text.contains("process `listener`: blocked, waits to receive from channel `later`"),
-        "{text}"
-    );
-    assert!(
-        text.contains(
-            "location `location 1`: blocked, waits to receive a message (`Location::recv`)"
-        ),
-        "{text}"
-    );
-    assert!(
-        text.contains("location `location 0`: blocked, waits for a dataflow variable to be bound"),
-        "{text}"
-    );
+    for w in &want {
+        assert!(text.contains(w.as_str()), "{w} missing in\n{text}");
+    }
     assert!(text.contains("live tasks"), "{text}");
     let json: serde_json::Value = serde_json::from_str(&tutti::diag::dump_json()).unwrap();
     let entries = json["entries"].as_array().unwrap();
@@ -493,8 +506,8 @@ fn the_dump_signal_prints_a_dump() {
 #[test]
 fn report_only_mode_leaves_the_waits() {
     if std::env::var("TUTTI_DIAG_CHILD").as_deref() == Ok("report") {
-        let actors = ring(2);
-        let outers: Vec<_> = actors.iter().map(|a| a.ask(Outer)).collect();
+        let ring = ask_cycle::ring(2);
+        let outers = ring.close();
         while tutti::diag::last_deadlock().is_none() {
             std::thread::sleep(std::time::Duration::from_millis(1));
         }

@@ -15,14 +15,17 @@
 //! reaches it, naming the location and rank that rejected them and the cause
 //! — in-process too (tested here).
 
+#[path = "common/in_process.rs"]
+mod in_process;
 mod watchdog;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
+use in_process::in_process_world;
 use serde::{Deserialize, Serialize};
 use tutti::msg::codec::{encode_raw_frame, FrameKind, Header};
 use tutti::msg::{Dispatch, Handler, Message, Object, RegistryError, Remote};
 use tutti::rmi::{self, Handle, Location};
-use tutti::world::{LocationId, TransportKind, World};
+use tutti::world::{LocationId, World};
 
 #[derive(Serialize, Deserialize)]
 struct Relay {
@@ -159,15 +162,7 @@ fn main() {
 
 fn in_process() {
     // A world per case: a failed run leaves its other locations behind.
-    let world = || {
-        World::builder()
-            .ignore_env()
-            .transport(TransportKind::InProcess)
-            .locations(2)
-            .workers(2)
-            .build()
-            .expect("world")
-    };
+    let world = || in_process_world(2, 2);
     let text = |f: &dyn Fn()| {
         let p = catch_unwind(AssertUnwindSafe(f)).expect_err("it panics");
         p.downcast_ref::<String>().cloned().unwrap_or_default()

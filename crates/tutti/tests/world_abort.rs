@@ -10,8 +10,11 @@
 //! rank 1 a malformed frame. Either way the job must end with a non-zero status
 //! and a message naming rank 1 and the cause, instead of hanging.
 
+#[path = "common/in_process.rs"]
+mod in_process;
 mod watchdog;
-use tutti::world::{TransportKind, World};
+use in_process::in_process_world;
+use tutti::world::World;
 
 fn main() {
     let launched = tutti::world::launched_by_mpi();
@@ -46,13 +49,7 @@ fn main() {
 }
 
 fn in_process() {
-    let world = World::builder()
-        .ignore_env()
-        .transport(TransportKind::InProcess)
-        .locations(3)
-        .workers(2)
-        .build()
-        .expect("world");
+    let world = in_process_world(3, 2);
     let err = world
         .try_run(|loc| async move {
             if loc.id().index() == 2 {

@@ -11,9 +11,9 @@
 use std::time::Instant;
 
 use clap::Args;
-use tutti::actor::{self, Actor, Context};
 use tutti::diag::{set_deadlock_mode, DeadlockMode};
-use tutti::msg::{Handler, Message};
+
+use super::actor::{tutti_impl::Tutti, Library};
 
 use crate::measure::{Progress, Run, RunOpts};
 use crate::report::{Report, Stats};
@@ -51,46 +51,6 @@ pub struct DiagArgs {
     /// Print one JSON object instead of a table.
     #[arg(long)]
     pub json: bool,
-}
-
-struct Hit;
-impl Message for Hit {
-    type Reply = ();
-}
-struct Total;
-impl Message for Total {
-    type Reply = u64;
-}
-struct Counter(u64);
-impl Actor for Counter {}
-impl Handler<Hit> for Counter {
-    async fn handle(&mut self, _: Hit, _: &mut Context<Self>) {
-        self.0 += 1;
-    }
-}
-impl Handler<Total> for Counter {
-    async fn handle(&mut self, _: Total, _: &mut Context<Self>) -> u64 {
-        self.0
-    }
-}
-
-fn tell(rt: &tutti::Runtime, actors: usize, messages: u64) -> Run {
-    rt.block_on(rt.spawn(async move {
-        let counters: Vec<_> = (0..actors).map(|_| actor::spawn(Counter(0))).collect();
-        let start = Instant::now();
-        let mut ok = true;
-        for i in 0..messages {
-            ok &= counters[(i % actors as u64) as usize].tell(Hit).is_ok();
-        }
-        for (k, c) in counters.iter().enumerate() {
-            let share = messages / actors as u64 + u64::from((k as u64) < messages % actors as u64);
-            ok &= c.ask(Total).await == Ok(share);
-        }
-        Run {
-            elapsed: start.elapsed(),
-            ok,
-        }
-    }))
 }
 
 /// Runs `one` alternately with detection on and off (`plan.warmup` unrecorded pairs,
@@ -245,6 +205,8 @@ pub fn run(a: &DiagArgs) -> Result<Report, String> {
         .workers(a.workers)
         .build()
         .map_err(|e| format!("cannot build a runtime: {e}"))?;
+    // `bench actor tell`'s workload, on a runtime of its own.
+    let mut actors = Tutti::new(a.workers)?;
     let world1 = super::rmi::world(1, a.workers)?;
     let world2 = super::rmi::world(2, a.workers)?;
     let progress = Progress::new(plan.total() * 2 * 5, a.json);
@@ -255,7 +217,7 @@ pub fn run(a: &DiagArgs) -> Result<Report, String> {
             "actor_tell",
             "ns/message",
             a.tell,
-            pairs(plan, &progress, &mut ok, || tell(&rt, a.actors, a.tell)),
+            pairs(plan, &progress, &mut ok, || actors.tell(a.actors, a.tell)),
         ),
         (
             "csp_pingpong",

@@ -140,6 +140,8 @@
 //! none. `actor::tests::per_actor_bytes` prints the sizes.
 
 mod addr;
+#[doc(hidden)]
+pub mod ask_cycle;
 mod cell;
 mod context;
 mod error;

@@ -1,5 +1,6 @@
 //! The detector: one idle hook for every paradigm. When a runtime is quiet (every
-//! worker idle, queues empty, no timer armed; `runtime/context.rs`), it asks each
+//! worker idle, queues empty, no timer armed that could wake one of its tasks — another
+//! runtime's timers and work do not count; `runtime/context.rs`), it asks each
 //! contributor (CSP networks, registered by `csp::deadlock`) to check its own waits,
 //! and checks the wait-for graph of the nodes (`node.rs`):
 //!
@@ -22,6 +23,7 @@
 //! RMI layer's chain, both reported through [`declare`].
 
 use crate::loom::{AtomicU8, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use super::mode::{deadlock_mode, detecting, DeadlockMode};
@@ -32,6 +34,9 @@ use super::report::{BlockedProcess, Deadlock};
 pub(crate) type Check = fn();
 
 static CHECKS: Mutex<Vec<Check>> = Mutex::new(Vec::new());
+
+/// Some check was added (read on every idle round, so without the lock).
+static HAS_CHECKS: AtomicBool = AtomicBool::new(false);
 
 /// One detector at a time: `SCAN_IDLE`, `SCANNING`, or `SCAN_AGAIN` (another idle
 /// worker asked for a scan meanwhile; the scanning worker repeats). See `serialize`.
@@ -60,6 +65,7 @@ pub(crate) fn add_check(check: Check) {
     let mut all = lock(&CHECKS);
     if !all.iter().any(|c| *c as usize == check as usize) {
         all.push(check);
+        HAS_CHECKS.store(true, Ordering::Relaxed);
     }
 }
 
@@ -67,9 +73,18 @@ pub(crate) fn add_check(check: Check) {
 /// stalled world that could not be judged now (a runtime of theirs not quiet yet, or a
 /// word changing during the scan), and nothing may call the hook again otherwise (the
 /// workers of that runtime may all be parked by then).
-fn on_idle(_quiet: &dyn Fn() -> bool) -> bool {
+///
+/// The calling worker's runtime not quiet (`quiet`) is such a case too, when anything
+/// waits at all: the worker may be the last of its runtime to park while another is
+/// still searching for work (each then sees the other busy, and both park), or a timer
+/// armed off the workers may be pending; once it is quiet, no worker of it calls the
+/// hook by itself. This was how a deadlock went unreported beside busy runtimes.
+fn on_idle(quiet: &dyn Fn() -> bool) -> bool {
     if !detecting() {
         return false;
+    }
+    if !quiet() {
+        return node::any_waiting() || HAS_CHECKS.load(Ordering::Relaxed);
     }
     let mut again = false;
     serialize(scanner(), || {

@@ -71,6 +71,9 @@ mod report;
 pub(crate) mod signal;
 pub mod trace;
 
+#[cfg(all(test, loom))]
+mod loom_tests;
+
 pub use dump::Entry;
 pub use mode::{deadlock_mode, set_deadlock_mode, DeadlockMode};
 pub use report::{BlockedProcess, Deadlock, Waiter};

@@ -21,9 +21,11 @@
 //! the node was not polled in between (the detector's double collect).
 
 use std::cell::Cell;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::atomic::AtomicU64 as StdAtomicU64;
+use std::sync::{Arc, Weak};
 use std::task::Waker;
+
+use crate::loom::{AtomicBool, AtomicU64, AtomicUsize, Mutex, Ordering};
 
 use super::report::Deadlock;
 use crate::runtime::context::RuntimeRef;
@@ -126,7 +128,7 @@ pub(crate) struct Node {
     noted: AtomicBool,
     /// The note of the current poll names whom it waits for (`On::Node`, `On::World`).
     edge: AtomicBool,
-    /// This node is counted in [`WAITING`] (blocked on a wait with an edge).
+    /// This node is counted in [`waiting`] (blocked on a wait with an edge).
     counted: AtomicBool,
     wait: Mutex<Option<Noted>>,
     /// Set by the detector when this node's wait is part of a declared deadlock (fail
@@ -136,20 +138,31 @@ pub(crate) struct Node {
     has_failure: AtomicBool,
 }
 
-static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+static NEXT_ID: StdAtomicU64 = StdAtomicU64::new(1);
 
 /// How many nodes are blocked on a wait that names whom it waits for: the detector's
-/// graph has an edge only then, so with none it has nothing to look at.
-static WAITING: AtomicUsize = AtomicUsize::new(0);
+/// graph has an edge only then, so with none it has nothing to look at. Changed only by
+/// a node's own poll (`Entered::leave`, its `counted` flag in step) and its drop.
+fn waiting() -> &'static AtomicUsize {
+    #[cfg(not(loom))]
+    static WAITING: AtomicUsize = AtomicUsize::new(0);
+    #[cfg(loom)]
+    loom::lazy_static! {
+        static ref WAITING: AtomicUsize = AtomicUsize::new(0);
+    }
+    &WAITING
+}
 
-/// Whether some node is blocked on a wait with an edge (see [`WAITING`]).
+/// Whether some node is blocked on a wait with an edge (see [`waiting`]).
 #[inline]
 pub(crate) fn any_waiting() -> bool {
-    WAITING.load(Ordering::Acquire) > 0
+    waiting().load(Ordering::Acquire) > 0
 }
-static NODES: Mutex<Vec<Weak<Node>>> = Mutex::new(Vec::new());
+static NODES: std::sync::Mutex<Vec<Weak<Node>>> = std::sync::Mutex::new(Vec::new());
 
-pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+/// Locks one of diag's process-wide tables (plain `std` locks, outside the modelled
+/// protocols), treating poisoning as recoverable.
+pub(crate) fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
@@ -162,22 +175,13 @@ impl Node {
         world: u64,
         ranks: usize,
     ) -> Arc<Node> {
-        let node = Arc::new(Node {
-            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+        let node = Arc::new(Node::unlisted(
+            NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             kind,
             name,
-            rank,
-            world,
-            ranks,
-            runtime: RuntimeRef::current(),
-            word: AtomicU64::new(RUNNING),
-            noted: AtomicBool::new(false),
-            edge: AtomicBool::new(false),
-            counted: AtomicBool::new(false),
-            wait: Mutex::new(None),
-            failed: Mutex::new(None),
-            has_failure: AtomicBool::new(false),
-        });
+            (rank, world, ranks),
+            RuntimeRef::current(),
+        ));
         super::detect::install();
         let mut all = lock(&NODES);
         if all.len() >= 64 && all.len().is_power_of_two() {
@@ -185,6 +189,50 @@ impl Node {
         }
         all.push(Arc::downgrade(&node));
         node
+    }
+
+    /// A node not known to the detector or the dump (the loom models' nodes).
+    fn unlisted(
+        id: u64,
+        kind: Kind,
+        name: String,
+        (rank, world, ranks): (usize, u64, usize),
+        runtime: RuntimeRef,
+    ) -> Node {
+        Node {
+            id,
+            kind,
+            name,
+            rank,
+            world,
+            ranks,
+            runtime,
+            word: AtomicU64::new(RUNNING),
+            noted: AtomicBool::new(false),
+            edge: AtomicBool::new(false),
+            counted: AtomicBool::new(false),
+            wait: Mutex::new(None),
+            failed: Mutex::new(None),
+            has_failure: AtomicBool::new(false),
+        }
+    }
+
+    /// An actor node `id` on no runtime, for the loom models (`loom_tests.rs`).
+    #[cfg(all(test, loom))]
+    pub(crate) fn for_model(id: u64) -> Arc<Node> {
+        Arc::new(Node::unlisted(
+            id,
+            Kind::Actor,
+            format!("node {id}"),
+            (0, 0, 1),
+            RuntimeRef::none(),
+        ))
+    }
+
+    /// Whether a failure waits to be taken (the loom models).
+    #[cfg(all(test, loom))]
+    pub(crate) fn has_failure(&self) -> bool {
+        self.has_failure.load(Ordering::Acquire)
     }
 
     /// Starts a poll of the node: it runs, and notes made on this thread land on it
@@ -224,14 +272,18 @@ impl Node {
 
     /// What the node waits on, as noted in its last poll.
     pub(crate) fn wait(&self) -> Option<Wait> {
-        lock(&self.wait).as_ref().map(|n| n.wait.clone())
+        crate::loom::lock(&self.wait)
+            .as_ref()
+            .map(|n| n.wait.clone())
     }
 
     /// Fails the node's current wait with `report` and wakes it.
     pub(crate) fn fail(&self, report: Arc<Deadlock>) {
-        *lock(&self.failed) = Some(report);
+        *crate::loom::lock(&self.failed) = Some(report);
         self.has_failure.store(true, Ordering::Release);
-        let waker = lock(&self.wait).as_mut().and_then(|n| n.waker.take());
+        let waker = crate::loom::lock(&self.wait)
+            .as_mut()
+            .and_then(|n| n.waker.take());
         if let Some(w) = waker {
             w.wake();
         }
@@ -241,16 +293,16 @@ impl Node {
     fn set_counted(&self, counted: bool) {
         self.counted.store(counted, Ordering::Relaxed);
         if counted {
-            WAITING.fetch_add(1, Ordering::Release);
+            waiting().fetch_add(1, Ordering::Release);
         } else {
-            WAITING.fetch_sub(1, Ordering::Release);
+            waiting().fetch_sub(1, Ordering::Release);
         }
     }
 
     #[cold]
     fn clear_failure(&self) {
         self.has_failure.store(false, Ordering::Relaxed);
-        lock(&self.failed).take();
+        crate::loom::lock(&self.failed).take();
     }
 
     fn note(&self, wait: Wait, waker: Option<&Waker>) {
@@ -259,7 +311,7 @@ impl Node {
         }
         self.edge
             .store(!matches!(wait.on, On::Unknown), Ordering::Relaxed);
-        let mut slot = lock(&self.wait);
+        let mut slot = crate::loom::lock(&self.wait);
         match slot.as_mut() {
             Some(n) => {
                 n.wait = wait;
@@ -283,8 +335,8 @@ impl Node {
 
 impl Drop for Node {
     fn drop(&mut self) {
-        if *self.counted.get_mut() {
-            WAITING.fetch_sub(1, Ordering::Release);
+        if self.counted.load(Ordering::Relaxed) {
+            waiting().fetch_sub(1, Ordering::Release);
         }
     }
 }
@@ -333,8 +385,13 @@ impl Drop for Entered<'_> {
     }
 }
 
+#[cfg(not(loom))]
 thread_local! {
     static CURRENT: Cell<*const Node> = const { Cell::new(std::ptr::null()) };
+}
+#[cfg(loom)]
+loom::thread_local! {
+    static CURRENT: Cell<*const Node> = Cell::new(std::ptr::null());
 }
 
 #[inline]
@@ -376,7 +433,7 @@ pub(crate) fn take_failure() -> Option<Arc<Deadlock>> {
             return None;
         }
         n.has_failure.store(false, Ordering::Relaxed);
-        lock(&n.failed).take()
+        crate::loom::lock(&n.failed).take()
     })
     .flatten()
 }

@@ -6,8 +6,11 @@
 //!   scheduler clears it around every task it runs, so a task that runs nested inside
 //!   another (a worker helping while it waits) never sees its host's context.
 //! * **The idle hook**: a function a layer above installs once; a worker that has found no
-//!   work for a while calls it, but only while the whole runtime is quiet — every worker
-//!   idle and no timer armed — and hands it that condition to check again.
+//!   work for a while calls it and hands it a check that the whole runtime is quiet —
+//!   every worker idle and no timer armed that could wake one of its tasks. The hook
+//!   judges only while that holds, and may ask to be called again later: the worker
+//!   calling it may be the last to park, and a runtime that becomes quiet afterwards
+//!   (the other worker's search ends, a timer armed off the workers fires) wakes nobody.
 //! * **Tagged tasks**: a layer may spawn tasks marked for it (`task::spawn_tagged`) and
 //!   later look at their futures, with no registry of its own: the runtime's live list
 //!   already knows every task ([`RuntimeRef::with_tagged`]). The CSP deadlock detector
@@ -68,24 +71,26 @@ pub(crate) fn set_idle_hook(hook: IdleHook) {
     let _ = IDLE_HOOK.set(hook);
 }
 
-/// Called by an idle worker of `registry`: runs the hook if the runtime is quiet.
-/// Returns whether the hook asked to be called again later (a parked worker then
-/// bounds its sleep by [`IDLE_RECHECK`]).
+/// Called by an idle worker of `registry`: runs the hook, which judges by whether the
+/// runtime is quiet (it may find it is not: another worker still searching for work, a
+/// timer of this runtime armed). Returns whether the hook asked to be called again
+/// later (a parked worker then bounds its sleep by [`IDLE_RECHECK`]).
 #[cold]
 pub(crate) fn on_idle(registry: &Registry) -> bool {
     let Some(hook) = IDLE_HOOK.get() else {
         return false;
     };
-    let quiet = || is_quiet(registry);
-    quiet() && hook(&quiet)
+    hook(&|| is_quiet(registry))
 }
 
 /// How long a parked worker sleeps at most when the idle hook asked to look again.
 pub(crate) const IDLE_RECHECK: std::time::Duration = std::time::Duration::from_millis(50);
 
-/// Every worker of `registry` idle with empty queues, and no timer armed.
+/// Every worker of `registry` idle with empty queues, and no timer armed that could wake
+/// one of its tasks (one of its own, or one armed off the workers: `timer.rs`, "Whose
+/// timer"; a timer another runtime keeps armed does not count).
 fn is_quiet(registry: &Registry) -> bool {
-    registry.all_idle() && super::timer::pending_timers() == 0
+    registry.all_idle() && super::timer::pending_timers_for(registry.id()) == 0
 }
 
 /// Names a runtime, to ask later whether it is quiet. It does not keep the runtime
@@ -98,6 +103,12 @@ impl RuntimeRef {
     /// else the global one — where a task spawned here would run.
     pub(crate) fn current() -> RuntimeRef {
         RuntimeRef(with_current_registry(Arc::downgrade))
+    }
+
+    /// Names no runtime (one that is gone: never quiet), for the loom models.
+    #[cfg(all(test, loom))]
+    pub(crate) fn none() -> RuntimeRef {
+        RuntimeRef(Weak::new())
     }
 
     /// Runs `f` with that runtime entered on this thread, so that what `f` spawns (off a

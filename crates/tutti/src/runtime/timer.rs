@@ -38,6 +38,16 @@
 //! Removing an entry never notifies: at worst the thread wakes for a deadline nobody
 //! waits for any more, finds nothing due, and sleeps again.
 //!
+//! # Whose timer
+//!
+//! Each entry remembers the runtime whose worker armed it (its *owner*; 0 when armed off
+//! the workers, e.g. by `block_on` on a plain thread): the waker of a task polled on a
+//! worker of runtime R wakes a task of R. So a runtime with every worker idle is quiet
+//! (nothing of it can run again without an outside event) when no timer of its own and
+//! no timer armed off the workers is pending ([`pending_timers_for`]); a timer another
+//! runtime keeps armed says nothing about it (the deadlock detector, `diag/detect.rs`,
+//! judges by that quietness).
+//!
 //! Under `--cfg loom` the global driver is per model execution and starts no thread:
 //! a loom model drives it by calling `Driver::fire_due` itself.
 
@@ -80,8 +90,10 @@ pub(crate) struct Driver {
 
 /// What [`Driver::state`] protects.
 struct State {
-    /// Armed registrations in firing order.
-    entries: BTreeMap<Key, Waker>,
+    /// Armed registrations in firing order, each with its owner (see "Whose timer").
+    entries: BTreeMap<Key, (Waker, u16)>,
+    /// Number of entries per owner (owners with none are absent).
+    owners: BTreeMap<u16, usize>,
     /// Sequence number of the next registration; never reused.
     next_seq: u64,
     /// Whether the thread has been started; set once, never cleared.
@@ -96,9 +108,33 @@ impl State {
             if entry.key().0 > now {
                 break;
             }
-            due.push(entry.remove());
+            let (waker, owner) = entry.remove();
+            self.forget(owner);
+            due.push(waker);
         }
         due
+    }
+
+    /// One entry of `owner` left the map.
+    fn forget(&mut self, owner: u16) {
+        if let std::collections::btree_map::Entry::Occupied(mut n) = self.owners.entry(owner) {
+            *n.get_mut() -= 1;
+            if *n.get() == 0 {
+                n.remove();
+            }
+        }
+    }
+}
+
+/// The owner of a timer armed on this thread now (see "Whose timer").
+fn owner() -> u16 {
+    #[cfg(not(loom))]
+    {
+        super::worker::WorkerThread::current().map_or(0, |w| w.registry().id())
+    }
+    #[cfg(loom)]
+    {
+        0
     }
 }
 
@@ -109,6 +145,7 @@ impl Driver {
         Driver {
             state: Mutex::new(State {
                 entries: BTreeMap::new(),
+                owners: BTreeMap::new(),
                 next_seq: 0,
                 thread_started: false,
             }),
@@ -123,6 +160,7 @@ impl Driver {
         Driver {
             state: Mutex::new(State {
                 entries: BTreeMap::new(),
+                owners: BTreeMap::new(),
                 next_seq: 0,
                 thread_started: false,
             }),
@@ -149,6 +187,7 @@ impl Driver {
 
     /// Registers `waker` for `at`; returns the entry's sequence number.
     fn insert(&'static self, at: Instant, waker: Waker) -> u64 {
+        let owner = owner();
         let mut st = lock(&self.state);
         let seq = st.next_seq;
         st.next_seq += 1;
@@ -157,7 +196,8 @@ impl Driver {
             .entries
             .first_key_value()
             .is_none_or(|(first, _)| key < *first);
-        st.entries.insert(key, waker);
+        st.entries.insert(key, (waker, owner));
+        *st.owners.entry(owner).or_insert(0) += 1;
         if self.autostart && !st.thread_started {
             self.start_thread(&mut st);
         }
@@ -173,7 +213,7 @@ impl Driver {
     fn update(&self, key: Key, waker: &Waker) -> bool {
         let mut st = lock(&self.state);
         match st.entries.get_mut(&key) {
-            Some(stored) => {
+            Some((stored, _)) => {
                 if !stored.will_wake(waker) {
                     stored.clone_from(waker);
                 }
@@ -185,12 +225,22 @@ impl Driver {
 
     /// Removes the entry `key`; returns its waker, or `None` if it has fired.
     fn remove(&self, key: Key) -> Option<Waker> {
-        lock(&self.state).entries.remove(&key)
+        let mut st = lock(&self.state);
+        let (waker, owner) = st.entries.remove(&key)?;
+        st.forget(owner);
+        Some(waker)
     }
 
     /// Number of armed registrations.
+    #[cfg(test)]
     fn len(&self) -> usize {
         lock(&self.state).entries.len()
+    }
+
+    /// Number of armed registrations of runtime `id` or armed off the workers.
+    fn len_for(&self, id: u16) -> usize {
+        let st = lock(&self.state);
+        st.owners.get(&id).copied().unwrap_or(0) + st.owners.get(&0).copied().unwrap_or(0)
     }
 
     /// Fires every entry due at `now`: removes it and wakes its waker, in firing order.
@@ -254,8 +304,15 @@ fn wake_all(wakers: Vec<Waker>) {
 }
 
 /// Number of armed timers in the global driver (entries not yet fired or dropped).
+#[cfg(all(test, not(loom)))]
 pub(crate) fn pending_timers() -> usize {
     Driver::global().len()
+}
+
+/// Number of armed timers in the global driver that may wake a task of runtime `id`: its
+/// own and those armed off the workers (see "Whose timer").
+pub(crate) fn pending_timers_for(id: u16) -> usize {
+    Driver::global().len_for(id)
 }
 
 /// Where a [`Deadline`] stands with its driver.
@@ -668,6 +725,41 @@ mod tests {
 
     fn poll_with(deadline: &mut Deadline, waker: &Waker) -> Poll<()> {
         deadline.poll_elapsed(&mut Context::from_waker(waker))
+    }
+
+    /// A timer counts for the runtime whose worker armed it, and one armed off the
+    /// workers for every runtime (see "Whose timer"): the deadlock detector's quietness.
+    #[test]
+    fn a_timer_counts_for_the_runtime_that_armed_it() {
+        let driver = manual_driver();
+        let far = Instant::now() + Duration::from_secs(3600);
+        let (a, b) = (
+            crate::runtime::Runtime::builder()
+                .workers(1)
+                .build()
+                .unwrap(),
+            crate::runtime::Runtime::builder()
+                .workers(1)
+                .build()
+                .unwrap(),
+        );
+        let (ida, idb) = (a.registry.id(), b.registry.id());
+        let on_a = a.block_on(a.spawn(async move {
+            let mut d = Deadline::new_in(driver, far);
+            std::future::poll_fn(|cx| Poll::Ready(d.poll_elapsed(cx).is_pending())).await;
+            d
+        }));
+        assert_eq!((driver.len_for(ida), driver.len_for(idb)), (1, 0));
+        let mut off = Deadline::new_in(driver, far);
+        assert!(poll_with(&mut off, &noop_waker()).is_pending());
+        assert_eq!((driver.len_for(ida), driver.len_for(idb)), (2, 1));
+        drop(on_a);
+        assert_eq!((driver.len_for(ida), driver.len_for(idb)), (1, 1));
+        drop(off);
+        assert_eq!(
+            (driver.len_for(ida), driver.len(), driver.len_for(idb)),
+            (0, 0, 0)
+        );
     }
 
     fn noop_waker() -> Waker {

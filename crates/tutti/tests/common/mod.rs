@@ -4,6 +4,8 @@
 
 use std::time::Duration;
 
+pub mod in_process;
+
 use tutti::world::{launched_by_mpi, TransportKind, World};
 
 /// Runs `run_all` on the world the environment configures when `mpirun` or
@@ -29,11 +31,7 @@ pub fn run_suite(name: &str, shapes: &[(usize, usize, usize)], run_all: impl Fn(
         return;
     }
     for &(locations, workers, aggregation) in shapes {
-        let world = World::builder()
-            .ignore_env()
-            .transport(TransportKind::InProcess)
-            .locations(locations)
-            .workers(workers)
+        let world = in_process::in_process(locations, workers)
             .aggregation(aggregation)
             .flush_after(Duration::from_micros(200))
             .build()
