@@ -89,8 +89,8 @@ impl Wake for WorkerWake {
 fn traced_poll<F: Future>(future: Pin<&mut F>, cx: &mut Context<'_>) -> Poll<F::Output> {
     let traced = crate::diag::trace::begin();
     let r = future.poll(cx);
-    let kind = crate::diag::trace::Kind::BlockOn;
-    crate::diag::trace::end(traced, kind, std::any::type_name::<F>(), "", 0);
+    let what = crate::diag::trace::What::BlockOn(std::any::type_name::<F>());
+    crate::diag::trace::end(traced, what, 0);
     r
 }
 

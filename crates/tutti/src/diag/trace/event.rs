@@ -1,44 +1,65 @@
-//! One recorded event: fixed size, no allocation, names as `'static` strings
-//! (type names), formatted only when written out.
+//! One recorded event: fixed size (48 bytes), no allocation, names as
+//! `'static` strings or functions returning them (type names), formatted only
+//! when written out.
 
-/// What an [`Event`] records.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub(crate) enum Kind {
-    /// One poll of a spawned task: `a` is the future's type.
-    Task,
-    /// One poll of a `block_on` future on its thread: `a` is the future's type.
-    BlockOn,
-    /// One actor turn on one message: `a` the actor, `b` the message type; `id`
-    /// the envelope's flow, ended here.
-    Turn,
-    /// One run of RMI requests on a location: `a` the message (method) type,
-    /// `id` how many requests the run held.
-    Method,
-    /// One graph `act()` call: `a` the actor's name.
-    Act,
+/// What an [`Event`] records, with its names.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum What {
+    /// One poll of a spawned task: the future's type.
+    Task(&'static str),
+    /// One poll of a `block_on` future on its thread: the future's type.
+    BlockOn(&'static str),
+    /// One actor turn on one message: the actor's type and the message's
+    /// (functions returning them, so both fit in one record); the event's `id`
+    /// is the envelope's flow, ended here.
+    Turn {
+        actor: fn() -> &'static str,
+        message: fn() -> &'static str,
+    },
+    /// One run of RMI requests on a location: the message (method) type; the
+    /// event's `id` is how many requests the run held.
+    Method(&'static str),
+    /// One graph `act()` call: the actor's name.
+    Act(&'static str),
     /// A message sent from inside the current slice: a flow starts (`id`).
     FlowOut,
-    /// A world message sent from location `id2 >> 32` to `id2 & 0xffff_ffff`,
+    /// A world message sent from location `dur >> 32` to `dur & 0xffff_ffff`,
     /// the `id`-th on that pair: a flow starts.
     WorldOut,
-    /// A world message received: the flow of [`Kind::WorldOut`] with the same
+    /// A world message received: the flow of [`What::WorldOut`] with the same
     /// ids ends inside the current slice.
     WorldIn,
 }
 
-/// A recorded event (72 bytes). Slices are recorded when they end, with their
-/// start and duration; flow ends and starts as instants.
+impl What {
+    /// Identifies the slice's name for a cache of formatted names: the kind
+    /// and the addresses of the strings (or functions) it names.
+    pub(super) fn key(&self) -> (u8, usize, usize) {
+        match *self {
+            What::Task(s) => (0, s.as_ptr() as usize, s.len()),
+            What::BlockOn(s) => (1, s.as_ptr() as usize, s.len()),
+            What::Turn { actor, message } => (2, actor as usize, message as usize),
+            What::Method(s) => (3, s.as_ptr() as usize, s.len()),
+            What::Act(s) => (4, s.as_ptr() as usize, s.len()),
+            What::FlowOut => (5, 0, 0),
+            What::WorldOut => (6, 0, 0),
+            What::WorldIn => (7, 0, 0),
+        }
+    }
+}
+
+/// A recorded event. Slices are recorded when they end, with their start and
+/// duration; flow starts and ends as instants.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Event {
     /// Start, on the trace clock ([`now`](super::now): TSC ticks or nanoseconds).
     pub(crate) ts: u64,
-    /// Duration on the trace clock (slices).
+    /// Duration on the trace clock (slices); the location pair of a world flow.
     pub(crate) dur: u64,
-    /// The flow id (0: none) or, for [`Kind::Method`], the run's length.
+    /// The flow id (0: none) or, for [`What::Method`], the run's length.
     pub(crate) id: u64,
-    /// The location pair of a world flow.
-    pub(crate) id2: u64,
-    pub(crate) kind: Kind,
-    pub(crate) a: &'static str,
-    pub(crate) b: &'static str,
+    pub(crate) what: What,
 }
+
+#[cfg(test)]
+const _: () = assert!(std::mem::size_of::<Event>() == 48);

@@ -22,9 +22,10 @@
 //! Off, every recording site costs one relaxed load of a flag and a branch. On,
 //! a timestamp is one `rdtsc` where the time-stamp counter is invariant (else a
 //! `CLOCK_MONOTONIC` read; `TUTTI_TRACE_CLOCK=monotonic` forces it), turned into
-//! nanoseconds only when written out, and an event is a fixed-size record (72 bytes, names are `'static` type names)
-//! pushed onto the recording thread's own buffer under that thread's own lock
-//! (uncontended: only a write-out takes it from elsewhere); no global lock is
+//! nanoseconds only when written out, and an event is a fixed-size record (48
+//! bytes; names are `'static` type names) stored in the recording thread's own
+//! log with no lock and no atomic read-modify-write (a write-out drains the
+//! logs of running threads through a hand-off protocol, `log.rs`); no lock is
 //! taken per event. Formatting JSON costs far more than recording, so it waits
 //! for a write-out: a buffer that reaches [`CHUNK`] events is handed to the
 //! process's sink (one global lock per chunk) and kept there, up to [`HOLD`]
@@ -68,10 +69,14 @@
 //! ```
 
 mod buffer;
+mod chain;
 mod check;
 mod clock;
 mod event;
 mod file;
+mod log;
+#[cfg(all(test, loom))]
+mod loom_tests;
 mod merge;
 mod pairs;
 
@@ -79,11 +84,12 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 
+pub(crate) use chain::{poll_begin, poll_end, poll_gap, Chain};
 pub use check::{check, CheckSummary};
 pub(crate) use clock::now;
 #[cfg_attr(not(feature = "mpi"), allow(unused_imports))]
 pub(crate) use clock::{best_offset, mono, Sample};
-pub(crate) use event::{Event, Kind};
+pub(crate) use event::{Event, What};
 pub use merge::{merge, MergeError, MergeSummary};
 pub(crate) use pairs::Pairs;
 
@@ -92,7 +98,7 @@ pub(crate) use pairs::Pairs;
 pub const CHUNK: usize = 16 * 1024;
 
 /// Bytes of full buffers the process keeps for the next write-out (128 MiB,
-/// about 1.8 million events; `TUTTI_TRACE_HOLD_MB` overrides it). Beyond it,
+/// about 2.8 million events; `TUTTI_TRACE_HOLD_MB` overrides it). Beyond it,
 /// a thread that fills its buffer formats it into the file at once.
 pub const HOLD: usize = 128 << 20;
 
@@ -259,11 +265,11 @@ pub(crate) fn begin() -> u64 {
 }
 
 /// Ends a slice begun at `ts` (a `begin()` of 0: not recording); returns its
-/// end time (0 if not recording), which may begin the next slice.
+/// end time (0 if not recording).
 #[inline(always)]
-pub(crate) fn end(ts: u64, kind: Kind, a: &'static str, b: &'static str, id: u64) -> u64 {
+pub(crate) fn end(ts: u64, what: What, id: u64) -> u64 {
     if ts != 0 {
-        end_cold(ts, kind, a, b, id)
+        end_cold(ts, what, id)
     } else {
         0
     }
@@ -271,16 +277,13 @@ pub(crate) fn end(ts: u64, kind: Kind, a: &'static str, b: &'static str, id: u64
 
 #[cold]
 #[inline(never)]
-fn end_cold(ts: u64, kind: Kind, a: &'static str, b: &'static str, id: u64) -> u64 {
+fn end_cold(ts: u64, what: What, id: u64) -> u64 {
     let t = now();
     buffer::record(Event {
         ts,
         dur: t.saturating_sub(ts),
         id,
-        id2: 0,
-        kind,
-        a,
-        b,
+        what,
     });
     t
 }
@@ -290,28 +293,25 @@ fn end_cold(ts: u64, kind: Kind, a: &'static str, b: &'static str, id: u64) -> u
 #[inline(always)]
 pub(crate) fn flow_out(id: usize) {
     if on() {
-        instant(Kind::FlowOut, id as u64, 0);
+        instant(What::FlowOut, id as u64, 0);
     }
 }
 
 /// World message `seq` from `from` to `to` is sent (`out`) or received.
 #[inline]
 pub(crate) fn world_flow(out: bool, from: u32, to: u32, seq: u64) {
-    let kind = if out { Kind::WorldOut } else { Kind::WorldIn };
-    instant(kind, seq, (u64::from(from) << 32) | u64::from(to));
+    let what = if out { What::WorldOut } else { What::WorldIn };
+    instant(what, seq, (u64::from(from) << 32) | u64::from(to));
 }
 
 #[cold]
 #[inline(never)]
-fn instant(kind: Kind, id: u64, id2: u64) {
+fn instant(what: What, id: u64, pair: u64) {
     buffer::record(Event {
         ts: now(),
-        dur: 0,
+        dur: pair,
         id,
-        id2,
-        kind,
-        a: "",
-        b: "",
+        what,
     });
 }
 
