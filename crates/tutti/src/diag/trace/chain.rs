@@ -21,7 +21,7 @@
 
 use std::cell::Cell;
 
-use super::event::{Event, What};
+use super::event::What;
 use super::{buffer, now, on};
 
 /// A chain of slices (an actor's turns in one poll): each starts with one
@@ -79,15 +79,14 @@ impl Drop for Chain {
     }
 }
 
+fn end_at((ts, what, id): (u64, What, u64), t: u64) {
+    end_packed(ts, t, id, what.pack());
+}
+
 #[cold]
 #[inline(never)]
-fn end_at((ts, what, id): (u64, What, u64), t: u64) {
-    buffer::record(Event {
-        ts,
-        dur: t.saturating_sub(ts),
-        id,
-        what,
-    });
+fn end_packed(ts: u64, t: u64, id: u64, what: (u64, usize, usize)) {
+    buffer::record(ts, t.saturating_sub(ts), id, what);
 }
 
 /// This thread's task polls.

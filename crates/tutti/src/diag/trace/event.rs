@@ -1,6 +1,11 @@
-//! One recorded event: fixed size (48 bytes), no allocation, names as
+//! One recorded event: six machine words (48 bytes), no allocation, names as
 //! `'static` strings or functions returning them (type names), formatted only
 //! when written out.
+//!
+//! The recording path passes an event as six scalars (in registers, stored
+//! word by word into its slot): building it as one aggregate made the
+//! compiler copy it through the stack, and reading back 16 bytes written as
+//! two 8-byte halves stalls the processor (a failed store-to-load forward).
 
 /// What an [`Event`] records, with its names.
 #[derive(Clone, Copy, Debug)]
@@ -31,25 +36,38 @@ pub(crate) enum What {
     WorldIn,
 }
 
+// The kinds, as stored in `Event::kind`.
+const TASK: u64 = 0;
+const BLOCK_ON: u64 = 1;
+const TURN: u64 = 2;
+const METHOD: u64 = 3;
+const ACT: u64 = 4;
+const FLOW_OUT: u64 = 5;
+const WORLD_OUT: u64 = 6;
+const WORLD_IN: u64 = 7;
+
 impl What {
-    /// Identifies the slice's name for a cache of formatted names: the kind
-    /// and the addresses of the strings (or functions) it names.
-    pub(super) fn key(&self) -> (u8, usize, usize) {
-        match *self {
-            What::Task(s) => (0, s.as_ptr() as usize, s.len()),
-            What::BlockOn(s) => (1, s.as_ptr() as usize, s.len()),
-            What::Turn { actor, message } => (2, actor as usize, message as usize),
-            What::Method(s) => (3, s.as_ptr() as usize, s.len()),
-            What::Act(s) => (4, s.as_ptr() as usize, s.len()),
-            What::FlowOut => (5, 0, 0),
-            What::WorldOut => (6, 0, 0),
-            What::WorldIn => (7, 0, 0),
+    /// The kind and two words naming it: a string's address and length, or
+    /// the two functions' addresses.
+    #[inline(always)]
+    pub(crate) fn pack(self) -> (u64, usize, usize) {
+        match self {
+            What::Task(s) => (TASK, s.as_ptr() as usize, s.len()),
+            What::BlockOn(s) => (BLOCK_ON, s.as_ptr() as usize, s.len()),
+            What::Turn { actor, message } => (TURN, actor as usize, message as usize),
+            What::Method(s) => (METHOD, s.as_ptr() as usize, s.len()),
+            What::Act(s) => (ACT, s.as_ptr() as usize, s.len()),
+            What::FlowOut => (FLOW_OUT, 0, 0),
+            What::WorldOut => (WORLD_OUT, 0, 0),
+            What::WorldIn => (WORLD_IN, 0, 0),
         }
     }
 }
 
 /// A recorded event. Slices are recorded when they end, with their start and
-/// duration; flow starts and ends as instants.
+/// duration; flow starts and ends as instants. Built only by [`Event::new`]
+/// from a [`What`], so its words always hold what `pack` made of one.
+#[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Event {
     /// Start, on the trace clock ([`now`](super::now): TSC ticks or nanoseconds).
@@ -58,8 +76,97 @@ pub(crate) struct Event {
     pub(crate) dur: u64,
     /// The flow id (0: none) or, for [`What::Method`], the run's length.
     pub(crate) id: u64,
-    pub(crate) what: What,
+    kind: u64,
+    a: usize,
+    b: usize,
 }
 
-#[cfg(test)]
+impl Event {
+    /// An event from its fields, `kind`, `a` and `b` being a [`What::pack`].
+    #[inline(always)]
+    pub(crate) fn new(ts: u64, dur: u64, id: u64, (kind, a, b): (u64, usize, usize)) -> Event {
+        Event {
+            ts,
+            dur,
+            id,
+            kind,
+            a,
+            b,
+        }
+    }
+
+    /// What the event records (unpacked).
+    pub(crate) fn what(&self) -> What {
+        let text = || {
+            // SAFETY: `a` and `b` are the address and length of a `&'static str`
+            // (`What::pack`), so they describe valid UTF-8 that lives for ever.
+            unsafe {
+                std::str::from_utf8_unchecked(std::slice::from_raw_parts(
+                    self.a as *const u8,
+                    self.b,
+                ))
+            }
+        };
+        match self.kind {
+            TASK => What::Task(text()),
+            BLOCK_ON => What::BlockOn(text()),
+            TURN => {
+                // SAFETY: `a` and `b` are the addresses of two
+                // `fn() -> &'static str` (`What::pack`).
+                let (actor, message) = unsafe {
+                    (
+                        std::mem::transmute::<usize, fn() -> &'static str>(self.a),
+                        std::mem::transmute::<usize, fn() -> &'static str>(self.b),
+                    )
+                };
+                What::Turn { actor, message }
+            }
+            METHOD => What::Method(text()),
+            ACT => What::Act(text()),
+            FLOW_OUT => What::FlowOut,
+            WORLD_OUT => What::WorldOut,
+            _ => What::WorldIn,
+        }
+    }
+
+    /// Identifies the slice's name for a cache of formatted names.
+    pub(crate) fn name_key(&self) -> (u64, usize, usize) {
+        (self.kind, self.a, self.b)
+    }
+}
+
 const _: () = assert!(std::mem::size_of::<Event>() == 48);
+
+#[cfg(test)]
+mod tests {
+    use super::{Event, What};
+
+    #[test]
+    fn an_event_gives_back_what_it_was_made_of() {
+        fn actor() -> &'static str {
+            "app::Counter"
+        }
+        fn message() -> &'static str {
+            "app::Hit"
+        }
+        let cases = [
+            What::Task("app::Job"),
+            What::BlockOn("app::Main"),
+            What::Turn { actor, message },
+            What::Method("app::Add"),
+            What::Act("left"),
+            What::FlowOut,
+            What::WorldOut,
+            What::WorldIn,
+        ];
+        for w in cases {
+            let e = Event::new(1, 2, 3, w.pack());
+            let back = e.what();
+            assert_eq!(back.pack(), w.pack());
+            assert_eq!(format!("{back:?}"), format!("{w:?}"));
+            if let What::Turn { actor, message } = back {
+                assert_eq!((actor(), message()), ("app::Counter", "app::Hit"));
+            }
+        }
+    }
+}

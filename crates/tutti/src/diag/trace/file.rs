@@ -93,17 +93,15 @@ impl TraceFile {
         let mut w = BufWriter::with_capacity(256 * 1024, &mut self.file);
         let pid = self.meta.rank;
         for e in events {
+            let mut e = e;
+            let what = e.what();
             let ts = tb.ns(e.ts);
-            let e = match e.what {
-                // Not a duration: the location pair.
-                What::WorldOut | What::WorldIn => Event { ts, ..e },
-                _ => Event {
-                    ts,
-                    dur: tb.ns(e.ts.saturating_add(e.dur)).saturating_sub(ts),
-                    ..e
-                },
-            };
-            write_event(&mut w, pid, tid, &e, &mut self.names)?;
+            if !matches!(what, What::WorldOut | What::WorldIn) {
+                // (Otherwise not a duration: the location pair.)
+                e.dur = tb.ns(e.ts.saturating_add(e.dur)).saturating_sub(ts);
+            }
+            e.ts = ts;
+            write_event(&mut w, pid, tid, &e, what, &mut self.names)?;
         }
         w.flush()?;
         drop(w);
@@ -163,7 +161,7 @@ struct FlowId<'a>(&'a Event, usize);
 impl std::fmt::Display for FlowId<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let e = self.0;
-        match e.what {
+        match e.what() {
             What::WorldOut | What::WorldIn => {
                 write!(f, "w{}.{}.{}", e.dur >> 32, e.dur & 0xffff_ffff, e.id)
             }
@@ -211,13 +209,14 @@ fn slice_name(what: What) -> (&'static str, String) {
 
 /// Names already formatted, by the addresses of the `'static` strings they
 /// come from.
-pub(super) type Names = HashMap<(u8, usize, usize), (&'static str, String)>;
+pub(super) type Names = HashMap<(u64, usize, usize), (&'static str, String)>;
 
 fn write_event(
     w: &mut impl Write,
     pid: usize,
     tid: u32,
     e: &Event,
+    what: What,
     names: &mut Names,
 ) -> io::Result<()> {
     let ts = Us(e.ts);
@@ -229,24 +228,24 @@ fn write_event(
             FlowId(e, pid)
         )
     };
-    match e.what {
+    match what {
         What::FlowOut | What::WorldOut => return flow(w, "s"),
         What::WorldIn => return flow(w, "f"),
         _ => {}
     }
     let (cat, name) = names
-        .entry(e.what.key())
-        .or_insert_with(|| slice_name(e.what));
+        .entry(e.name_key())
+        .or_insert_with(|| slice_name(what));
     write!(
         w,
         "{{\"ph\":\"X\",\"cat\":\"{cat}\",\"name\":{name},\"pid\":{pid},\"tid\":{tid},\"ts\":{ts},\"dur\":{}",
         Us(e.dur)
     )?;
-    if let What::Method(_) = e.what {
+    if let What::Method(_) = what {
         write!(w, ",\"args\":{{\"requests\":{}}}", e.id)?;
     }
     w.write_all(b"},\n")?;
-    if matches!(e.what, What::Turn { .. }) && e.id != 0 {
+    if matches!(what, What::Turn { .. }) && e.id != 0 {
         flow(w, "f")?;
     }
     Ok(())

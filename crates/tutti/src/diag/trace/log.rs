@@ -100,17 +100,18 @@ impl<T: Copy> Log<T> {
     ///
     /// # Safety
     /// Only the owning thread pushes.
-    #[inline]
+    #[inline(always)]
     pub(super) unsafe fn push(&self, e: T) -> bool {
         // Only this thread stores `len`: it reads its own last store.
         let n = self.len.load(Ordering::Relaxed);
-        // SAFETY: only the owner (us) writes `chunk`; others only read it.
-        let pushed = self.chunk.with(|c| {
+        // (The closures take `e` by value, so it stays in registers.)
+        let pushed = self.chunk.with(move |c| {
+            // SAFETY: only the owner (us) writes `chunk`; others only read it.
             let c = unsafe { &*c };
             match c.get(n) {
                 // SAFETY: slot `n` is at `len`, beyond every slot a reader may
                 // read until we publish it below.
-                Some(slot) => slot.with_mut(|p| unsafe { (*p).write(e) }),
+                Some(slot) => slot.with_mut(move |p| unsafe { (*p).write(e) }),
                 None => return false,
             };
             true
@@ -138,6 +139,12 @@ impl<T: Copy> Log<T> {
         // before them.
         self.len.store(0, Ordering::Relaxed);
         Full { slots, from, to }
+    }
+
+    /// The chunk, emptied, for reuse (the log is being dropped).
+    pub(super) fn take_chunk(&mut self) -> Box<[Slot<T>]> {
+        // SAFETY: `&mut self`: no other access exists.
+        self.chunk.with_mut(|c| unsafe { std::mem::take(&mut *c) })
     }
 
     /// Calls `f` on every event recorded and not yet taken, in order, and marks

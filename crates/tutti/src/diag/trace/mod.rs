@@ -89,7 +89,7 @@ pub use check::{check, CheckSummary};
 pub(crate) use clock::now;
 #[cfg_attr(not(feature = "mpi"), allow(unused_imports))]
 pub(crate) use clock::{best_offset, mono, Sample};
-pub(crate) use event::{Event, What};
+pub(crate) use event::What;
 pub use merge::{merge, MergeError, MergeSummary};
 pub(crate) use pairs::Pairs;
 
@@ -279,12 +279,7 @@ pub(crate) fn end(ts: u64, what: What, id: u64) -> u64 {
 #[inline(never)]
 fn end_cold(ts: u64, what: What, id: u64) -> u64 {
     let t = now();
-    buffer::record(Event {
-        ts,
-        dur: t.saturating_sub(ts),
-        id,
-        what,
-    });
+    buffer::record(ts, t.saturating_sub(ts), id, what.pack());
     t
 }
 
@@ -293,7 +288,7 @@ fn end_cold(ts: u64, what: What, id: u64) -> u64 {
 #[inline(always)]
 pub(crate) fn flow_out(id: usize) {
     if on() {
-        instant(What::FlowOut, id as u64, 0);
+        instant(What::FlowOut.pack(), id as u64, 0);
     }
 }
 
@@ -301,18 +296,13 @@ pub(crate) fn flow_out(id: usize) {
 #[inline]
 pub(crate) fn world_flow(out: bool, from: u32, to: u32, seq: u64) {
     let what = if out { What::WorldOut } else { What::WorldIn };
-    instant(what, seq, (u64::from(from) << 32) | u64::from(to));
+    instant(what.pack(), seq, (u64::from(from) << 32) | u64::from(to));
 }
 
 #[cold]
 #[inline(never)]
-fn instant(what: What, id: u64, pair: u64) {
-    buffer::record(Event {
-        ts: now(),
-        dur: pair,
-        id,
-        what,
-    });
+fn instant(what: (u64, usize, usize), id: u64, pair: u64) {
+    buffer::record(now(), pair, id, what);
 }
 
 #[cfg(test)]
