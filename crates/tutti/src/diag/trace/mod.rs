@@ -292,6 +292,21 @@ pub(crate) fn flow_out(id: usize) {
     }
 }
 
+/// A message that left from inside the current slice, at `ts` (a `begin()`:
+/// 0 when not recording), is queued; `id` names its flow.
+#[inline(always)]
+pub(crate) fn flow_out_at(ts: u64, id: usize) {
+    if ts != 0 {
+        flow_out_cold(ts, id as u64);
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn flow_out_cold(ts: u64, id: u64) {
+    buffer::record(ts, 0, id, What::FlowOut.pack());
+}
+
 /// World message `seq` from `from` to `to` is sent (`out`) or received.
 #[inline]
 pub(crate) fn world_flow(out: bool, from: u32, to: u32, seq: u64) {
