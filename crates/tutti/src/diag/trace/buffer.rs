@@ -190,8 +190,8 @@ pub(super) fn record(ts: u64, dur: u64, id: u64, what: (u64, usize, usize)) {
     let mut buf = BUF.with(Cell::get);
     // SAFETY: a non-null `BUF` points at the buffer `OWNER` keeps alive
     // (`OWNER` clears `BUF` before it lets go of it).
-    let current = unsafe { buf.as_ref() }
-        .is_some_and(|b| b.generation == GENERATION.load(Ordering::Relaxed));
+    let current =
+        unsafe { buf.as_ref() }.is_some_and(|b| b.generation == GENERATION.load(Ordering::Relaxed));
     if !current {
         buf = register_here();
         if buf.is_null() {
@@ -341,7 +341,9 @@ pub(super) fn write_out(close: bool) -> io::Result<()> {
         *guard = None;
         drop(guard);
         let mut spare = lock(&SPARE);
-        let bytes = spare.first().map_or(1, |c| c.len() * std::mem::size_of::<Event>());
+        let bytes = spare
+            .first()
+            .map_or(1, |c| c.len() * std::mem::size_of::<Event>());
         spare.truncate(KEEP / bytes.max(1));
     }
     result

@@ -17,7 +17,13 @@
 //! is read before that slice's end, which is read later still. Slices on one
 //! thread never overlap: an open slice ends at the reading that starts the
 //! next one, and a nested poll (a worker that runs tasks while its current task
-//! waits) is not chained — only a poll at depth 0 stays open.
+//! waits) is not chained — only a task poll at depth 0 stays open. A
+//! `block_on` poll counts as a poll (it ends a task poll left open before it
+//! starts, and tasks a worker polls inside it are nested) but never stays
+//! open, since its thread may block next.
+//!
+//! The cost: a task poll left open when recording stops (a worker that had
+//! not yet looked for more work) is not in the trace.
 
 use std::cell::Cell;
 
@@ -128,18 +134,28 @@ fn poll_begin_on() -> u64 {
     t
 }
 
-/// The poll of a task of type `name` begun at `ts` returned: an outermost
-/// poll stays open until the next reading on this thread (the next poll, or
-/// [`poll_gap`]); a nested one ends now.
+/// The poll of a task of type `name` begun at `ts` (by [`poll_begin`])
+/// returned: an outermost poll stays open until the next reading on this
+/// thread (the next poll, or [`poll_gap`]); a nested one ends now.
 #[inline(always)]
 pub(crate) fn poll_end(ts: u64, name: &'static str) {
     if ts != 0 {
-        poll_end_on(ts, name);
+        poll_end_on(ts, name, true);
+    }
+}
+
+/// The poll of a `block_on` future of type `name` begun at `ts` (by
+/// [`poll_begin`]: it ends a task poll left open, and polls run inside it are
+/// nested) returned: it ends now (its thread may block next).
+#[inline(always)]
+pub(crate) fn block_on_end(ts: u64, name: &'static str) {
+    if ts != 0 {
+        poll_end_on(ts, name, false);
     }
 }
 
 #[inline(never)]
-fn poll_end_on(ts: u64, name: &'static str) {
+fn poll_end_on(ts: u64, name: &'static str, task: bool) {
     let kept = POLLS.try_with(|p| {
         let mut s = p.get();
         s.depth = s.depth.saturating_sub(1);
@@ -147,7 +163,7 @@ fn poll_end_on(ts: u64, name: &'static str) {
             // A nested poll left open: it ends before its parent does.
             end_poll(open, now());
         }
-        let kept = s.depth == 0;
+        let kept = task && s.depth == 0;
         if kept {
             s.open = Some((ts, name, buffer::generation()));
         }
@@ -155,7 +171,12 @@ fn poll_end_on(ts: u64, name: &'static str) {
         kept
     });
     if !matches!(kept, Ok(true)) {
-        end_at((ts, What::Task(name), 0), now());
+        let what = if task {
+            What::Task(name)
+        } else {
+            What::BlockOn(name)
+        };
+        end_at((ts, what, 0), now());
     }
 }
 

@@ -131,10 +131,14 @@ impl<T: Copy> Log<T> {
     pub(super) unsafe fn hand_off(&self, fresh: Box<[Slot<T>]>) -> Full<T> {
         let to = self.len.load(Ordering::Relaxed);
         // SAFETY: `taken` and `chunk` change only under the lock, which we hold.
-        let from = self.taken.with_mut(|t| unsafe { std::mem::replace(&mut *t, 0) });
+        let from = self
+            .taken
+            .with_mut(|t| unsafe { std::mem::replace(&mut *t, 0) });
         // SAFETY: as above; no reader holds a reference into the chunk outside
         // the lock, and the owner (us) is not pushing.
-        let slots = self.chunk.with_mut(|c| unsafe { std::mem::replace(&mut *c, fresh) });
+        let slots = self
+            .chunk
+            .with_mut(|c| unsafe { std::mem::replace(&mut *c, fresh) });
         // Readers load `len` only under the lock, which orders this store
         // before them.
         self.len.store(0, Ordering::Relaxed);
@@ -157,10 +161,11 @@ impl<T: Copy> Log<T> {
         let to = self.len.load(Ordering::Acquire);
         // SAFETY: `taken` changes only under the lock, which we hold.
         let from = self.taken.with(|t| unsafe { *t });
-        // SAFETY: `chunk` changes only under the lock; the owner writes only
-        // slots at or beyond `to` meanwhile.
         self.chunk.with(|c| {
-            for s in unsafe { &(&*c)[from..to] } {
+            // SAFETY: `chunk` changes only under the lock; the owner writes
+            // only slots at or beyond `to` meanwhile.
+            let slots = unsafe { &(&*c)[from..to] };
+            for s in slots {
                 // SAFETY: below `to`, so written and published.
                 f(s.with(|p| unsafe { (*p).assume_init_read() }));
             }

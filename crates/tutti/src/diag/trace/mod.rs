@@ -84,7 +84,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 
-pub(crate) use chain::{poll_begin, poll_end, poll_gap, Chain};
+pub(crate) use chain::{block_on_end, poll_begin, poll_end, poll_gap, Chain};
 pub use check::{check, CheckSummary};
 pub(crate) use clock::now;
 #[cfg_attr(not(feature = "mpi"), allow(unused_imports))]
