@@ -26,8 +26,16 @@
 //! bytes; names are `'static` type names) stored in the recording thread's own
 //! log with no lock and no atomic read-modify-write (a write-out drains the
 //! logs of running threads through a hand-off protocol, `log.rs`); no lock is
-//! taken per event. Formatting JSON costs far more than recording, so it waits
-//! for a write-out: a buffer that reaches [`CHUNK`] events is handed to the
+//! taken per event. Slices that follow each other at once on a thread (a
+//! worker's task polls, an actor's turns in one poll) share readings: each
+//! reads the clock when it starts, which also ends the previous one
+//! (`chain.rs`). A traced actor message is one reading and one record on each
+//! side: the flow's start, read before the message is queued and recorded
+//! after, and its turn. Chunks are reused once written out, within a trace and
+//! by the next one (up to 32 MiB kept): writing into mapped memory costs a
+//! fraction of faulting in fresh pages. Formatting JSON costs far more than
+//! recording, so it waits for a write-out: a buffer that reaches [`CHUNK`]
+//! events is handed to the
 //! process's sink (one global lock per chunk) and kept there, up to [`HOLD`]
 //! bytes; beyond that the thread that filled a buffer formats it into the file
 //! at once. Memory is bounded by `HOLD` plus `CHUNK` events per thread however
