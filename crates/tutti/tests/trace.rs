@@ -252,4 +252,79 @@ fn traces_in_turn() {
         assert!(s.categories["task"] > 100, "round {round}: {s:?}");
     }
     println!("trace suite: two traces in turn on one runtime: ok");
+    block_on_on_a_worker();
+}
+
+/// `block_on` on a worker thread (inside `install`): while it waits, the
+/// worker polls tasks, whose slices (each ended by the next reading on the
+/// thread) must end before the next `block_on` poll starts.
+fn block_on_on_a_worker() {
+    let rt = tutti::Runtime::builder().workers(2).build().unwrap();
+    let path =
+        std::env::temp_dir().join(format!("tutti-trace-block-on-{}.json", std::process::id()));
+    trace::start(&path).unwrap();
+    let rounds = 300u64;
+    let sum = rt.install(|| {
+        tutti::block_on(async move {
+            let mut sum = 0;
+            for round in 0..rounds {
+                let hs: Vec<_> = (0..4u64)
+                    .map(|i| {
+                        tutti::spawn(async move {
+                            tutti::yield_now().await;
+                            i + round
+                        })
+                    })
+                    .collect();
+                for h in hs {
+                    sum += h.await;
+                }
+            }
+            sum
+        })
+    });
+    assert_eq!(sum, 6 * rounds + 4 * rounds * (rounds - 1) / 2);
+    drop(rt);
+    trace::stop().unwrap();
+    let s = trace::check(&path).unwrap_or_else(|e| panic!("{e}"));
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    let v: Value = serde_json::from_str(&text).unwrap();
+    // (tid, start, end) of the slices of category `cat`: the `block_on` polls
+    // or the others.
+    let slices = |cat: &str, block_on: bool| -> Vec<(u64, f64, f64)> {
+        v["traceEvents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["ph"] == "X" && e["cat"] == cat)
+            .filter(|e| e["name"].as_str().unwrap().starts_with("block_on ") == block_on)
+            .map(|e| {
+                let ts = e["ts"].as_f64().unwrap();
+                (
+                    e["tid"].as_u64().unwrap(),
+                    ts,
+                    ts + e["dur"].as_f64().unwrap(),
+                )
+            })
+            .collect()
+    };
+    let block_on_polls = slices("task", true);
+    let task_polls = slices("task", false);
+    assert!(
+        block_on_polls.len() > 1,
+        "block_on polls: {block_on_polls:?}"
+    );
+    // `block_on` cannot run inside a task: no task poll may hold one.
+    for b in &block_on_polls {
+        for t in &task_polls {
+            assert!(
+                !(t.0 == b.0 && t.1 <= b.1 && b.2 <= t.2),
+                "a block_on poll {b:?} lies inside a task poll {t:?}"
+            );
+        }
+    }
+    let block_on_polls = block_on_polls.len();
+    assert!(s.categories["task"] > 4 * rounds as usize, "{s:?}");
+    println!("trace suite: block_on on a worker: {block_on_polls} block_on polls, ok");
 }

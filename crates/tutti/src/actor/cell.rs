@@ -234,14 +234,25 @@ impl<A: Actor> Cell<A> {
         make: impl FnOnce(M) -> Envelope<A>,
         wait: Option<(&Waker, &mut Option<u64>)>,
     ) -> Result<(), (M, Refusal)> {
-        // The flow of a traced message starts where its envelope is made.
+        // A traced message's flow starts at a clock reading taken before the
+        // message can be seen (so before its turn reads the clock), and is
+        // recorded once it is queued: not in between, where the actor would
+        // find a reserved message still in flight and spin.
+        let traced = crate::diag::trace::begin();
+        let mut flow = 0;
         let make = |m| {
             let e = make(m);
-            crate::diag::trace::flow_out(e.trace_id());
+            if traced != 0 {
+                flow = e.trace_id();
+            }
             e
         };
         if let Some(b) = &self.bounded {
-            return match b.offer(&self.mailbox.state, msg, make, wait) {
+            let r = b.offer(&self.mailbox.state, msg, make, wait);
+            if r.is_ok() {
+                crate::diag::trace::flow_out_at(traced, flow);
+            }
+            return match r {
                 Ok(wake) => {
                     if wake {
                         self.wake();
@@ -262,6 +273,7 @@ impl<A: Actor> Cell<A> {
                 Refusal::Stopped,
             )),
             Some(wake) => {
+                crate::diag::trace::flow_out_at(traced, flow);
                 if wake {
                     self.wake();
                 }

@@ -136,6 +136,9 @@ impl<A: Actor> ActorRun<A> {
         // The block of a handler that completed, for the next one, and the envelope
         // frees of this turn (see `msg::Batch`).
         let mut batch = Batch::default();
+        // The trace's turn slices: back to back, one clock reading each (see
+        // `diag::trace::Chain`); closed before anything that is not the next turn.
+        let mut turns = crate::diag::trace::Chain::new();
         let st = self.st();
         loop {
             if let Some(run) = st.current.as_mut() {
@@ -170,10 +173,12 @@ impl<A: Actor> ActorRun<A> {
             }
             if c.stopping() {
                 if let Some(reason) = c.take_stop() {
+                    turns.close();
                     return self.finish(reason);
                 }
             }
             if c.dropped > 0 {
+                turns.close();
                 let n = u64::from(std::mem::take(&mut c.dropped));
                 // SAFETY: consumer; no borrow of the state or context is alive.
                 let r = catch_unwind(AssertUnwindSafe(|| unsafe {
@@ -185,6 +190,7 @@ impl<A: Actor> ActorRun<A> {
                 continue;
             }
             if budget == 0 {
+                turns.close();
                 return match cell.retire() {
                     super::mailbox::state::Retired::Idle => self.idle(),
                     super::mailbox::state::Retired::More => {
@@ -202,20 +208,24 @@ impl<A: Actor> ActorRun<A> {
                 c.pop_mailbox()
             };
             let next = match next {
-                Next::Busy => spin_pop(c),
+                Next::Busy => {
+                    turns.close();
+                    spin_pop(c)
+                }
                 other => other,
             };
             match next {
                 Next::Env(env) => {
                     budget -= 1;
-                    // Each turn reads the clock when it starts: chaining it to the
-                    // previous turn's end put a turn (and its flow's end) before a
-                    // message sent meanwhile.
-                    let traced = crate::diag::trace::begin();
+                    // Each turn reads the clock when it starts, after the pop (a
+                    // reading from before it would put a flow's end before its
+                    // start when the message was sent meanwhile); the same
+                    // reading ends the previous turn.
+                    let traced = turns.next();
                     let (flow, message) = if traced != 0 {
-                        (env.trace_id() as u64, env.message_type())
+                        (env.trace_id() as u64, Some(env.message_type_fn()))
                     } else {
-                        (0, "")
+                        (0, None)
                     };
                     // SAFETY: consumer; `actor` and `ctx` stay valid and unborrowed by
                     // the loop until the placed future completes or is dropped (see
@@ -224,27 +234,33 @@ impl<A: Actor> ActorRun<A> {
                     let r = catch_unwind(AssertUnwindSafe(|| unsafe {
                         env.run(actor, ctx, &mut batch, cx)
                     }));
-                    let turn = crate::diag::trace::Kind::Turn;
-                    let _ = crate::diag::trace::end(
-                        traced,
-                        turn,
-                        std::any::type_name::<A>(),
-                        message,
-                        flow,
-                    );
+                    if let Some(message) = message {
+                        let turn = crate::diag::trace::What::Turn {
+                            actor: std::any::type_name::<A>,
+                            message,
+                        };
+                        turns.done(traced, turn, flow);
+                    }
                     match r {
                         Ok(None) => {}
                         Ok(Some(run)) => {
+                            turns.close();
                             st.current = Some(run);
                             return suspend(st, &cell, cx);
                         }
-                        Err(p) => return self.finish(StopReason::Panicked(panic_text(&*p))),
+                        Err(p) => {
+                            turns.close();
+                            return self.finish(StopReason::Panicked(panic_text(&*p)));
+                        }
                     }
                 }
-                Next::Empty => match cell.retire() {
-                    super::mailbox::state::Retired::Idle => return self.idle(),
-                    super::mailbox::state::Retired::More => {}
-                },
+                Next::Empty => {
+                    turns.close();
+                    match cell.retire() {
+                        super::mailbox::state::Retired::Idle => return self.idle(),
+                        super::mailbox::state::Retired::More => {}
+                    }
+                }
                 Next::Busy => {
                     // A producer is mid-push; come back after others ran.
                     cx.waker().wake_by_ref();

@@ -647,8 +647,7 @@ async fn actor_task(
                     actor.act(&mut ports)
                 }
             }));
-            let act = crate::diag::trace::Kind::Act;
-            crate::diag::trace::end(traced, act, trace_name, "", 0);
+            crate::diag::trace::end(traced, crate::diag::trace::What::Act(trace_name), 0);
             let away = ports.sent_away;
             if !first {
                 acts += 1;

@@ -589,6 +589,12 @@ impl<O: Object> Envelope<O> {
         self.header.as_ptr() as usize
     }
 
+    /// What [`message_type`](Self::message_type) calls: a trace keeps the
+    /// function and names the message when it is written out.
+    pub(crate) fn message_type_fn(&self) -> fn() -> &'static str {
+        self.vtable().type_name
+    }
+
     /// Gives up ownership, for an intrusive queue: the link at the returned address.
     pub(crate) fn into_link(self) -> NonNull<Link> {
         ManuallyDrop::new(self).header.cast()

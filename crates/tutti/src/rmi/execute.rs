@@ -94,7 +94,7 @@ impl Location {
         let mut start = Some((call, rep));
         // Each synchronous piece (the start, then every later poll) is a slice
         // of the trace, so slices never span a suspension.
-        let method_kind = crate::diag::trace::Kind::Method;
+        let method_kind = crate::diag::trace::What::Method(method);
         let running = poll_fn(|cx| {
             let (call, rep) = start.take().expect("a method starts once");
             let mut spare = Spare::default();
@@ -103,7 +103,7 @@ impl Location {
             // method: it is declared before `running`, so it is dropped after it,
             // and it is not read before the method has completed.
             let r = unsafe { call.start(rep, self, &mut out, &mut spare, cx) };
-            crate::diag::trace::end(traced, method_kind, method, "", count);
+            crate::diag::trace::end(traced, method_kind, count);
             Poll::Ready(r)
         })
         .await;
@@ -111,7 +111,7 @@ impl Location {
             poll_fn(|cx| {
                 let traced = crate::diag::trace::begin();
                 let r = running.poll(cx);
-                crate::diag::trace::end(traced, method_kind, method, "", count);
+                crate::diag::trace::end(traced, method_kind, count);
                 r
             })
             .await;

@@ -87,10 +87,9 @@ impl Wake for WorkerWake {
 /// One poll of a `block_on` future, a slice in the trace when one is recorded.
 #[inline]
 fn traced_poll<F: Future>(future: Pin<&mut F>, cx: &mut Context<'_>) -> Poll<F::Output> {
-    let traced = crate::diag::trace::begin();
+    let traced = crate::diag::trace::poll_begin();
     let r = future.poll(cx);
-    let kind = crate::diag::trace::Kind::BlockOn;
-    crate::diag::trace::end(traced, kind, std::any::type_name::<F>(), "", 0);
+    crate::diag::trace::block_on_end(traced, std::any::type_name::<F>());
     r
 }
 

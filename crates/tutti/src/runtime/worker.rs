@@ -132,6 +132,7 @@ impl WorkerThread {
         while let Some(job) = worker.take_local_job() {
             worker.execute(job);
         }
+        crate::diag::trace::poll_gap();
         worker.discard_local();
     }
 
@@ -254,6 +255,8 @@ impl WorkerThread {
 
     #[cold]
     fn find_work_cold(&self) -> Option<JobRef> {
+        // Beyond the own queues: the trace's open poll slice ends here.
+        crate::diag::trace::poll_gap();
         let tick = self.tick.get().wrapping_add(1);
         self.tick.set(tick);
         if tick % INJECTOR_INTERVAL == 0 {

@@ -16,7 +16,7 @@ use std::io::{self, BufWriter, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use super::clock::Timebase;
-use super::event::{Event, Kind};
+use super::event::{Event, What};
 
 /// What the closing part says.
 #[derive(Default)]
@@ -70,7 +70,12 @@ impl TraceFile {
     }
 
     /// Appends `events` of thread `tid` and rewrites the closing part.
-    pub(super) fn append(&mut self, tid: u32, events: &[Event], tb: &Timebase) -> io::Result<()> {
+    pub(super) fn append(
+        &mut self,
+        tid: u32,
+        events: impl IntoIterator<Item = Event>,
+        tb: &Timebase,
+    ) -> io::Result<()> {
         self.append_events(tid, events, tb)?;
         self.finish()
     }
@@ -81,20 +86,22 @@ impl TraceFile {
     pub(super) fn append_events(
         &mut self,
         tid: u32,
-        events: &[Event],
+        events: impl IntoIterator<Item = Event>,
         tb: &Timebase,
     ) -> io::Result<()> {
         self.file.seek(SeekFrom::Start(self.end))?;
         let mut w = BufWriter::with_capacity(256 * 1024, &mut self.file);
         let pid = self.meta.rank;
         for e in events {
+            let mut e = e;
+            let what = e.what();
             let ts = tb.ns(e.ts);
-            let e = Event {
-                ts,
-                dur: tb.ns(e.ts.saturating_add(e.dur)).saturating_sub(ts),
-                ..*e
-            };
-            write_event(&mut w, pid, tid, &e, &mut self.names)?;
+            if !matches!(what, What::WorldOut | What::WorldIn) {
+                // (Otherwise not a duration: the location pair.)
+                e.dur = tb.ns(e.ts.saturating_add(e.dur)).saturating_sub(ts);
+            }
+            e.ts = ts;
+            write_event(&mut w, pid, tid, &e, what, &mut self.names)?;
         }
         w.flush()?;
         drop(w);
@@ -154,9 +161,9 @@ struct FlowId<'a>(&'a Event, usize);
 impl std::fmt::Display for FlowId<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let e = self.0;
-        match e.kind {
-            Kind::WorldOut | Kind::WorldIn => {
-                write!(f, "w{}.{}.{}", e.id2 >> 32, e.id2 & 0xffff_ffff, e.id)
+        match e.what() {
+            What::WorldOut | What::WorldIn => {
+                write!(f, "w{}.{}.{}", e.dur >> 32, e.dur & 0xffff_ffff, e.id)
             }
             _ => write!(f, "p{}.{:x}", self.1, e.id),
         }
@@ -164,33 +171,37 @@ impl std::fmt::Display for FlowId<'_> {
 }
 
 /// A slice's category and its name as a JSON string literal.
-fn slice_name(e: &Event) -> (&'static str, String) {
+fn slice_name(what: What) -> (&'static str, String) {
     let mut name = String::new();
-    let cat = match e.kind {
-        Kind::Task => {
-            short_type(e.a, &mut name);
+    let cat = match what {
+        What::Task(ty) => {
+            short_type(ty, &mut name);
             "task"
         }
-        Kind::BlockOn => {
+        What::BlockOn(ty) => {
             name.push_str("block_on ");
-            short_type(e.a, &mut name);
+            short_type(ty, &mut name);
             "task"
         }
-        Kind::Turn => {
-            short_type(e.a, &mut name);
+        What::Turn { actor, message } => {
+            short_type(actor(), &mut name);
             name.push_str(": ");
-            short_type(e.b, &mut name);
+            short_type(message(), &mut name);
             "actor"
         }
-        Kind::Method => {
+        What::Method(ty) => {
             name.push_str("rmi ");
-            short_type(e.a, &mut name);
+            short_type(ty, &mut name);
             "rmi"
         }
-        _ => {
+        What::Act(actor) => {
             name.push_str("act ");
-            name.push_str(e.a);
+            name.push_str(actor);
             "graph"
+        }
+        What::FlowOut | What::WorldOut | What::WorldIn => {
+            name.push_str("message");
+            "flow"
         }
     };
     (cat, json_str(&name))
@@ -198,13 +209,14 @@ fn slice_name(e: &Event) -> (&'static str, String) {
 
 /// Names already formatted, by the addresses of the `'static` strings they
 /// come from.
-pub(super) type Names = HashMap<(Kind, usize, usize), (&'static str, String)>;
+pub(super) type Names = HashMap<(u64, usize, usize), (&'static str, String)>;
 
 fn write_event(
     w: &mut impl Write,
     pid: usize,
     tid: u32,
     e: &Event,
+    what: What,
     names: &mut Names,
 ) -> io::Result<()> {
     let ts = Us(e.ts);
@@ -216,24 +228,24 @@ fn write_event(
             FlowId(e, pid)
         )
     };
-    match e.kind {
-        Kind::FlowOut | Kind::WorldOut => return flow(w, "s"),
-        Kind::WorldIn => return flow(w, "f"),
+    match what {
+        What::FlowOut | What::WorldOut => return flow(w, "s"),
+        What::WorldIn => return flow(w, "f"),
         _ => {}
     }
     let (cat, name) = names
-        .entry((e.kind, e.a.as_ptr() as usize, e.b.as_ptr() as usize))
-        .or_insert_with(|| slice_name(e));
+        .entry(e.name_key())
+        .or_insert_with(|| slice_name(what));
     write!(
         w,
         "{{\"ph\":\"X\",\"cat\":\"{cat}\",\"name\":{name},\"pid\":{pid},\"tid\":{tid},\"ts\":{ts},\"dur\":{}",
         Us(e.dur)
     )?;
-    if e.kind == Kind::Method {
+    if let What::Method(_) = what {
         write!(w, ",\"args\":{{\"requests\":{}}}", e.id)?;
     }
     w.write_all(b"},\n")?;
-    if e.kind == Kind::Turn && e.id != 0 {
+    if matches!(what, What::Turn { .. }) && e.id != 0 {
         flow(w, "f")?;
     }
     Ok(())

@@ -22,11 +22,20 @@
 //! Off, every recording site costs one relaxed load of a flag and a branch. On,
 //! a timestamp is one `rdtsc` where the time-stamp counter is invariant (else a
 //! `CLOCK_MONOTONIC` read; `TUTTI_TRACE_CLOCK=monotonic` forces it), turned into
-//! nanoseconds only when written out, and an event is a fixed-size record (72 bytes, names are `'static` type names)
-//! pushed onto the recording thread's own buffer under that thread's own lock
-//! (uncontended: only a write-out takes it from elsewhere); no global lock is
-//! taken per event. Formatting JSON costs far more than recording, so it waits
-//! for a write-out: a buffer that reaches [`CHUNK`] events is handed to the
+//! nanoseconds only when written out, and an event is a fixed-size record (48
+//! bytes; names are `'static` type names) stored in the recording thread's own
+//! log with no lock and no atomic read-modify-write (a write-out drains the
+//! logs of running threads through a hand-off protocol, `log.rs`); no lock is
+//! taken per event. Slices that follow each other at once on a thread (a
+//! worker's task polls, an actor's turns in one poll) share readings: each
+//! reads the clock when it starts, which also ends the previous one
+//! (`chain.rs`). A traced actor message is one reading and one record on each
+//! side: the flow's start, read before the message is queued and recorded
+//! after, and its turn. Chunks are reused once written out, within a trace and
+//! by the next one (up to 32 MiB kept): writing into mapped memory costs a
+//! fraction of faulting in fresh pages. Formatting JSON costs far more than
+//! recording, so it waits for a write-out: a buffer that reaches [`CHUNK`]
+//! events is handed to the
 //! process's sink (one global lock per chunk) and kept there, up to [`HOLD`]
 //! bytes; beyond that the thread that filled a buffer formats it into the file
 //! at once. Memory is bounded by `HOLD` plus `CHUNK` events per thread however
@@ -68,10 +77,14 @@
 //! ```
 
 mod buffer;
+mod chain;
 mod check;
 mod clock;
 mod event;
 mod file;
+mod log;
+#[cfg(all(test, loom))]
+mod loom_tests;
 mod merge;
 mod pairs;
 
@@ -79,11 +92,12 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 
+pub(crate) use chain::{block_on_end, poll_begin, poll_end, poll_gap, Chain};
 pub use check::{check, CheckSummary};
 pub(crate) use clock::now;
 #[cfg_attr(not(feature = "mpi"), allow(unused_imports))]
 pub(crate) use clock::{best_offset, mono, Sample};
-pub(crate) use event::{Event, Kind};
+pub(crate) use event::What;
 pub use merge::{merge, MergeError, MergeSummary};
 pub(crate) use pairs::Pairs;
 
@@ -92,7 +106,7 @@ pub(crate) use pairs::Pairs;
 pub const CHUNK: usize = 16 * 1024;
 
 /// Bytes of full buffers the process keeps for the next write-out (128 MiB,
-/// about 1.8 million events; `TUTTI_TRACE_HOLD_MB` overrides it). Beyond it,
+/// about 2.8 million events; `TUTTI_TRACE_HOLD_MB` overrides it). Beyond it,
 /// a thread that fills its buffer formats it into the file at once.
 pub const HOLD: usize = 128 << 20;
 
@@ -259,11 +273,11 @@ pub(crate) fn begin() -> u64 {
 }
 
 /// Ends a slice begun at `ts` (a `begin()` of 0: not recording); returns its
-/// end time (0 if not recording), which may begin the next slice.
+/// end time (0 if not recording).
 #[inline(always)]
-pub(crate) fn end(ts: u64, kind: Kind, a: &'static str, b: &'static str, id: u64) -> u64 {
+pub(crate) fn end(ts: u64, what: What, id: u64) -> u64 {
     if ts != 0 {
-        end_cold(ts, kind, a, b, id)
+        end_cold(ts, what, id)
     } else {
         0
     }
@@ -271,17 +285,9 @@ pub(crate) fn end(ts: u64, kind: Kind, a: &'static str, b: &'static str, id: u64
 
 #[cold]
 #[inline(never)]
-fn end_cold(ts: u64, kind: Kind, a: &'static str, b: &'static str, id: u64) -> u64 {
+fn end_cold(ts: u64, what: What, id: u64) -> u64 {
     let t = now();
-    buffer::record(Event {
-        ts,
-        dur: t.saturating_sub(ts),
-        id,
-        id2: 0,
-        kind,
-        a,
-        b,
-    });
+    buffer::record(ts, t.saturating_sub(ts), id, what.pack());
     t
 }
 
@@ -290,29 +296,36 @@ fn end_cold(ts: u64, kind: Kind, a: &'static str, b: &'static str, id: u64) -> u
 #[inline(always)]
 pub(crate) fn flow_out(id: usize) {
     if on() {
-        instant(Kind::FlowOut, id as u64, 0);
+        instant(What::FlowOut.pack(), id as u64, 0);
     }
+}
+
+/// A message that left from inside the current slice, at `ts` (a `begin()`:
+/// 0 when not recording), is queued; `id` names its flow.
+#[inline(always)]
+pub(crate) fn flow_out_at(ts: u64, id: usize) {
+    if ts != 0 {
+        flow_out_cold(ts, id as u64);
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn flow_out_cold(ts: u64, id: u64) {
+    buffer::record(ts, 0, id, What::FlowOut.pack());
 }
 
 /// World message `seq` from `from` to `to` is sent (`out`) or received.
 #[inline]
 pub(crate) fn world_flow(out: bool, from: u32, to: u32, seq: u64) {
-    let kind = if out { Kind::WorldOut } else { Kind::WorldIn };
-    instant(kind, seq, (u64::from(from) << 32) | u64::from(to));
+    let what = if out { What::WorldOut } else { What::WorldIn };
+    instant(what.pack(), seq, (u64::from(from) << 32) | u64::from(to));
 }
 
 #[cold]
 #[inline(never)]
-fn instant(kind: Kind, id: u64, id2: u64) {
-    buffer::record(Event {
-        ts: now(),
-        dur: 0,
-        id,
-        id2,
-        kind,
-        a: "",
-        b: "",
-    });
+fn instant(what: (u64, usize, usize), id: u64, pair: u64) {
+    buffer::record(now(), pair, id, what);
 }
 
 #[cfg(test)]

@@ -298,12 +298,11 @@ impl RawTask {
         // SAFETY: the vtable's functions uphold the `RawWaker` contract (see below).
         let waker = ManuallyDrop::new(unsafe { Waker::from_raw(raw) });
         let mut cx = Context::from_waker(&waker);
-        let traced = crate::diag::trace::begin();
+        let traced = crate::diag::trace::poll_begin();
         // SAFETY: we hold the job and the future is present (T2).
         let polled = unsafe { (self.header().vtable.poll)(self.0, &mut cx) };
         if traced != 0 {
-            let name = (self.header().vtable.name)();
-            crate::diag::trace::end(traced, crate::diag::trace::Kind::Task, name, "", 0);
+            crate::diag::trace::poll_end(traced, (self.header().vtable.name)());
         }
         match polled {
             Polled::Pending => self.after_pending(),

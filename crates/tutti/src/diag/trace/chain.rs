@@ -1,0 +1,210 @@
+//! Back-to-back slices that share their clock reads: where one slice is
+//! followed at once by the next on the same thread, one reading of the clock
+//! ends the first and starts the second.
+//!
+//! Two places run slices back to back: a worker polling one task after another
+//! (its run-next slot and its own queue), and an actor handling one message
+//! after another within a poll. Each such slice reads the clock once, when it
+//! starts; the previous slice ends there, so its span also covers the step that
+//! found the next piece of work (popping a queue: a few nanoseconds). Wherever
+//! the step may take longer (a worker looking elsewhere for work or parking, an
+//! actor spinning on a message mid-push, leaving its loop), the open slice is
+//! closed with a reading of its own first.
+//!
+//! Why the order stays right: a slice still starts with a reading taken after
+//! the work was found (after the pop), so a flow whose message was sent before
+//! the pop ends no earlier than it started; a flow that starts inside a slice
+//! is read before that slice's end, which is read later still. Slices on one
+//! thread never overlap: an open slice ends at the reading that starts the
+//! next one, and a nested poll (a worker that runs tasks while its current task
+//! waits) is not chained — only a task poll at depth 0 stays open. A
+//! `block_on` poll counts as a poll (it ends a task poll left open before it
+//! starts, and tasks a worker polls inside it are nested) but never stays
+//! open, since its thread may block next.
+//!
+//! The cost: a task poll left open when recording stops (a worker that had
+//! not yet looked for more work) is not in the trace.
+
+use std::cell::Cell;
+
+use super::event::What;
+use super::{buffer, now, on};
+
+/// A chain of slices (an actor's turns in one poll): each starts with one
+/// clock reading that also ends the previous one.
+pub(crate) struct Chain {
+    /// The slice whose work is done and whose end waits for the next reading:
+    /// start, what, id.
+    open: Option<(u64, What, u64)>,
+}
+
+impl Chain {
+    /// An empty chain.
+    #[inline(always)]
+    pub(crate) const fn new() -> Chain {
+        Chain { open: None }
+    }
+
+    /// The next slice starts: its start time (0 if not recording), which
+    /// also ends the open slice.
+    #[inline(always)]
+    pub(crate) fn next(&mut self) -> u64 {
+        if on() {
+            let t = now();
+            if let Some(open) = self.open.take() {
+                end_at(open, t);
+            }
+            t
+        } else {
+            self.open = None;
+            0
+        }
+    }
+
+    /// The slice begun at `ts` by [`next`](Self::next) has done its work; it
+    /// ends at the next reading. Nothing when `ts` is 0.
+    #[inline(always)]
+    pub(crate) fn done(&mut self, ts: u64, what: What, id: u64) {
+        if ts != 0 {
+            self.open = Some((ts, what, id));
+        }
+    }
+
+    /// Ends the open slice now (before anything that is not the next slice).
+    #[inline(always)]
+    pub(crate) fn close(&mut self) {
+        if let Some(open) = self.open.take() {
+            end_at(open, now());
+        }
+    }
+}
+
+impl Drop for Chain {
+    fn drop(&mut self) {
+        self.close();
+    }
+}
+
+fn end_at((ts, what, id): (u64, What, u64), t: u64) {
+    end_packed(ts, t, id, what.pack());
+}
+
+#[cold]
+#[inline(never)]
+fn end_packed(ts: u64, t: u64, id: u64, what: (u64, usize, usize)) {
+    buffer::record(ts, t.saturating_sub(ts), id, what);
+}
+
+/// This thread's task polls.
+#[derive(Clone, Copy)]
+struct Polls {
+    /// Polls running (a worker polls tasks inside a poll while it waits).
+    depth: u32,
+    /// An outermost poll that has ended, with its end waiting for the next
+    /// reading: start, the task's type, the trace generation it belongs to.
+    open: Option<(u64, &'static str, u64)>,
+}
+
+std::thread_local! {
+    static POLLS: Cell<Polls> = const { Cell::new(Polls { depth: 0, open: None }) };
+}
+
+/// A task poll starts on this thread: its start time (0 if not recording),
+/// which also ends the previous poll if it is still open.
+#[inline(always)]
+pub(crate) fn poll_begin() -> u64 {
+    if on() {
+        poll_begin_on()
+    } else {
+        0
+    }
+}
+
+#[inline(never)]
+fn poll_begin_on() -> u64 {
+    let t = now();
+    let _ = POLLS.try_with(|p| {
+        let mut s = p.get();
+        if let Some(open) = s.open.take() {
+            end_poll(open, t);
+        }
+        s.depth += 1;
+        p.set(s);
+    });
+    t
+}
+
+/// The poll of a task of type `name` begun at `ts` (by [`poll_begin`])
+/// returned: an outermost poll stays open until the next reading on this
+/// thread (the next poll, or [`poll_gap`]); a nested one ends now.
+#[inline(always)]
+pub(crate) fn poll_end(ts: u64, name: &'static str) {
+    if ts != 0 {
+        poll_end_on(ts, name, true);
+    }
+}
+
+/// The poll of a `block_on` future of type `name` begun at `ts` (by
+/// [`poll_begin`]: it ends a task poll left open, and polls run inside it are
+/// nested) returned: it ends now (its thread may block next).
+#[inline(always)]
+pub(crate) fn block_on_end(ts: u64, name: &'static str) {
+    if ts != 0 {
+        poll_end_on(ts, name, false);
+    }
+}
+
+#[inline(never)]
+fn poll_end_on(ts: u64, name: &'static str, task: bool) {
+    let kept = POLLS.try_with(|p| {
+        let mut s = p.get();
+        s.depth = s.depth.saturating_sub(1);
+        if let Some(open) = s.open.take() {
+            // A nested poll left open: it ends before its parent does.
+            end_poll(open, now());
+        }
+        let kept = task && s.depth == 0;
+        if kept {
+            s.open = Some((ts, name, buffer::generation()));
+        }
+        p.set(s);
+        kept
+    });
+    if !matches!(kept, Ok(true)) {
+        let what = if task {
+            What::Task(name)
+        } else {
+            What::BlockOn(name)
+        };
+        end_at((ts, what, 0), now());
+    }
+}
+
+/// The worker looks beyond its own queues or goes idle: the open poll ends
+/// now.
+#[inline]
+pub(crate) fn poll_gap() {
+    if on() {
+        poll_gap_on();
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn poll_gap_on() {
+    let _ = POLLS.try_with(|p| {
+        let mut s = p.get();
+        if let Some(open) = s.open.take() {
+            p.set(s);
+            end_poll(open, now());
+        }
+    });
+}
+
+/// Records an open poll that ends at `t`, unless it belongs to an earlier
+/// trace.
+fn end_poll((ts, name, generation): (u64, &'static str, u64), t: u64) {
+    if generation == buffer::generation() {
+        end_at((ts, What::Task(name), 0), t);
+    }
+}
