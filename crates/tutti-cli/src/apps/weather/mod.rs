@@ -196,6 +196,33 @@ fn join_at(c: usize, clients: usize, seconds: Duration) -> Duration {
 
 // ----- the station -----
 
+/// A station of either version (threads, processes): what its main loop needs.
+trait Broadcasts: Actor + Sized {
+    /// `Finish` has arrived.
+    fn finishing(&self) -> bool;
+    /// The pause between two broadcasts.
+    fn interval(&self) -> Duration;
+    /// Sends the next reading to every subscriber and counts it.
+    fn broadcast(&mut self);
+}
+
+/// A station's main loop, one long handler (seed 000's `message_immediate`):
+/// serve whatever waits, then broadcast the next reading and sleep the
+/// interval, until `Finish`.
+async fn station_loop<S: Broadcasts>(station: &mut S, ctx: &mut Context<S>) {
+    loop {
+        while ctx.has_messages() {
+            let Some(m) = ctx.try_next() else { break };
+            m.handle(station, ctx).await;
+        }
+        if station.finishing() {
+            return;
+        }
+        station.broadcast();
+        tutti::sleep(station.interval()).await;
+    }
+}
+
 struct Station {
     index: u32,
     interval: Duration,
@@ -216,29 +243,30 @@ impl Actor for Station {
     }
 }
 
+impl Broadcasts for Station {
+    fn finishing(&self) -> bool {
+        self.finishing
+    }
+    fn interval(&self) -> Duration {
+        self.interval
+    }
+    fn broadcast(&mut self) {
+        let reading = Reading {
+            station: self.index,
+            seq: self.seq,
+            celsius: temperature(self.index, self.seq),
+        };
+        for (_, s) in &self.subscribers {
+            // A crashed subscriber refuses; its Down notice removes it.
+            let _ = s.tell(reading);
+        }
+        self.seq += 1;
+    }
+}
+
 impl Handler<Run> for Station {
     async fn handle(&mut self, _: Run, ctx: &mut Context<Self>) {
-        loop {
-            // message_immediate: serve whatever waits before the next broadcast.
-            while ctx.has_messages() {
-                let Some(m) = ctx.try_next() else { break };
-                m.handle(self, ctx).await;
-            }
-            if self.finishing {
-                return;
-            }
-            let reading = Reading {
-                station: self.index,
-                seq: self.seq,
-                celsius: temperature(self.index, self.seq),
-            };
-            for (_, s) in &self.subscribers {
-                // A crashed subscriber refuses; its Down notice removes it.
-                let _ = s.tell(reading);
-            }
-            self.seq += 1;
-            tutti::sleep(self.interval).await;
-        }
+        station_loop(self, ctx).await;
     }
 }
 

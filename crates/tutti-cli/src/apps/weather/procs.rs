@@ -29,7 +29,10 @@ use tutti::msg::{Dispatch, Handler, Message, Remote};
 use tutti::remote::{Node, RemoteAddr, RemoteDown, RemoteRef};
 use tutti::world::World;
 
-use super::{join_at, quiet_crash, station_name, temperature, ClientTally, WeatherArgs, CRASH};
+use super::{
+    join_at, quiet_crash, station_loop, station_name, temperature, Broadcasts, ClientTally,
+    WeatherArgs, CRASH,
+};
 use crate::report::{Report, Stats};
 
 /// `CLOCK_MONOTONIC` in nanoseconds: the same clock in every process.
@@ -161,30 +164,32 @@ impl Actor for Station {
     }
 }
 
+impl Broadcasts for Station {
+    fn finishing(&self) -> bool {
+        self.finishing
+    }
+    fn interval(&self) -> Duration {
+        self.interval
+    }
+    fn broadcast(&mut self) {
+        let reading = Reading {
+            station: self.index,
+            seq: self.seq,
+            celsius: temperature(self.index, self.seq),
+            sent_ns: now_ns(),
+        };
+        for (_, s) in &self.subscribers {
+            // A subscriber that is gone refuses; its RemoteDown removes it.
+            let _ = s.tell(reading);
+        }
+        self.node.flush();
+        self.seq += 1;
+    }
+}
+
 impl Handler<Run> for Station {
     async fn handle(&mut self, _: Run, ctx: &mut Context<Self>) {
-        loop {
-            while ctx.has_messages() {
-                let Some(m) = ctx.try_next() else { break };
-                m.handle(self, ctx).await;
-            }
-            if self.finishing {
-                return;
-            }
-            let reading = Reading {
-                station: self.index,
-                seq: self.seq,
-                celsius: temperature(self.index, self.seq),
-                sent_ns: now_ns(),
-            };
-            for (_, s) in &self.subscribers {
-                // A subscriber that is gone refuses; its RemoteDown removes it.
-                let _ = s.tell(reading);
-            }
-            self.node.flush();
-            self.seq += 1;
-            tutti::sleep(self.interval).await;
-        }
+        station_loop(self, ctx).await;
     }
 }
 
