@@ -6,36 +6,53 @@
 use super::ring::{Ring, FIRST, LAST};
 use crate::loom::{thread, Arc};
 
-/// Consumes `n` fragments, sleeping on the futex whenever the ring is empty
-/// (a lost wake-up blocks for ever, which loom reports).
-fn consume(ring: &Ring<2, 4>, n: usize) -> Vec<(usize, Vec<u8>)> {
+/// Runs `f` as a loom model exploring at most `bound` preemptions.
+fn model(bound: usize, f: impl Fn() + Sync + Send + 'static) {
+    let mut model = loom::model::Builder::new();
+    model.preemption_bound = Some(bound);
+    model.check(f);
+}
+
+/// Pushes each of `fragments` from producer `from`, retrying (yielding) while
+/// the ring is full.
+fn push_all<const N: usize>(ring: &Ring<N, 4>, from: usize, fragments: &[&[u8]]) {
+    for b in fragments {
+        while ring.push(from, FIRST | LAST, b).unwrap() != super::ring::Push::Done {
+            thread::yield_now();
+        }
+    }
+}
+
+/// Takes `n` fragments, calling `idle` whenever the ring is empty.
+fn drain(ring: &Ring<2, 4>, n: usize, idle: impl Fn(&Ring<2, 4>)) -> Vec<(usize, Vec<u8>)> {
     let mut got = Vec::new();
     while got.len() < n {
         let mut buf = Vec::new();
         match ring.pop(&mut buf, 4).expect("a well-formed ring") {
             Some(f) => got.push((f.from, buf)),
-            None => ring.sleep(std::time::Duration::from_secs(1)),
+            None => idle(ring),
         }
     }
     got
+}
+
+/// Consumes `n` fragments, sleeping on the futex whenever the ring is empty
+/// (a lost wake-up blocks for ever, which loom reports).
+fn consume(ring: &Ring<2, 4>, n: usize) -> Vec<(usize, Vec<u8>)> {
+    drain(ring, n, |r| r.sleep(std::time::Duration::from_secs(1)))
 }
 
 /// Two producers race for one two-slot ring while the consumer sleeps and
 /// wakes: every fragment arrives once, intact, in each producer's order.
 #[test]
 fn two_producers_one_sleeping_consumer_lose_nothing() {
-    let mut model = loom::model::Builder::new();
-    model.preemption_bound = Some(2);
-    model.check(|| {
+    model(2, || {
         let ring = Arc::new(Ring::<2, 4>::boxed());
         let mut hs = Vec::new();
         for from in 1..=2usize {
             let r = Arc::clone(&ring);
             hs.push(thread::spawn(move || {
-                let b = [from as u8; 3];
-                while r.push(from, FIRST | LAST, &b).unwrap() != super::ring::Push::Done {
-                    thread::yield_now();
-                }
+                push_all(&r, from, &[&[from as u8; 3]]);
             }));
         }
         let mut got = consume(&ring, 2);
@@ -52,18 +69,10 @@ fn two_producers_one_sleeping_consumer_lose_nothing() {
 /// fragments arrive in order.
 #[test]
 fn a_producer_lapping_the_ring_keeps_order() {
-    let mut model = loom::model::Builder::new();
-    model.preemption_bound = Some(2);
-    model.check(|| {
+    model(2, || {
         let ring = Arc::new(Ring::<2, 4>::boxed());
         let r = Arc::clone(&ring);
-        let p = thread::spawn(move || {
-            for i in 0..3u8 {
-                while r.push(1, FIRST | LAST, &[i]).unwrap() != super::ring::Push::Done {
-                    thread::yield_now();
-                }
-            }
-        });
+        let p = thread::spawn(move || push_all(&r, 1, &[&[0], &[1], &[2]]));
         let got = consume(&ring, 3);
         p.join().unwrap();
         assert_eq!(got, vec![(1, vec![0]), (1, vec![1]), (1, vec![2])]);
@@ -77,22 +86,14 @@ fn a_producer_lapping_the_ring_keeps_order() {
 /// corrupt ring.
 #[test]
 fn a_dead_claimant_is_reclaimed_and_the_live_producer_loses_nothing() {
-    let mut model = loom::model::Builder::new();
-    model.preemption_bound = Some(2);
-    model.check(|| {
+    model(2, || {
         let ring = Arc::new(Ring::<4, 4>::boxed());
         let r = Arc::clone(&ring);
         let dead = thread::spawn(move || {
             assert!(r.claim_and_die(3).is_some(), "a four-slot ring has room");
         });
         let r = Arc::clone(&ring);
-        let live = thread::spawn(move || {
-            for i in 0..2u8 {
-                while r.push(1, FIRST | LAST, &[i]).unwrap() != super::ring::Push::Done {
-                    thread::yield_now();
-                }
-            }
-        });
+        let live = thread::spawn(move || push_all(&r, 1, &[&[0], &[1]]));
         // The death is known (the process is gone) only after it happened.
         dead.join().unwrap();
         let mut got = Vec::new();
@@ -126,15 +127,7 @@ fn a_dead_claimant_is_reclaimed_and_the_live_producer_loses_nothing() {
 /// Polls (no futex: loom does not model SeqCst fences, see loom PR #108)
 /// until `n` fragments arrived.
 fn poll(ring: &Ring<2, 4>, n: usize) -> Vec<(usize, Vec<u8>)> {
-    let mut got = Vec::new();
-    while got.len() < n {
-        let mut buf = Vec::new();
-        match ring.pop(&mut buf, 4).expect("a well-formed ring") {
-            Some(f) => got.push((f.from, buf)),
-            None => thread::yield_now(),
-        }
-    }
-    got
+    drain(ring, n, |_| thread::yield_now())
 }
 
 /// Two producers race for the same position, with a pause between claim and
@@ -142,9 +135,7 @@ fn poll(ring: &Ring<2, 4>, n: usize) -> Vec<(usize, Vec<u8>)> {
 /// the next position; each fragment arrives once, intact.
 #[test]
 fn a_claim_is_exclusive_and_helped_past() {
-    let mut model = loom::model::Builder::new();
-    model.preemption_bound = Some(3);
-    model.check(|| {
+    model(3, || {
         let ring = Arc::new(Ring::<2, 4>::boxed());
         let mut hs = Vec::new();
         for from in 1..=2usize {
@@ -185,11 +176,9 @@ fn producers_lapping_the_ring_never_claim_over_a_later_lap() {
         for (from, count) in [(1usize, 2u8), (2, 1)] {
             let r = Arc::clone(&ring);
             hs.push(thread::spawn(move || {
-                for i in 0..count {
-                    while r.push(from, FIRST | LAST, &[i]).unwrap() != super::ring::Push::Done {
-                        thread::yield_now();
-                    }
-                }
+                let fragments: Vec<[u8; 1]> = (0..count).map(|i| [i]).collect();
+                let fragments: Vec<&[u8]> = fragments.iter().map(|f| &f[..]).collect();
+                push_all(&r, from, &fragments);
             }));
         }
         let got = poll(&ring, 3);
