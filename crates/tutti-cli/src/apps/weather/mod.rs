@@ -101,19 +101,26 @@ impl Message for Run {
 }
 
 /// Ends a station's main loop; the answer says what it did.
-struct Finish;
-impl Message for Finish {
-    type Reply = StationSummary;
+struct Finish<P>(std::marker::PhantomData<fn() -> P>);
+impl<P: Post> Message for Finish<P> {
+    type Reply = StationSummary<P::Key, P::Dropped>;
 }
 
-#[derive(Clone, Debug, Default)]
-struct StationSummary {
+impl<P> Finish<P> {
+    fn new() -> Self {
+        Finish(std::marker::PhantomData)
+    }
+}
+
+/// What a station did.
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
+struct StationSummary<K, D> {
     /// Readings broadcast (sequence numbers `0..broadcasts`).
     broadcasts: u64,
     /// Subscribers at the end.
-    subscribers: Vec<ActorId>,
-    /// Subscribers dropped after a `Down` notice.
-    dropped: Vec<ActorId>,
+    subscribers: Vec<K>,
+    /// Subscribers dropped after their down notice (and what the notice said).
+    dropped: Vec<D>,
 }
 
 /// A client looks its station up and subscribes (told by the client to itself).
@@ -196,44 +203,48 @@ fn join_at(c: usize, clients: usize, seconds: Duration) -> Duration {
 
 // ----- the station -----
 
-/// A station of either version (threads, processes): what its main loop needs.
-trait Broadcasts: Actor + Sized {
-    /// `Finish` has arrived.
-    fn finishing(&self) -> bool;
-    /// The pause between two broadcasts.
-    fn interval(&self) -> Duration;
-    /// Sends the next reading to every subscriber and counts it.
-    fn broadcast(&mut self);
+/// How one version of the station (threads, processes) reaches its subscribers.
+trait Post: Send + 'static {
+    /// Names a subscriber in the summary.
+    type Key: Clone + Send + 'static;
+    /// What the station holds of a subscriber to send to it.
+    type Sub: Send + 'static;
+    /// What the summary keeps of a dropped subscriber.
+    type Dropped: Clone + Send + 'static;
+    /// Sends reading `seq` of station `index` to every one of `subs` (one that
+    /// is gone refuses; its down notice removes it).
+    fn post(&mut self, index: u32, seq: u64, subs: &[(Self::Key, Self::Sub)]);
 }
 
-/// A station's main loop, one long handler (seed 000's `message_immediate`):
-/// serve whatever waits, then broadcast the next reading and sleep the
-/// interval, until `Finish`.
-async fn station_loop<S: Broadcasts>(station: &mut S, ctx: &mut Context<S>) {
-    loop {
-        while ctx.has_messages() {
-            let Some(m) = ctx.try_next() else { break };
-            m.handle(station, ctx).await;
-        }
-        if station.finishing() {
-            return;
-        }
-        station.broadcast();
-        tutti::sleep(station.interval()).await;
-    }
-}
-
-struct Station {
+/// A weather station: broadcasts a reading every `interval` to its
+/// subscribers until `Finish`.
+struct Station<P: Post> {
     index: u32,
     interval: Duration,
     seq: u64,
-    subscribers: Vec<(ActorId, Recipient<Reading>)>,
-    dropped: Vec<ActorId>,
+    subscribers: Vec<(P::Key, P::Sub)>,
+    dropped: Vec<P::Dropped>,
     finishing: bool,
     stops: Arc<AtomicUsize>,
+    post: P,
 }
 
-impl Actor for Station {
+impl<P: Post> Station<P> {
+    fn new(index: u32, interval: Duration, stops: Arc<AtomicUsize>, post: P) -> Self {
+        Station {
+            index,
+            interval,
+            seq: 0,
+            subscribers: Vec::new(),
+            dropped: Vec::new(),
+            finishing: false,
+            stops,
+            post,
+        }
+    }
+}
+
+impl<P: Post> Actor for Station<P> {
     fn started(&mut self, ctx: &mut Context<Self>) {
         // The main loop is one long handler; start it.
         let _ = ctx.addr().tell(Run);
@@ -243,34 +254,60 @@ impl Actor for Station {
     }
 }
 
-impl Broadcasts for Station {
-    fn finishing(&self) -> bool {
-        self.finishing
+impl<P: Post> Handler<Run> for Station<P> {
+    /// Seed 000's `message_immediate`: serve whatever waits, then broadcast
+    /// the next reading and sleep the interval, until `Finish`.
+    async fn handle(&mut self, _: Run, ctx: &mut Context<Self>) {
+        loop {
+            while ctx.has_messages() {
+                let Some(m) = ctx.try_next() else { break };
+                m.handle(self, ctx).await;
+            }
+            if self.finishing {
+                return;
+            }
+            self.post.post(self.index, self.seq, &self.subscribers);
+            self.seq += 1;
+            tutti::sleep(self.interval).await;
+        }
     }
-    fn interval(&self) -> Duration {
-        self.interval
+}
+
+impl<P: Post> Handler<Finish<P>> for Station<P> {
+    async fn handle(
+        &mut self,
+        _: Finish<P>,
+        _: &mut Context<Self>,
+    ) -> StationSummary<P::Key, P::Dropped> {
+        self.finishing = true;
+        StationSummary {
+            broadcasts: self.seq,
+            subscribers: self.subscribers.iter().map(|(k, _)| k.clone()).collect(),
+            dropped: self.dropped.clone(),
+        }
     }
-    fn broadcast(&mut self) {
+}
+
+/// The threads version: subscribers are actors of this process.
+struct InProcess;
+
+impl Post for InProcess {
+    type Key = ActorId;
+    type Sub = Recipient<Reading>;
+    type Dropped = ActorId;
+    fn post(&mut self, index: u32, seq: u64, subs: &[(ActorId, Recipient<Reading>)]) {
         let reading = Reading {
-            station: self.index,
-            seq: self.seq,
-            celsius: temperature(self.index, self.seq),
+            station: index,
+            seq,
+            celsius: temperature(index, seq),
         };
-        for (_, s) in &self.subscribers {
-            // A crashed subscriber refuses; its Down notice removes it.
+        for (_, s) in subs {
             let _ = s.tell(reading);
         }
-        self.seq += 1;
     }
 }
 
-impl Handler<Run> for Station {
-    async fn handle(&mut self, _: Run, ctx: &mut Context<Self>) {
-        station_loop(self, ctx).await;
-    }
-}
-
-impl Handler<Subscribe> for Station {
+impl Handler<Subscribe> for Station<InProcess> {
     async fn handle(&mut self, s: Subscribe, ctx: &mut Context<Self>) -> u64 {
         ctx.monitor(&s.0);
         self.subscribers.push((s.0.id(), s.0.recipient()));
@@ -278,23 +315,12 @@ impl Handler<Subscribe> for Station {
     }
 }
 
-impl Handler<Down> for Station {
+impl Handler<Down> for Station<InProcess> {
     async fn handle(&mut self, d: Down, _: &mut Context<Self>) {
         let before = self.subscribers.len();
         self.subscribers.retain(|(id, _)| *id != d.id);
         if self.subscribers.len() < before {
             self.dropped.push(d.id);
-        }
-    }
-}
-
-impl Handler<Finish> for Station {
-    async fn handle(&mut self, _: Finish, _: &mut Context<Self>) -> StationSummary {
-        self.finishing = true;
-        StationSummary {
-            broadcasts: self.seq,
-            subscribers: self.subscribers.iter().map(|(id, _)| *id).collect(),
-            dropped: self.dropped.clone(),
         }
     }
 }
@@ -324,7 +350,7 @@ impl Actor for Client {
 impl Handler<Join> for Client {
     async fn handle(&mut self, _: Join, ctx: &mut Context<Self>) {
         // The repository: find the station by name, checked to be a Station.
-        let station = match actor::lookup::<Station>(station_name(self.station)) {
+        let station = match actor::lookup::<Station<InProcess>>(station_name(self.station)) {
             Ok(s) => s,
             Err(e) => {
                 self.join_error = Some(e.to_string());
@@ -440,15 +466,7 @@ pub fn run(args: &WeatherArgs) -> Result<Report, String> {
             .system(&system)
             .spawn_named(
                 station_name(i),
-                Station {
-                    index: i,
-                    interval,
-                    seq: 0,
-                    subscribers: Vec::new(),
-                    dropped: Vec::new(),
-                    finishing: false,
-                    stops: stops.clone(),
-                },
+                Station::new(i, interval, stops.clone(), InProcess),
             )
             .map_err(|e| format!("cannot register station {i}: {e}"))?;
         station_addrs.push(s);
@@ -491,9 +509,9 @@ pub fn run(args: &WeatherArgs) -> Result<Report, String> {
 
     // The end: stations finish (after which nothing more is broadcast), then
     // every client has its readings queued before our question.
-    let summaries: Vec<StationSummary> = station_addrs
+    let summaries: Vec<StationSummary<ActorId, ActorId>> = station_addrs
         .iter()
-        .map(|s| s.ask_timeout(Finish, Duration::from_secs(30)))
+        .map(|s| s.ask_timeout(Finish::new(), Duration::from_secs(30)))
         .collect::<Result<_, _>>()
         .map_err(|e| format!("a station did not finish: {e}"))?;
     let elapsed = start.elapsed();
@@ -569,7 +587,7 @@ pub fn run(args: &WeatherArgs) -> Result<Report, String> {
     }
     for i in 0..stations {
         if !matches!(
-            actor::lookup::<Station>(station_name(i)),
+            actor::lookup::<Station<InProcess>>(station_name(i)),
             Err(LookupError::NotFound { .. })
         ) {
             problems.push(format!("station {i}'s name survived the shutdown"));

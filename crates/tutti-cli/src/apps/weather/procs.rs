@@ -30,8 +30,8 @@ use tutti::remote::{Node, RemoteAddr, RemoteDown, RemoteRef};
 use tutti::world::World;
 
 use super::{
-    join_at, quiet_crash, station_loop, station_name, temperature, Broadcasts, ClientTally,
-    WeatherArgs, CRASH,
+    join_at, quiet_crash, station_name, temperature, ClientTally, Finish, Post, Station,
+    StationSummary, WeatherArgs, CRASH,
 };
 use crate::report::{Report, Stats};
 
@@ -107,24 +107,9 @@ impl Seen {
 
 // ----- local messages -----
 
-struct Run;
-impl Message for Run {
-    type Reply = ();
-}
-
-struct Finish;
-impl Message for Finish {
-    type Reply = Summary;
-}
-
-/// What a station did: broadcasts, subscribers at the end, and the clients
-/// it dropped with the reason of their `RemoteDown`.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
-pub(super) struct Summary {
-    pub(super) broadcasts: u64,
-    pub(super) subscribers: Vec<u32>,
-    pub(super) dropped: Vec<(u32, String)>,
-}
+/// What a station did: the clients it dropped with the reason of their
+/// `RemoteDown`.
+pub(super) type Summary = StationSummary<u32, (u32, String)>;
 
 struct Join(RemoteRef);
 impl Message for Join {
@@ -144,68 +129,44 @@ impl Message for Joined {
 
 // ----- the actors -----
 
-struct Station {
-    index: u32,
-    interval: Duration,
+/// The process version: subscribers are clients in other processes, reached
+/// through the node.
+struct Across {
     node: Node,
-    seq: u64,
-    subscribers: Vec<(u32, RemoteAddr<Client>)>,
-    dropped: Vec<(u32, String)>,
-    finishing: bool,
-    stops: Arc<AtomicUsize>,
 }
 
-impl Actor for Station {
-    fn started(&mut self, ctx: &mut Context<Self>) {
-        let _ = ctx.addr().tell(Run);
-    }
-    fn stopped(&mut self, _: &StopReason) {
-        self.stops.fetch_add(1, Ordering::SeqCst);
-    }
-}
-
-impl Broadcasts for Station {
-    fn finishing(&self) -> bool {
-        self.finishing
-    }
-    fn interval(&self) -> Duration {
-        self.interval
-    }
-    fn broadcast(&mut self) {
+impl Post for Across {
+    type Key = u32;
+    type Sub = RemoteAddr<Client>;
+    type Dropped = (u32, String);
+    fn post(&mut self, index: u32, seq: u64, subs: &[(u32, RemoteAddr<Client>)]) {
         let reading = Reading {
-            station: self.index,
-            seq: self.seq,
-            celsius: temperature(self.index, self.seq),
+            station: index,
+            seq,
+            celsius: temperature(index, seq),
             sent_ns: now_ns(),
         };
-        for (_, s) in &self.subscribers {
-            // A subscriber that is gone refuses; its RemoteDown removes it.
+        for (_, s) in subs {
             let _ = s.tell(reading);
         }
         self.node.flush();
-        self.seq += 1;
     }
 }
 
-impl Handler<Run> for Station {
-    async fn handle(&mut self, _: Run, ctx: &mut Context<Self>) {
-        station_loop(self, ctx).await;
-    }
-}
-
-impl Handler<Subscribe> for Station {
+impl Handler<Subscribe> for Station<Across> {
     async fn handle(&mut self, s: Subscribe, ctx: &mut Context<Self>) -> Result<u64, String> {
         let addr = self
+            .post
             .node
             .resolve::<Client>(&s.addr)
             .map_err(|e| e.to_string())?;
-        self.node.monitor(&addr, &ctx.addr());
+        self.post.node.monitor(&addr, &ctx.addr());
         self.subscribers.push((s.client, addr));
         Ok(self.seq)
     }
 }
 
-impl Handler<RemoteDown> for Station {
+impl Handler<RemoteDown> for Station<Across> {
     async fn handle(&mut self, d: RemoteDown, _: &mut Context<Self>) {
         let gone = |a: &RemoteAddr<Client>| {
             a.location() == d.actor.location() && a.actor_id() == d.actor.actor_id()
@@ -213,17 +174,6 @@ impl Handler<RemoteDown> for Station {
         if let Some(at) = self.subscribers.iter().position(|(_, a)| gone(a)) {
             let (c, _) = self.subscribers.remove(at);
             self.dropped.push((c, d.to_string()));
-        }
-    }
-}
-
-impl Handler<Finish> for Station {
-    async fn handle(&mut self, _: Finish, _: &mut Context<Self>) -> Summary {
-        self.finishing = true;
-        Summary {
-            broadcasts: self.seq,
-            subscribers: self.subscribers.iter().map(|(c, _)| *c).collect(),
-            dropped: self.dropped.clone(),
         }
     }
 }
@@ -246,7 +196,7 @@ impl Handler<Join> for Client {
     async fn handle(&mut self, j: Join, _: &mut Context<Self>) {
         let station = match self
             .node
-            .lookup::<Station>(station_name(self.station))
+            .lookup::<Station<Across>>(station_name(self.station))
             .await
         {
             Ok(s) => s,
@@ -414,16 +364,8 @@ pub fn tutti_member(args: &WeatherArgs, out: &str) -> Result<(), String> {
         let mut station_addrs = Vec::new();
         if rank == 0 {
             for i in 0..stations {
-                let s = actor::spawn(Station {
-                    index: i,
-                    interval,
-                    node: node.clone(),
-                    seq: 0,
-                    subscribers: Vec::new(),
-                    dropped: Vec::new(),
-                    finishing: false,
-                    stops: stops.clone(),
-                });
+                let across = Across { node: node.clone() };
+                let s = actor::spawn(Station::new(i, interval, stops.clone(), across));
                 let mut t = Dispatch::new();
                 t.register::<Subscribe>().expect("the station's messages");
                 let remote = node.export(&s, t);
@@ -484,7 +426,7 @@ pub fn tutti_member(args: &WeatherArgs, out: &str) -> Result<(), String> {
         if rank == 0 {
             let mut summaries = Vec::new();
             for s in &station_addrs {
-                summaries.push(s.ask(Finish).await.expect("a station finishes"));
+                summaries.push(s.ask(Finish::new()).await.expect("a station finishes"));
             }
             let elapsed = start.elapsed();
             // Each tally is asked after the readings rank 0's node sent it.
@@ -512,7 +454,11 @@ pub fn tutti_member(args: &WeatherArgs, out: &str) -> Result<(), String> {
         if let Some(o) = &mut outcome {
             for i in 0..stations {
                 let mut tries = 0;
-                while node.lookup::<Station>(station_name(i)).await.is_ok() {
+                while node
+                    .lookup::<Station<Across>>(station_name(i))
+                    .await
+                    .is_ok()
+                {
                     tries += 1;
                     if tries > 10_000 {
                         o.problems
