@@ -34,6 +34,52 @@ pub fn in_turns<R>(world: &tutti::world::World, f: impl FnOnce() -> R) -> R {
     }
 }
 
+/// The hidden options of a command that starts copies of itself in other
+/// processes (`--processes`): what the child is and where its result goes.
+#[derive(clap::Args, Clone, Debug, Default)]
+pub struct ChildOpts {
+    /// Internal: the role of a child process (`tutti-member`, `uds-client`).
+    #[arg(long, hide = true)]
+    pub role: Option<String>,
+    /// Internal: a child's result file or socket.
+    #[arg(long, hide = true)]
+    pub out: Option<String>,
+    /// Internal: a Unix-socket client process's number.
+    #[arg(long, hide = true)]
+    pub member: Option<usize>,
+}
+
+/// This binary run as `tutti <command> --role <role>` (the caller adds the
+/// command's own options).
+pub fn child_command(command: &str, role: &str) -> Result<std::process::Command, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("own path: {e}"))?;
+    let mut c = std::process::Command::new(exe);
+    c.args([command, "--role", role]);
+    Ok(c)
+}
+
+/// Launches `cmd` (a `tutti-member` child of `command`) as the `p` processes of
+/// a shared-memory system; rank 0 writes its outcome to the file named by
+/// `--out`, whose text is returned. A failed rank is an error naming it.
+pub fn launch_members(
+    mut cmd: std::process::Command,
+    command: &str,
+    p: usize,
+) -> Result<String, String> {
+    let out = std::env::temp_dir().join(format!("tutti-{command}-procs-{}", std::process::id()));
+    let _ = std::fs::remove_file(&out);
+    cmd.arg("--out")
+        .arg(&out)
+        .stdout(std::process::Stdio::null());
+    let st = tutti::world::launch(p, cmd).map_err(|e| format!("cannot launch: {e}"))?;
+    if let Some((rank, s)) = st.iter().enumerate().find(|(_, s)| !s.success()) {
+        return Err(format!("tutti {command}: rank {rank} of {p} failed: {s}"));
+    }
+    let text = std::fs::read_to_string(&out).map_err(|e| format!("{}: {e}", out.display()));
+    let _ = std::fs::remove_file(&out);
+    text
+}
+
 /// The `--workers` and `--locations` options of the SPMD applications.
 #[derive(clap::Args, Clone, Copy, Debug)]
 pub struct WorldOpts {

@@ -77,15 +77,8 @@ pub struct DbArgs {
     /// sockets (replaces `--clients`, `--strategy` and `--peers`).
     #[arg(long, value_parser = clap::value_parser!(u64).range(2..=64))]
     processes: Option<u64>,
-    /// Internal: the role of a child process (`tutti-member`, `uds-client`).
-    #[arg(long, hide = true)]
-    role: Option<String>,
-    /// Internal: a child's result file or socket.
-    #[arg(long, hide = true)]
-    out: Option<String>,
-    /// Internal: a Unix-socket client's number.
-    #[arg(long, hide = true)]
-    client: Option<usize>,
+    #[command(flatten)]
+    child: super::ChildOpts,
     /// Print one JSON object instead of a table.
     #[arg(long)]
     pub json: bool,
@@ -202,11 +195,11 @@ pub fn mean(times: &[Duration]) -> Duration {
 
 /// Runs `tutti db`.
 pub fn run(args: &DbArgs) -> Result<Report, String> {
-    if let Some(role) = &args.role {
-        let out = args.out.as_deref().unwrap_or_default();
+    if let Some(role) = &args.child.role {
+        let out = args.child.out.as_deref().unwrap_or_default();
         match role.as_str() {
             "tutti-member" => procs::tutti_member(args.requests, out)?,
-            "uds-client" => procs::uds_client(args.requests, out, args.client.unwrap_or(0))?,
+            "uds-client" => procs::uds_client(args.requests, out, args.child.member.unwrap_or(0))?,
             other => return Err(format!("unknown role {other:?}")),
         }
         std::process::exit(0);

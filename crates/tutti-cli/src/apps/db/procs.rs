@@ -76,24 +76,14 @@ impl Handler<Len> for Db {
 }
 
 fn me(role: &str, r: u64) -> Result<Command, String> {
-    let exe = std::env::current_exe().map_err(|e| format!("own path: {e}"))?;
-    let mut c = Command::new(exe);
-    c.args(["db", "--role", role, "--requests", &r.to_string()]);
+    let mut c = super::super::child_command("db", role)?;
+    c.args(["--requests", &r.to_string()]);
     Ok(c)
 }
 
 /// One tutti run with `p` processes; rank 0 writes its result to a file.
 pub fn run_tutti(p: usize, r: u64) -> Result<Outcome, String> {
-    let out = std::env::temp_dir().join(format!("tutti-db-procs-{}", std::process::id()));
-    let _ = std::fs::remove_file(&out);
-    let mut cmd = me("tutti-member", r)?;
-    cmd.arg("--out").arg(&out).stdout(Stdio::null());
-    let st = tutti::world::launch(p, cmd).map_err(|e| format!("cannot launch: {e}"))?;
-    if let Some((rank, s)) = st.iter().enumerate().find(|(_, s)| !s.success()) {
-        return Err(format!("tutti db: rank {rank} of {p} failed: {s}"));
-    }
-    let text = std::fs::read_to_string(&out).map_err(|e| format!("{}: {e}", out.display()))?;
-    let _ = std::fs::remove_file(&out);
+    let text = super::super::launch_members(me("tutti-member", r)?, "db", p)?;
     parse_outcome(&text)
 }
 
@@ -191,7 +181,7 @@ pub fn run_uds(p: usize, r: u64) -> Result<Outcome, String> {
         let mut cmd = me("uds-client", r)?;
         cmd.arg("--out")
             .arg(&path)
-            .arg("--client")
+            .arg("--member")
             .arg(c.to_string())
             .stdout(Stdio::piped());
         children.push(

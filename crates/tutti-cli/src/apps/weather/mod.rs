@@ -56,15 +56,8 @@ pub struct WeatherArgs {
     /// sockets.
     #[arg(long, value_parser = clap::value_parser!(u64).range(2..=64))]
     processes: Option<u64>,
-    /// Internal: the role of a child process (`tutti-member`, `uds-client`).
-    #[arg(long, hide = true)]
-    role: Option<String>,
-    /// Internal: a child's result file or socket.
-    #[arg(long, hide = true)]
-    out: Option<String>,
-    /// Internal: a Unix-socket client process's number.
-    #[arg(long, hide = true)]
-    member: Option<usize>,
+    #[command(flatten)]
+    child: super::ChildOpts,
     /// Print one JSON object instead of a table.
     #[arg(long)]
     pub json: bool,
@@ -427,11 +420,11 @@ struct ClientOutcome {
 
 /// Runs `tutti weather`.
 pub fn run(args: &WeatherArgs) -> Result<Report, String> {
-    if let Some(role) = &args.role {
-        let out = args.out.as_deref().unwrap_or_default();
+    if let Some(role) = &args.child.role {
+        let out = args.child.out.as_deref().unwrap_or_default();
         match role.as_str() {
             "tutti-member" => procs::tutti_member(args, out)?,
-            "uds-client" => uds::client_process(args, out, args.member.unwrap_or(0))?,
+            "uds-client" => uds::client_process(args, out, args.child.member.unwrap_or(0))?,
             other => return Err(format!("unknown role {other:?}")),
         }
         std::process::exit(0);
@@ -646,9 +639,7 @@ mod tests {
             interval_us: 500,
             workers: 2,
             processes: None,
-            role: None,
-            out: None,
-            member: None,
+            child: Default::default(),
             json: true,
         };
         let report = run(&args).unwrap();

@@ -18,7 +18,7 @@
 //! process of the host), so both report the delivery latency beside the
 //! delivered readings per second.
 
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -309,10 +309,8 @@ pub(super) fn verify(
 }
 
 fn me(args: &WeatherArgs, role: &str) -> Result<Command, String> {
-    let exe = std::env::current_exe().map_err(|e| format!("own path: {e}"))?;
-    let mut c = Command::new(exe);
-    c.args(["weather", "--role", role])
-        .args(["--stations", &args.stations.to_string()])
+    let mut c = crate::apps::child_command("weather", role)?;
+    c.args(["--stations", &args.stations.to_string()])
         .args(["--clients", &args.clients.to_string()])
         .args(["--seconds", &args.seconds.to_string()])
         .args(["--interval-us", &args.interval_us.to_string()])
@@ -322,16 +320,7 @@ fn me(args: &WeatherArgs, role: &str) -> Result<Command, String> {
 
 /// One tutti run with `p` processes; rank 0 writes its outcome to a file.
 fn run_tutti(args: &WeatherArgs, p: usize) -> Result<Outcome, String> {
-    let out = std::env::temp_dir().join(format!("tutti-weather-procs-{}", std::process::id()));
-    let _ = std::fs::remove_file(&out);
-    let mut cmd = me(args, "tutti-member")?;
-    cmd.arg("--out").arg(&out).stdout(Stdio::null());
-    let st = tutti::world::launch(p, cmd).map_err(|e| format!("cannot launch: {e}"))?;
-    if let Some((rank, s)) = st.iter().enumerate().find(|(_, s)| !s.success()) {
-        return Err(format!("tutti weather: rank {rank} of {p} failed: {s}"));
-    }
-    let text = std::fs::read_to_string(&out).map_err(|e| format!("{}: {e}", out.display()))?;
-    let _ = std::fs::remove_file(&out);
+    let text = crate::apps::launch_members(me(args, "tutti-member")?, "weather", p)?;
     serde_json::from_str(&text).map_err(|e| format!("a malformed outcome ({e}): {text}"))
 }
 

@@ -14,7 +14,7 @@
 use std::io::{ErrorKind, Read, Write};
 use std::net::Shutdown;
 use std::os::unix::net::{UnixListener, UnixStream};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::sync::Arc;
@@ -127,23 +127,16 @@ pub(super) fn run(args: &WeatherArgs, p: usize) -> Result<Outcome, String> {
     let start = Instant::now();
     let mut children = Vec::new();
     for k in 0..p - 1 {
-        let exe = std::env::current_exe().map_err(|e| format!("own path: {e}"))?;
-        let mut cmd = Command::new(exe);
-        cmd.args([
-            "weather",
-            "--role",
-            "uds-client",
-            "--member",
-            &k.to_string(),
-        ])
-        .args(["--processes", &p.to_string()])
-        .args(["--stations", &args.stations.to_string()])
-        .args(["--clients", &args.clients.to_string()])
-        .args(["--seconds", &args.seconds.to_string()])
-        .args(["--interval-us", &args.interval_us.to_string()])
-        .arg("--out")
-        .arg(&path)
-        .stdout(Stdio::piped());
+        let mut cmd = crate::apps::child_command("weather", "uds-client")?;
+        cmd.args(["--member", &k.to_string()])
+            .args(["--processes", &p.to_string()])
+            .args(["--stations", &args.stations.to_string()])
+            .args(["--clients", &args.clients.to_string()])
+            .args(["--seconds", &args.seconds.to_string()])
+            .args(["--interval-us", &args.interval_us.to_string()])
+            .arg("--out")
+            .arg(&path)
+            .stdout(Stdio::piped());
         children.push(
             cmd.spawn()
                 .map_err(|e| format!("cannot start a client process: {e}"))?,
