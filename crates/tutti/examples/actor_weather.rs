@@ -1,10 +1,10 @@
-//! Thesis 000's weather service, small: stations register their names and broadcast
+//! A weather service on actors, small: stations register their names and broadcast
 //! readings; clients look a station up and subscribe; a station accepts new subscribers
 //! between broadcasts (`has_messages` / `try_next`); a client that crashes is noticed
 //! through a monitor and dropped; at the end the whole system shuts down cleanly.
 //!
 //! ```sh
-//! cargo run --release -p tutti --example actor_weather
+//! cargo run -p tutti --example actor_weather
 //! ```
 
 use std::collections::HashMap;
@@ -81,7 +81,7 @@ impl Handler<Subscribe> for Station {
 
 impl Handler<Tick> for Station {
     async fn handle(&mut self, _: Tick, ctx: &mut Context<Self>) {
-        // message_immediate: accept whoever is waiting before broadcasting.
+        // Handle whoever is waiting to subscribe before broadcasting.
         while ctx.has_messages() {
             let Some(m) = ctx.try_next() else { break };
             match m.downcast::<Subscribe>() {
@@ -193,7 +193,7 @@ fn main() {
             received: 0,
             stops: stops.clone(),
         });
-        // Find the station by name (thesis 000's repository), subscribe.
+        // Find the station by name in the actor registry, subscribe.
         let station = actor::lookup::<Station>(format!("weather/{}", c % STATIONS)).unwrap();
         let first = station.ask_blocking(Subscribe(client.clone())).unwrap();
         clients.push((client, first));

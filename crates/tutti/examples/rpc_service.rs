@@ -1,0 +1,224 @@
+//! URL-addressed RPC: a work server published at a `tcp://` URL, clients that
+//! join it over TCP, and what a client sees when the server goes away.
+//!
+//! ```sh
+//! cargo run -p tutti --example rpc_service
+//! ```
+//!
+//! The server publishes a `WorkQueue` object at
+//! `tcp://127.0.0.1:PORT/demo/work/queue` (loopback only). Two clients, each
+//! its own endpoint as a separate program would be, fetch blocks of numbers,
+//! sum them and report the sums: one speaks the binary format, the other JSON.
+//! A third call style, `oneway`, sends and waits for nothing. Then the server
+//! closes: the clients' failure callbacks run, and a call fails with a named
+//! error instead of hanging. The program checks every reported sum and the
+//! failure handling, and exits with an error if one is wrong.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+use tutti::msg::codec::Format;
+use tutti::msg::{Dispatch, Handler, Message, Object, RegistryError, Remote};
+use tutti::rpc::{Rpc, RpcError, Vendor};
+
+const TASKS: u64 = 40;
+const BLOCK: u64 = 1000;
+
+/// Give me a task: its id and the numbers to sum, or nothing left.
+#[derive(Serialize, Deserialize)]
+struct Fetch {
+    worker: String,
+}
+impl Message for Fetch {
+    type Reply = Option<(u64, Vec<u64>)>;
+}
+impl Remote for Fetch {
+    const NAME: &'static str = "example.work.Fetch";
+}
+
+/// The sum of task `id`; the reply says whether it was right.
+#[derive(Serialize, Deserialize)]
+struct Report {
+    id: u64,
+    sum: u64,
+}
+impl Message for Report {
+    type Reply = bool;
+}
+impl Remote for Report {
+    const NAME: &'static str = "example.work.Report";
+}
+
+/// A note for the server's log (sent `oneway`: no reply).
+#[derive(Serialize, Deserialize)]
+struct Note(String);
+impl Message for Note {
+    type Reply = ();
+}
+impl Remote for Note {
+    const NAME: &'static str = "example.work.Note";
+}
+
+/// Tasks done per worker, and notes received.
+#[derive(Serialize, Deserialize)]
+struct Progress;
+impl Message for Progress {
+    type Reply = (BTreeMap<String, u64>, u64);
+}
+impl Remote for Progress {
+    const NAME: &'static str = "example.work.Progress";
+}
+
+#[derive(Default)]
+struct WorkQueue {
+    next: u64,
+    handed_to: BTreeMap<u64, String>,
+    done: BTreeMap<String, u64>,
+    notes: u64,
+}
+
+impl Object for WorkQueue {
+    type Context = ();
+    fn remote(t: &mut Dispatch<Self>) -> Result<(), RegistryError> {
+        t.register::<Fetch>()?
+            .register::<Report>()?
+            .register::<Note>()?
+            .register::<Progress>()?;
+        Ok(())
+    }
+}
+
+fn block(id: u64) -> Vec<u64> {
+    (id * BLOCK..(id + 1) * BLOCK).collect()
+}
+
+impl Handler<Fetch> for WorkQueue {
+    async fn handle(&mut self, f: Fetch, _: &mut ()) -> Option<(u64, Vec<u64>)> {
+        if self.next == TASKS {
+            return None;
+        }
+        let id = self.next;
+        self.next += 1;
+        self.handed_to.insert(id, f.worker);
+        Some((id, block(id)))
+    }
+}
+impl Handler<Report> for WorkQueue {
+    async fn handle(&mut self, r: Report, _: &mut ()) -> bool {
+        let right = r.sum == block(r.id).iter().sum::<u64>();
+        if let (true, Some(worker)) = (right, self.handed_to.remove(&r.id)) {
+            *self.done.entry(worker).or_default() += 1;
+        }
+        right
+    }
+}
+impl Handler<Note> for WorkQueue {
+    async fn handle(&mut self, _: Note, _: &mut ()) {
+        self.notes += 1;
+    }
+}
+impl Handler<Progress> for WorkQueue {
+    async fn handle(&mut self, _: Progress, _: &mut ()) -> (BTreeMap<String, u64>, u64) {
+        (self.done.clone(), self.notes)
+    }
+}
+
+/// A worker client: its own endpoint, a proxy for the queue's URL.
+fn worker(name: &str, url: &str, format: Format) -> Result<u64, RpcError> {
+    let me = Rpc::builder().cookie("example").client_only().build()?;
+    let queue = me.proxy_with::<WorkQueue>(url, format)?;
+    queue.oneway(Note(format!("{name} joins")))?;
+    let mut tasks = 0;
+    while let Some((id, numbers)) = queue.call_blocking(Fetch {
+        worker: name.into(),
+    })? {
+        let sum = numbers.iter().sum();
+        assert!(
+            queue.call_blocking(Report { id, sum })?,
+            "the server refused task {id}"
+        );
+        tasks += 1;
+    }
+    Ok(tasks)
+}
+
+fn main() {
+    let server = Rpc::builder()
+        .cookie("example")
+        .build()
+        .expect("an endpoint");
+    let url = server
+        .publish("demo/work/queue", WorkQueue::default(), Vendor::Sequential)
+        .expect("published")
+        .to_string();
+    println!("the work queue is at {url}");
+
+    let clients: Vec<_> = [("binary", Format::Binary), ("json", Format::Json)]
+        .into_iter()
+        .map(|(name, format)| {
+            let url = url.clone();
+            std::thread::spawn(move || (name, worker(name, &url, format)))
+        })
+        .collect();
+    let mut failures = Vec::new();
+    let mut fetched = 0;
+    for c in clients {
+        let (name, result) = c.join().expect("a client thread");
+        match result {
+            Ok(n) => {
+                println!("  client {name:<6} did {n} tasks");
+                fetched += n;
+            }
+            Err(e) => failures.push(format!("client {name}: {e}")),
+        }
+    }
+
+    // A watcher: asks for progress, and registers a callback for failures of
+    // connections to the server's host.
+    let watcher = Rpc::builder()
+        .cookie("example")
+        .client_only()
+        .build()
+        .unwrap();
+    let lost = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&lost);
+    watcher.on_failure("tcp://127.0.0.1:*", move |f| {
+        println!("  failure callback: lost {}: {}", f.host, f.why);
+        counted.fetch_add(1, Ordering::SeqCst);
+    });
+    let queue = watcher.proxy::<WorkQueue>(&url).unwrap();
+    let (done, notes) = queue.call_blocking(Progress).expect("progress");
+    println!("server: tasks done per client {done:?}, {notes} notes");
+    if fetched != TASKS || done.values().sum::<u64>() != TASKS || notes != 2 {
+        failures.push(format!(
+            "{fetched} tasks fetched, {done:?} done, {notes} notes: expected {TASKS} and 2"
+        ));
+    }
+
+    // The server goes away: the watcher is told, and its next call fails.
+    server.close();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while lost.load(Ordering::SeqCst) == 0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    match queue.call_blocking(Progress) {
+        Err(e @ (RpcError::Connect { .. } | RpcError::ConnectionLost { .. })) => {
+            println!("a call after the server closed: {e}")
+        }
+        other => failures.push(format!("a call to a closed server gave {other:?}")),
+    }
+    if lost.load(Ordering::SeqCst) == 0 {
+        failures.push("the failure callback did not run".into());
+    }
+
+    if !failures.is_empty() {
+        for f in &failures {
+            eprintln!("rpc_service: {f}");
+        }
+        std::process::exit(1);
+    }
+    println!("verified: every task summed right, failures named, nothing hung");
+}
