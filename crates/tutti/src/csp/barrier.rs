@@ -176,7 +176,7 @@ impl std::ops::Deref for Padded<State> {
     }
 }
 
-/// A barrier that processes enroll on; see the [module docs](self).
+/// A barrier that processes enroll on; see the [module docs](crate::csp).
 ///
 /// A `Barrier` is a handle: clones refer to the same barrier. Holding one does not make a
 /// party — [`enroll`](Barrier::enroll) does.

@@ -16,7 +16,7 @@
 //! * [`Alt`] selects among receives, sends (a value offered on a channel), timeouts and
 //!   `skip`; [`select!`](crate::select) / [`select_blocking!`](crate::select_blocking)
 //!   write a one-off selection as a `match` whose value is the fired branch's.
-//! * Timer channels [`after`], [`at`], [`tick`] and [`never`] are receivers like any
+//! * Timer channels [`after`], [`at`], [`tick`] and [`never()`] are receivers like any
 //!   other, so they serve as guards; receivers iterate ([`Rx::iter`], `for v in &rx`);
 //!   [`Tx::len`], [`Tx::is_full`], [`Rx::recv_deadline`], [`Tx::send_deadline`].
 //! * Ending a network: [`Tx::close`] / [`Rx::close`] (or dropping every `Tx`) closes the

@@ -1,16 +1,16 @@
 //! Layer 4: distributed actors — actor nodes, remote addresses and the
-//! world-wide registry, on the request/reply core ([`crate::call`]) over the
-//! world's locations.
+//! world-wide registry, on the crate's request/reply core (the internal `call`
+//! module) over the world's locations.
 //!
-//! Every location of a [`World`] runs one actor [`Node`]
+//! Every location of a [`World`](crate::world::World) runs one actor [`Node`]
 //! ([`Node::join`]`(location)`, SPMD: on every location). A node owns its location:
 //! a task on the rank's runtime receives the location's messages and hands them to
 //! the node's **exported** actors. [`Node::export`] makes a local actor reachable
-//! from every location with the message types of a [`Dispatch`] table, and gives
+//! from every location with the message types of a [`Dispatch`](crate::msg::Dispatch) table, and gives
 //! its [`RemoteAddr`]; [`RemoteAddr::tell`] and [`RemoteAddr::ask`] then work from
 //! any location of any rank, running the actor's own `Handler<M>` impls (the
 //! message is decoded by the `Dispatch` and queued in the actor's mailbox, in order
-//! with its local messages). Local [`Addr`]s are untouched: a node adds nothing to
+//! with its local messages). Local [`Addr`](crate::actor::Addr)s are untouched: a node adds nothing to
 //! the local path. Register the message types with
 //! [`msg::register`](crate::msg::register) before building the world, so that
 //! ranks built from different code refuse to start instead of exchanging frames
@@ -60,7 +60,7 @@
 //! # The conversation
 //!
 //! A node is one end of a conversation of the request/reply core
-//! ([`crate::call`]): its statements, questions, answers and refusals are the
+//! (the internal `call` module): its statements, questions, answers and refusals are the
 //! core's frames, sent as bytes through its location (`link.rs`; the node's own
 //! control messages are in `protocol.rs`), so the same path is taken between the
 //! locations of one rank and across ranks. Messages from one location to
@@ -84,7 +84,7 @@
 //!   are counted there only.
 //! * Bytes that break the conversation's rules (not a frame, a payload that does
 //!   not decode, …) are rejected under the core's one policy for bad bytes
-//!   ([`crate::call`]): the receiving node counts them
+//!   (the internal `call` module): the receiving node counts them
 //!   ([`NodeStats::malformed`]) and keeps the cause, naming the sender and its
 //!   rank ([`NodeStats::last_error`]); a question is refused with the cause; for
 //!   anything else the sender is told, and counts it ([`NodeStats::rejected`]).
@@ -148,7 +148,7 @@ pub struct NodeStats {
     /// Tells this node sent that the receiving node reported as dead letters.
     pub undelivered: u64,
     /// Bytes received here that were rejected as malformed (see the core's
-    /// policy for bad bytes, [`crate::call`]).
+    /// policy for bad bytes, in the internal `call` module).
     pub malformed: u64,
     /// Messages this node sent that the receiver rejected as malformed.
     pub rejected: u64,

@@ -5,8 +5,8 @@
 //! gets its [`Location`] (`id()`, `count()`). Locations **register** objects
 //! collectively ([`Location::register`]): every location owns its own
 //! *representative* and gets the same [`Handle`]. Methods are the message
-//! core's handlers (DESIGN principle 5): an object accepts message `M` by
-//! implementing [`Handler<M>`](crate::msg::Handler), and
+//! core's handlers (one handler trait for actors, RMI and RPC): an object
+//! accepts message `M` by implementing [`Handler<M>`](crate::msg::Handler), and
 //!
 //! * [`async_rmi`](Location::async_rmi)`(dest, &h, msg)` — a statement: the
 //!   request goes into the world (aggregated per destination) and executes on

@@ -4,10 +4,9 @@
 //! An [`Rpc`] endpoint publishes objects under URLs,
 //! `tcp://host:port/group/obj/name` (Blip's `stcp://` spelling is accepted),
 //! and gives [`Proxy`]s for URLs. A published object's methods are its
-//! `msg::Handler<M>` impls — the same ones actors and RMI run (DESIGN principle
-//! 5) — for the message types its [`Object::remote`](crate::msg::Object::remote)
-//! table lists. A proxy for an object of the same endpoint is local: its calls
-//! move typed values, never bytes.
+//! `msg::Handler<M>` impls — the same ones actors and RMI run — for the message
+//! types its [`Object::remote`] table lists. A proxy for an object of the same
+//! endpoint is local: its calls move typed values, never bytes.
 //!
 //! ```
 //! use serde::{Deserialize, Serialize};
@@ -66,7 +65,7 @@
 //! ([`Rpc::proxy_with`]). Sockets have `TCP_NODELAY`. An endpoint listens on
 //! **loopback only** unless built with another address.
 //!
-//! Frames are the request/reply core's ([`crate::call`]): a call is an `Ask`
+//! Frames are the request/reply core's (the internal `call` module): a call is an `Ask`
 //! of the endpoint's conversation, a oneway call a `Tell`, the answer a
 //! `Reply` or a `Fault`; a frame's `target` is the hash of the object's path.
 //! The reactor thread (`reactor.rs`) reads them; see there for why a thread.

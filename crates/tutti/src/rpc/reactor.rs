@@ -3,8 +3,8 @@
 //! cuts them into frames and hands each to the endpoint (`serve.rs`). Handlers
 //! never run here: a call is handed to its object's vendor, whose tasks run on
 //! the runtime's workers, and an answer completes the asking task's question
-//! (waking it). This is the one extra thread DESIGN principle 1 allows a
-//! transport: tutti's scheduler has no I/O driver of its own, so something
+//! (waking it). This is the one extra thread the runtime allows a transport
+//! (besides its workers, a transport may own one thread that drives it): tutti's scheduler has no I/O driver of its own, so something
 //! must block in `epoll_wait`, and a thread that only waits, reads and files
 //! answers gives the shortest path from the socket to the woken task.
 //!

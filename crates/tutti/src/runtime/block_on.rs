@@ -31,7 +31,7 @@ use crate::loom::{AtomicBool, Ordering};
 
 /// Runs `future` to completion on the calling thread and returns its output.
 ///
-/// See the [module documentation](self) for when this may be called: from
+/// See the [module documentation](crate::runtime) for when this may be called: from
 /// any plain thread, and from a worker outside an async task (the worker keeps
 /// executing other work meanwhile).
 ///

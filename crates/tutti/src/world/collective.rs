@@ -669,7 +669,7 @@ pub(crate) fn abandon(loc: &Location, epoch: u64) {
 }
 
 /// Waits for the result of a collective this location has already contributed
-/// to; see the [module documentation](self). `.await` it, or call
+/// to; see the [module documentation](crate::world). `.await` it, or call
 /// [`wait`](Self::wait) on a plain thread.
 #[must_use = "the contribution is made; the future only waits for the result"]
 pub struct Collective<'a, T> {

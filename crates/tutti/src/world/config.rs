@@ -285,7 +285,7 @@ pub(crate) fn detect_launch(var: impl Fn(&str) -> Option<String>) -> Option<Laun
 }
 
 /// Configures and starts a [`World`](super::World). See the [module
-/// documentation](self) for the environment variables.
+/// documentation](crate::world) for the environment variables.
 ///
 /// ```
 /// use tutti::world::{TransportKind, World};

@@ -145,7 +145,7 @@ use output::OutputGuard;
 
 pub use selected::{SelectFuture, Selected};
 
-/// A set of guards to select from, built at run time; see the [module docs](self).
+/// A set of guards to select from, built at run time; see the [module docs](crate::csp).
 ///
 /// Guards are numbered 0, 1, … in the order they are added.
 ///
