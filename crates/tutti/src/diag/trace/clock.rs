@@ -22,7 +22,13 @@ fn invariant_tsc() -> bool {
     // Leaf 0x8000_0000 gives the highest extended leaf; 0x8000_0007's EDX bit 8
     // is "invariant TSC".
     use std::arch::x86_64::__cpuid;
-    __cpuid(0x8000_0000).eax >= 0x8000_0007 && __cpuid(0x8000_0007).edx & (1 << 8) != 0
+    // SAFETY: the `cpuid` instruction exists on every x86_64 CPU and only reads
+    // identification registers. Recent Rust versions declare `__cpuid` safe;
+    // the block keeps the older ones this crate supports building.
+    #[allow(unused_unsafe)]
+    unsafe {
+        __cpuid(0x8000_0000).eax >= 0x8000_0007 && __cpuid(0x8000_0007).edx & (1 << 8) != 0
+    }
 }
 
 #[cfg(not(target_arch = "x86_64"))]
