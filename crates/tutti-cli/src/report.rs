@@ -7,17 +7,22 @@
 //!
 //! ```text
 //! {"bench": …, "params": {…},
-//!  "results": [{"impl": …, "metric": …, "value": …, "unit": …}, …],
-//!  "ratios": {"time_tutti_over_rayon": …}, "verified": bool or null}
+//!  "results": [{"impl": …, "metric": …, "value": …, "unit": …,
+//!               "min": …, "max": …, "samples": [ … ]}, …],
+//!  "ratios": {"time_tutti_over_rayon": …}, "verified": bool or null,
+//!  "tutti": {"version": …, "commit": …}, "host": {"cores": …, "cpu": …}}
 //! ```
 //!
 //! `verified` is *unknown* (`null`, "unknown" in the table) until the command checks
 //! something: a run that never verifies its result says so instead of claiming a pass.
 //!
-//! A result's `value` is the median of its runs; the table also shows the
-//! minimum and maximum, which the JSON leaves out to keep its shape fixed.
-//! Ratio names say which way they divide: times are always ours ÷ peer
-//! (`time_tutti_over_rayon`), throughputs say so (`throughput_tutti_over_rayon`).
+//! A result's `value` is the median of its samples (one per measured run), with
+//! their minimum and maximum; a quantity measured once (a count, a size) has
+//! one sample, and the table shows it as a single value. The table writes each
+//! value in the unit that suits its size (`2.42 µs`, not `2.416e-3 ms`); the
+//! JSON keeps the unit the command measured in. Ratio names say which way they
+//! divide: times are always ours ÷ peer (`time_tutti_over_rayon`), throughputs
+//! say so (`throughput_tutti_over_rayon`).
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -25,8 +30,8 @@ use std::fmt::Write as _;
 use serde::Serialize;
 use serde_json::Value;
 
-/// Median, minimum and maximum of a set of samples.
-#[derive(Clone, Copy, Debug, PartialEq)]
+/// Median, minimum and maximum of a set of samples, and the samples.
+#[derive(Clone, Debug, PartialEq)]
 pub struct Stats {
     /// The median (mean of the two middle samples for an even count).
     pub median: f64,
@@ -34,6 +39,8 @@ pub struct Stats {
     pub min: f64,
     /// The largest sample.
     pub max: f64,
+    /// The samples, in the order they were taken.
+    pub samples: Vec<f64>,
 }
 
 impl Stats {
@@ -46,15 +53,18 @@ impl Stats {
             median: median_of_sorted(&sorted)?,
             min: *sorted.first()?,
             max: *sorted.last()?,
+            samples: samples.to_vec(),
         })
     }
 
-    /// A single value, for results that are measured once.
+    /// A single value, for results that are measured once (a count, a size,
+    /// a rate over the whole run).
     pub fn single(value: f64) -> Stats {
         Stats {
             median: value,
             min: value,
             max: value,
+            samples: vec![value],
         }
     }
 }
@@ -88,12 +98,12 @@ pub struct Row {
     pub value: f64,
     /// The unit of `value`, e.g. `ms` or `elements/s`.
     pub unit: String,
-    /// Smallest run (table only).
-    #[serde(skip)]
+    /// The smallest sample.
     pub min: f64,
-    /// Largest run (table only).
-    #[serde(skip)]
+    /// The largest sample.
     pub max: f64,
+    /// Every sample (one per measured run; one for a quantity measured once).
+    pub samples: Vec<f64>,
 }
 
 /// The report of one command run.
@@ -105,6 +115,57 @@ pub struct Report {
     ratios: BTreeMap<String, f64>,
     /// `None` until the first [`Report::verify`]: nothing was checked.
     verified: Option<bool>,
+    /// This program: version and git commit.
+    tutti: Build,
+    /// The machine it ran on.
+    host: Host,
+}
+
+/// The program that produced a report.
+#[derive(Clone, Debug, Serialize)]
+pub struct Build {
+    /// The crate version.
+    pub version: &'static str,
+    /// The git commit the binary was built from ("unknown" outside a checkout).
+    pub commit: &'static str,
+}
+
+impl Build {
+    /// This binary.
+    pub fn current() -> Build {
+        Build {
+            version: env!("CARGO_PKG_VERSION"),
+            commit: env!("TUTTI_GIT_COMMIT"),
+        }
+    }
+}
+
+/// The machine a report was made on.
+#[derive(Clone, Debug, Serialize)]
+pub struct Host {
+    /// Cores this process may run on.
+    pub cores: usize,
+    /// The CPU model (`model name` of `/proc/cpuinfo`), or "unknown".
+    pub cpu: String,
+}
+
+impl Host {
+    /// This machine.
+    pub fn current() -> Host {
+        let cpu = std::fs::read_to_string("/proc/cpuinfo")
+            .ok()
+            .and_then(|info| {
+                info.lines()
+                    .find(|l| l.starts_with("model name"))
+                    .and_then(|l| l.split_once(':'))
+                    .map(|(_, v)| v.trim().to_string())
+            })
+            .unwrap_or_else(|| "unknown".to_string());
+        Host {
+            cores: crate::default_workers(),
+            cpu,
+        }
+    }
 }
 
 impl Report {
@@ -117,6 +178,8 @@ impl Report {
             results: Vec::new(),
             ratios: BTreeMap::new(),
             verified: None,
+            tutti: Build::current(),
+            host: Host::current(),
         }
     }
 
@@ -136,7 +199,28 @@ impl Report {
             unit: unit.to_string(),
             min: stats.min,
             max: stats.max,
+            samples: stats.samples,
         });
+    }
+
+    /// Records a count (measured once, shown as a whole number).
+    pub fn count(&mut self, implementation: &str, metric: &str, n: u64, unit: &str) {
+        self.result(implementation, metric, Stats::single(n as f64), unit);
+    }
+
+    /// The results recorded so far.
+    pub fn results(&self) -> &[Row] {
+        &self.results
+    }
+
+    /// The command's name.
+    pub fn name(&self) -> &str {
+        &self.bench
+    }
+
+    /// The ratios recorded so far.
+    pub fn ratios(&self) -> &BTreeMap<String, f64> {
+        &self.ratios
     }
 
     /// Records a ratio; the name must say which way it divides.
@@ -178,13 +262,20 @@ impl Report {
             .results
             .iter()
             .map(|r| {
+                let scale = Scale::for_value(r.value, &r.unit);
+                // One sample (a count, a size): one value, no spread.
+                let (min, max) = if r.samples.len() <= 1 {
+                    (String::new(), String::new())
+                } else {
+                    (scale.number(r.min), scale.number(r.max))
+                };
                 [
                     r.implementation.clone(),
                     r.metric.clone(),
-                    number(r.value),
-                    number(r.min),
-                    number(r.max),
-                    r.unit.clone(),
+                    scale.number(r.value),
+                    min,
+                    max,
+                    scale.unit,
                 ]
             })
             .collect();
@@ -197,7 +288,8 @@ impl Report {
         let line = |cells: [&str; 6]| {
             let mut s = String::new();
             for (i, (cell, w)) in cells.iter().zip(width).enumerate() {
-                // Names align left, numbers right, the unit last.
+                // Names align left, numbers right, the unit last. (`{:>w$}`
+                // counts chars, so `µ` pads right.)
                 if i < 2 || i == 5 {
                     let _ = write!(s, "{cell:<w$}  ");
                 } else {
@@ -244,6 +336,122 @@ impl Report {
     }
 }
 
+/// How a row's numbers are written: its unit, rescaled to suit the median
+/// (times to ns, µs, ms or s; rates and counts with k, M, G; bytes to KiB, MiB,
+/// GiB), and the factor that takes a value there.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Scale {
+    /// The unit the numbers are written in.
+    pub unit: String,
+    /// Multiply a value in the row's unit by this.
+    pub factor: f64,
+    /// Whether the numbers are whole (counts): written without decimals.
+    whole: bool,
+}
+
+impl Scale {
+    /// The scale for a row whose median is `v`, measured in `unit`.
+    pub fn for_value(v: f64, unit: &str) -> Scale {
+        let keep = |whole| Scale {
+            unit: unit.to_string(),
+            factor: 1.0,
+            whole,
+        };
+        let a = v.abs();
+        if !v.is_finite() || a == 0.0 {
+            return keep(false);
+        }
+        // `ns/message`, `bytes/actor`: the head scales, the tail stays.
+        let (head, tail) = match unit.split_once('/') {
+            Some((h, t)) if t != "s" => (h, format!("/{t}")),
+            _ => (unit, String::new()),
+        };
+        // Times: to the unit that puts the median in [1, 1000).
+        let ns_per: Option<f64> = match head {
+            "ns" => Some(1.0),
+            "us" | "µs" => Some(1e3),
+            "ms" => Some(1e6),
+            "s" => Some(1e9),
+            _ => None,
+        };
+        if let Some(per) = ns_per {
+            let ns = a * per;
+            let (to, per_to) = if ns < 1e3 {
+                ("ns", 1.0)
+            } else if ns < 1e6 {
+                ("µs", 1e3)
+            } else if ns < 1e9 {
+                ("ms", 1e6)
+            } else {
+                ("s", 1e9)
+            };
+            return Scale {
+                unit: format!("{to}{tail}"),
+                factor: per / per_to,
+                whole: false,
+            };
+        }
+        if head == "bytes" || head == "B" {
+            let (to, div) = if a < 1024.0 {
+                ("bytes", 1.0)
+            } else if a < 1024.0 * 1024.0 {
+                ("KiB", 1024.0)
+            } else if a < 1024.0 * 1024.0 * 1024.0 {
+                ("MiB", 1024.0 * 1024.0)
+            } else {
+                ("GiB", 1024.0 * 1024.0 * 1024.0)
+            };
+            return Scale {
+                unit: format!("{to}{tail}"),
+                factor: 1.0 / div,
+                whole: div == 1.0 && v.fract() == 0.0,
+            };
+        }
+        // Rates of things per second: a decimal prefix before the unit.
+        let rate = unit.ends_with("/s") && unit.chars().next().is_some_and(|c| c.is_lowercase());
+        if rate && a >= 1e4 {
+            let (p, div) = if a < 1e6 {
+                ("k", 1e3)
+            } else if a < 1e9 {
+                ("M", 1e6)
+            } else {
+                ("G", 1e9)
+            };
+            return Scale {
+                unit: format!("{p} {unit}"),
+                factor: 1.0 / div,
+                whole: false,
+            };
+        }
+        keep(v.fract() == 0.0 && a < 1e15)
+    }
+
+    /// `v` (in the row's unit) written in this scale.
+    pub fn number(&self, v: f64) -> String {
+        if self.whole && v.fract() == 0.0 {
+            return group_thousands(v as i64);
+        }
+        number(v * self.factor)
+    }
+}
+
+/// `1234567` as `1 234 567` (thin groups, as in the rest of the output).
+fn group_thousands(n: i64) -> String {
+    let digits = n.unsigned_abs().to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(' ');
+        }
+        out.push(c);
+    }
+    if n < 0 {
+        format!("-{out}")
+    } else {
+        out
+    }
+}
+
 /// A number with about four significant digits, without exponent noise
 /// for the usual magnitudes.
 fn number(v: f64) -> String {
@@ -257,8 +465,12 @@ fn number(v: f64) -> String {
         format!("{v:.3e}")
     } else if a >= 1000.0 {
         format!("{v:.0}")
+    } else if a >= 100.0 {
+        format!("{v:.1}")
     } else if a >= 10.0 {
         format!("{v:.2}")
+    } else if a >= 1.0 {
+        format!("{v:.3}")
     } else if a >= 0.01 {
         format!("{v:.4}")
     } else {
@@ -298,7 +510,8 @@ mod tests {
             Stats {
                 median: 3.0,
                 min: 1.0,
-                max: 9.0
+                max: 9.0,
+                samples: vec![2.0, 9.0, 1.0, 5.0, 3.0],
             }
         );
         assert!(Stats::of(&[]).is_none());
@@ -316,7 +529,14 @@ mod tests {
         let obj = v.as_object().unwrap();
         let mut keys: Vec<&str> = obj.keys().map(String::as_str).collect();
         keys.sort_unstable();
-        assert_eq!(keys, ["bench", "params", "ratios", "results", "verified"]);
+        assert_eq!(
+            keys,
+            ["bench", "host", "params", "ratios", "results", "tutti", "verified"]
+        );
+        assert_eq!(v["tutti"]["version"], env!("CARGO_PKG_VERSION"));
+        assert!(!v["tutti"]["commit"].as_str().unwrap().is_empty());
+        assert!(v["host"]["cores"].as_u64().unwrap() >= 1);
+        assert!(v["host"]["cpu"].is_string());
         assert_eq!(v["bench"], "sort");
         assert_eq!(v["params"]["n"], 10);
         assert_eq!(v["params"]["dist"], "uniform");
@@ -329,9 +549,16 @@ mod tests {
             .map(String::as_str)
             .collect();
         row_keys.sort_unstable();
-        assert_eq!(row_keys, ["impl", "metric", "unit", "value"]);
+        assert_eq!(
+            row_keys,
+            ["impl", "max", "metric", "min", "samples", "unit", "value"]
+        );
         assert_eq!(results[0]["impl"], "tutti");
         assert_eq!(results[0]["value"], 2.0);
+        assert_eq!(results[0]["min"], 1.0);
+        assert_eq!(results[0]["max"], 3.0);
+        assert_eq!(results[0]["samples"], serde_json::json!([1.0, 2.0, 3.0]));
+        assert_eq!(results[1]["samples"], serde_json::json!([4.0]));
         assert_eq!(v["ratios"]["time_tutti_over_rayon"], 0.5);
         assert_eq!(v["verified"], true);
         // One object on one line.
@@ -364,6 +591,47 @@ mod tests {
         r.verify(true);
         assert_eq!(r.verified(), Some(true));
         assert_eq!(r.to_json()["verified"], true);
+    }
+
+    #[test]
+    fn numbers_are_written_in_the_unit_that_suits_them() {
+        let w = |v: f64, unit: &str| {
+            let s = Scale::for_value(v, unit);
+            format!("{} {}", s.number(v), s.unit)
+        };
+        assert_eq!(w(2.416e-3, "ms"), "2.416 µs");
+        assert_eq!(w(0.5, "ns"), "0.5000 ns");
+        assert_eq!(w(1500.0, "ns"), "1.500 µs");
+        assert_eq!(w(81.0, "ms"), "81.00 ms");
+        assert_eq!(w(2500.0, "ms"), "2.500 s");
+        assert_eq!(w(4.9e6, "messages/s"), "4.900 M messages/s");
+        assert_eq!(w(148_000.0, "requests/s"), "148.0 k requests/s");
+        assert_eq!(w(232.0, "bytes"), "232 bytes");
+        assert_eq!(w(3.0 * 1024.0 * 1024.0, "bytes"), "3.000 MiB");
+        assert_eq!(w(1.0, "count"), "1 count");
+        assert_eq!(w(1_234_567.0, "count"), "1 234 567 count");
+        assert_eq!(w(0.95, "fraction hidden"), "0.9500 fraction hidden");
+        assert_eq!(w(2416.0, "ns/message"), "2.416 µs/message");
+        assert_eq!(w(232.5, "bytes/actor"), "232.5 bytes/actor");
+        assert_eq!(w(5.0e6, "msg/s"), "5.000 M msg/s");
+    }
+
+    #[test]
+    fn a_count_is_one_value_not_a_spread() {
+        let mut r = Report::new("mad");
+        r.count("tutti", "deadlocks", 1, "count");
+        r.result("tutti", "time", Stats::of(&[1.0, 2.0, 3.0]).unwrap(), "us");
+        let t = r.to_table();
+        let line = t.lines().find(|l| l.contains("deadlocks")).unwrap();
+        assert_eq!(
+            line.split_whitespace().collect::<Vec<_>>(),
+            ["tutti", "deadlocks", "1", "count"]
+        );
+        let line = t.lines().find(|l| l.contains("time")).unwrap();
+        assert_eq!(
+            line.split_whitespace().collect::<Vec<_>>(),
+            ["tutti", "time", "2.000", "1.000", "3.000", "µs"]
+        );
     }
 
     #[test]

@@ -410,15 +410,20 @@ pub fn run(a: &ActorWorldArgs) -> Result<Report, String> {
         report.result(
             "tutti remote",
             &format!("ask round trip ({where_})"),
-            r,
+            r.clone(),
             "us",
         );
-        report.result("tutti local", "ask round trip (Addr)", l, "us");
+        report.result("tutti local", "ask round trip (Addr)", l.clone(), "us");
         report.ratio("ask_time_remote_over_local", r.median / l.median);
     }
     if let (Some(r), Some(l)) = (Stats::of(&first.remote_tell), Stats::of(&first.local_tell)) {
-        report.result("tutti remote", &format!("tell rate ({where_})"), r, "msg/s");
-        report.result("tutti local", "tell rate (Addr)", l, "msg/s");
+        report.result(
+            "tutti remote",
+            &format!("tell rate ({where_})"),
+            r.clone(),
+            "msg/s",
+        );
+        report.result("tutti local", "tell rate (Addr)", l.clone(), "msg/s");
         report.ratio("tell_throughput_remote_over_local", r.median / l.median);
     }
     report.verify(ok);

@@ -173,8 +173,8 @@ fn add_rows(report: &mut Report, rows: Vec<Row>) {
         let (Some(s_on), Some(s_off)) = (Stats::of(&per(&on)), Stats::of(&per(&off))) else {
             continue;
         };
-        report.result("detection_on", metric, s_on, unit);
-        report.result("detection_off", metric, s_off, unit);
+        report.result("detection_on", metric, s_on.clone(), unit);
+        report.result("detection_off", metric, s_off.clone(), unit);
         report.ratio(
             &format!("time_detection_on_over_off_{metric}"),
             s_on.median / s_off.median,

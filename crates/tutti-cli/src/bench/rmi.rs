@@ -405,14 +405,19 @@ pub fn run(a: &RmiArgs) -> Result<Report, String> {
     let px = per(&pp_atomic, 2 * a.messages);
     let f = per(&fence_m, a.fences);
     let b = per(&barrier_m, a.fences);
-    report.result("direct call", "empty method", d, "ns/call");
-    report.result("function pointer", "empty method", p, "ns/call");
-    report.result("tutti local async_rmi", "empty method", r, "ns/call");
-    report.result("tutti async_rmi", "ping-pong one-way", pa, "ns");
-    report.result("tutti sync_rmi", "ping-pong one-way", ps, "ns");
-    report.result("atomic flag", "ping-pong one-way", px, "ns");
-    report.result("tutti fence", "fence", f, "ns/fence");
-    report.result("std::sync::Barrier", "fence", b, "ns/fence");
+    report.result("direct call", "empty method", d.clone(), "ns/call");
+    report.result("function pointer", "empty method", p.clone(), "ns/call");
+    report.result(
+        "tutti local async_rmi",
+        "empty method",
+        r.clone(),
+        "ns/call",
+    );
+    report.result("tutti async_rmi", "ping-pong one-way", pa.clone(), "ns");
+    report.result("tutti sync_rmi", "ping-pong one-way", ps.clone(), "ns");
+    report.result("atomic flag", "ping-pong one-way", px.clone(), "ns");
+    report.result("tutti fence", "fence", f.clone(), "ns/fence");
+    report.result("std::sync::Barrier", "fence", b.clone(), "ns/fence");
     report.ratio("time_fn_pointer_over_direct", p.median / d.median);
     report.ratio("time_async_rmi_over_direct", r.median / d.median);
     report.ratio("latency_async_rmi_over_atomic_flag", pa.median / px.median);

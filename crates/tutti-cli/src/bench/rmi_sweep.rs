@@ -184,7 +184,7 @@ pub fn sweep(
             report.result(
                 &format!("tutti async_rmi, factor {f}"),
                 &format!("{k} pings per pong"),
-                stats,
+                stats.clone(),
                 "ns/ping",
             );
             let t = stats.median;

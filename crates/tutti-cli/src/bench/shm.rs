@@ -417,10 +417,10 @@ pub fn run(a: &ShmArgs) -> Result<Report, String> {
         .ns_per(2 * n)
     };
     let (lt, lu, lp, lx) = (one_way(&t), one_way(&u), one_way(&p), one_way(&x));
-    report.result("tutti shm", "latency one-way", lt, "ns");
-    report.result("unix socket", "latency one-way", lu, "ns");
-    report.result("pipe", "latency one-way", lp, "ns");
-    report.result("iceoryx2", "latency one-way", lx, "ns");
+    report.result("tutti shm", "latency one-way", lt.clone(), "ns");
+    report.result("unix socket", "latency one-way", lu.clone(), "ns");
+    report.result("pipe", "latency one-way", lp.clone(), "ns");
+    report.result("iceoryx2", "latency one-way", lx.clone(), "ns");
     report.ratio("latency_tutti_over_iceoryx2", lt.median / lx.median);
     report.ratio("latency_tutti_over_uds", lt.median / lu.median);
     report.ratio("latency_tutti_over_pipe", lt.median / lp.median);

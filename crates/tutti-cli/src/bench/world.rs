@@ -186,16 +186,16 @@ pub fn run(a: &WorldArgs) -> Result<Report, String> {
     let r_1 = stat(per_sec(&rate_1));
     let r_f = stat(per_sec(&rate_f));
     let r_c = stat(per_sec(&rate_cb));
-    report.result("tutti", "latency one-way", l_t, "ns");
-    report.result("crossbeam", "latency one-way", l_c, "ns");
-    report.result("tutti factor 1", "rate", r_1, "messages/s");
+    report.result("tutti", "latency one-way", l_t.clone(), "ns");
+    report.result("crossbeam", "latency one-way", l_c.clone(), "ns");
+    report.result("tutti factor 1", "rate", r_1.clone(), "messages/s");
     report.result(
         &format!("tutti factor {}", a.factor),
         "rate",
-        r_f,
+        r_f.clone(),
         "messages/s",
     );
-    report.result("crossbeam", "rate", r_c, "messages/s");
+    report.result("crossbeam", "rate", r_c.clone(), "messages/s");
     report.ratio("latency_tutti_over_crossbeam", l_t.median / l_c.median);
     report.ratio(
         "throughput_tutti_unaggregated_over_crossbeam",

@@ -282,7 +282,7 @@ pub fn run(args: &MadArgs) -> Result<Report, String> {
         ("inconsistent", t.inconsistent),
         ("deadlocks", u64::from(o.deadlock.is_some())),
     ] {
-        report.result("tutti", metric, Stats::single(v as f64), "count");
+        report.count("tutti", metric, v, "count");
     }
     if t.trials > 0 {
         report.result(

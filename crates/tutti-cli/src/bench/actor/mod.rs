@@ -245,10 +245,10 @@ impl Timing<'_> {
             let name = lib.name();
             self.report.verify(ok[i]);
             let (w, c) = (Stats::of(&wall[i]), Stats::of(&cpu[i]));
-            if let Some(s) = w {
+            if let Some(s) = w.clone() {
                 self.report.result(name, metric, s, unit);
             }
-            if let Some(s) = c {
+            if let Some(s) = c.clone() {
                 self.report
                     .result(name, &format!("{metric}_cpu"), s, &format!("cpu {unit}"));
             }
@@ -361,7 +361,7 @@ pub fn run(args: &ActorArgs) -> Result<Report, String> {
             // Memory is deterministic enough that warm-up runs count too.
             report.verify(ok);
             if let (Some(b), Some(k)) = (Stats::of(&bytes), Stats::of(&blocks)) {
-                report.result(lib.name(), "memory", b, "bytes/actor");
+                report.result(lib.name(), "memory", b.clone(), "bytes/actor");
                 report.result(lib.name(), "heap_blocks", k, "blocks/actor");
                 match ours {
                     None => ours = Some(b.median),

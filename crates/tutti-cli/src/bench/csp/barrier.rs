@@ -61,7 +61,7 @@ pub(super) fn run(ctx: &Ctx<'_>, report: &mut Report) -> Result<(), String> {
         .go_runs(report, ctx.args.workers, &args)
         .and_then(|runs| go_stats(&runs, "time_per_process_per_sync"))
     {
-        report.result("go", "barrier", go, "ns/process/sync");
+        report.result("go", "barrier", go.clone(), "ns/process/sync");
         report.ratio(
             "time_tutti_over_go_barrier",
             per(ours.median_secs()) / go.median,

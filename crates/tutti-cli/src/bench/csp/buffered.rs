@@ -101,7 +101,7 @@ pub(super) fn run(ctx: &Ctx<'_>, report: &mut Report) -> Result<(), String> {
         .go_runs(report, ctx.args.workers, &args)
         .and_then(|runs| go_stats(&runs, "time_per_message"))
     {
-        report.result("go", "buffered", go, "ns/message");
+        report.result("go", "buffered", go.clone(), "ns/message");
         report.ratio(
             "time_tutti_over_go_buffered",
             per(ours.median_secs()) / go.median,

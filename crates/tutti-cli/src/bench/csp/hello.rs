@@ -74,8 +74,8 @@ fn v2(ctx: &Ctx<'_>, report: &mut Report) -> Result<(), String> {
         let go = ctx
             .go_runs(report, w, &args)
             .and_then(|runs| go_stats(&runs, "time_per_message"));
-        if let Some(go) = go {
-            report.result(&format!("go_w{w}"), "hello_v2", go, "ns/message");
+        if let Some(go) = go.clone() {
+            report.result(&format!("go_w{w}"), "hello_v2", go.clone(), "ns/message");
             report.ratio(
                 &format!("time_tutti_over_go_hello_v2_w{w}"),
                 per(ours.median_secs()) / go.median,
@@ -131,7 +131,7 @@ fn v1(ctx: &Ctx<'_>, report: &mut Report) -> Result<(), String> {
     if let Some(p) = peak {
         report.result(&name, "hello_v1_peak_rss", p, "bytes");
     }
-    if let Some(b) = ours_bpp {
+    if let Some(b) = ours_bpp.clone() {
         report.result(&name, "hello_v1_bytes_per_process", b, "bytes");
     }
     let (heap, blocks) = blocked_process_heap(rt, n * n)?;
@@ -174,7 +174,7 @@ fn v1(ctx: &Ctx<'_>, report: &mut Report) -> Result<(), String> {
         report.result(&go_name, "hello_v1_time", t, "ns/message");
     }
     if let Some(p) = go_stats(&runs, "peak_rss") {
-        report.result(&go_name, "hello_v1_peak_rss", p, "bytes");
+        report.result(&go_name, "hello_v1_peak_rss", p.clone(), "bytes");
         let bpp = p.median / go_processes as f64;
         report.result(
             &go_name,

@@ -68,7 +68,7 @@ pub(super) fn run(ctx: &Ctx<'_>, report: &mut Report) -> Result<(), String> {
         .go_runs(report, ctx.args.workers, &args)
         .and_then(|runs| go_stats(&runs, "time_per_message"))
     {
-        report.result("go", "pingpong", go, "ns/message");
+        report.result("go", "pingpong", go.clone(), "ns/message");
         report.ratio(
             "time_tutti_over_go_pingpong",
             per(ours.median_secs()) / go.median,
