@@ -7,6 +7,7 @@
 
 mod alloc;
 mod apps;
+mod args;
 mod bench;
 mod launch;
 mod measure;
@@ -20,7 +21,7 @@ mod trace;
 #[path = "../../tutti/tests/watchdog/mod.rs"]
 mod watchdog;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 /// Counts live heap bytes during `alloc::measure` windows (memory benchmarks).
 #[global_allocator]
@@ -38,14 +39,14 @@ struct Cli {
 enum Command {
     /// Sort 64-bit keys: tutti's parallel sample sort vs rayon vs std.
     Sort(apps::sort::SortArgs),
-    /// Blip's Gaussian benchmark: a parallel loop over 10^7 Gaussians.
+    /// A parallel loop over 10^7 Gaussians: speedup over worker counts, beside rayon.
     Gauss(apps::gauss::GaussArgs),
-    /// "Say hello to everyone" (seed 003): m·n² messages between n CSP nodes.
+    /// "Say hello to everyone": m·n² messages between n nodes of CSP processes.
     // `--version` selects the benchmark's version here (as in the issue), not
     // the program's.
     #[command(disable_version_flag = true, version = None)]
     Hello(apps::hello::HelloArgs),
-    /// Mutually Assured Destruction (seed 003): two monitors racing to kill.
+    /// Mutually assured destruction: two CSP monitors racing to kill each other (deadlock and fix).
     Mad(apps::mad::MadArgs),
     /// CSP demos: shared channel ends (client-server), non-blocking barrier.
     #[command(subcommand)]
@@ -53,20 +54,20 @@ enum Command {
     /// Small programs that hang (an ask cycle, a stalled fence) and a dump of waits:
     /// what `tutti::diag` reports.
     HangDemo(apps::hang_demo::HangDemoArgs),
-    /// Thesis 000's client-server database on actors vs Unix sockets vs channels.
+    /// A key-value database actor and its clients, beside Unix sockets and channels.
     Db(apps::db::DbArgs),
-    /// Thesis 000's weather service on actors: registry, subscriptions, a crash, shutdown.
+    /// A weather service on actors: names, subscriptions, a client crash, clean shutdown.
     Weather(apps::weather::WeatherArgs),
-    /// Jacobi for Poisson's equation in 1D, one halo exchange per iteration via RMI (seed 004).
+    /// Jacobi for Poisson's equation in 1D, one halo exchange per iteration by remote method calls.
     Jacobi(apps::jacobi::JacobiArgs),
-    /// Shallow water (seed 002): patches as graph actors vs bulk-synchronous steps.
+    /// Shallow water: patches as actor-graph actors vs bulk-synchronous steps.
     Swe(apps::swe::SweArgs),
-    /// Strongly connected components by trim / pivot / mark with fine-grain RMI (seed 004).
+    /// Strongly connected components by trim / pivot / mark, with a remote method call per edge.
     Scc(apps::scc::SccArgs),
     /// Distributed actors: a registered service on location 0 asked by actors on
     /// every location (`mpirun -n 4 tutti actor-world`, or threads without mpirun).
     ActorWorld(apps::actor_world::ActorWorldArgs),
-    /// URL-addressed RPC (Blip's Dchem): a work server that clients join during the
+    /// URL-addressed RPC: a work server that clients join during the
     /// computation to fetch work, report results, and query or change its status.
     RpcDemo(apps::rpc_demo::RpcDemoArgs),
     /// Micro-benchmarks of the runtime against its peers.
@@ -107,7 +108,7 @@ enum BenchCommand {
     Graph(bench::graph::GraphArgs),
     /// Processes of one host: an 8-byte ping-pong over tutti's shared memory vs a Unix socket and a pipe.
     Shm(bench::shm::ShmArgs),
-    /// URL-addressed RPC: Blip's cost ladder (local call to loopback TCP) vs tarpc and remoc.
+    /// URL-addressed RPC: the cost of each way to call, from a local call to loopback TCP, vs tarpc and remoc.
     Rpc(bench::rpc::RpcArgs),
     /// Timeline tracing: actor tell, CSP ping-pong and RMI with tracing off vs on.
     Trace(bench::trace::TraceArgs),
@@ -118,32 +119,76 @@ pub fn default_workers() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
-/// Parses a worker count: a positive integer of sane size.
-pub fn parse_workers(s: &str) -> Result<usize, String> {
-    let w: usize = s
-        .trim()
-        .parse()
-        .map_err(|_| format!("`{s}` is not a worker count"))?;
-    if !(1..=1024).contains(&w) {
-        return Err(format!("worker count must be in 1..=1024, got {w}"));
-    }
-    Ok(w)
+pub use args::{parse_seconds, parse_workers};
+
+/// Measured runs when `--runs` is not given, for the commands whose default is
+/// not 5 (each command's own constant; `swe`'s lives in its module's `run`).
+fn runs_defaults() -> [(&'static [&'static str], usize); 9] {
+    [
+        (&["gauss"], apps::gauss::RUNS),
+        (&["jacobi"], apps::jacobi::RUNS),
+        (&["scc"], apps::scc::RUNS),
+        (&["swe"], 3),
+        (&["actor-world"], apps::actor_world::RUNS),
+        (&["db"], apps::db::RUNS),
+        (&["bench", "fib"], bench::fib::RUNS),
+        (&["bench", "codec"], bench::codec::RUNS),
+        (&["bench", "diag"], bench::diag::RUNS),
+    ]
 }
 
-/// Parses a duration in seconds for the commands' `--seconds` options (0.01 to 3600).
-pub fn parse_seconds(s: &str) -> Result<f64, String> {
-    let v: f64 = s
-        .trim()
-        .parse()
-        .map_err(|_| format!("`{s}` is not a number of seconds"))?;
-    if !(0.01..=3600.0).contains(&v) {
-        return Err(format!("seconds must be in 0.01..=3600, got {s}"));
+/// The environment variables the commands read, shown by `tutti --help`.
+const ENVIRONMENT: &str = "\
+Environment:
+  TUTTI_WORKERS      worker threads (the commands' --workers)
+  TUTTI_LOCATIONS    locations per process of a world (--locations)
+  TUTTI_AGGREGATION  messages kept per destination before they are sent together (--aggregation)
+  TUTTI_IDLE         what idle workers do: spin, yield or park [default: park]
+  TUTTI_TRANSPORT    how the processes of a world talk: auto, inproc, mpi or shm [default: auto]
+  TUTTI_DEADLOCK     when waits can no longer progress: fail, report or off [default: fail]
+  TUTTI_TRACE        record a timeline trace of the run into this file
+  TUTTI_GO_DIR       where `bench csp` finds its Go programs (--go-dir)
+docs/environment.md in the repository lists every variable.";
+
+/// Sets `allow_negative_numbers` on `cmd` and every subcommand, so that
+/// `--n -5` reaches the value's own check (\"-5 is not in 1..\") instead of
+/// being taken for an unknown option.
+fn with_negative_numbers(cmd: clap::Command) -> clap::Command {
+    let names: Vec<String> = cmd
+        .get_subcommands()
+        .map(|c| c.get_name().to_string())
+        .collect();
+    let mut cmd = cmd.allow_negative_numbers(true);
+    for name in names {
+        cmd = cmd.mut_subcommand(name, with_negative_numbers);
     }
-    Ok(v)
+    cmd
+}
+
+/// Sets the default of `--runs` of the command at `path`.
+fn with_runs(cmd: clap::Command, path: &[&str], runs: usize) -> clap::Command {
+    match path {
+        [] => {
+            let text: &'static str = Box::leak(runs.to_string().into_boxed_str());
+            cmd.mut_arg("runs", |a| a.default_value(text))
+        }
+        [first, rest @ ..] => cmd.mut_subcommand(*first, |c| with_runs(c, rest, runs)),
+    }
+}
+
+/// The command line: the derived parser, with negative numbers accepted as
+/// values, each command's `--runs` default, and the environment in `--help`.
+pub fn command() -> clap::Command {
+    let mut cmd = with_negative_numbers(Cli::command());
+    for (path, runs) in runs_defaults() {
+        cmd = with_runs(cmd, path, runs);
+    }
+    cmd.after_help(ENVIRONMENT)
 }
 
 fn main() {
-    let cli = Cli::parse();
+    let matches = command().get_matches();
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     let (json, outcome) = match &cli.command {
         Command::Sort(a) => (a.json, apps::sort::run(a)),
         Command::Gauss(a) => (a.json, apps::gauss::run(a)),
@@ -201,7 +246,36 @@ mod tests {
 
     #[test]
     fn cli_is_well_formed() {
-        Cli::command().debug_assert();
+        command().debug_assert();
+    }
+
+    fn parse(args: &[&str]) -> Result<Cli, clap::Error> {
+        command()
+            .try_get_matches_from(args)
+            .and_then(|m| Cli::from_arg_matches(&m))
+    }
+
+    #[test]
+    fn a_negative_number_is_a_bad_value_not_an_unknown_option() {
+        let e = parse(&["tutti", "sort", "--n", "-5"]).unwrap_err();
+        assert_eq!(e.kind(), clap::error::ErrorKind::ValueValidation, "{e}");
+        assert!(e.to_string().contains("-5"), "{e}");
+        assert_eq!(e.exit_code(), 2);
+    }
+
+    #[test]
+    fn runs_defaults_show_in_help_and_apply() {
+        let mut cmd = command();
+        let gauss = cmd.find_subcommand_mut("gauss").unwrap();
+        let help = gauss.render_long_help().to_string();
+        assert!(help.contains("[default: 11]"), "{help}");
+        let Command::Gauss(_) = parse(&["tutti", "gauss"]).unwrap().command else {
+            panic!("gauss")
+        };
+        let m = command().get_matches_from(["tutti", "bench", "fib"]);
+        let (_, bench) = m.subcommand().unwrap();
+        let (_, fib) = bench.subcommand().unwrap();
+        assert_eq!(fib.get_one::<u64>("runs"), Some(&15));
     }
 
     #[test]
@@ -223,19 +297,19 @@ mod tests {
             &["tutti", "swe", "--snapshots", "x"],
             &["tutti", "bench", "graph", "--capacities", "0"],
             &["tutti", "bench", "graph", "--messages", "0"],
-            &["tutti", "jacobi", "--iters", "0"],
+            &["tutti", "jacobi", "--steps", "0"],
             &["tutti", "jacobi", "--workers", "0"],
             &["tutti", "scc"],
             &["tutti", "scc", "--mesh", "0"],
             &["tutti", "scc", "--mesh", "10", "--graph", "g.txt"],
             &["tutti", "scc", "--mesh", "10", "--tile", "0"],
-            &["tutti", "bench", "rmi", "--factors", "0"],
+            &["tutti", "bench", "rmi", "--aggregation", "0"],
             &["tutti", "bench", "rmi", "--pings", "10,x"],
             &["tutti", "bench", "rmi", "--sweep-messages", "0"],
             &["tutti", "gauss", "--blocks", "0"],
             &["tutti", "gauss", "--blocks", "16000,x"],
             &["tutti", "gauss", "--points", "0"],
-            &["tutti", "gauss", "--max-workers", "0"],
+            &["tutti", "gauss", "--workers", "0"],
             &["tutti", "bench", "fib", "--n", "100"],
             &["tutti", "trace"],
             &["tutti", "trace", "merge", "out.json"],
@@ -243,7 +317,7 @@ mod tests {
             &["tutti", "trace", "check", "t.json", "--ranks", "0"],
             &["tutti", "bench", "trace", "--tells", "0"],
             &["tutti", "bench", "trace", "--pingpong", "1"],
-            &["tutti", "bench", "fib", "--workers-list", "1,0"],
+            &["tutti", "bench", "fib", "--workers", "1,0"],
             &["tutti", "bench", "spawn", "--tasks", "0"],
             &["tutti", "bench", "idle", "--seconds", "0"],
             &["tutti", "bench", "idle", "--seconds", "nan"],
@@ -287,7 +361,7 @@ mod tests {
             &["tutti", "bench", "actor", "tell", "--actors", "0"],
             &["tutti", "bench", "actor", "all", "--peers", "akka"],
         ] {
-            assert!(Cli::try_parse_from(args).is_err(), "{args:?} was accepted");
+            assert!(parse(args).is_err(), "{args:?} was accepted");
         }
     }
 
@@ -313,30 +387,15 @@ mod tests {
                 "--seed",
                 "7",
             ],
-            &[
-                "tutti",
-                "gauss",
-                "--blocks",
-                "16000,4000",
-                "--max-workers",
-                "2",
-            ],
-            &[
-                "tutti",
-                "bench",
-                "fib",
-                "--n",
-                "20",
-                "--workers-list",
-                "1,2",
-            ],
+            &["tutti", "gauss", "--blocks", "16000,4000", "--workers", "2"],
+            &["tutti", "bench", "fib", "--n", "20", "--workers", "1,2"],
             &[
                 "tutti",
                 "bench",
                 "spawn",
                 "--tasks",
                 "10",
-                "--messages",
+                "--pingpong",
                 "10",
             ],
             &[
@@ -401,7 +460,7 @@ mod tests {
                 "tutti", "bench", "actor", "memory", "--idle", "10", "--peers", "kameo",
             ],
         ] {
-            if let Err(e) = Cli::try_parse_from(args) {
+            if let Err(e) = parse(args) {
                 panic!("{args:?}: {e}");
             }
         }

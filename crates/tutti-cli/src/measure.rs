@@ -17,22 +17,22 @@ use indicatif::{ProgressBar, ProgressStyle};
 /// The `--runs` and `--warmup` options shared by every benchmark.
 #[derive(clap::Args, Clone, Copy, Debug)]
 pub struct RunOpts {
-    /// Measured runs per implementation; the report shows their median
-    /// [default: 5; 11 for `gauss`, 15 for `bench fib`].
-    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1000))]
-    pub runs: Option<u64>,
+    /// Measured runs of each measurement; the report shows their median,
+    /// minimum and maximum.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..=1000))]
+    pub runs: u64,
     /// Unmeasured warm-up runs before the measured ones.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(0..=1000))]
     pub warmup: u64,
 }
 
 impl RunOpts {
-    /// The repetition plan these options ask for, with `default_runs` when
-    /// `--runs` is not given.
-    pub fn plan(&self, default_runs: usize) -> Plan {
+    /// The repetition plan these options ask for. (A command whose default
+    /// is not 5 runs has its own `RUNS`, which `main` makes the default.)
+    pub fn plan(&self) -> Plan {
         Plan {
             warmup: self.warmup as usize,
-            runs: self.runs.map_or(default_runs, |r| r as usize),
+            runs: self.runs as usize,
         }
     }
 }

@@ -14,7 +14,7 @@
 //!   all, at least 8 messages) and rank 1 answers with one byte when it has them
 //!   all.
 //! * **message rate**: rank 0 sends `--messages` 8-byte messages; rsmpi with
-//!   blocking sends, tutti unaggregated (factor 1) and aggregated (`--factor`),
+//!   blocking sends, tutti unaggregated (factor 1) and aggregated (`--aggregation`),
 //!   with `send_slice` from one reused buffer as rsmpi (messages above 4 KiB
 //!   with `send_slice_blocking`, which sends them from that buffer without a
 //!   copy and returns when the send completed, as rsmpi's blocking send).
@@ -40,13 +40,14 @@ use tutti::world::{Location, LocationId, TransportKind, World};
 #[derive(Args, Debug)]
 pub struct MpiBenchArgs {
     /// Round trips of the latency ping-pongs.
-    #[arg(long, default_value_t = 20_000, value_parser = clap::value_parser!(u64).range(1..=100_000_000))]
+    #[arg(long = "round-trips", default_value_t = 20_000, value_parser = clap::value_parser!(u64).range(1..=100_000_000))]
     iters: u64,
     /// Messages of the message-rate measurements.
     #[arg(long, default_value_t = 200_000, value_parser = clap::value_parser!(u64).range(1..=1_000_000_000))]
     messages: u64,
-    /// Aggregation factor of the aggregated message rate (the MPI default).
-    #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    /// Aggregation factor of the aggregated message rate: messages kept per
+    /// destination before they are sent together (the MPI transport's default).
+    #[arg(long = "aggregation", default_value_t = 256, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     factor: u64,
     /// Message sizes of the bandwidth measurement, in bytes.
     #[arg(long, value_delimiter = ',', default_value = "1024,65536,1048576,16777216", value_parser = clap::value_parser!(u64).range(1..=(1u64 << 31)))]
@@ -388,7 +389,7 @@ fn run_mpi(a: &MpiBenchArgs) -> Result<Report, String> {
     if a.verbose && me == 0 {
         eprintln!("{}", world.config());
     }
-    let plan = a.run.plan(5);
+    let plan = a.run.plan();
     let steps = plan.total() * (5 + 2 * a.sizes.len() + 4);
     let progress = Progress::new(if me == 0 { steps } else { 0 }, a.json);
     let mut report = Report::new("mpi-bench");

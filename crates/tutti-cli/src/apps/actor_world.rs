@@ -17,7 +17,7 @@
 //!   barrier location 0 checks that the service's count and sum equal the
 //!   world's, summed by an all-reduce.
 //! * **Measurements** (with two locations or more): location 0 asks an actor
-//!   on the last location (another rank under MPI) `--iters` times in turn —
+//!   on the last location (another rank under MPI) `--round-trips` times in turn —
 //!   the round-trip time — and tells it `--messages` statements followed by
 //!   one question — the tell rate; beside the same actor asked and told
 //!   through a local `Addr` on location 0. Medians of `--runs` runs.
@@ -34,6 +34,9 @@ use tutti::world::{TransportKind, World};
 use crate::measure::RunOpts;
 use crate::report::{Report, Stats};
 
+/// Measured runs when `--runs` is not given (shown in `--help`).
+pub const RUNS: usize = 3;
+
 /// Arguments of `tutti actor-world`.
 #[derive(Args, Debug)]
 pub struct ActorWorldArgs {
@@ -44,16 +47,16 @@ pub struct ActorWorldArgs {
     #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
     asks: u64,
     /// Round trips of the latency measurement.
-    #[arg(long, default_value_t = 5_000, value_parser = clap::value_parser!(u64).range(1..=100_000_000))]
+    #[arg(long = "round-trips", default_value_t = 5_000, value_parser = clap::value_parser!(u64).range(1..=100_000_000))]
     iters: u64,
     /// Statements of the tell-rate measurement.
     #[arg(long, default_value_t = 100_000, value_parser = clap::value_parser!(u64).range(1..=1_000_000_000))]
     messages: u64,
     /// Locations per rank [default: 1 under mpirun, 4 otherwise].
-    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1024))]
+    #[arg(long, env = "TUTTI_LOCATIONS", value_parser = clap::value_parser!(u64).range(1..=1024))]
     locations: Option<u64>,
-    /// Worker threads per rank [default: TUTTI_WORKERS or one per core].
-    #[arg(long, value_parser = crate::parse_workers)]
+    /// Worker threads per rank [default: one per core].
+    #[arg(long, env = "TUTTI_WORKERS", value_parser = crate::parse_workers)]
     workers: Option<usize>,
     #[command(flatten)]
     run: RunOpts,
@@ -178,7 +181,7 @@ struct Outcome {
     local_tell: Vec<f64>,
 }
 
-/// Issue 5's example on every location; location 0's outcome.
+/// The service and its clients on every location; location 0's outcome.
 async fn service_example(node: &Node, a: &Plan) -> (bool, u64, Option<String>) {
     let me = node.id().index();
     if me == 0 {
@@ -342,7 +345,7 @@ pub fn run(a: &ActorWorldArgs) -> Result<Report, String> {
     if a.verbose && world.rank() == 0 {
         eprintln!("{}", world.config());
     }
-    let plan = a.run.plan(3);
+    let plan = a.run.plan();
     let p = Plan {
         clients: a.clients,
         asks: a.asks,
@@ -449,7 +452,7 @@ mod tests {
             "2",
             "--asks",
             "20",
-            "--iters",
+            "--round-trips",
             "50",
             "--messages",
             "500",

@@ -4,9 +4,9 @@
 //! The output array gets one Gaussian `exp(−a·(x² + y² + z²))` per point of
 //! a regular grid filling the cube `[−L, L]³`, point `i` at grid position
 //! `(i mod s, ⌊i/s⌋ mod s, ⌊i/s²⌋)`. tutti fills it with `par_chunks_mut`
-//! at each `--blocks` grain on 1..=`--max-workers` workers; a sequential
+//! at each `--blocks` grain on each of the `--workers` counts; a sequential
 //! loop and rayon (`par_chunks_mut` with the same block size, on
-//! `--max-workers` threads) run beside it. Every parallel output must be
+//! the largest count of threads) run beside it. Every parallel output must be
 //! bit-identical to the sequential one: each element is computed by the same
 //! expression whatever the chunking.
 
@@ -17,6 +17,9 @@ use rayon::slice::ParallelSliceMut;
 use crate::measure::{check_memory, repeat, timed, Measurement, Progress, Run, RunOpts};
 use crate::report::{Report, Stats};
 
+/// Measured runs when `--runs` is not given (shown in `--help`).
+pub const RUNS: usize = 11;
+
 /// Arguments of `tutti gauss`.
 #[derive(Args, Debug)]
 pub struct GaussArgs {
@@ -26,9 +29,10 @@ pub struct GaussArgs {
     /// Block (grain) sizes to measure, comma-separated.
     #[arg(long, value_delimiter = ',', default_values_t = [16_000, 4_000], value_parser = clap::value_parser!(u64).range(1..))]
     blocks: Vec<u64>,
-    /// Measure tutti on 1..=this many workers; rayon runs on this many.
-    #[arg(long, default_value_t = crate::default_workers(), value_parser = crate::parse_workers)]
-    max_workers: usize,
+    /// Worker counts to measure tutti on: one (`2`), a list (`1,2,4`) or a
+    /// range (`1..4`); rayon runs on the largest [default: 1..cores].
+    #[arg(long, value_parser = crate::args::parse_worker_counts)]
+    workers: Option<crate::args::Counts>,
     #[command(flatten)]
     run: RunOpts,
     /// Print one JSON object instead of a table.
@@ -93,14 +97,18 @@ pub fn run(args: &GaussArgs) -> Result<Report, String> {
     let n = usize::try_from(args.points).map_err(|_| "--points is too large".to_string())?;
     let mut blocks: Vec<usize> = args.blocks.iter().map(|&b| b as usize).collect();
     blocks.dedup();
-    let max_w = args.max_workers;
-    let plan = args.run.plan(11);
+    let workers = args
+        .workers
+        .clone()
+        .unwrap_or_else(|| crate::args::Counts((1..=crate::default_workers()).collect()));
+    let max_w = workers.max();
+    let plan = args.run.plan();
 
     let mut report = Report::new("gauss");
     report
         .param("points", n)
         .param("blocks", &blocks)
-        .param("max_workers", max_w)
+        .param("workers", workers.to_string())
         .param("a", A)
         .param("runs", plan.runs)
         .param("warmup", plan.warmup);
@@ -112,7 +120,7 @@ pub fn run(args: &GaussArgs) -> Result<Report, String> {
     let sum: f64 = reference.iter().sum();
     report.param("sum", sum);
 
-    let steps = (1 + (max_w + 1) * blocks.len()) * plan.total();
+    let steps = (1 + (workers.0.len() + 1) * blocks.len()) * plan.total();
     let progress = Progress::new(steps, args.json);
     let mut out = vec![0.0f64; n];
     // One run: poison the output (untimed), fill it (timed), compare it.
@@ -135,7 +143,7 @@ pub fn run(args: &GaussArgs) -> Result<Report, String> {
 
     // tutti at every worker count and block size; keyed (w, block).
     let mut tutti_times = Vec::new();
-    for w in 1..=max_w {
+    for &w in &workers.0 {
         let rt = tutti::Runtime::builder()
             .workers(w)
             .build()
@@ -180,9 +188,11 @@ pub fn run(args: &GaussArgs) -> Result<Report, String> {
     progress.finish();
 
     for &(w, b, t) in &tutti_times {
-        if let Some(&(_, _, t1)) = tutti_times.iter().find(|&&(w1, b1, _)| w1 == 1 && b1 == b) {
-            if w > 1 {
-                report.ratio(&format!("speedup_w{w}_block{b}"), t1 / t);
+        // Speedup over tutti on the fewest workers measured (one, by default).
+        let w0 = workers.0.iter().copied().min().unwrap_or(1);
+        if let Some(&(_, _, t1)) = tutti_times.iter().find(|&&(w1, b1, _)| w1 == w0 && b1 == b) {
+            if w > w0 {
+                report.ratio(&format!("speedup_w{w}_over_w{w0}_block{b}"), t1 / t);
             }
         }
         report.ratio(

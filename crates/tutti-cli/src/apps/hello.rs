@@ -45,9 +45,10 @@ pub struct HelloArgs {
     /// and one receiver per node (2n processes).
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u8).range(1..=2))]
     version: u8,
-    /// Measure on 1..=this many workers.
-    #[arg(long, default_value_t = crate::default_workers(), value_parser = crate::parse_workers)]
-    max_workers: usize,
+    /// Worker counts to measure on: one (`2`), a list (`1,2,4`) or a range
+    /// (`1..4`) [default: 1..cores].
+    #[arg(long, value_parser = crate::args::parse_worker_counts)]
+    workers: Option<crate::args::Counts>,
     #[command(flatten)]
     run: RunOpts,
     /// Print one JSON object instead of a table.
@@ -304,8 +305,11 @@ pub fn run(args: &HelloArgs) -> Result<Report, String> {
         .ok_or_else(|| format!("--version must be 1 or 2, got {}", args.version))?;
     let n = usize::try_from(args.n).map_err(|_| "--n is too large".to_string())?;
     let m = args.m;
-    let max_w = args.max_workers;
-    let plan = args.run.plan(5);
+    let workers = args
+        .workers
+        .clone()
+        .unwrap_or_else(|| crate::args::Counts((1..=crate::default_workers()).collect()));
+    let plan = args.run.plan();
     let messages = u64::from(m) * (n as u64) * (n as u64);
     let processes = version.processes(n);
     if version == Version::V1 {
@@ -319,13 +323,13 @@ pub fn run(args: &HelloArgs) -> Result<Report, String> {
         .param("version", args.version)
         .param("processes", processes)
         .param("messages", messages)
-        .param("max_workers", max_w)
+        .param("workers", workers.to_string())
         .param("runs", plan.runs)
         .param("warmup", plan.warmup);
 
-    let progress = Progress::new(max_w * plan.total(), args.json);
+    let progress = Progress::new(workers.0.len() * plan.total(), args.json);
     let mut medians = Vec::new();
-    for w in 1..=max_w {
+    for &w in &workers.0 {
         let rt = tutti::Runtime::builder()
             .workers(w)
             .build()
@@ -357,11 +361,14 @@ pub fn run(args: &HelloArgs) -> Result<Report, String> {
                 report.result(&name, "bytes_per_process", b, "bytes");
             }
         }
-        medians.push(m_runs.median_secs());
+        medians.push((w, m_runs.median_secs()));
     }
     progress.finish();
-    for (k, t) in medians.iter().enumerate().skip(1) {
-        report.ratio(&format!("speedup_w{}", k + 1), medians[0] / t);
+    // Speedup over the first worker count measured (one, by default).
+    if let Some(&(w0, t0)) = medians.first() {
+        for &(w, t) in &medians[1..] {
+            report.ratio(&format!("speedup_w{w}_over_w{w0}"), t0 / t);
+        }
     }
     Ok(report)
 }
@@ -413,17 +420,14 @@ mod tests {
             n: 6,
             m: 2,
             version: 1,
-            max_workers: 2,
-            run: RunOpts {
-                runs: Some(1),
-                warmup: 0,
-            },
+            workers: Some(crate::args::Counts(vec![1, 2])),
+            run: RunOpts { runs: 1, warmup: 0 },
             json: true,
         };
         let r = run(&args).unwrap();
         assert_eq!(r.verified(), Some(true));
         let v = r.to_json();
-        assert!(v["ratios"]["speedup_w2"].as_f64().unwrap() > 0.0);
+        assert!(v["ratios"]["speedup_w2_over_w1"].as_f64().unwrap() > 0.0);
         assert_eq!(v["params"]["processes"], 72);
     }
 }

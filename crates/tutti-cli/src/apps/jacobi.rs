@@ -34,14 +34,17 @@ use tutti::rmi;
 use crate::measure::{check_memory, repeat, timed, Progress, Run, RunOpts};
 use crate::report::{Report, Stats};
 
+/// Measured runs when `--runs` is not given (shown in `--help`).
+pub const RUNS: usize = 3;
+
 /// Arguments of `tutti jacobi`.
 #[derive(Args, Debug)]
 pub struct JacobiArgs {
     /// Interior grid points.
     #[arg(long, default_value_t = 1_000_000, value_parser = clap::value_parser!(u64).range(1..=1_000_000_000))]
     n: u64,
-    /// Jacobi iterations (a fixed number, as in the seed).
-    #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u64).range(1..=100_000_000))]
+    /// Jacobi iterations (sweeps over the grid; a fixed number).
+    #[arg(long = "steps", default_value_t = 200, value_parser = clap::value_parser!(u64).range(1..=100_000_000))]
     iters: u64,
     #[command(flatten)]
     world: crate::apps::WorldOpts,
@@ -319,7 +322,7 @@ pub fn run(a: &JacobiArgs) -> Result<Report, String> {
             world.locations()
         ));
     }
-    let plan = a.run.plan(3);
+    let plan = a.run.plan();
     let progress = Progress::new(2 * plan.total(), a.json || world.rank() != 0);
     let mut report = Report::new("jacobi");
     report

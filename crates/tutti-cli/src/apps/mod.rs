@@ -83,11 +83,11 @@ pub fn launch_members(
 /// The `--workers` and `--locations` options of the SPMD applications.
 #[derive(clap::Args, Clone, Copy, Debug)]
 pub struct WorldOpts {
-    /// Worker threads per process [default: `TUTTI_WORKERS` or the cores ÷ ranks].
-    #[arg(long, value_parser = crate::parse_workers)]
+    /// Worker threads per process [default: the cores ÷ the processes on this host].
+    #[arg(long, env = "TUTTI_WORKERS", value_parser = crate::parse_workers)]
     pub workers: Option<usize>,
-    /// Locations per process [default: `TUTTI_LOCATIONS` or one per worker].
-    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1024))]
+    /// Locations per process [default: one per worker].
+    #[arg(long, env = "TUTTI_LOCATIONS", value_parser = clap::value_parser!(u64).range(1..=1024))]
     pub locations: Option<u64>,
 }
 

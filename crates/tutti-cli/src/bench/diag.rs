@@ -18,14 +18,17 @@ use super::actor::{tutti_impl::Tutti, Library};
 use crate::measure::{Progress, Run, RunOpts};
 use crate::report::{Report, Stats};
 
+/// Measured runs when `--runs` is not given (shown in `--help`).
+pub const RUNS: usize = 7;
+
 /// Arguments of `tutti bench diag`.
 #[derive(Args, Debug)]
 pub struct DiagArgs {
     /// Messages told to the actors per run.
-    #[arg(long, default_value_t = 1_000_000)]
+    #[arg(long = "tells", default_value_t = 1_000_000)]
     tell: u64,
     /// Actors the tells go to (round robin).
-    #[arg(long, default_value_t = 4)]
+    #[arg(long, default_value_t = 4, value_parser = clap::builder::TypedValueParser::map(clap::value_parser!(u64).range(1..=1_000_000), |n| n as usize))]
     actors: usize,
     /// Messages of the CSP ping-pong per run.
     #[arg(long, default_value_t = 200_000)]
@@ -34,13 +37,13 @@ pub struct DiagArgs {
     #[arg(long, default_value_t = 5_000_000)]
     rmi_calls: u64,
     /// `sync_rmi` round trips between two locations per run.
-    #[arg(long, default_value_t = 20_000)]
+    #[arg(long = "rmi-round-trips", default_value_t = 20_000)]
     rmi_pings: u64,
     /// Fences of two locations per run.
     #[arg(long, default_value_t = 20_000)]
     fences: u64,
     /// Worker threads.
-    #[arg(long, default_value_t = 2, value_parser = crate::parse_workers)]
+    #[arg(long, env = "TUTTI_WORKERS", default_value_t = 2, value_parser = crate::parse_workers)]
     workers: usize,
     /// The rows between ranks (run under `mpirun -n 2` or `tutti launch -n 2`):
     /// `--fences` fences and all-reduces of one location per rank.
@@ -114,7 +117,7 @@ async fn rank_all_reduces(loc: tutti::world::Location, n: u64) -> bool {
 /// `--ranks`: the rows between the ranks of the world the environment configures;
 /// rank 0 reports (the others exit when done).
 fn run_ranks(a: &DiagArgs) -> Result<Report, String> {
-    let plan = a.run.plan(7);
+    let plan = a.run.plan();
     let w = tutti::world::World::builder()
         .locations(1)
         .workers(a.workers)
@@ -187,20 +190,17 @@ pub fn run(a: &DiagArgs) -> Result<Report, String> {
     if a.ranks {
         return run_ranks(a);
     }
-    let plan = a.run.plan(7);
+    let plan = a.run.plan();
     let mut report = Report::new("diag");
     report
-        .param("tell_messages", a.tell)
+        .param("tells", a.tell)
         .param("actors", a.actors)
         .param("pingpong_messages", a.pingpong)
         .param("rmi_calls", a.rmi_calls)
-        .param("rmi_pings", a.rmi_pings)
+        .param("rmi_round_trips", a.rmi_pings)
         .param("fences", a.fences)
         .param("workers", a.workers)
         .param("runs", plan.runs);
-    if a.actors == 0 {
-        return Err("--actors must be at least 1".into());
-    }
     let rt = tutti::Runtime::builder()
         .workers(a.workers)
         .build()

@@ -3,7 +3,7 @@
 //! spent in `join` itself.
 //!
 //! `tutti::join` on a `tutti::Runtime` and `rayon::join` on a rayon pool run
-//! for every worker count in `--workers-list` (a fresh runtime and pool per
+//! for every worker count in `--workers` (a fresh runtime and pool per
 //! count), beside plain sequential recursion. A "task" is one `join` call,
 //! i.e. one internal node of the call tree: `fib(n + 1) − 1` of them.
 
@@ -12,15 +12,18 @@ use clap::Args;
 use crate::measure::{repeat, timed, Measurement, Progress, Run, RunOpts};
 use crate::report::{Report, Stats};
 
+/// Measured runs when `--runs` is not given (shown in `--help`).
+pub const RUNS: usize = 15;
+
 /// Arguments of `tutti bench fib`.
 #[derive(Args, Debug)]
 pub struct FibArgs {
     /// Which Fibonacci number to compute.
     #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..=45))]
     n: u32,
-    /// Worker counts to measure, comma-separated.
-    #[arg(long, value_delimiter = ',', default_values_t = [1, 2], value_parser = crate::parse_workers)]
-    workers_list: Vec<usize>,
+    /// Worker counts to measure: one (`2`), a list (`1,2,4`) or a range (`1..4`).
+    #[arg(long, default_value = "1,2", value_parser = crate::args::parse_worker_counts)]
+    workers: crate::args::Counts,
     #[command(flatten)]
     run: RunOpts,
     /// Print one JSON object instead of a table.
@@ -72,16 +75,15 @@ fn fib_rayon(n: u32) -> u64 {
 /// Runs `tutti bench fib`.
 pub fn run(args: &FibArgs) -> Result<Report, String> {
     let n = args.n;
-    let plan = args.run.plan(15);
+    let plan = args.run.plan();
     let expected = fib_iter(n);
     let tasks = joins(n);
-    let mut lists = args.workers_list.clone();
-    lists.dedup();
+    let lists = args.workers.0.clone();
 
     let mut report = Report::new("fib");
     report
         .param("n", n)
-        .param("workers_list", &lists)
+        .param("workers", args.workers.to_string())
         .param("tasks", tasks)
         .param("runs", plan.runs)
         .param("warmup", plan.warmup);

@@ -26,7 +26,7 @@ pub struct GraphArgs {
     #[arg(long, value_delimiter = ',', default_values_t = [1, 64], value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     capacities: Vec<u64>,
     /// Worker threads of tutti's runtime.
-    #[arg(long, default_value_t = 2, value_parser = crate::parse_workers)]
+    #[arg(long, env = "TUTTI_WORKERS", default_value_t = 2, value_parser = crate::parse_workers)]
     workers: usize,
     #[command(flatten)]
     run: RunOpts,
@@ -120,7 +120,7 @@ fn crossbeam_stream(n: u64, cap: usize) -> bool {
 /// Runs `tutti bench graph`.
 pub fn run(args: &GraphArgs) -> Result<Report, String> {
     let (n, w) = (args.messages, args.workers);
-    let plan = args.run.plan(5);
+    let plan = args.run.plan();
     let mut report = Report::new("graph");
     report
         .param("messages", n)

@@ -25,7 +25,7 @@ pub struct IdleArgs {
     #[arg(long, default_value_t = 2.0, value_parser = crate::parse_seconds)]
     seconds: f64,
     /// Workers of each runtime.
-    #[arg(long, default_value_t = crate::default_workers(), value_parser = crate::parse_workers)]
+    #[arg(long, env = "TUTTI_WORKERS", default_value_t = crate::default_workers(), value_parser = crate::parse_workers)]
     workers: usize,
     /// Print one JSON object instead of a table.
     #[arg(long)]

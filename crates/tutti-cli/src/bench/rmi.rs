@@ -5,7 +5,7 @@
 //!   nothing, made directly, through a function pointer, and as a local
 //!   `async_rmi` (one location sending to itself, executed by the automatic
 //!   poll and the closing fence). Reported per call.
-//! * **ping-pong** (Table III): `--messages` round trips between two locations
+//! * **ping-pong** (Table III): `--round-trips` round trips between two locations
 //!   with `async_rmi` (each side waits for the next request with `wait`), and
 //!   with `sync_rmi` (the other side serves inside `fence`), beside the
 //!   explicit version: two threads passing a counter through one atomic word
@@ -45,7 +45,7 @@ pub struct RmiArgs {
     #[arg(long, default_value_t = 1_000_000, value_parser = clap::value_parser!(u64).range(1..=1_000_000_000))]
     calls: u64,
     /// Round trips per ping-pong measurement.
-    #[arg(long, default_value_t = 50_000, value_parser = clap::value_parser!(u64).range(1..=1_000_000_000))]
+    #[arg(long = "round-trips", default_value_t = 50_000, value_parser = clap::value_parser!(u64).range(1..=1_000_000_000))]
     messages: u64,
     /// Fences (and barrier waits) per fence measurement.
     #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..=1_000_000_000))]
@@ -56,7 +56,7 @@ pub struct RmiArgs {
     /// Worker threads of the world's runtime [default: 2; with `--mpi` the
     /// world's default (under `mpirun -n 2` on two cores each rank is bound to
     /// one core: one worker)].
-    #[arg(long, value_parser = crate::parse_workers)]
+    #[arg(long, env = "TUTTI_WORKERS", value_parser = crate::parse_workers)]
     workers: Option<usize>,
     #[command(flatten)]
     sweep: super::rmi_sweep::SweepArgs,
@@ -358,7 +358,7 @@ pub fn run(a: &RmiArgs) -> Result<Report, String> {
     if a.mpi {
         return mpi_rows::run(a);
     }
-    let plan = a.run.plan(5);
+    let plan = a.run.plan();
     let workers = a.workers.unwrap_or(2);
     let one = world(1, workers)?;
     let two = world(2, workers)?;
@@ -538,7 +538,7 @@ mod mpi_rows {
             ));
         }
         let me = w.rank();
-        let plan = a.run.plan(5);
+        let plan = a.run.plan();
         let progress = Progress::new(if me == 0 { plan.total() * 5 } else { 0 }, a.json);
         let mut report = Report::new("bench rmi --mpi");
         report

@@ -1,7 +1,7 @@
 //! The aggregation sweep of `tutti bench rmi` (seed 004, Figures 8–9):
 //! location 0 sends `k` empty `async_rmi` pings to location 1, which answers
 //! the `k`-th with one pong; repeated until `--sweep-messages` pings have
-//! gone, for every aggregation factor of `--factors` (set on both locations
+//! gone, for every aggregation factor of `--aggregation` (set on both locations
 //! with `set_aggregation`) and every `k` of `--pings`. Reported per ping,
 //! with each factor's speedup over factor 1 at the same `k`.
 //!
@@ -23,8 +23,9 @@ use crate::report::{Report, Stats};
 /// The sweep's options (flattened into `tutti bench rmi`).
 #[derive(Args, Debug, Clone)]
 pub struct SweepArgs {
-    /// Aggregation factors of the sweep (comma-separated, 1..=65536).
-    #[arg(long, value_delimiter = ',', default_value = "1,4,16,64,256,1024,2048", value_parser = clap::value_parser!(u64).range(1..=65_536))]
+    /// Aggregation factors of the sweep: requests kept per destination before
+    /// they are sent together (comma-separated, 1..=65536).
+    #[arg(long = "aggregation", value_delimiter = ',', default_value = "1,4,16,64,256,1024,2048", value_parser = clap::value_parser!(u64).range(1..=65_536))]
     factors: Vec<u64>,
     /// Pings before each pong (comma-separated, 1..=10^6).
     #[arg(long, value_delimiter = ',', default_value = "10,100,1000,10000", value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
@@ -209,7 +210,7 @@ pub fn sweep(
 /// `tutti bench rmi --sweep-only`: the sweep on the environment's world (two
 /// in-process locations unless `TUTTI_*` or mpirun say otherwise).
 pub fn run_only(a: &SweepArgs, run: &RunOpts, json: bool) -> Result<Report, String> {
-    let plan = run.plan(5);
+    let plan = run.plan();
     let mut b = World::builder();
     if std::env::var_os("TUTTI_LOCATIONS").is_none() {
         b = b.locations(1);

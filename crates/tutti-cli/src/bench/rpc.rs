@@ -234,7 +234,7 @@ fn serialized(n: u64, format: Format) -> Run {
 }
 
 pub fn run(a: &RpcArgs) -> Result<Report, String> {
-    let plan = a.run.plan(5);
+    let plan = a.run.plan();
     let e = |e: tutti::rpc::RpcError| e.to_string();
     let server = Rpc::builder().cookie("bench").build().map_err(e)?;
     let client = Rpc::builder()

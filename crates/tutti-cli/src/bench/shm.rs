@@ -1,5 +1,5 @@
 //! `tutti bench shm`: an 8-byte message bouncing between two processes of one
-//! host, `--messages` round trips, reported per one-way message.
+//! host, `--round-trips` round trips, reported per one-way message.
 //!
 //! * **tutti**: two processes launched as one named shared-memory system
 //!   (`tutti::world::launch`), one location and one worker each; rank 0 sends
@@ -31,7 +31,7 @@ use tutti::world::{LocationId, World};
 #[derive(Args, Debug)]
 pub struct ShmArgs {
     /// Round trips per measurement.
-    #[arg(long, default_value_t = 100_000, value_parser = clap::value_parser!(u64).range(1..=100_000_000))]
+    #[arg(long = "round-trips", default_value_t = 100_000, value_parser = clap::value_parser!(u64).range(1..=100_000_000))]
     messages: u64,
     #[command(flatten)]
     run: RunOpts,
@@ -119,7 +119,7 @@ fn tutti_run(n: u64) -> Run {
     let _ = std::fs::remove_file(&out);
     let result = (|| {
         let mut c = me()?;
-        c.args(["--role", "tutti", "--messages", &n.to_string(), "--path"])
+        c.args(["--role", "tutti", "--round-trips", &n.to_string(), "--path"])
             .arg(&out);
         let st = tutti::world::launch(2, c).map_err(|e| e.to_string())?;
         if !st.iter().all(|s| s.success()) {
@@ -383,7 +383,7 @@ pub fn run(a: &ShmArgs) -> Result<Report, String> {
         }
         std::process::exit(0);
     }
-    let plan = a.run.plan(5);
+    let plan = a.run.plan();
     let n = a.messages;
     let progress = Progress::new(plan.total() * 4, a.json);
     let mut report = Report::new("bench shm");

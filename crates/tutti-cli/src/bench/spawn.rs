@@ -3,7 +3,7 @@
 //!
 //! * **spawn + await**: one driver task spawns `--tasks` tiny tasks, keeps
 //!   their handles, then awaits them all in order. Reported per task.
-//! * **ping-pong**: two tasks bounce a counter `--messages` times; each hop
+//! * **ping-pong**: two tasks bounce a counter `--pingpong` times; each hop
 //!   in one direction is one message. tutti passes it through a chain of
 //!   single-assignment `DataflowVar`s (message `k` sets variable `k`; the
 //!   chain is built in chunks so memory stays bounded, and building it is
@@ -26,10 +26,10 @@ pub struct SpawnArgs {
     #[arg(long, default_value_t = 1_000_000, value_parser = clap::value_parser!(u64).range(1..=100_000_000))]
     tasks: u64,
     /// Messages of the ping-pong (one per direction of each hop).
-    #[arg(long, default_value_t = 100_000, value_parser = clap::value_parser!(u64).range(1..=1_000_000_000))]
+    #[arg(long = "pingpong", default_value_t = 100_000, value_parser = clap::value_parser!(u64).range(1..=1_000_000_000))]
     messages: u64,
     /// Worker threads of both runtimes.
-    #[arg(long, default_value_t = 2, value_parser = crate::parse_workers)]
+    #[arg(long, env = "TUTTI_WORKERS", default_value_t = 2, value_parser = crate::parse_workers)]
     workers: usize,
     #[command(flatten)]
     run: RunOpts,
@@ -139,7 +139,7 @@ async fn pingpong_tokio(messages: u64) -> Option<u64> {
 /// Runs `tutti bench spawn`.
 pub fn run(args: &SpawnArgs) -> Result<Report, String> {
     let (tasks, messages, w) = (args.tasks, args.messages, args.workers);
-    let plan = args.run.plan(5);
+    let plan = args.run.plan();
     let mut report = Report::new("spawn");
     report
         .param("tasks", tasks)

@@ -43,7 +43,7 @@ pub struct TraceArgs {
     #[arg(long, default_value_t = 20_000, value_parser = clap::value_parser!(u64).range(1..=100_000_000))]
     rmi_round_trips: u64,
     /// Worker threads.
-    #[arg(long, default_value_t = 2, value_parser = crate::parse_workers)]
+    #[arg(long, env = "TUTTI_WORKERS", default_value_t = 2, value_parser = crate::parse_workers)]
     workers: usize,
     /// Where the "on" runs record (a scratch file, deleted after each run).
     #[arg(long)]
@@ -81,7 +81,7 @@ pub fn run(a: &TraceArgs) -> Result<Report, String> {
     if trace::is_on() {
         return Err("bench trace starts and stops traces itself: unset TUTTI_TRACE".into());
     }
-    let plan = a.run.plan(5);
+    let plan = a.run.plan();
     let scratch = a.scratch.clone().unwrap_or_else(|| {
         std::env::temp_dir().join(format!("tutti-bench-trace-{}.json", std::process::id()))
     });

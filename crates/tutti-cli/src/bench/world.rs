@@ -7,7 +7,7 @@
 //!   and two unbounded channels, blocking `recv`). Reported per one-way message.
 //! * **rate**: location 0 sends `--messages` `u64`s to location 1, which receives
 //!   them all (tutti unaggregated, aggregation factor 1, and aggregated, factor
-//!   `--factor`; crossbeam: one producer thread, one consumer thread, unbounded
+//!   `--aggregation`; crossbeam: one producer thread, one consumer thread, unbounded
 //!   channel). Reported in messages per second.
 
 use clap::Args;
@@ -23,10 +23,11 @@ pub struct WorldArgs {
     #[arg(long, default_value_t = 200_000, value_parser = clap::value_parser!(u64).range(1..=1_000_000_000))]
     messages: u64,
     /// Worker threads of the world's runtime.
-    #[arg(long, default_value_t = 2, value_parser = crate::parse_workers)]
+    #[arg(long, env = "TUTTI_WORKERS", default_value_t = 2, value_parser = crate::parse_workers)]
     workers: usize,
-    /// Aggregation factor of the aggregated rate measurement.
-    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    /// Aggregation factor of the aggregated rate measurement: messages kept
+    /// per destination before they are sent together.
+    #[arg(long = "aggregation", default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     factor: u64,
     #[command(flatten)]
     run: RunOpts,
@@ -152,7 +153,7 @@ fn crossbeam_stream(n: u64) -> Run {
 
 /// Runs the benchmark.
 pub fn run(a: &WorldArgs) -> Result<Report, String> {
-    let plan = a.run.plan(5);
+    let plan = a.run.plan();
     let n = a.messages;
     let w = world(a.workers)?;
     if a.verbose {

@@ -43,7 +43,7 @@ pub struct ClientServerArgs {
     #[arg(long, default_value_t = 1)]
     seed: u64,
     /// Worker threads.
-    #[arg(long, default_value_t = crate::default_workers(), value_parser = crate::parse_workers)]
+    #[arg(long, env = "TUTTI_WORKERS", default_value_t = crate::default_workers(), value_parser = crate::parse_workers)]
     workers: usize,
     /// Print one JSON object instead of a table.
     #[arg(long)]

@@ -45,7 +45,7 @@ pub struct NbBarrierArgs {
     #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     steps: u64,
     /// Worker threads.
-    #[arg(long, default_value_t = crate::default_workers(), value_parser = crate::parse_workers)]
+    #[arg(long, env = "TUTTI_WORKERS", default_value_t = crate::default_workers(), value_parser = crate::parse_workers)]
     workers: usize,
     #[command(flatten)]
     run: RunOpts,
@@ -248,7 +248,7 @@ pub fn run(args: &NbBarrierArgs) -> Result<Report, String> {
     let p = usize::try_from(args.processes).map_err(|_| "--processes is too large")?;
     let steps = args.steps;
     let w = args.workers;
-    let plan = args.run.plan(5);
+    let plan = args.run.plan();
     check_memory(n as u128 * 32, &format!("a rod of {n} cells"))?;
     let mut report = Report::new("csp-demo nbbarrier");
     report

@@ -47,6 +47,9 @@ use crate::report::{Report, Stats};
 
 pub use store::{Request, Store};
 
+/// Measured runs when `--runs` is not given (shown in `--help`).
+pub const RUNS: usize = 3;
+
 /// Arguments of `tutti db`.
 #[derive(Args, Debug)]
 pub struct DbArgs {
@@ -68,7 +71,7 @@ pub struct DbArgs {
     )]
     peers: Vec<Peer>,
     /// Worker threads of tutti's runtime.
-    #[arg(long, default_value_t = crate::default_workers(), value_parser = crate::parse_workers)]
+    #[arg(long, env = "TUTTI_WORKERS", default_value_t = crate::default_workers(), value_parser = crate::parse_workers)]
     workers: usize,
     #[command(flatten)]
     run: RunOpts,
@@ -84,14 +87,14 @@ pub struct DbArgs {
     pub json: bool,
 }
 
-/// Thesis 000's message strategies.
+/// How the store waits for messages (the three message strategies).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Strategy {
-    /// `message_immediate`: the store polls its mailbox; workers spin.
+    /// The store keeps checking its mailbox; idle workers spin.
     Immediate,
-    /// `message_wait`: idle workers yield the CPU.
+    /// Idle workers yield the CPU to the OS between checks.
     Wait,
-    /// `message_notify`: idle workers park.
+    /// Idle workers sleep until a message wakes them.
     Notify,
 }
 
@@ -207,7 +210,7 @@ pub fn run(args: &DbArgs) -> Result<Report, String> {
     if let Some(p) = args.processes {
         return run_processes(args, p as usize);
     }
-    let plan = args.run.plan(3);
+    let plan = args.run.plan();
     let r = args.requests;
     let counts = &args.clients.0;
     let strategies: Vec<Strategy> = match args.strategy {
@@ -299,7 +302,7 @@ pub fn run(args: &DbArgs) -> Result<Report, String> {
 /// `tutti db --processes P`: tutti and Unix sockets, `P − 1` client
 /// processes each, in rounds.
 fn run_processes(args: &DbArgs, p: usize) -> Result<Report, String> {
-    let plan = args.run.plan(3);
+    let plan = args.run.plan();
     let (n, r) = (p - 1, args.requests);
     let mut report = Report::new("db");
     report

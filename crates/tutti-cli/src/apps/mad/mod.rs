@@ -59,7 +59,7 @@ pub struct MadArgs {
     #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u64).range(0..=100_000_000))]
     jitter: u64,
     /// Worker threads.
-    #[arg(long, default_value_t = crate::default_workers(), value_parser = crate::parse_workers)]
+    #[arg(long, env = "TUTTI_WORKERS", default_value_t = crate::default_workers(), value_parser = crate::parse_workers)]
     workers: usize,
     /// Print one JSON object instead of a table.
     #[arg(long)]

@@ -17,6 +17,9 @@ use crate::measure::{check_memory, repeat, timed, Progress, Run, RunOpts};
 use crate::report::{Report, Stats};
 use graph::Graph;
 
+/// Measured runs when `--runs` is not given (shown in `--help`).
+pub const RUNS: usize = 3;
+
 /// Arguments of `tutti scc`.
 #[derive(Args, Debug)]
 #[command(
@@ -38,8 +41,9 @@ pub struct SccArgs {
     /// Seed of the pivot choice.
     #[arg(long, default_value_t = 42)]
     seed: u64,
-    /// Aggregation factor (requests per destination buffer) [default: the world's].
-    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    /// Aggregation factor: requests kept per destination before they are sent
+    /// together [default: the transport's].
+    #[arg(long, env = "TUTTI_AGGREGATION", value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     aggregation: Option<u64>,
     #[command(flatten)]
     world: crate::apps::WorldOpts,
@@ -77,7 +81,7 @@ pub fn run(a: &SccArgs) -> Result<Report, String> {
     };
     let g = Arc::new(g);
     let world = a.world.world()?;
-    let plan = a.run.plan(3);
+    let plan = a.run.plan();
     let progress = Progress::new(2 * plan.total(), a.json || world.rank() != 0);
     report
         .param("vertices", g.vertices())

@@ -47,7 +47,7 @@ pub struct SortArgs {
     #[arg(long, value_enum, default_value_t = Dist::Uniform)]
     dist: Dist,
     /// Worker threads for tutti and rayon.
-    #[arg(long, default_value_t = crate::default_workers(), value_parser = crate::parse_workers)]
+    #[arg(long, env = "TUTTI_WORKERS", default_value_t = crate::default_workers(), value_parser = crate::parse_workers)]
     workers: usize,
     /// Seed of the input data.
     #[arg(long, default_value_t = 42)]
@@ -55,14 +55,13 @@ pub struct SortArgs {
     /// Key ranges of the sample sort, 2..=128 (rounded up to a power of two).
     #[arg(long, value_parser = clap::value_parser!(u64).range(2..=128))]
     buckets: Option<u64>,
-    /// Aggregation factor of the rmi sort's world (requests per destination
-    /// buffer) [default: the world's, `TUTTI_AGGREGATION` or the transport's].
-    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    /// Aggregation factor of the rmi sort's world: requests kept per
+    /// destination before they are sent together [default: the transport's].
+    #[arg(long, env = "TUTTI_AGGREGATION", value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     aggregation: Option<u64>,
     /// Locations per process of the rmi and alltoall sorts [default: one per
-    /// worker in one process; under mpirun `TUTTI_LOCATIONS` or the rank's
-    /// workers].
-    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1024))]
+    /// worker].
+    #[arg(long, env = "TUTTI_LOCATIONS", value_parser = clap::value_parser!(u64).range(1..=1024))]
     locations: Option<u64>,
     #[command(flatten)]
     run: RunOpts,
@@ -82,7 +81,7 @@ enum Impl {
     Rayon,
     /// std's sequential `sort_unstable`.
     Std,
-    /// ARMI's sample sort: one `async_rmi` per key, a fence, a local sort.
+    /// The distributed-objects sample sort: one `async_rmi` per key, a fence, a local sort.
     Rmi,
     /// The hand-coded version: one message per pair of locations.
     Alltoall,
@@ -94,7 +93,7 @@ enum Impl {
 pub fn run(args: &SortArgs) -> Result<Report, String> {
     let n = usize::try_from(args.n).map_err(|_| format!("--n {} is too large", args.n))?;
     let w = args.workers;
-    let plan = args.run.plan(5);
+    let plan = args.run.plan();
     let wants = |i: Impl| args.implementation == Impl::All || args.implementation == i;
     let spmd = wants(Impl::Rmi) || wants(Impl::Alltoall);
     let locations = args.locations.map(|l| l as usize);

@@ -544,7 +544,7 @@ pub fn run(a: &SweArgs) -> Result<Report, String> {
     if a.implementation != Impl::Graph {
         impls.push(("bsp", Impl::Bsp, Scheme::TwoSided));
     }
-    let plan = a.run.plan(3);
+    let plan = a.run.plan();
     let leader = world.rank() == 0;
     let progress = Progress::new(impls.len() * plan.total(), a.json || !leader);
     let mut secs: Vec<Vec<f64>> = vec![Vec::new(); impls.len()];

@@ -48,7 +48,7 @@ pub struct WeatherArgs {
     #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
     interval_us: u64,
     /// Worker threads.
-    #[arg(long, default_value_t = crate::default_workers(), value_parser = crate::parse_workers)]
+    #[arg(long, env = "TUTTI_WORKERS", default_value_t = crate::default_workers(), value_parser = crate::parse_workers)]
     workers: usize,
     /// Stations and clients in OS processes of one host: the stations in
     /// one, the clients spread over `P − 1` others; tutti (a shared-memory
@@ -248,7 +248,7 @@ impl<P: Post> Actor for Station<P> {
 }
 
 impl<P: Post> Handler<Run> for Station<P> {
-    /// Seed 000's `message_immediate`: serve whatever waits, then broadcast
+    /// Serve whatever waits (`has_messages`/`try_next`), then broadcast
     /// the next reading and sleep the interval, until `Finish`.
     async fn handle(&mut self, _: Run, ctx: &mut Context<Self>) {
         loop {

@@ -1,7 +1,7 @@
 //! `tutti bench actor <tell|ask|spawn|memory|all>`: tutti's actors beside
 //! actix and kameo, with the same actors, messages and driver in each.
 //!
-//! * **tell**: one driver task tells `--messages` messages round-robin to
+//! * **tell**: one driver task tells `--tells` messages round-robin to
 //!   `--actors` counting actors, then asks each for its count (the asks queue
 //!   behind the tells, so their replies mean every message was handled; the
 //!   counts are checked). Reported per message.
@@ -67,7 +67,7 @@ pub struct ActorArgs {
     #[arg(value_enum)]
     which: Which,
     /// Messages told in the tell benchmark.
-    #[arg(long, default_value_t = 1_000_000, value_parser = clap::value_parser!(u64).range(1..=1_000_000_000))]
+    #[arg(long = "tells", default_value_t = 1_000_000, value_parser = clap::value_parser!(u64).range(1..=1_000_000_000))]
     messages: u64,
     /// Actors the tell benchmark sends to, round-robin.
     #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
@@ -85,7 +85,7 @@ pub struct ActorArgs {
     #[arg(long, value_enum, value_delimiter = ',', default_value = "actix,kameo")]
     peers: Vec<PeerName>,
     /// Worker threads of each runtime.
-    #[arg(long, default_value_t = 2, value_parser = crate::parse_workers)]
+    #[arg(long, env = "TUTTI_WORKERS", default_value_t = 2, value_parser = crate::parse_workers)]
     workers: usize,
     #[command(flatten)]
     run: RunOpts,
@@ -272,7 +272,7 @@ impl Timing<'_> {
 
 /// Runs `tutti bench actor`.
 pub fn run(args: &ActorArgs) -> Result<Report, String> {
-    let plan = args.run.plan(5);
+    let plan = args.run.plan();
     let w = args.workers;
     let mut report = Report::new("actor");
     let which = |x: Which| args.which == x || args.which == Which::All;

@@ -32,6 +32,9 @@ use crate::rng::Rng;
 use formats::{Bincode1, Bincode2, Bitcode, Format, Postcard, Rmp, Tutti, TuttiFrame};
 use messages::{Floats, Named, PodFloats, Shape, Small};
 
+/// Measured runs when `--runs` is not given (shown in `--help`).
+pub const RUNS: usize = 7;
+
 /// Arguments of `tutti bench codec`.
 #[derive(Args, Debug)]
 pub struct CodecArgs {
@@ -270,7 +273,7 @@ fn attack_format<F: Format>(inputs: &Inputs, count: u64, seed: u64) -> Hostile {
 
 /// Runs `tutti bench codec`.
 pub fn run(args: &CodecArgs) -> Result<Report, String> {
-    let plan = args.run.plan(7);
+    let plan = args.run.plan();
     let mut report = Report::new("codec");
     report
         .param("elements", args.elements)

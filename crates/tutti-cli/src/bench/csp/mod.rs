@@ -57,10 +57,10 @@ pub struct CspArgs {
     #[arg(value_enum)]
     which: Which,
     /// Workers of the tutti runtime, and GOMAXPROCS of the Go peers.
-    #[arg(long, default_value_t = 2, value_parser = crate::parse_workers)]
+    #[arg(long, env = "TUTTI_WORKERS", default_value_t = 2, value_parser = crate::parse_workers)]
     workers: usize,
     /// Ping-pong: messages (each direction of a round trip counts one).
-    #[arg(long, default_value_t = 2_000_000, value_parser = clap::value_parser!(u64).range(2..=10_000_000_000))]
+    #[arg(long = "pingpong", default_value_t = 2_000_000, value_parser = clap::value_parser!(u64).range(2..=10_000_000_000))]
     messages: u64,
     /// hello v2: nodes.
     #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..=100_000))]
@@ -102,8 +102,8 @@ pub struct CspArgs {
     /// Seed of the random channel choices of the Alt benchmark.
     #[arg(long, default_value_t = 7)]
     seed: u64,
-    /// Where the Go peer sources are [default: $TUTTI_GO_DIR, else bench/go].
-    #[arg(long)]
+    /// Where the Go peer sources are [default: bench/go].
+    #[arg(long, env = "TUTTI_GO_DIR")]
     go_dir: Option<PathBuf>,
     /// Skip the Go peers.
     #[arg(long)]
@@ -164,7 +164,7 @@ fn go_stats(runs: &[Vec<GoResult>], metric: &str) -> Option<Stats> {
 
 /// Runs `tutti bench csp`.
 pub fn run(args: &CspArgs) -> Result<Report, String> {
-    let plan = args.run.plan(5);
+    let plan = args.run.plan();
     let w = args.workers;
     let mut report = Report::new("csp");
     report
@@ -179,7 +179,6 @@ pub fn run(args: &CspArgs) -> Result<Report, String> {
         let dir = args
             .go_dir
             .clone()
-            .or_else(|| std::env::var_os("TUTTI_GO_DIR").map(PathBuf::from))
             .unwrap_or_else(|| PathBuf::from(go::DEFAULT_GO_DIR));
         GoPeer::build(&dir)
     };
