@@ -13,6 +13,7 @@ mod launch;
 mod measure;
 mod mem;
 mod mpi_bench;
+mod plot;
 mod report;
 mod rng;
 mod trace;
@@ -71,8 +72,7 @@ enum Command {
     /// computation to fetch work, report results, and query or change its status.
     RpcDemo(apps::rpc_demo::RpcDemoArgs),
     /// Micro-benchmarks of the runtime against its peers.
-    #[command(subcommand)]
-    Bench(BenchCommand),
+    Bench(BenchArgs),
     /// Start P processes of one command as a named shared-memory system
     /// (`tutti launch -n 4 -- <command> [args]`; no MPI needed).
     Launch(launch::LaunchArgs),
@@ -82,6 +82,17 @@ enum Command {
     /// MPI latency, bandwidth, message rate and overlap, raw rsmpi beside
     /// tutti's transport (`mpirun -n 2 tutti mpi-bench`; needs `--features mpi`).
     MpiBench(mpi_bench::MpiBenchArgs),
+}
+
+/// `tutti bench`: the benchmark to run, and where to draw its results.
+#[derive(clap::Args, Debug)]
+struct BenchArgs {
+    /// Also draw the results into this PNG file: tutti and its peers side by
+    /// side, one panel per metric, error bars from min to max.
+    #[arg(long, global = true, value_name = "FILE.png", value_parser = plot::parse_png)]
+    plot: Option<std::path::PathBuf>,
+    #[command(subcommand)]
+    command: BenchCommand,
 }
 
 #[derive(Subcommand, Debug)]
@@ -189,6 +200,9 @@ pub fn command() -> clap::Command {
 fn main() {
     let matches = command().get_matches();
     let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    // The picture of a benchmark's report (`tutti bench … --plot`); the
+    // commands that draw their own (speedup curves) do it in their `run`.
+    let mut plot_to = None;
     let (json, outcome) = match &cli.command {
         Command::Sort(a) => (a.json, apps::sort::run(a)),
         Command::Gauss(a) => (a.json, apps::gauss::run(a)),
@@ -203,22 +217,42 @@ fn main() {
         Command::Mad(a) => (a.json, apps::mad::run(a)),
         Command::CspDemo(d) => (d.json(), d.run()),
         Command::HangDemo(a) => (a.json, apps::hang_demo::run(a)),
-        Command::Bench(BenchCommand::Fib(a)) => (a.json, bench::fib::run(a)),
-        Command::Bench(BenchCommand::Spawn(a)) => (a.json, bench::spawn::run(a)),
-        Command::Bench(BenchCommand::Idle(a)) => (a.json, bench::idle::run(a)),
-        Command::Bench(BenchCommand::Csp(a)) => (a.json, bench::csp::run(a)),
-        Command::Bench(BenchCommand::Codec(a)) => (a.json, bench::codec::run(a)),
-        Command::Bench(BenchCommand::World(a)) => (a.json, bench::world::run(a)),
-        Command::MpiBench(a) => (a.json, mpi_bench::run(a)),
+        Command::MpiBench(a) => {
+            plot_to = a.plot.plot.clone();
+            (a.json, mpi_bench::run(a))
+        }
         Command::Launch(a) => launch::run(a),
-        Command::Bench(BenchCommand::Shm(a)) => (a.json, bench::shm::run(a)),
-        Command::Bench(BenchCommand::Actor(a)) => (a.json, bench::actor::run(a)),
-        Command::Bench(BenchCommand::Diag(a)) => (a.json, bench::diag::run(a)),
-        Command::Bench(BenchCommand::Rmi(a)) => (a.json, bench::rmi::run(a)),
-        Command::Bench(BenchCommand::Graph(a)) => (a.json, bench::graph::run(a)),
-        Command::Bench(BenchCommand::Rpc(a)) => (a.json, bench::rpc::run(a)),
-        Command::Bench(BenchCommand::Trace(a)) => (a.json, bench::trace::run(a)),
         Command::Trace(t) => (t.json(), t.run()),
+        Command::Bench(b) => {
+            plot_to = b.plot.clone();
+            match &b.command {
+                BenchCommand::Fib(a) => (a.json, bench::fib::run(a)),
+                BenchCommand::Spawn(a) => (a.json, bench::spawn::run(a)),
+                BenchCommand::Idle(a) => (a.json, bench::idle::run(a)),
+                BenchCommand::Csp(a) => (a.json, bench::csp::run(a)),
+                BenchCommand::Codec(a) => (a.json, bench::codec::run(a)),
+                BenchCommand::World(a) => (a.json, bench::world::run(a)),
+                BenchCommand::Shm(a) => (a.json, bench::shm::run(a)),
+                BenchCommand::Actor(a) => (a.json, bench::actor::run(a)),
+                BenchCommand::Diag(a) => (a.json, bench::diag::run(a)),
+                BenchCommand::Rmi(a) => (a.json, bench::rmi::run(a)),
+                BenchCommand::Graph(a) => (a.json, bench::graph::run(a)),
+                BenchCommand::Rpc(a) => (a.json, bench::rpc::run(a)),
+                BenchCommand::Trace(a) => (a.json, bench::trace::run(a)),
+            }
+        }
+    };
+    // Under a launcher every rank may report; rank 0 draws.
+    let plot_to = plot_to.filter(|_| plot::first_rank());
+    let outcome = match (outcome, plot_to) {
+        (Ok(report), Some(path)) => match plot::bars(&report, &path) {
+            Ok(()) => {
+                eprintln!("tutti: drew {}", path.display());
+                Ok(report)
+            }
+            Err(e) => Err(format!("cannot draw {}: {e}", path.display())),
+        },
+        (outcome, _) => outcome,
     };
     match outcome {
         Ok(report) => {

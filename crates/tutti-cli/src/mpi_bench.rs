@@ -73,6 +73,8 @@ pub struct MpiBenchArgs {
     /// Print one JSON object instead of a table.
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub plot: crate::plot::PlotOpts,
 }
 
 /// The parts of the benchmark.

@@ -218,11 +218,6 @@ impl Report {
         &self.bench
     }
 
-    /// The ratios recorded so far.
-    pub fn ratios(&self) -> &BTreeMap<String, f64> {
-        &self.ratios
-    }
-
     /// Records a ratio; the name must say which way it divides.
     pub fn ratio(&mut self, name: &str, value: f64) {
         self.ratios.insert(name.to_string(), value);

@@ -35,6 +35,10 @@ pub struct GaussArgs {
     workers: Option<crate::args::Counts>,
     #[command(flatten)]
     run: RunOpts,
+    /// Draw the speedup curves (over the sequential loop, per block size; rayon
+    /// beside them) into this PNG file.
+    #[command(flatten)]
+    plot: crate::plot::PlotOpts,
     /// Print one JSON object instead of a table.
     #[arg(long)]
     pub json: bool,
@@ -163,6 +167,7 @@ pub fn run(args: &GaussArgs) -> Result<Report, String> {
         .num_threads(max_w)
         .build()
         .map_err(|e| format!("cannot build a rayon pool with {max_w} threads: {e}"))?;
+    let mut rayon_times = Vec::new();
     for &b in &blocks {
         progress.stage(&format!("rayon, {max_w} threads, block {b}"));
         let m = measure(&mut |o| {
@@ -174,6 +179,7 @@ pub fn run(args: &GaussArgs) -> Result<Report, String> {
         });
         report.verify(m.ok);
         record(&mut report, &format!("rayon_w{max_w}_block{b}"), &m, n);
+        rayon_times.push((b, m.median_secs()));
         if let Some(&(_, _, t)) = tutti_times
             .iter()
             .find(|&&(w, bb, _)| w == max_w && bb == b)
@@ -199,6 +205,25 @@ pub fn run(args: &GaussArgs) -> Result<Report, String> {
             &format!("speedup_vs_seq_w{w}_block{b}"),
             seq.median_secs() / t,
         );
+    }
+    if let Some(path) = &args.plot.plot {
+        let s = seq.median_secs();
+        let mut curves: Vec<crate::plot::Curve> = blocks
+            .iter()
+            .map(|&b| {
+                let pts = tutti_times
+                    .iter()
+                    .filter(|&&(_, bb, _)| bb == b)
+                    .map(|&(w, _, t)| (w as f64, s / t))
+                    .collect();
+                (format!("tutti, block {b}"), pts)
+            })
+            .collect();
+        for &(b, t) in &rayon_times {
+            curves.push((format!("rayon, block {b}"), vec![(max_w as f64, s / t)]));
+        }
+        let title = format!("gauss: {n} points, speedup over the sequential loop");
+        crate::plot::speedup(path, &title, "workers", &curves)?;
     }
     Ok(report)
 }

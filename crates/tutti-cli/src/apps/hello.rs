@@ -51,6 +51,9 @@ pub struct HelloArgs {
     workers: Option<crate::args::Counts>,
     #[command(flatten)]
     run: RunOpts,
+    /// Draw the speedup curve (over the first worker count) into this PNG file.
+    #[command(flatten)]
+    plot: crate::plot::PlotOpts,
     /// Print one JSON object instead of a table.
     #[arg(long)]
     pub json: bool,
@@ -369,6 +372,17 @@ pub fn run(args: &HelloArgs) -> Result<Report, String> {
         for &(w, t) in &medians[1..] {
             report.ratio(&format!("speedup_w{w}_over_w{w0}"), t0 / t);
         }
+        if let Some(path) = &args.plot.plot {
+            let pts = medians
+                .iter()
+                .map(|&(w, t)| (w as f64, w0 as f64 * t0 / t))
+                .collect();
+            let title = format!(
+                "{}: n = {n}, m = {m}, speedup (the run on {w0} worker(s) on the ideal line)",
+                version.name()
+            );
+            crate::plot::speedup(path, &title, "workers", &[("tutti".to_string(), pts)])?;
+        }
     }
     Ok(report)
 }
@@ -422,6 +436,7 @@ mod tests {
             version: 1,
             workers: Some(crate::args::Counts(vec![1, 2])),
             run: RunOpts { runs: 1, warmup: 0 },
+            plot: Default::default(),
             json: true,
         };
         let r = run(&args).unwrap();
