@@ -27,7 +27,7 @@ fn side_index(s: Side) -> usize {
 }
 
 fn decode(b: &[u8]) -> Option<(usize, Side, Vec<f64>)> {
-    if b.len() < 5 || (b.len() - 5) % 8 != 0 {
+    if b.len() < 5 || !(b.len() - 5).is_multiple_of(8) {
         return None;
     }
     let patch = u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize;

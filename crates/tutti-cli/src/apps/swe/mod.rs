@@ -154,7 +154,7 @@ impl Config {
         dt: Option<f64>,
         scenario: Scenario,
     ) -> Result<Config, String> {
-        if nx % patch != 0 || ny % patch != 0 {
+        if !nx.is_multiple_of(patch) || !ny.is_multiple_of(patch) {
             return Err(format!(
                 "the patch size {patch} must divide the grid ({nx} × {ny} cells)"
             ));
