@@ -90,10 +90,7 @@ fn colour(name: &str, peers: &mut BTreeMap<String, RGBColor>) -> RGBColor {
     if name.starts_with("tutti") {
         return TUTTI;
     }
-    let family = name
-        .split(|c: char| c == '_' || c == ' ' || c == ',')
-        .next()
-        .unwrap_or(name);
+    let family = name.split(['_', ' ', ',']).next().unwrap_or(name);
     let n = peers.len();
     *peers
         .entry(family.to_string())

@@ -53,7 +53,7 @@ impl Handler<Pong> for Peer {
     async fn handle(&mut self, _: Pong, _: &mut Context<Self>) {}
 }
 
-/// 1. Two actors ask each other: an ask cycle.
+/// Case 1: two actors ask each other, an ask cycle.
 fn ask_cycle() -> Result<String, String> {
     let (a, b) = (actor::spawn(Peer(None)), actor::spawn(Peer(None)));
     a.ask_blocking(Meet(b.clone())).unwrap();
@@ -83,7 +83,7 @@ fn ask_cycle() -> Result<String, String> {
     ))
 }
 
-/// 2. A process network in which everybody waits: both processes send, on
+/// Case 2: a process network in which everybody waits: both processes send, on
 /// synchronous channels, to the other, and neither receives.
 fn csp_network() -> Result<String, String> {
     let outcome = csp::run(async {
@@ -119,7 +119,7 @@ fn csp_network() -> Result<String, String> {
     ))
 }
 
-/// 3. A dump while a process waits for a value that comes later: not a
+/// Case 3: a dump while a process waits for a value that comes later: not a
 /// deadlock (a timer will wake the sender), but visible.
 fn dump_of_a_wait() -> Result<String, String> {
     let (tx, rx) = csp::channel_named::<&str>("results");

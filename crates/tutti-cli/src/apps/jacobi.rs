@@ -100,7 +100,7 @@ pub fn residual_sq(u: &[f64], left: f64, right: f64, f: &[f64]) -> f64 {
 
 /// Whether iteration `k` of `iters` is a residual checkpoint.
 fn checkpoint(k: u64, iters: u64) -> bool {
-    k % iters.div_ceil(CHECKPOINTS) == 0 || k + 1 == iters
+    k.is_multiple_of(iters.div_ceil(CHECKPOINTS)) || k + 1 == iters
 }
 
 /// The sequential solver: the final `u` and the residual at each checkpoint.

@@ -78,7 +78,7 @@ impl Object for Player {
 impl Handler<Ping> for Player {
     async fn handle(&mut self, _: Ping, ctx: &mut Location) {
         self.pings += 1;
-        if self.pings % self.k == 0 {
+        if self.pings.is_multiple_of(self.k) {
             if let Some(h) = self.me {
                 ctx.async_rmi(0, &h, Pong).await;
             }

@@ -176,7 +176,7 @@ pub struct Outcome {
 pub fn script(c: usize, i: u64) -> (Request, Option<u64>) {
     let key = ((c as u64) << 40) | (i / 2);
     let value = key.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    if i % 2 == 0 {
+    if i.is_multiple_of(2) {
         (Request::Put(key, value), None)
     } else {
         (Request::Get(key), Some(value))

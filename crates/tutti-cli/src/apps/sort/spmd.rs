@@ -305,7 +305,7 @@ fn to_bytes(keys: &[u64]) -> Vec<u8> {
 
 /// Keys from little-endian bytes (`None` if the length is not a multiple of 8).
 fn from_bytes(bytes: &[u8]) -> Option<Vec<u64>> {
-    if bytes.len() % 8 != 0 {
+    if !bytes.len().is_multiple_of(8) {
         return None;
     }
     Some(
