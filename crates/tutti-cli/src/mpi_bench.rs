@@ -484,9 +484,24 @@ fn latency(cx: &Ctx<'_>, report: &mut Report, all_ok: &mut bool) -> Result<(), S
         stat(one_way_us(&lat_t)),
         stat(one_way_us(&lat_tt)),
     );
-    report.result("rsmpi", "latency one-way (process to process)", l_raw, "us");
-    report.result("tutti", "latency one-way (process to process)", l_t, "us");
-    report.result("tutti", "latency one-way (thread to thread)", l_tt, "us");
+    report.result(
+        "rsmpi",
+        "latency one-way (process to process)",
+        l_raw.clone(),
+        "us",
+    );
+    report.result(
+        "tutti",
+        "latency one-way (process to process)",
+        l_t.clone(),
+        "us",
+    );
+    report.result(
+        "tutti",
+        "latency one-way (thread to thread)",
+        l_tt.clone(),
+        "us",
+    );
     report.ratio("latency_tutti_over_rsmpi", l_t.median / l_raw.median);
     report.ratio(
         "latency_thread_to_thread_over_process_to_process",
@@ -522,8 +537,8 @@ fn bandwidth(cx: &Ctx<'_>, report: &mut Report, all_ok: &mut bool) {
         let mbs = |m: &Measurement| m.map(|s| bytes / s / 1e6);
         let (r, t) = (stat(mbs(&raw_m)), stat(mbs(&t_m)));
         let metric = format!("bandwidth {size} B");
-        report.result("rsmpi", &metric, r, "MB/s");
-        report.result("tutti", &metric, t, "MB/s");
+        report.result("rsmpi", &metric, r.clone(), "MB/s");
+        report.result("tutti", &metric, t.clone(), "MB/s");
         report.ratio(
             &format!("bandwidth_{size}B_tutti_over_rsmpi"),
             t.median / r.median,
@@ -561,12 +576,12 @@ fn rate(cx: &Ctx<'_>, report: &mut Report, all_ok: &mut bool) {
         stat(per_sec(&rate_1)),
         stat(per_sec(&rate_f)),
     );
-    report.result("rsmpi", "rate 8 B", r_raw, "messages/s");
-    report.result("tutti factor 1", "rate 8 B", r_1, "messages/s");
+    report.result("rsmpi", "rate 8 B", r_raw.clone(), "messages/s");
+    report.result("tutti factor 1", "rate 8 B", r_1.clone(), "messages/s");
     report.result(
         &format!("tutti factor {factor}"),
         "rate 8 B",
-        r_f,
+        r_f.clone(),
         "messages/s",
     );
     report.ratio(

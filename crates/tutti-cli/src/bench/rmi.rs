@@ -584,11 +584,26 @@ mod mpi_rows {
             per(sync_pp, 2 * n),
         );
         let (rb, fm) = (per(raw_bar, f), per(fence_m, f));
-        report.result("raw MPI send/recv", "ping-pong one-way (ranks)", rp, "ns");
-        report.result("tutti async_rmi", "ping-pong one-way (ranks)", ap, "ns");
-        report.result("tutti sync_rmi", "ping-pong one-way (ranks)", sp, "ns");
-        report.result("MPI_Barrier", "fence (ranks)", rb, "ns/fence");
-        report.result("tutti fence", "fence (ranks)", fm, "ns/fence");
+        report.result(
+            "raw MPI send/recv",
+            "ping-pong one-way (ranks)",
+            rp.clone(),
+            "ns",
+        );
+        report.result(
+            "tutti async_rmi",
+            "ping-pong one-way (ranks)",
+            ap.clone(),
+            "ns",
+        );
+        report.result(
+            "tutti sync_rmi",
+            "ping-pong one-way (ranks)",
+            sp.clone(),
+            "ns",
+        );
+        report.result("MPI_Barrier", "fence (ranks)", rb.clone(), "ns/fence");
+        report.result("tutti fence", "fence (ranks)", fm.clone(), "ns/fence");
         report.ratio("latency_async_rmi_over_mpi", ap.median / rp.median);
         report.ratio("latency_sync_rmi_over_mpi", sp.median / rp.median);
         report.ratio("time_fence_over_mpi_barrier", fm.median / rb.median);
