@@ -253,11 +253,21 @@ impl Report {
         }
 
         let header = ["impl", "metric", "median", "min", "max", "unit"];
+        // One scale per metric and unit, so that the rows compared stand in
+        // the same unit (the largest median chooses it).
+        let mut largest: BTreeMap<(&str, &str), f64> = BTreeMap::new();
+        for r in &self.results {
+            let m = largest.entry((&r.metric, &r.unit)).or_insert(0.0);
+            if r.value.is_finite() {
+                *m = m.max(r.value.abs());
+            }
+        }
         let rows: Vec<[String; 6]> = self
             .results
             .iter()
             .map(|r| {
-                let scale = Scale::for_value(r.value, &r.unit);
+                let scale =
+                    Scale::for_value(largest[&(r.metric.as_str(), r.unit.as_str())], &r.unit);
                 // One sample (a count, a size): one value, no spread.
                 let (min, max) = if r.samples.len() <= 1 {
                     (String::new(), String::new())
@@ -627,6 +637,16 @@ mod tests {
             line.split_whitespace().collect::<Vec<_>>(),
             ["tutti", "time", "2.000", "1.000", "3.000", "µs"]
         );
+    }
+
+    #[test]
+    fn rows_of_one_metric_share_a_unit() {
+        let mut r = Report::new("x");
+        r.result("tutti", "latency", Stats::single(900.0), "ns");
+        r.result("peer", "latency", Stats::single(1200.0), "ns");
+        let t = r.to_table();
+        assert!(t.contains("0.9000") && t.contains("1.200"), "{t}");
+        assert_eq!(t.matches("µs").count(), 2, "{t}");
     }
 
     #[test]

@@ -395,7 +395,7 @@ pub fn run(a: &ActorWorldArgs) -> Result<Report, String> {
         .param("workers", workers)
         .param("clients_per_location", a.clients)
         .param("asks_per_client", a.asks)
-        .param("iters", a.iters)
+        .param("round_trips", a.iters)
         .param("messages", a.messages)
         .param("runs", plan.runs);
     report.result(

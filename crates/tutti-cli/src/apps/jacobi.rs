@@ -327,7 +327,7 @@ pub fn run(a: &JacobiArgs) -> Result<Report, String> {
     let mut report = Report::new("jacobi");
     report
         .param("n", n)
-        .param("iters", a.iters)
+        .param("steps", a.iters)
         .param("ranks", world.ranks())
         .param("locations", world.locations())
         .param("workers", world.config().workers())

@@ -195,7 +195,7 @@ pub fn run(a: &DiagArgs) -> Result<Report, String> {
     report
         .param("tells", a.tell)
         .param("actors", a.actors)
-        .param("pingpong_messages", a.pingpong)
+        .param("pingpong", a.pingpong)
         .param("rmi_calls", a.rmi_calls)
         .param("rmi_round_trips", a.rmi_pings)
         .param("fences", a.fences)

@@ -370,7 +370,7 @@ pub fn run(a: &RmiArgs) -> Result<Report, String> {
     let mut report = Report::new("bench rmi");
     report
         .param("calls", a.calls)
-        .param("messages", a.messages)
+        .param("round_trips", a.messages)
         .param("fences", a.fences)
         .param("locations", a.locations)
         .param("workers", workers)
@@ -543,7 +543,7 @@ mod mpi_rows {
         let mut report = Report::new("bench rmi --mpi");
         report
             .param("ranks", w.ranks())
-            .param("messages", a.messages)
+            .param("round_trips", a.messages)
             .param("fences", a.fences)
             .param("workers", w.config().workers())
             .param("progress", w.config().progress().to_string())

@@ -165,7 +165,7 @@ pub fn sweep(
         return Err("the aggregation sweep needs at least two locations".into());
     }
     report
-        .param("sweep_factors", &a.factors)
+        .param("sweep_aggregation", &a.factors)
         .param("sweep_pings", &a.pings)
         .param("sweep_messages", a.sweep_messages)
         .param("sweep_transport", world.config().transport().to_string());

@@ -388,7 +388,7 @@ pub fn run(a: &ShmArgs) -> Result<Report, String> {
     let progress = Progress::new(plan.total() * 4, a.json);
     let mut report = Report::new("bench shm");
     report
-        .param("messages", n)
+        .param("round_trips", n)
         .param("bytes", 8)
         .param("runs", plan.runs);
     // In rounds, so that the machine's load falls on all alike.

@@ -143,7 +143,7 @@ pub fn run(args: &SpawnArgs) -> Result<Report, String> {
     let mut report = Report::new("spawn");
     report
         .param("tasks", tasks)
-        .param("messages", messages)
+        .param("pingpong", messages)
         .param("workers", w)
         .param("runs", plan.runs)
         .param("warmup", plan.warmup);

@@ -89,7 +89,7 @@ pub fn run(a: &TraceArgs) -> Result<Report, String> {
     report
         .param("tells", a.tells)
         .param("actors", a.actors)
-        .param("pingpong_messages", a.pingpong / 2 * 2)
+        .param("pingpong", a.pingpong / 2 * 2)
         .param("rmi_calls", a.rmi_calls)
         .param("rmi_round_trips", a.rmi_round_trips)
         .param("workers", a.workers)

@@ -164,7 +164,7 @@ pub fn run(a: &WorldArgs) -> Result<Report, String> {
     report
         .param("messages", n)
         .param("workers", a.workers)
-        .param("factor", a.factor)
+        .param("aggregation", a.factor)
         .param("runs", plan.runs);
 
     progress.stage("latency: tutti");

@@ -283,7 +283,7 @@ pub fn run(args: &ActorArgs) -> Result<Report, String> {
         .param("warmup", plan.warmup);
     if which(Which::Tell) {
         report
-            .param("messages", args.messages)
+            .param("tells", args.messages)
             .param("actors", args.actors);
     }
     if which(Which::Ask) {

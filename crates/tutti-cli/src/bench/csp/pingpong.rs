@@ -45,7 +45,7 @@ pub async fn pingpong(messages: u64) -> bool {
 
 pub(super) fn run(ctx: &Ctx<'_>, report: &mut Report) -> Result<(), String> {
     let messages = ctx.args.messages / 2 * 2;
-    report.param("pingpong_messages", messages);
+    report.param("pingpong", messages);
     let progress = Progress::new(ctx.plan.total(), ctx.args.json);
     progress.stage("ping-pong: tutti");
     let rt = &ctx.rt;
