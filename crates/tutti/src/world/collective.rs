@@ -60,8 +60,8 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use super::frame::{self, CollectiveTag, Phase};
+use super::rank::Local;
 use super::transport::Transport;
-use super::world::Local;
 use super::Location;
 use crate::loom::{lock, AtomicUsize, Mutex, Ordering};
 use crate::msg::codec;

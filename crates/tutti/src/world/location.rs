@@ -18,7 +18,7 @@ use super::error::SendError;
 use super::frame::{next_entry, HEADER};
 use super::inbox::{Parcel, Payload};
 use super::outbox::{Bytes, Limits, Outgoing};
-use super::world::{Shared, Slot};
+use super::rank::{Shared, Slot};
 use super::{cast, LocationId, World};
 use crate::loom::{lock, Mutex, Ordering};
 
@@ -129,7 +129,7 @@ impl Location {
     }
 
     /// Tells `watcher` when a rank of this world dies (see `RankDeath`).
-    pub(crate) fn watch_deaths(&self, watcher: std::sync::Weak<dyn super::world::RankDeath>) {
+    pub(crate) fn watch_deaths(&self, watcher: std::sync::Weak<dyn super::rank::RankDeath>) {
         self.shared().local.watch_deaths(watcher);
     }
 

@@ -145,6 +145,8 @@ mod inbox;
 mod location;
 mod outbox;
 mod pool;
+mod rank;
+mod receive;
 mod stall;
 mod transport;
 #[allow(clippy::module_inception)]
@@ -165,11 +167,11 @@ pub use delivery::Delivery;
 pub use error::{LocationPanic, SendError, WorldError};
 pub use id::LocationId;
 pub use location::{Location, Recv, UntilQuiet};
+pub(crate) use rank::RankDeath;
 #[cfg(feature = "mpi")]
 pub(crate) use transport::mpi::Window;
 #[cfg(not(loom))]
 pub use transport::shm::launch;
-pub(crate) use world::RankDeath;
 pub use world::World;
 
 use std::any::Any;

@@ -69,8 +69,8 @@ use serde::{Deserialize, Serialize};
 
 use super::collective::Kind;
 use super::frame::{self, Frame, StallHead};
+use super::rank::Local;
 use super::transport::Transport;
-use super::world::Local;
 use crate::diag::node::{self, lock, Node, On, What, BLOCKED};
 use crate::diag::{BlockedProcess, Deadlock, DeadlockMode};
 use crate::msg::codec;

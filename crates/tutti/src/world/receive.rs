@@ -1,0 +1,121 @@
+//! The rank's receive path: how the transport hands this rank what other
+//! ranks sent it ([`Sink`] for [`Local`]). A frame is parsed and checked
+//! (`frame.rs`) before anything is delivered: data frames go to the inbox of
+//! the location they name, collective frames to the collective rounds,
+//! stall-check frames to `stall.rs`, quiescence sums to the wave that waits
+//! for them, and a dead rank to everyone watching for deaths. A frame that
+//! does not parse, or names a location that is not on this rank or a sender
+//! that is not the rank it came from, is an error for the transport to report.
+
+use std::sync::Arc;
+
+use super::frame::{self, DataHead, Parsed};
+use super::inbox::{Parcel, Payload};
+use super::rank::{Local, Slot};
+use super::transport::Sink;
+use super::LocationId;
+
+impl Local {
+    /// The slot a data frame from `from_rank` goes to, after checking its ends.
+    fn data_slot(&self, from_rank: usize, h: &DataHead) -> Result<(LocationId, &Slot), String> {
+        let to = LocationId::new(h.to);
+        let from = LocationId::new(h.from);
+        let total = self.ranks * self.per_rank;
+        if from.index() >= total || from.rank(self.per_rank) != from_rank {
+            return Err(format!(
+                "a data frame from rank {from_rank} claims to come from {from}"
+            ));
+        }
+        let Some(slot) = self.slot_of(to).filter(|_| to.index() < total) else {
+            return Err(format!(
+                "a data frame from rank {from_rank} for {to}, which is not on this rank"
+            ));
+        };
+        Ok((from, slot))
+    }
+}
+
+impl Sink for Local {
+    fn deliver_head(&self, from_rank: usize, head: &[u8]) -> Result<(), String> {
+        match frame::parse(head, false).map_err(|e| e.0)? {
+            // One message: only its bytes are copied out, into a delivery of
+            // its own (no shared head to count references on).
+            Parsed::Data(h) if h.inline == 1 => {
+                self.stall.arrived();
+                let (from, slot) = self.data_slot(from_rank, &h)?;
+                let mut pos = frame::HEADER;
+                let Some(r) = frame::next_entry(head, &mut pos) else {
+                    self.fail_invariant("a validated frame ran out of messages");
+                };
+                slot.inbox.push(Parcel::One {
+                    from,
+                    phase: h.phase,
+                    payload: Payload::Bytes(head[r].to_vec()),
+                });
+                Ok(())
+            }
+            _ => self.deliver(from_rank, Arc::from(head), None),
+        }
+    }
+
+    fn deliver(
+        &self,
+        from_rank: usize,
+        head: Arc<[u8]>,
+        body: Option<Vec<u8>>,
+    ) -> Result<(), String> {
+        match frame::parse(&head, body.is_some()).map_err(|e| e.0)? {
+            Parsed::Data(h) => {
+                let (from, slot) = self.data_slot(from_rank, &h)?;
+                self.stall.arrived();
+                slot.inbox.push(Parcel::Frame {
+                    from,
+                    phase: h.phase,
+                    head,
+                    inline: h.inline,
+                    body,
+                });
+                Ok(())
+            }
+            Parsed::Collective(c) => {
+                if c.from_rank as usize != from_rank {
+                    return Err(format!(
+                        "a collective frame from rank {from_rank} claims to come from rank {}",
+                        c.from_rank
+                    ));
+                }
+                let value = match body {
+                    Some(b) => b,
+                    None => head.get(c.inline).map(<[u8]>::to_vec).unwrap_or_default(),
+                };
+                self.stall.arrived();
+                self.rounds.incoming(c.from_rank, c.tag, value)
+            }
+            Parsed::Stall(h) => {
+                let payload = match &body {
+                    Some(b) => &b[..],
+                    None => head.get(h.inline.clone()).unwrap_or_default(),
+                };
+                super::stall::incoming(self, from_rank, &h, payload)
+            }
+        }
+    }
+
+    fn body_buffer(&self, len: usize) -> Option<Vec<u8>> {
+        self.pool.take(len)
+    }
+
+    fn recycle(&self, buffer: Vec<u8>) {
+        self.pool.put(buffer);
+    }
+
+    fn summed(&self, epoch: u64, sums: [u64; 2]) {
+        self.stall.arrived();
+        super::collective::complete(self, epoch, Some(sums));
+    }
+
+    fn rank_died(&self, rank: usize) {
+        self.stall.arrived();
+        self.bury(rank);
+    }
+}
