@@ -1,0 +1,796 @@
+//! The shared-memory transport's engine: [`Shm`] joins or creates the named
+//! system (`system.rs`), sends frames by writing them in slot-sized fragments
+//! into the destination's mailbox ring (`ring.rs`), and runs the one receiving
+//! thread per process that drains this process's mailbox, reassembles frames,
+//! hands them to the world (`Sink`), writes the heartbeat and watches the
+//! other members for death. The transport's protocol (start-up, faults) is
+//! the module documentation of `transport::shm`.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+
+use super::ring::{Push, FIRST, LAST};
+use super::system::{self, MailboxMap, System, DEAD, JOINING, LEAVING, LEFT, READY, SLOT_BYTES};
+use crate::msg::codec;
+use crate::world::config::WorldConfig;
+use crate::world::error::WorldError;
+use crate::world::frame::Frame;
+use crate::world::transport::{agree_on_registries, Sink, Transport};
+
+/// How often a process writes its heartbeat and looks at the others.
+pub(crate) const CHECK_EVERY: Duration = Duration::from_millis(10);
+/// How long the receiving thread spins after the last fragment before it
+/// sleeps on its futex (`TUTTI_SHM_SPIN_US`; unpolled mode). Zero by
+/// default: on a machine with fewer cores than busy threads a spinning
+/// receiver takes the core the woken location needs (`tutti bench shm`).
+fn spin_for() -> Duration {
+    std::env::var("TUTTI_SHM_SPIN_US")
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .map_or(Duration::ZERO, Duration::from_micros)
+}
+/// Polled mode: how long after the last traffic the receiving thread
+/// starts sleeping on its futex.
+const BACKSTOP_AFTER: Duration = Duration::from_millis(2);
+/// Polled mode: the receiving thread's nap while traffic is recent.
+const BACKSTOP_NAP: Duration = Duration::from_micros(200);
+/// Polled mode with the idle waiter: the receiving thread's nap while
+/// traffic is recent and no worker sleeps on the futex.
+const WAITER_BACKSTOP_NAP: Duration = Duration::from_millis(1);
+/// How long start-up waits for every rank to join (`TUTTI_SHM_TIMEOUT_S`).
+const JOIN_TIMEOUT: Duration = Duration::from_secs(60);
+/// Bytes before a frame's head in the slot stream: head length (u32) and
+/// whether a body follows (u8).
+const PREFIX: usize = 5;
+
+/// What one process shares between its senders and its receiving thread.
+struct Inner {
+    rank: usize,
+    ranks: usize,
+    system: System,
+    mine: MailboxMap,
+    /// Every member's mailbox (`None` for this rank and dead ranks); the
+    /// lock serializes this process's senders towards that rank, so the
+    /// fragments of one frame are consecutive among this rank's.
+    peers: Vec<Mutex<Option<MailboxMap>>>,
+    /// Bit `r`: rank `r` died.
+    dead: AtomicU64,
+    /// Bit `r`: the world was told that rank `r` died.
+    announced: AtomicU64,
+    /// Messages dropped because their rank had died, per rank.
+    dropped: Vec<AtomicU64>,
+    /// Slots of this mailbox reclaimed from producers that died mid-write.
+    reclaimed: AtomicU64,
+    stop: AtomicBool,
+    consumer: Mutex<Consumer>,
+    /// The world's sink, once attached (for polling workers).
+    sink: std::sync::OnceLock<Arc<dyn Sink>>,
+    /// A runtime worker blocks on the mailbox's futex (`Waiter`) now:
+    /// the receiving thread then naps longest.
+    hooked: AtomicBool,
+    /// Whether runtime workers may block on the mailbox's futex
+    /// (`Waiter`; `TUTTI_SHM_WAITER=0` turns it off): waiting locations
+    /// then leave the spinning to the runtime, and the receiving thread
+    /// is only a backstop that never sleeps on the futex (the worker is
+    /// its only sleeper, so a sender's wake-up always reaches it).
+    waiter: AtomicBool,
+}
+
+/// The runtime's idle hook for this process's mailbox: a parked worker
+/// sleeps on the ring's futex, so a sender wakes it directly; it then
+/// drains the mailbox (the world's poller) and runs the location tasks
+/// the frames wake, on its own thread.
+struct Waiter(Arc<Inner>);
+
+impl crate::runtime::sleep::IdleWaiter for Waiter {
+    fn block(&self, max: Duration, stay: &dyn Fn() -> bool) {
+        let inner = &self.0;
+        if inner.stop.load(Ordering::Acquire) {
+            return;
+        }
+        inner.hooked.store(true, Ordering::Relaxed);
+        inner.mine.ring().sleep_unless(max, stay);
+        inner.hooked.store(false, Ordering::Relaxed);
+    }
+
+    fn unblock(&self) {
+        self.0.mine.ring().nudge();
+    }
+}
+
+impl Inner {
+    fn is_dead(&self, r: usize) -> bool {
+        self.dead.load(Ordering::Acquire) & (1 << r) != 0
+    }
+
+    /// Marks rank `r` dead (once), removing its mailbox segment.
+    fn bury(&self, r: usize) {
+        if self.dead.fetch_or(1 << r, Ordering::AcqRel) & (1 << r) != 0 {
+            return;
+        }
+        *self.peers[r].lock().unwrap_or_else(|p| p.into_inner()) = None;
+        let m = &self.system.header().members[r];
+        let pid = m.pid.load(Ordering::Relaxed);
+        let was = m.state.swap(DEAD, Ordering::AcqRel);
+        if was != DEAD {
+            let _ = super::sys::unlink(&system::mailbox_segment(&self.system.name, r));
+            crate::world::say(&format!(
+                "system {:?}: rank {r} (pid {pid}) died without leaving; its mailbox is \
+                 reclaimed and messages to it fail (rank {} goes on)",
+                self.system.name, self.rank
+            ));
+        }
+    }
+
+    /// Tells the world of every rank buried since the last call, once
+    /// each: what waits on it fails. Only the receiving thread calls
+    /// this — never a sender, which may hold locks the world's watchers
+    /// take (a node sends under its state lock).
+    fn announce_deaths(&self) {
+        let dead = self.dead.load(Ordering::Acquire);
+        let new = dead & !self.announced.fetch_or(dead, Ordering::AcqRel);
+        if new == 0 {
+            return;
+        }
+        if let Some(sink) = self.sink.get() {
+            for r in (0..self.ranks).filter(|r| new & (1 << r) != 0) {
+                sink.rank_died(r);
+            }
+        }
+    }
+
+    /// Looks at every other member; true if someone took the system down.
+    fn check(&self) {
+        let h = self.system.header();
+        h.members[self.rank]
+            .heartbeat
+            .store(system::now_ms(), Ordering::Relaxed);
+        if let Some((who, why)) = self.system.aborted() {
+            if who != self.rank {
+                crate::world::say(&format!(
+                    "rank {} of system {:?}: rank {who} took the system down: {why}",
+                    self.rank, self.system.name
+                ));
+                std::process::exit(1);
+            }
+        }
+        for r in 0..self.ranks {
+            if r != self.rank && !self.is_dead(r) && self.system.died(r) {
+                self.bury(r);
+            }
+        }
+        self.announce_deaths();
+    }
+
+    fn abort(&self, why: &str) -> ! {
+        let text = format!("rank {} of system {:?}: {why}", self.rank, self.system.name);
+        self.system.set_abort(self.rank, &text);
+        for p in &self.peers {
+            if let Ok(g) = p.try_lock() {
+                if let Some(m) = g.as_ref() {
+                    m.ring().nudge();
+                }
+            }
+        }
+        crate::world::say(&format!("the system cannot continue: {text}"));
+        std::process::exit(1)
+    }
+
+    /// Writes `frame` into rank `to`'s mailbox, waiting while it is full.
+    fn send(&self, to: usize, frame: &Frame) {
+        if self.is_dead(to) {
+            self.dropped[to].fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        let head = &frame.head;
+        let body = frame.body.as_deref().unwrap_or(&[]);
+        let mut prefix = [0u8; PREFIX];
+        let Ok(head_len) = u32::try_from(head.len()) else {
+            self.abort(&format!("a frame head of {} bytes", head.len()))
+        };
+        prefix[..4].copy_from_slice(&head_len.to_le_bytes());
+        prefix[4] = frame.body.is_some() as u8;
+        let parts: [&[u8]; 3] = [&prefix, head, body];
+        let total = PREFIX + head.len() + body.len();
+        let guard = self.peers[to].lock().unwrap_or_else(|p| p.into_inner());
+        let Some(mb) = guard.as_ref() else {
+            self.dropped[to].fetch_add(1, Ordering::Relaxed);
+            return;
+        };
+        let ring = mb.ring();
+        let mut chunk = Vec::with_capacity(SLOT_BYTES.min(total));
+        let (mut part, mut off, mut done) = (0usize, 0usize, 0usize);
+        while done < total {
+            chunk.clear();
+            while chunk.len() < SLOT_BYTES && part < parts.len() {
+                let p = parts[part];
+                let n = (p.len() - off).min(SLOT_BYTES - chunk.len());
+                chunk.extend_from_slice(&p[off..off + n]);
+                off += n;
+                if off == p.len() {
+                    part += 1;
+                    off = 0;
+                }
+            }
+            let flags = if done == 0 { FIRST } else { 0 }
+                | if done + chunk.len() == total { LAST } else { 0 };
+            let stall = done > 0 && test_stall(total);
+            let mut waited = 0u32;
+            let mut since = None;
+            loop {
+                let claimed = || {
+                    if stall {
+                        stall_for_ever(self.rank, to);
+                    }
+                };
+                match ring.push_with(self.rank, flags, &chunk, claimed) {
+                    Ok(Push::Done) => break,
+                    Ok(Push::Full) => {}
+                    Err(e) => self.abort(&format!("rank {to}'s mailbox is corrupt: {e}")),
+                }
+                waited += 1;
+                if waited < 64 {
+                    std::hint::spin_loop();
+                } else if waited < 256 {
+                    thread::yield_now();
+                } else {
+                    thread::sleep(Duration::from_micros(50));
+                    let t = *since.get_or_insert_with(Instant::now);
+                    if t.elapsed() >= CHECK_EVERY {
+                        since = Some(Instant::now());
+                        if self.system.died(to) {
+                            drop(guard);
+                            self.bury(to);
+                            self.dropped[to].fetch_add(1, Ordering::Relaxed);
+                            return;
+                        }
+                        if let Some((who, why)) = self.system.aborted() {
+                            crate::world::say(&format!(
+                                "rank {}: rank {who} took the system down: {why}",
+                                self.rank
+                            ));
+                            std::process::exit(1);
+                        }
+                    }
+                }
+            }
+            done += chunk.len();
+        }
+    }
+}
+
+/// The consumer's side of this process's mailbox: frames being
+/// reassembled, per sender. Behind a lock: the receiving thread and idle
+/// workers (polling) take turns.
+struct Consumer {
+    partial: Vec<Option<Vec<u8>>>,
+    scratch: Vec<u8>,
+}
+
+impl Inner {
+    /// Drains the mailbox, delivering whole frames; true if anything
+    /// moved. `wait` takes the consumer's lock, else it is only tried.
+    fn drain(&self, sink: &dyn Sink, wait: bool) -> bool {
+        let mut c = if wait {
+            self.consumer.lock().unwrap_or_else(|p| p.into_inner())
+        } else {
+            match self.consumer.try_lock() {
+                Ok(c) => c,
+                Err(_) => return false,
+            }
+        };
+        let ring = self.mine.ring();
+        let mut moved = false;
+        loop {
+            let Consumer { partial, scratch } = &mut *c;
+            scratch.clear();
+            let f = match ring.pop(scratch, self.ranks) {
+                Ok(Some(f)) => f,
+                Ok(None) => {
+                    if self.reclaim(partial) {
+                        moved = true;
+                        continue;
+                    }
+                    return moved;
+                }
+                Err(e) => self.abort(&format!("its mailbox is corrupt: {e}")),
+            };
+            moved = true;
+            let from = f.from;
+            let whole = match (f.first, partial[from].take()) {
+                (true, None) if f.last => std::mem::replace(scratch, Vec::with_capacity(256)),
+                (true, None) => {
+                    partial[from] = Some(std::mem::take(scratch));
+                    continue;
+                }
+                (false, Some(mut buf)) => {
+                    buf.extend_from_slice(scratch);
+                    if !f.last {
+                        partial[from] = Some(buf);
+                        continue;
+                    }
+                    buf
+                }
+                (true, Some(_)) => self.abort(&format!(
+                    "its mailbox is corrupt: a frame from rank {from} began before the \
+                     previous one ended"
+                )),
+                (false, None) => self.abort(&format!(
+                    "its mailbox is corrupt: a continuation from rank {from} without a start"
+                )),
+            };
+            if let Err(why) = deliver(sink, from, whole) {
+                self.abort(&format!("a malformed frame from rank {from}: {why}"));
+            }
+        }
+    }
+}
+
+impl Inner {
+    /// The consumer found nothing at its position: if a dead rank
+    /// claimed that slot and never committed it (killed mid-write), skip
+    /// the slot, drop that rank's unfinished frame, say so, and return
+    /// true. What waits on the dead rank fails through the world's death
+    /// notice (`announce_deaths`); every committed fragment is read.
+    fn reclaim(&self, partial: &mut [Option<Vec<u8>>]) -> bool {
+        if self.dead.load(Ordering::Acquire) == 0 {
+            return false;
+        }
+        let ring = self.mine.ring();
+        let Some(r) = ring
+            .stalled()
+            .filter(|&r| r < self.ranks && self.is_dead(r))
+        else {
+            return false;
+        };
+        let Some(pos) = ring.reclaim(r) else {
+            return false;
+        };
+        let unfinished = partial[r].take().map_or(0, |b| b.len());
+        self.reclaimed.fetch_add(1, Ordering::Relaxed);
+        crate::world::say(&format!(
+            "system {:?}: rank {}'s mailbox: slot {pos} was claimed by rank {r}, which died \
+             before writing it; the slot is reclaimed{}",
+            self.system.name,
+            self.rank,
+            if unfinished > 0 {
+                format!(" and the unfinished frame from rank {r} ({unfinished} bytes so far) is dropped")
+            } else {
+                String::new()
+            }
+        ));
+        true
+    }
+}
+
+/// Test hook: `TUTTI_SHM_TEST_STALL_BYTES=n` makes the first frame of at
+/// least `n` bytes that this process sends stall for ever between the
+/// claim and the commit of its second fragment (a test kills it there).
+fn test_stall(total: usize) -> bool {
+    static AT: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    static DONE: AtomicBool = AtomicBool::new(false);
+    let at = *AT.get_or_init(|| {
+        std::env::var("TUTTI_SHM_TEST_STALL_BYTES")
+            .ok()
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(usize::MAX)
+    });
+    total >= at && !DONE.swap(true, Ordering::Relaxed)
+}
+
+fn stall_for_ever(rank: usize, to: usize) -> ! {
+    crate::world::say(&format!(
+        "rank {rank}: stalled after claiming a slot of rank {to}'s mailbox \
+         (TUTTI_SHM_TEST_STALL_BYTES)"
+    ));
+    loop {
+        thread::sleep(Duration::from_secs(3600));
+    }
+}
+
+/// The receiving thread: drains this process's mailbox (taking turns with
+/// polling workers), sleeps on its futex when it is empty, looks at the
+/// other members every [`CHECK_EVERY`]; ends when told to stop and the
+/// mailbox is empty.
+fn receive(inner: Arc<Inner>, sink: Arc<dyn Sink>, polled: bool) {
+    let ring = inner.mine.ring();
+    let spin = spin_for();
+    let backstop_after = std::env::var("TUTTI_SHM_BACKSTOP_US")
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .map_or(BACKSTOP_AFTER, Duration::from_micros);
+    let mut last = Instant::now();
+    let mut checked = Instant::now();
+    loop {
+        // Polled: never wait for the lock a worker holds (a receiving
+        // thread descheduled while holding it would stall the workers).
+        let moved = inner.drain(&*sink, !polled || inner.stop.load(Ordering::Acquire));
+        let now = Instant::now();
+        if moved {
+            last = now;
+        }
+        if now.duration_since(checked) >= CHECK_EVERY {
+            checked = now;
+            inner.check();
+        }
+        if moved {
+            continue;
+        }
+        if inner.stop.load(Ordering::Acquire) {
+            if !ring.ready() {
+                return;
+            }
+            continue;
+        }
+        let idle = now.duration_since(last);
+        if polled && inner.waiter.load(Ordering::Relaxed) {
+            // Idle workers drain the mailbox and block on its futex:
+            // this thread is a backstop for when every worker is busy.
+            // It never sleeps on the futex itself, so the worker is the
+            // only sleeper there and senders wake it, not this thread.
+            let busy = !inner.hooked.load(Ordering::Relaxed) && idle < backstop_after;
+            thread::sleep(if busy {
+                WAITER_BACKSTOP_NAP
+            } else {
+                CHECK_EVERY
+            });
+            continue;
+        } else if polled {
+            // Idle workers drain the mailbox themselves while there is
+            // traffic; this thread is the backstop. It stays off the
+            // futex (so senders make no system call) until the traffic
+            // has stopped for a while.
+            if idle < backstop_after {
+                thread::sleep(BACKSTOP_NAP);
+                continue;
+            }
+        } else if idle < spin {
+            std::hint::spin_loop();
+            continue;
+        }
+        ring.sleep(CHECK_EVERY);
+    }
+}
+
+/// Splits a reassembled frame into head and body and hands it over.
+fn deliver(sink: &dyn Sink, from: usize, whole: Vec<u8>) -> Result<(), String> {
+    if whole.len() < PREFIX {
+        return Err(format!("{} bytes, shorter than its prefix", whole.len()));
+    }
+    let head_len = u32::from_le_bytes([whole[0], whole[1], whole[2], whole[3]]) as usize;
+    let has_body = match whole[4] {
+        0 => false,
+        1 => true,
+        b => return Err(format!("body flag {b}")),
+    };
+    let Some(end) = PREFIX.checked_add(head_len).filter(|&e| e <= whole.len()) else {
+        return Err(format!(
+            "a head of {head_len} bytes in a frame of {}",
+            whole.len()
+        ));
+    };
+    let head: Arc<[u8]> = Arc::from(&whole[PREFIX..end]);
+    let body = if has_body {
+        Some(whole[end..].to_vec())
+    } else if end != whole.len() {
+        return Err(format!("{} bytes after a bodiless head", whole.len() - end));
+    } else {
+        None
+    };
+    sink.deliver(from, head, body)
+}
+
+/// Joined, the world not yet attached.
+pub(crate) struct Pending {
+    inner: Arc<Inner>,
+}
+
+impl Pending {
+    pub(crate) fn rank(&self) -> usize {
+        self.inner.rank
+    }
+
+    pub(crate) fn ranks(&self) -> usize {
+        self.inner.ranks
+    }
+
+    /// Starts the receiving thread.
+    pub(crate) fn attach(self, sink: Arc<dyn Sink>) -> Result<Shm, WorldError> {
+        let _ = self.inner.sink.set(Arc::clone(&sink));
+        let inner = Arc::clone(&self.inner);
+        let polled = std::env::var("TUTTI_SHM_POLL").as_deref() != Ok("0");
+        let receiver = thread::Builder::new()
+            .name(format!("tutti-shm-{}", inner.rank))
+            .spawn(move || receive(inner, sink, polled))
+            .map_err(|e| {
+                WorldError::Transport(format!("cannot start the receiving thread: {e}"))
+            })?;
+        Ok(Shm {
+            polled,
+            inner: self.inner,
+            receiver: Mutex::new(Some(receiver)),
+        })
+    }
+}
+
+/// The shared-memory transport; see the module documentation.
+pub(crate) struct Shm {
+    inner: Arc<Inner>,
+    /// Whether idle workers and waiting locations drain the mailbox too.
+    polled: bool,
+    receiver: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl Shm {
+    /// Creates or joins the system, waits for every rank, and checks that
+    /// all agree on locations and message registry.
+    pub(crate) fn init(config: &WorldConfig) -> Result<Pending, WorldError> {
+        let name = config.system().ok_or(WorldError::BadSetting {
+            var: "TUTTI_SYSTEM",
+            value: String::new(),
+            expected: "the name of the system to create or join",
+        })?;
+        let ranks = config.processes();
+        let system = System::open_or_create(name, ranks)?;
+        let rank = system.claim(config.rank_wanted())?;
+        let mine = match MailboxMap::create(name, rank) {
+            Ok(m) => m,
+            Err(e) => {
+                system.header().members[rank]
+                    .state
+                    .store(DEAD, Ordering::Release);
+                return Err(e);
+            }
+        };
+        let mut digest = Vec::new();
+        codec::encode(&crate::msg::registered().digest(), &mut digest).map_err(|e| {
+            WorldError::Transport(format!("cannot encode the message registry digest: {e}"))
+        })?;
+        system.ready(rank, config.locations(), &digest)?;
+        let h = system.header();
+        let timeout = std::env::var("TUTTI_SHM_TIMEOUT_S")
+            .ok()
+            .and_then(|v| v.trim().parse().ok())
+            .map_or(JOIN_TIMEOUT, Duration::from_secs);
+        let deadline = Instant::now() + timeout;
+        let leave = |e: WorldError| {
+            h.members[rank].state.store(LEFT, Ordering::Release);
+            let _ = super::sys::unlink(&system::mailbox_segment(name, rank));
+            e
+        };
+        // Everyone joins.
+        loop {
+            let mut missing = Vec::new();
+            for r in 0..ranks {
+                let state = h.members[r].state.load(Ordering::Acquire);
+                // Published before READY, kept after the member ends.
+                let theirs = h.members[r].per_rank.load(Ordering::Relaxed) as usize;
+                if matches!(state, READY | LEAVING | LEFT) && theirs != config.locations() {
+                    return Err(leave(WorldError::LocationsDiffer {
+                        here: config.locations(),
+                        there: theirs,
+                        rank: r,
+                    }));
+                }
+                match state {
+                    READY | LEAVING => {}
+                    JOINING | 0 => missing.push(r),
+                    _ => {
+                        return Err(leave(WorldError::Transport(format!(
+                            "system {name:?}: rank {r} ended before everyone joined"
+                        ))))
+                    }
+                }
+                if r != rank && system.died(r) {
+                    return Err(leave(WorldError::Transport(format!(
+                        "system {name:?}: rank {r} died while starting"
+                    ))));
+                }
+            }
+            if missing.is_empty() {
+                break;
+            }
+            if let Some((who, why)) = system.aborted() {
+                return Err(leave(WorldError::Transport(format!(
+                    "system {name:?} was taken down by rank {who}: {why}"
+                ))));
+            }
+            if Instant::now() > deadline {
+                return Err(leave(WorldError::Transport(format!(
+                    "system {name:?}: ranks {missing:?} of {ranks} did not join within \
+                     {} s (start {ranks} processes, e.g. `tutti launch -n {ranks} -- …`)",
+                    timeout.as_secs()
+                ))));
+            }
+            thread::sleep(Duration::from_micros(500));
+        }
+        for r in 0..ranks {
+            let theirs = h.members[r].per_rank.load(Ordering::Relaxed) as usize;
+            if theirs != config.locations() {
+                return Err(leave(WorldError::LocationsDiffer {
+                    here: config.locations(),
+                    there: theirs,
+                    rank: r,
+                }));
+            }
+        }
+        let digests: Vec<Vec<u8>> = (0..ranks)
+            .map(|r| system.digest(r).unwrap_or_default())
+            .collect();
+        let each: Vec<&[u8]> = digests.iter().map(Vec::as_slice).collect();
+        agree_on_registries(&each).map_err(leave)?;
+        let mut peers = Vec::with_capacity(ranks);
+        for r in 0..ranks {
+            if r == rank {
+                peers.push(Mutex::new(None));
+                continue;
+            }
+            let m = MailboxMap::open(name, r).map_err(|e| leave(WorldError::Transport(e)))?;
+            peers.push(Mutex::new(Some(m)));
+        }
+        Ok(Pending {
+            inner: Arc::new(Inner {
+                rank,
+                ranks,
+                system,
+                mine,
+                peers,
+                dead: AtomicU64::new(0),
+                announced: AtomicU64::new(0),
+                dropped: (0..ranks).map(|_| AtomicU64::new(0)).collect(),
+                reclaimed: AtomicU64::new(0),
+                stop: AtomicBool::new(false),
+                consumer: Mutex::new(Consumer {
+                    partial: vec![None; ranks],
+                    scratch: Vec::with_capacity(256),
+                }),
+                sink: std::sync::OnceLock::new(),
+                hooked: AtomicBool::new(false),
+                waiter: AtomicBool::new(false),
+            }),
+        })
+    }
+
+    /// Whether rank `r` died (its messages are refused): as the
+    /// receiving thread last found (every [`CHECK_EVERY`]). Every send
+    /// asks, so this reads one bit; looking at the process itself
+    /// (`/proc`) on every send cost more than the message.
+    pub(crate) fn rank_died(&self, r: usize) -> bool {
+        r < self.inner.ranks && self.inner.is_dead(r)
+    }
+}
+
+impl Transport for Shm {
+    fn describe(&self) -> String {
+        format!(
+            "shared memory: system {:?}, {} processes, mailboxes of {} slots × {} bytes",
+            self.inner.system.name,
+            self.inner.ranks,
+            system::SLOTS,
+            SLOT_BYTES
+        )
+    }
+
+    fn send(&self, to: usize, frame: Frame) {
+        self.inner.send(to, &frame);
+    }
+
+    fn progress(&self) -> bool {
+        match self.inner.sink.get() {
+            Some(sink) if !self.inner.stop.load(Ordering::Relaxed) => {
+                self.inner.drain(&**sink, false)
+            }
+            _ => false,
+        }
+    }
+
+    fn start_sends(&self) {}
+
+    fn polled(&self) -> bool {
+        self.polled
+    }
+
+    fn location_spins(&self) -> bool {
+        !self.inner.waiter.load(Ordering::Relaxed)
+    }
+
+    fn idle_waiter(&self) -> Option<Arc<dyn crate::runtime::sleep::IdleWaiter>> {
+        let off = std::env::var("TUTTI_SHM_WAITER").as_deref() == Ok("0");
+        self.inner
+            .waiter
+            .store(self.polled && !off, Ordering::Relaxed);
+        (self.polled && !off).then(|| {
+            Arc::new(Waiter(Arc::clone(&self.inner))) as Arc<dyn crate::runtime::sleep::IdleWaiter>
+        })
+    }
+
+    fn abort(&self, why: &str) -> ! {
+        self.inner.abort(why)
+    }
+
+    fn shutdown(&self) {
+        let Some(receiver) = self
+            .receiver
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+        else {
+            return;
+        };
+        let inner = &self.inner;
+        let h = inner.system.header();
+        // Every frame of this rank is in its mailbox: say so, and wait
+        // until every other member says the same (or died), while the
+        // receiving thread keeps draining.
+        h.members[inner.rank]
+            .state
+            .store(LEAVING, Ordering::Release);
+        let started = Instant::now();
+        let mut told = false;
+        loop {
+            let waiting: Vec<usize> = (0..inner.ranks)
+                .filter(|&r| {
+                    r != inner.rank
+                        && !inner.is_dead(r)
+                        && h.members[r].state.load(Ordering::Acquire) == READY
+                        && !inner.system.died(r)
+                })
+                .collect();
+            if waiting.is_empty() {
+                break;
+            }
+            if !told && started.elapsed() > Duration::from_secs(10) {
+                told = true;
+                crate::world::say(&format!(
+                    "rank {}: still waiting for ranks {waiting:?} to end their world",
+                    inner.rank
+                ));
+            }
+            thread::sleep(Duration::from_micros(200));
+        }
+        inner.stop.store(true, Ordering::Release);
+        inner.mine.ring().nudge();
+        if receiver.join().is_err() {
+            crate::world::say(&format!(
+                "rank {}: the shared-memory receiving thread panicked",
+                inner.rank
+            ));
+        }
+        for (r, d) in inner.dropped.iter().enumerate() {
+            let n = d.load(Ordering::Relaxed);
+            if n > 0 {
+                crate::world::say(&format!(
+                    "rank {}: {n} frame(s) for rank {r} were refused: it had died",
+                    inner.rank
+                ));
+            }
+        }
+        let n = inner.reclaimed.load(Ordering::Relaxed);
+        if n > 0 {
+            crate::world::say(&format!(
+                "rank {}: {n} slot(s) of its mailbox were reclaimed from producers that died \
+                 mid-write",
+                inner.rank
+            ));
+        }
+        h.members[inner.rank].state.store(LEFT, Ordering::Release);
+        let _ = super::sys::unlink(&system::mailbox_segment(&inner.system.name, inner.rank));
+        if inner.system.last_out() {
+            let _ = super::sys::unlink(&system::segment(&inner.system.name));
+        }
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+
+/// Whether rank `r` of the world on `transport` died (shared memory only).
+pub(crate) fn rank_died(transport: &Arc<dyn Transport>, r: usize) -> bool {
+    transport
+        .as_any()
+        .downcast_ref::<Shm>()
+        .is_some_and(|s| s.rank_died(r))
+}
