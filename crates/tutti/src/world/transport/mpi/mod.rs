@@ -18,6 +18,7 @@
 mod engine;
 mod raw;
 mod rma;
+mod sum;
 
 pub(crate) use rma::Window;
 
