@@ -44,6 +44,7 @@ use std::future::Future;
 use std::ops::Range;
 
 pub use block_on::block_on;
+pub(crate) use builder::available_cores;
 pub use builder::{BuildError, Builder, IdleStrategy};
 pub use join::join;
 pub use par_for::{par_chunks_mut, par_for};
