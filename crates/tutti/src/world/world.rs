@@ -9,11 +9,14 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use super::config::{TransportKind, WorldBuilder, WorldConfig};
+use super::config::{WorldBuilder, WorldConfig};
 use super::error::{LocationPanic, WorldError};
 use super::outbox::Limits;
 use super::rank::{Local, Shared};
-use super::transport::{inproc::InProcess, Sink, Transport};
+use super::transport::{inproc::InProcess, Transport};
+// The transports between processes (not built under loom).
+#[cfg(not(loom))]
+use super::{config::TransportKind, transport::Sink};
 use super::{frame, Location, LocationId};
 use crate::runtime::{JoinError, JoinHandle};
 use crate::Runtime;
