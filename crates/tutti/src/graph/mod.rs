@@ -48,6 +48,7 @@
 //! assert!(matches!(&errs[0], Err(RunError::Stalled(w)) if w.len() == 2));
 //! ```
 
+mod actor;
 mod build;
 mod channel;
 #[cfg(feature = "metis")]
@@ -57,7 +58,8 @@ mod partition;
 mod port;
 mod run;
 
+pub use actor::{Actor, Ports, Status};
 pub use build::{ActorGraph, BuildError, Firing, GraphBuilder, Scheme};
 pub use partition::{Curve, Partition, PartitionError, Placement};
 pub use port::{ActorId, InPort, OutPort, SendError, Token};
-pub use run::{Actor, Ports, RunError, RunReport, Status};
+pub use run::{RunError, RunReport};

@@ -1,0 +1,161 @@
+//! The router: the location's own task during a run. It receives the graph's
+//! world messages — tokens, one-sided `PUT` signals, credits, `Close` and
+//! `Gone` — decodes them (typed values from this rank, bytes from others) and
+//! hands each to its channel's entry; a message that names no channel, or a
+//! kind the channel does not take here, is a problem reported for the run.
+//! When every local actor is parked it fences (`recv_until_quiet`); the run
+//! is over when the world is quiescent (see the module documentation).
+
+use std::future::{poll_fn, Future};
+use std::pin::pin;
+use std::task::Poll;
+
+use super::{Entry, Problems};
+use crate::graph::channel::{Activity, Carry, CLOSE, CREDIT, DATA, GONE, PUT};
+use crate::sync::Wait;
+use crate::world::{Delivery, Location};
+
+/// The router (see the module docs): returns when the world is quiescent.
+pub(super) async fn route(
+    loc: &Location,
+    activity: &Activity,
+    entries: &[Entry],
+    problems: &crate::loom::Mutex<Problems>,
+) {
+    let mut held: Vec<Delivery<'_>> = Vec::new();
+    let mut scratch = Vec::new();
+    loop {
+        // Actors run: hand messages on, keep the deliveries until idle.
+        loop {
+            let next = poll_fn(|cx| loop {
+                if let Poll::Ready(d) = pin!(loc.recv()).poll(cx) {
+                    return Poll::Ready(Some(d));
+                }
+                if activity.is_idle() {
+                    return Poll::Ready(None);
+                }
+                match activity.router.poll_wait(cx) {
+                    Wait::Notified => continue,
+                    Wait::Parked | Wait::StillParked => return Poll::Pending,
+                }
+            })
+            .await;
+            match next {
+                Some(mut d) => {
+                    handle(loc, &mut d, entries, problems, &mut scratch);
+                    held.push(d);
+                }
+                None => break,
+            }
+        }
+        // Idle: what was received has had all its effects.
+        held.clear();
+        match loc.recv_until_quiet().await {
+            Some(mut d) => {
+                handle(loc, &mut d, entries, problems, &mut scratch);
+                held.push(d);
+            }
+            None => return,
+        }
+    }
+}
+
+fn handle(
+    loc: &Location,
+    d: &mut Delivery<'_>,
+    entries: &[Entry],
+    problems: &crate::loom::Mutex<Problems>,
+    scratch: &mut Vec<u8>,
+) {
+    let from = d.from();
+    let r = if let Some(c) = d.take::<Carry>() {
+        dispatch(
+            loc,
+            scratch,
+            entries,
+            c.kind,
+            c.channel,
+            c.credits,
+            Payload::Value(c.value),
+        )
+    } else if let Some(b) = d.bytes() {
+        if b.len() < 5 {
+            Err(format!("a graph message of {} bytes is too short", b.len()))
+        } else {
+            let kind = b[0];
+            let ch = u32::from_le_bytes([b[1], b[2], b[3], b[4]]);
+            let rest = &b[5..];
+            let credits = if kind == CREDIT && rest.len() >= 4 {
+                u32::from_le_bytes([rest[0], rest[1], rest[2], rest[3]])
+            } else {
+                0
+            };
+            dispatch(
+                loc,
+                scratch,
+                entries,
+                kind,
+                ch,
+                credits,
+                Payload::Bytes(rest),
+            )
+        }
+    } else {
+        Err("a message that is not the graph's".to_string())
+    };
+    if let Err(why) = r {
+        crate::loom::lock(problems)
+            .bad
+            .push(format!("from {from}: {why}"));
+    }
+}
+
+enum Payload<'a> {
+    Value(Option<Box<dyn std::any::Any + Send>>),
+    Bytes(&'a [u8]),
+}
+
+fn dispatch(
+    loc: &Location,
+    scratch: &mut Vec<u8>,
+    entries: &[Entry],
+    kind: u8,
+    ch: u32,
+    credits: u32,
+    payload: Payload<'_>,
+) -> Result<(), String> {
+    let entry = entries
+        .get(ch as usize)
+        .ok_or_else(|| format!("channel {ch} does not exist"))?;
+    match (kind, entry) {
+        (PUT, Entry::In(inlet, Some(source))) => match payload {
+            Payload::Bytes(b) if b.len() == 8 => {
+                let k = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+                let len = u32::from_le_bytes([b[4], b[5], b[6], b[7]]);
+                source.take(loc, k, len, scratch)?;
+                inlet.bytes(scratch)
+            }
+            _ => Err(format!("a malformed one-sided signal for channel {ch}")),
+        },
+        (DATA, Entry::In(inlet, _)) => match payload {
+            Payload::Value(Some(v)) => inlet.value(v),
+            Payload::Bytes(b) => inlet.bytes(b),
+            Payload::Value(None) => Err(format!("a token for channel {ch} without a value")),
+        },
+        (CLOSE, Entry::In(inlet, _)) => {
+            inlet.close();
+            Ok(())
+        }
+        (CREDIT, Entry::Out(out)) => {
+            out.credit(credits as usize);
+            Ok(())
+        }
+        (GONE, Entry::Out(out)) => {
+            out.gone();
+            Ok(())
+        }
+        _ => Err(format!(
+            "message kind {kind} for channel {ch}, which does not take it here"
+        )),
+    }
+}
