@@ -21,7 +21,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use tutti::graph::{Actor, ActorGraph, Partition, Ports, Status};
+use tutti::graph::{ActorGraph, Partition, PortActor, Ports, Status};
 use tutti::world::World;
 
 const N: u64 = 100_000;
@@ -53,7 +53,7 @@ fn main() {
         let seen = Arc::clone(&total);
         let loc = Arc::new(loc);
         let report = graph
-            .run(&loc, &placement, move |id| -> Box<dyn Actor> {
+            .run(&loc, &placement, move |id| -> Box<dyn PortActor> {
                 if id == numbers {
                     let mut next = 1;
                     Box::new(move |p: &mut Ports| {

@@ -10,8 +10,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use tutti::graph::{
-    Actor, ActorGraph, ActorId, BuildError, Curve, Firing, InPort, OutPort, Partition, Placement,
-    Ports, RunError, Scheme, SendError, Status, Token,
+    ActorGraph, ActorId, BuildError, Curve, Firing, InPort, OutPort, Partition, Placement,
+    PortActor, Ports, RunError, Scheme, SendError, Status, Token,
 };
 use tutti::msg::codec::PodVec;
 use tutti::world::{Location, TransportKind, World};
@@ -142,7 +142,7 @@ fn one_sided_slots_and_errors(world: &World) {
         let seen = Arc::new(Mutex::new(Vec::new()));
         let s2 = Arc::clone(&seen);
         let r = g
-            .run(&loc, &placement, move |id| -> Box<dyn Actor> {
+            .run(&loc, &placement, move |id| -> Box<dyn PortActor> {
                 if id == src {
                     let mut next = 0;
                     Box::new(move |p: &mut Ports| {
@@ -292,7 +292,7 @@ fn assert_reported<R: std::fmt::Debug>(
 }
 
 /// A source sending `0..n` then ending.
-fn source(out: OutPort<u64>, n: u64) -> Box<dyn Actor> {
+fn source(out: OutPort<u64>, n: u64) -> Box<dyn PortActor> {
     let mut next = 0;
     Box::new(move |p: &mut Ports| {
         while next < n {
@@ -307,7 +307,7 @@ fn source(out: OutPort<u64>, n: u64) -> Box<dyn Actor> {
 }
 
 /// Forwards tokens from `inp` to `out`, adding `add`.
-fn relay(inp: InPort<u64>, out: OutPort<u64>, add: u64) -> Box<dyn Actor> {
+fn relay(inp: InPort<u64>, out: OutPort<u64>, add: u64) -> Box<dyn PortActor> {
     let mut pending: Option<u64> = None;
     Box::new(move |p: &mut Ports| loop {
         let v = match pending.take() {
@@ -335,7 +335,7 @@ fn relay(inp: InPort<u64>, out: OutPort<u64>, add: u64) -> Box<dyn Actor> {
 }
 
 /// Checks order and collects into `seen`.
-fn sink(inp: InPort<u64>, seen: Arc<Mutex<Vec<u64>>>) -> Box<dyn Actor> {
+fn sink(inp: InPort<u64>, seen: Arc<Mutex<Vec<u64>>>) -> Box<dyn PortActor> {
     Box::new(move |p: &mut Ports| {
         while let Some(v) = p.recv(inp) {
             seen.lock().unwrap().push(v);
@@ -455,7 +455,7 @@ fn ring_of_all_locations(world: &World) {
                 } else {
                     Status::Continue
                 }
-            }) as Box<dyn Actor>
+            }) as Box<dyn PortActor>
         })
         .await
         .expect("ring");
@@ -487,7 +487,7 @@ fn credits_bound_tokens_in_flight(world: &World) {
         let result = Arc::new(AtomicU64::new(u64::MAX));
         let r2 = Arc::clone(&result);
         let total = 2000;
-        g.run(&loc, &placement, move |id| -> Box<dyn Actor> {
+        g.run(&loc, &placement, move |id| -> Box<dyn PortActor> {
             if id == pa {
                 Box::new(move |p: &mut Ports| {
                     while next < total {
@@ -563,7 +563,7 @@ fn all_ready_wakes_once_per_firing(world: &World) {
         let sum = Arc::new(AtomicU64::new(0));
         let s2 = Arc::clone(&sum);
         let report = g
-            .run(&loc, &placement, move |id| -> Box<dyn Actor> {
+            .run(&loc, &placement, move |id| -> Box<dyn PortActor> {
                 if id == add {
                     let (ins, s2) = (ins.clone(), Arc::clone(&s2));
                     Box::new(move |p: &mut Ports| {
@@ -627,7 +627,7 @@ fn pond_firing_rule(world: &World) {
         let s2 = Arc::clone(&seen);
         let fired_without = Arc::new(AtomicUsize::new(0));
         let f2 = Arc::clone(&fired_without);
-        g.run(&loc, &placement, move |id| -> Box<dyn Actor> {
+        g.run(&loc, &placement, move |id| -> Box<dyn PortActor> {
             if id == a1 {
                 source(o1, 100)
             } else if id == a2 {
@@ -725,7 +725,7 @@ fn grid_halo_exchange(world: &World) {
         let results = Arc::new(Mutex::new(vec![0.0f64; w * h]));
         let r2 = Arc::clone(&results);
         let ports = Arc::new(ports);
-        g.run(&loc, &placement, move |id| -> Box<dyn Actor> {
+        g.run(&loc, &placement, move |id| -> Box<dyn PortActor> {
             let i = id.index();
             let (ins, outs) = ports[i].clone();
             let mut value = i as f64;
@@ -822,7 +822,7 @@ fn stall_is_reported_everywhere(world: &World) {
         let p = g
             .partition(n_loc, &Partition::Explicit(vec![0, n_loc - 1]))
             .unwrap();
-        g.run(&loc, &p, |_| -> Box<dyn Actor> {
+        g.run(&loc, &p, |_| -> Box<dyn PortActor> {
             Box::new(|_: &mut Ports| Status::Continue)
         })
         .await
@@ -849,7 +849,7 @@ fn panic_is_reported_everywhere(world: &World) {
             ..
         } = pair::<u64>(("bad", "sink"), 1, (n_loc - 1, 0), n_loc);
         let seen = Arc::new(Mutex::new(Vec::new()));
-        g.run(&loc, &p, move |id| -> Box<dyn Actor> {
+        g.run(&loc, &p, move |id| -> Box<dyn PortActor> {
             if id == a {
                 Box::new(|_: &mut Ports| panic!("boom in act"))
             } else {
@@ -885,7 +885,7 @@ fn early_consumer_end_discards(world: &World) {
         let s2 = Arc::clone(&sent);
         let mut took = 0;
         let report = g
-            .run(&loc, &p, move |id| -> Box<dyn Actor> {
+            .run(&loc, &p, move |id| -> Box<dyn PortActor> {
                 if id == a {
                     let s2 = Arc::clone(&s2);
                     Box::new(move |p: &mut Ports| loop {
@@ -979,7 +979,7 @@ fn different_graphs_are_refused(world: &World) {
         let p = g
             .partition(loc.world().locations(), &Partition::Block)
             .unwrap();
-        g.run(&loc, &p, |_| -> Box<dyn Actor> {
+        g.run(&loc, &p, |_| -> Box<dyn PortActor> {
             Box::new(|_: &mut Ports| Status::Done)
         })
         .await

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use clap::Args;
-use tutti::graph::{Actor, ActorGraph, Partition, Ports, SendError, Status};
+use tutti::graph::{ActorGraph, Partition, PortActor, Ports, SendError, Status};
 use tutti::world::{TransportKind, World};
 
 use crate::measure::{timed, Measurement, Progress, RunOpts};
@@ -58,7 +58,7 @@ fn tutti_stream(world: &World, n: u64, cap: usize) -> bool {
         let s2 = Arc::clone(&sum);
         let loc = Arc::new(loc);
         let ran = g
-            .run(&loc, &p, move |id| -> Box<dyn Actor> {
+            .run(&loc, &p, move |id| -> Box<dyn PortActor> {
                 if id == s {
                     let mut next = 0u64;
                     Box::new(move |p: &mut Ports| {

@@ -1,4 +1,4 @@
-//! What a graph actor is and sees: the [`Actor`] trait (`act()`, and
+//! What a graph actor is and sees: the [`PortActor`] trait (`act()`, and
 //! `start()` once), the [`Status`] it returns, and its [`Ports`] during a
 //! call — taking tokens from inputs and sending them on outputs through the
 //! channels' ends (`channel/`).
@@ -17,9 +17,12 @@ pub enum Status {
     Done,
 }
 
-/// A graph actor: a state machine whose `act()` runs when its ports change
-/// (see [`Firing`]). Closures `FnMut(&mut Ports) -> Status` are actors.
-pub trait Actor: Send + 'static {
+/// A graph actor (a *port actor*): a state machine whose `act()` runs when its
+/// ports change (see [`Firing`]). Closures `FnMut(&mut Ports) -> Status` are
+/// port actors. Named apart from [`crate::actor::Actor`], the mailbox actor:
+/// a port actor has no mailbox and no address; it only takes and sends
+/// tokens on the channels the graph connects to its ports.
+pub trait PortActor: Send + 'static {
     /// Takes tokens from inputs, sends tokens to outputs, and says whether the
     /// actor goes on. Must not block: a full output or an empty input is met by
     /// returning and being called again when it changes.
@@ -35,7 +38,7 @@ pub trait Actor: Send + 'static {
     }
 }
 
-impl<F: FnMut(&mut Ports<'_>) -> Status + Send + 'static> Actor for F {
+impl<F: FnMut(&mut Ports<'_>) -> Status + Send + 'static> PortActor for F {
     fn act(&mut self, ports: &mut Ports<'_>) -> Status {
         self(ports)
     }

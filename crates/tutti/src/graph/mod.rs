@@ -2,7 +2,7 @@
 //!
 //! An actor is a finite-state machine with named, typed input and output
 //! **ports**. Ports of two actors are joined by a **bounded FIFO channel** of
-//! capacity `n`. An actor's [`act()`](Actor::act) runs when one of its ports
+//! capacity `n`. An actor's [`act()`](PortActor::act) runs when one of its ports
 //! changes — a token arrived, room freed up on an output, a neighbour
 //! terminated — or, with [`Firing::AllReady`] (Pond's rule), only when every
 //! connected input holds a token and every connected output has room. An actor
@@ -26,7 +26,7 @@
 //!
 //! ```
 //! use std::sync::Arc;
-//! use tutti::graph::{Actor, ActorGraph, Partition, Ports, RunError, Status};
+//! use tutti::graph::{PortActor, ActorGraph, Partition, Ports, RunError, Status};
 //! use tutti::world::World;
 //!
 //! // Two actors each waiting for the other: reported, not hung.
@@ -42,7 +42,7 @@
 //!     let g = b.build();
 //!     let p = g.partition(1, &Partition::Block).unwrap();
 //!     let loc = Arc::new(loc);
-//!     g.run(&loc, &p, |_| -> Box<dyn Actor> { Box::new(|_: &mut Ports| Status::Continue) })
+//!     g.run(&loc, &p, |_| -> Box<dyn PortActor> { Box::new(|_: &mut Ports| Status::Continue) })
 //!         .await
 //! });
 //! assert!(matches!(&errs[0], Err(RunError::Stalled(w)) if w.len() == 2));
@@ -58,7 +58,7 @@ mod partition;
 mod port;
 mod run;
 
-pub use actor::{Actor, Ports, Status};
+pub use actor::{PortActor, Ports, Status};
 pub use build::{ActorGraph, BuildError, Firing, GraphBuilder, Scheme};
 pub use partition::{Curve, Partition, PartitionError, Placement};
 pub use port::{ActorId, InPort, OutPort, SendError, Token};

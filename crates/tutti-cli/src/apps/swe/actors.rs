@@ -6,7 +6,9 @@
 
 use std::sync::{Arc, Mutex};
 
-use tutti::graph::{Actor, ActorGraph, Firing, InPort, OutPort, Placement, Ports, Scheme, Status};
+use tutti::graph::{
+    ActorGraph, Firing, InPort, OutPort, Placement, PortActor, Ports, Scheme, Status,
+};
 use tutti::msg::codec::PodVec;
 use tutti::world::Location;
 
@@ -85,7 +87,7 @@ struct PatchActor {
     out: Arc<Mutex<LocalResult>>,
 }
 
-impl Actor for PatchActor {
+impl PortActor for PatchActor {
     /// Step 0's boundaries, before anything arrived.
     fn start(&mut self, p: &mut Ports<'_>) -> Status {
         self.send_boundaries(p)
@@ -170,7 +172,7 @@ pub async fn run(
     let ports = pg.ports.clone();
     let r = pg
         .graph
-        .run(loc, placement, move |id| -> Box<dyn Actor> {
+        .run(loc, placement, move |id| -> Box<dyn PortActor> {
             let p = id.index();
             Box::new(PatchActor {
                 id: p,

@@ -37,7 +37,7 @@ mod task;
 
 use std::sync::Arc;
 
-use super::actor::{Actor, Slot};
+use super::actor::{PortActor, Slot};
 use super::build::{ActorGraph, Dir, Firing};
 use super::channel::{Activity, Cell, Inlet, RemoteOut};
 use super::onesided::{self, Source, Target};
@@ -171,7 +171,7 @@ impl ActorGraph {
     ///     let t = Arc::clone(&total);
     ///     let loc = Arc::new(loc);
     ///     graph
-    ///         .run(&loc, &placement, move |id| -> Box<dyn tutti::graph::Actor> {
+    ///         .run(&loc, &placement, move |id| -> Box<dyn tutti::graph::PortActor> {
     ///             if id == p {
     ///                 let mut next = 1;
     ///                 Box::new(move |ports: &mut Ports| {
@@ -206,7 +206,7 @@ impl ActorGraph {
         mut make: F,
     ) -> Result<RunReport, RunError>
     where
-        F: FnMut(ActorId) -> Box<dyn Actor>,
+        F: FnMut(ActorId) -> Box<dyn PortActor>,
     {
         let world = loc.world();
         let digest = self.check(loc, placement).await?;

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::task::Poll;
 
 use super::{Local, Problems};
-use crate::graph::actor::{Actor, Ports, Slot, Status};
+use crate::graph::actor::{PortActor, Ports, Slot, Status};
 use crate::graph::build::Firing;
 use crate::graph::channel::Activity;
 use crate::loom::Ordering;
@@ -51,7 +51,7 @@ fn describe(ports: &[String], slots: &[Slot]) -> String {
 #[allow(clippy::too_many_arguments)]
 pub(super) async fn actor_task(
     local: Arc<Local>,
-    mut actor: Box<dyn Actor>,
+    mut actor: Box<dyn PortActor>,
     mut slots: Vec<Slot>,
     name: String,
     port_names: Vec<String>,
