@@ -6,6 +6,9 @@
 //! ```sh
 //! cargo run -p tutti --example actor_weather
 //! ```
+// This file uses tutti as a program would, with `std`'s atomics and locks: the
+// loom-shim rule of `clippy.toml` is for the library's own code.
+#![allow(clippy::disallowed_types, clippy::disallowed_methods)]
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -36,17 +36,17 @@ mod parked {
     }
 
     /// A waker that counts its wake-ups.
-    pub(crate) struct WakeCount(pub(crate) std::sync::atomic::AtomicUsize);
+    pub(crate) struct WakeCount(pub(crate) crate::loom::AtomicUsize);
 
     impl Wake for WakeCount {
         fn wake(self: Arc<Self>) {
-            self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            self.0.fetch_add(1, crate::loom::Ordering::SeqCst);
         }
     }
 
     /// A fresh [`WakeCount`] and a waker that increments it.
     pub(crate) fn counting_waker() -> (Arc<WakeCount>, Waker) {
-        let c = Arc::new(WakeCount(std::sync::atomic::AtomicUsize::new(0)));
+        let c = Arc::new(WakeCount(crate::loom::AtomicUsize::new(0)));
         (c.clone(), Waker::from(c))
     }
 }

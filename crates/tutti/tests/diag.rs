@@ -6,6 +6,9 @@
 //!
 //! The deadlock mode is process-wide: every test here runs in the default `Fail`
 //! mode except `report_only_mode_leaves_the_waits`, which runs in a child process.
+// This file uses tutti as a program would, with `std`'s atomics and locks: the
+// loom-shim rule of `clippy.toml` is for the library's own code.
+#![allow(clippy::disallowed_types, clippy::disallowed_methods)]
 
 #[path = "common/in_process.rs"]
 mod in_process;

@@ -18,6 +18,9 @@
 //! `TUTTI_XRANK_CASE` names; `.ci/run` checks the job's output. Under plain `cargo
 //! test` it runs each case as a shared-memory system of 2 processes of itself (1
 //! and 2 locations per rank) and checks their output.
+// This file uses tutti as a program would, with `std`'s atomics and locks: the
+// loom-shim rule of `clippy.toml` is for the library's own code.
+#![allow(clippy::disallowed_types, clippy::disallowed_methods)]
 
 mod watchdog;
 

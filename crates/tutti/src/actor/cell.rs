@@ -26,11 +26,11 @@
 //! * `run` — **consumer only**: the actor loop's own state (the running handler, the
 //!   lifecycle phase), so that the task's future is just a pointer to this cell.
 
+use crate::loom::AtomicPtr;
 use std::cell::UnsafeCell;
 use std::collections::VecDeque;
 use std::mem::MaybeUninit;
 use std::ptr::{self, NonNull};
-use std::sync::atomic::AtomicPtr;
 use std::sync::Arc;
 use std::task::Waker;
 
@@ -92,9 +92,19 @@ impl<A: Actor> AuxInner<A> {
 struct AuxPtr<A: Actor>(AtomicPtr<Aux<A>>);
 
 impl<A: Actor> AuxPtr<A> {
+    /// The aux state, allocated now if it is not yet: of two threads that
+    /// allocate at once, one installs its allocation and the other frees its
+    /// own and takes the installed one.
+    fn get_or_init(&self) -> &Aux<A> {
+        match self.get() {
+            Some(a) => a,
+            None => self.init(),
+        }
+    }
+
     fn get(&self) -> Option<&Aux<A>> {
         // Acquire: see the initialised `Aux` behind a pointer installed by another thread.
-        let p = self.0.load(std::sync::atomic::Ordering::Acquire);
+        let p = self.0.load(Ordering::Acquire);
         // SAFETY: a non-null pointer came from `Box::into_raw` below and stays valid
         // until the cell is dropped.
         unsafe { p.as_ref() }
@@ -103,12 +113,10 @@ impl<A: Actor> AuxPtr<A> {
     #[cold]
     fn init(&self) -> &Aux<A> {
         let new = Box::into_raw(Box::new(Aux::new()));
-        match self.0.compare_exchange(
-            ptr::null_mut(),
-            new,
-            std::sync::atomic::Ordering::AcqRel,
-            std::sync::atomic::Ordering::Acquire,
-        ) {
+        match self
+            .0
+            .compare_exchange(ptr::null_mut(), new, Ordering::AcqRel, Ordering::Acquire)
+        {
             // SAFETY: we installed it; valid until the cell is dropped.
             Ok(_) => unsafe { &*new },
             Err(theirs) => {
@@ -124,7 +132,8 @@ impl<A: Actor> AuxPtr<A> {
 
 impl<A: Actor> Drop for AuxPtr<A> {
     fn drop(&mut self) {
-        let p = *self.0.get_mut();
+        // Exclusive access: the last value stored is the one read.
+        let p = self.0.load(Ordering::Relaxed);
         if !p.is_null() {
             // SAFETY: installed by `init`, dropped once, with exclusive access.
             drop(unsafe { Box::from_raw(p) });
@@ -151,6 +160,44 @@ impl<A: Actor> Aux<A> {
     }
 }
 
+/// The number of live addresses (see the module documentation). Once it is
+/// zero it stays zero: an address is only added from an existing one
+/// ([`add`](Self::add)) or by [`try_add`](Self::try_add), which refuses at
+/// zero, so exactly one drop sees the last address go.
+struct Addrs(AtomicUsize);
+
+impl Addrs {
+    /// One more address, made from a live one (so the count is not zero).
+    fn add(&self) {
+        self.0.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// One more address unless none is left.
+    fn try_add(&self) -> bool {
+        let mut n = self.0.load(Ordering::Relaxed);
+        while n > 0 {
+            match self
+                .0
+                .compare_exchange_weak(n, n + 1, Ordering::Relaxed, Ordering::Relaxed)
+            {
+                Ok(_) => return true,
+                Err(m) => n = m,
+            }
+        }
+        false
+    }
+
+    /// One address fewer; true if it was the last (the actor must look).
+    fn drop_one(&self) -> bool {
+        // Release: our sends happen before the consumer sees zero addresses.
+        self.0.fetch_sub(1, Ordering::AcqRel) == 1
+    }
+
+    fn count(&self) -> usize {
+        self.0.load(Ordering::Acquire)
+    }
+}
+
 /// What the consumer found in its mailbox.
 pub(crate) enum Next<A: Actor> {
     Env(Envelope<A>),
@@ -163,7 +210,7 @@ pub(crate) enum Next<A: Actor> {
 pub(crate) struct Cell<A: Actor> {
     pub(crate) mailbox: Mailbox,
     waker: UnsafeCell<Option<Waker>>,
-    addrs: AtomicUsize,
+    addrs: Addrs,
     pub(crate) id: ActorId,
     bounded: Option<Box<Bounded<A>>>,
     aux: AuxPtr<A>,
@@ -205,7 +252,7 @@ impl<A: Actor> Cell<A> {
         let cell = Arc::new(Cell {
             mailbox: Mailbox::new(),
             waker: UnsafeCell::new(None),
-            addrs: AtomicUsize::new(1),
+            addrs: Addrs(AtomicUsize::new(1)),
             id,
             node,
             bounded: bounded.map(|(cap, policy)| Box::new(Bounded::new(cap, policy))),
@@ -306,10 +353,7 @@ impl<A: Actor> Cell<A> {
     }
 
     pub(crate) fn aux(&self) -> &Aux<A> {
-        match self.aux.get() {
-            Some(a) => a,
-            None => self.aux.init(),
-        }
+        self.aux.get_or_init()
     }
 
     pub(crate) fn aux_if_any(&self) -> Option<&Aux<A>> {
@@ -343,33 +387,22 @@ impl<A: Actor> Cell<A> {
     // ----- addresses -----
 
     pub(crate) fn add_addr(&self) {
-        self.addrs.fetch_add(1, Ordering::Relaxed);
+        self.addrs.add();
     }
 
     /// Adds an address unless none is left (then the actor may be stopping for good).
     pub(crate) fn try_add_addr(&self) -> bool {
-        let mut n = self.addrs.load(Ordering::Relaxed);
-        while n > 0 {
-            match self
-                .addrs
-                .compare_exchange_weak(n, n + 1, Ordering::Relaxed, Ordering::Relaxed)
-            {
-                Ok(_) => return true,
-                Err(m) => n = m,
-            }
-        }
-        false
+        self.addrs.try_add()
     }
 
     pub(crate) fn drop_addr(&self) {
-        // Release: our sends happen before the consumer sees zero addresses.
-        if self.addrs.fetch_sub(1, Ordering::AcqRel) == 1 {
+        if self.addrs.drop_one() {
             self.signal(false);
         }
     }
 
     pub(crate) fn addrs(&self) -> usize {
-        self.addrs.load(Ordering::Acquire)
+        self.addrs.count()
     }
 
     // ----- observers -----
@@ -562,5 +595,79 @@ impl<A: Handler<Down> + Actor> DownSink for Cell<A> {
     fn down(&self, down: Down) {
         // A stopped watcher no longer cares.
         let _ = self.push_priority(Envelope::new(down));
+    }
+}
+
+/// Loom models of the cell's two hand-written protocols, on their real code:
+/// the aux state installed once, and the address count that reaches zero
+/// once.
+#[cfg(all(test, loom))]
+mod loom_tests {
+    use super::{Addrs, AuxPtr};
+    use crate::actor::Actor;
+    use crate::loom::{lock, thread, Arc, AtomicPtr, AtomicUsize};
+
+    struct Idle;
+    impl Actor for Idle {}
+
+    /// Two threads wanting the aux state at once: one allocation is
+    /// installed, the other freed, and both write into the installed one.
+    #[test]
+    fn the_aux_state_is_installed_once() {
+        loom::model(|| {
+            let aux = Arc::new(AuxPtr::<Idle>(AtomicPtr::new(std::ptr::null_mut())));
+            let other = {
+                let aux = Arc::clone(&aux);
+                thread::spawn(move || {
+                    let a = aux.get_or_init();
+                    lock(&a.inner).stop_interrupts = true;
+                    a as *const _ as usize
+                })
+            };
+            let mine = aux.get_or_init();
+            lock(&mine.inner).stop_complete = true;
+            let theirs = other.join().unwrap();
+            assert_eq!(
+                mine as *const _ as usize, theirs,
+                "two aux states installed"
+            );
+            let g = lock(&aux.get().unwrap().inner);
+            assert!(
+                g.stop_interrupts && g.stop_complete,
+                "a write went elsewhere"
+            );
+        });
+    }
+
+    /// The spawner's address is dropped while another thread makes one from
+    /// a registry entry (`try_add`) and drops it: the count reaches zero
+    /// exactly once, and an address refused at zero is never made.
+    #[test]
+    fn the_last_address_is_seen_once() {
+        loom::model(|| {
+            let addrs = Arc::new(Addrs(AtomicUsize::new(1)));
+            let other = {
+                let addrs = Arc::clone(&addrs);
+                thread::spawn(move || {
+                    if addrs.try_add() {
+                        usize::from(addrs.drop_one())
+                    } else {
+                        0
+                    }
+                })
+            };
+            let last_here = usize::from(addrs.drop_one());
+            let last_there = other.join().unwrap();
+            assert_eq!(
+                last_here + last_there,
+                1,
+                "the last address went twice or never"
+            );
+            assert_eq!(addrs.count(), 0);
+            assert!(
+                !addrs.try_add(),
+                "an address was made after the last one went"
+            );
+        });
     }
 }

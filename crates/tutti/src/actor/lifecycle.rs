@@ -1,10 +1,10 @@
 //! The [`Actor`] trait with its lifecycle hooks, actor identities and stop reasons.
 
 use std::fmt;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use super::Context;
+use crate::loom::{unmodelled, Ordering};
 
 /// State plus handlers: the type an actor is made of.
 ///
@@ -83,7 +83,7 @@ pub struct ActorId(u64);
 
 impl ActorId {
     pub(crate) fn next() -> ActorId {
-        static NEXT: AtomicU64 = AtomicU64::new(1);
+        static NEXT: unmodelled::AtomicU64 = unmodelled::AtomicU64::new(1);
         ActorId(NEXT.fetch_add(1, Ordering::Relaxed))
     }
 

@@ -14,10 +14,10 @@
 //! cell references, not addresses.
 
 use std::fmt;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use super::{ActorId, StopReason};
+use crate::loom::{unmodelled, Ordering};
 use crate::msg::Message;
 
 /// An actor that was monitored (or linked, with `trap_exits`) has stopped.
@@ -118,7 +118,7 @@ impl fmt::Debug for MonitorRef {
 
 /// Makes `sink` watch `target`.
 pub(crate) fn watch(target: Arc<dyn Signals>, sink: Arc<dyn DownSink>) -> MonitorRef {
-    static NEXT: AtomicU64 = AtomicU64::new(1);
+    static NEXT: unmodelled::AtomicU64 = unmodelled::AtomicU64::new(1);
     let id = NEXT.fetch_add(1, Ordering::Relaxed);
     target.watch(id, sink);
     MonitorRef { id, target }

@@ -27,7 +27,7 @@ use std::fmt;
 use std::sync::{Arc, LazyLock};
 
 use super::{Actor, ActorId, Addr, LookupError, RegisterError};
-use crate::loom::{lock, Mutex};
+use crate::loom::{lock, unmodelled};
 
 /// The name of a registered actor.
 ///
@@ -89,7 +89,8 @@ struct Entry {
     addr: Box<dyn Any + Send + Sync>,
 }
 
-static NAMES: LazyLock<Mutex<HashMap<Name, Entry>>> = LazyLock::new(|| Mutex::new(HashMap::new()));
+static NAMES: LazyLock<unmodelled::Mutex<HashMap<Name, Entry>>> =
+    LazyLock::new(|| unmodelled::Mutex::new(HashMap::new()));
 
 /// Registers `addr` under `name`. Fails if the name is taken or the actor has stopped.
 ///
@@ -106,7 +107,7 @@ static NAMES: LazyLock<Mutex<HashMap<Name, Entry>>> = LazyLock::new(|| Mutex::ne
 /// ```
 pub fn register<A: Actor>(name: impl Into<Name>, addr: &Addr<A>) -> Result<(), RegisterError> {
     let name = name.into();
-    let mut map = lock(&NAMES);
+    let mut map = lock(&*NAMES);
     if let Some(e) = map.get(&name) {
         return Err(RegisterError::Taken { name, by: e.id });
     }
@@ -144,7 +145,7 @@ pub fn register<A: Actor>(name: impl Into<Name>, addr: &Addr<A>) -> Result<(), R
 /// ```
 pub fn lookup<A: Actor>(name: impl Into<Name>) -> Result<Addr<A>, LookupError> {
     let name = name.into();
-    let map = lock(&NAMES);
+    let map = lock(&*NAMES);
     let Some(e) = map.get(&name) else {
         return Err(LookupError::NotFound { name });
     };
@@ -168,7 +169,7 @@ pub fn lookup<A: Actor>(name: impl Into<Name>) -> Result<Addr<A>, LookupError> {
 /// assert_eq!(actor::whereis("doc-whereis"), Some(a.id()));
 /// ```
 pub fn whereis(name: impl Into<Name>) -> Option<ActorId> {
-    lock(&NAMES).get(&name.into()).map(|e| e.id)
+    lock(&*NAMES).get(&name.into()).map(|e| e.id)
 }
 
 /// Removes a registration; returns the id that held the name, if any.
@@ -183,7 +184,7 @@ pub fn whereis(name: impl Into<Name>) -> Option<ActorId> {
 /// ```
 pub fn unregister(name: impl Into<Name>) -> Option<ActorId> {
     let name = name.into();
-    let entry = lock(&NAMES).remove(&name)?;
+    let entry = lock(&*NAMES).remove(&name)?;
     // The entry's address is dropped outside the lock (it may signal its actor).
     let id = entry.id;
     drop(entry);
@@ -200,7 +201,7 @@ pub fn unregister(name: impl Into<Name>) -> Option<ActorId> {
 /// assert!(actor::registered().iter().any(|n| n.as_str() == "doc-registered"));
 /// ```
 pub fn registered() -> Vec<Name> {
-    let mut v: Vec<Name> = lock(&NAMES).keys().cloned().collect();
+    let mut v: Vec<Name> = lock(&*NAMES).keys().cloned().collect();
     v.sort();
     v
 }
@@ -208,7 +209,7 @@ pub fn registered() -> Vec<Name> {
 /// Removes `name` if it still maps to `id` (a stopping actor's own names).
 pub(crate) fn remove_if(name: &Name, id: ActorId) {
     let entry = {
-        let mut map = lock(&NAMES);
+        let mut map = lock(&*NAMES);
         match map.get(name) {
             Some(e) if e.id == id => map.remove(name),
             _ => None,

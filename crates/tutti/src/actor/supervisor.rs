@@ -162,22 +162,21 @@ struct ChildSlot {
 /// An actor that supervises children; build one with [`Supervisor::builder`].
 ///
 /// ```
-/// use std::sync::atomic::{AtomicUsize, Ordering};
-/// use std::sync::Arc;
+/// use std::sync::{Arc, Mutex};
 /// use tutti::actor::{self, Actor, Child, Context, Stats, Supervisor};
 /// use tutti::msg::{Handler, Message};
 ///
 /// struct Crash;
 /// impl Message for Crash { type Reply = (); }
-/// struct Worker(Arc<AtomicUsize>);
+/// struct Worker(Arc<Mutex<usize>>);
 /// impl Actor for Worker {
-///     fn started(&mut self, _: &mut Context<Self>) { self.0.fetch_add(1, Ordering::SeqCst); }
+///     fn started(&mut self, _: &mut Context<Self>) { *self.0.lock().unwrap() += 1; }
 /// }
 /// impl Handler<Crash> for Worker {
 ///     async fn handle(&mut self, _: Crash, _: &mut Context<Self>) { panic!("injected") }
 /// }
 ///
-/// let starts = Arc::new(AtomicUsize::new(0));
+/// let starts = Arc::new(Mutex::new(0));
 /// let s = starts.clone();
 /// let sup = Supervisor::builder()
 ///     .child("worker", move || Worker(s.clone()))
@@ -190,8 +189,8 @@ struct ChildSlot {
 /// let w2 = sup.ask_blocking(Child::<Worker>::named("worker")).unwrap().unwrap();
 /// assert_ne!(w.id(), w2.id());
 /// // It runs its `started` hook in its own task, shortly.
-/// while starts.load(Ordering::SeqCst) < 2 { std::thread::yield_now(); }
-/// assert_eq!(starts.load(Ordering::SeqCst), 2);
+/// while *starts.lock().unwrap() < 2 { std::thread::yield_now(); }
+/// assert_eq!(*starts.lock().unwrap(), 2);
 /// ```
 pub struct Supervisor {
     strategy: Strategy,

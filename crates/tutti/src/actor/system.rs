@@ -181,19 +181,19 @@ fn current_inner() -> Arc<SystemInner> {
 /// ```
 /// use tutti::actor::{Actor, ActorSystem, StopReason};
 ///
-/// struct Service(std::sync::Arc<std::sync::atomic::AtomicUsize>);
+/// struct Service(std::sync::Arc<std::sync::Mutex<usize>>);
 /// impl Actor for Service {
 ///     fn stopped(&mut self, reason: &StopReason) {
 ///         assert_eq!(*reason, StopReason::Shutdown);
-///         self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+///         *self.0.lock().unwrap() += 1;
 ///     }
 /// }
 ///
-/// let stops = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+/// let stops = std::sync::Arc::new(std::sync::Mutex::new(0));
 /// let system = ActorSystem::new();
 /// let addrs: Vec<_> = (0..10).map(|_| system.spawn(Service(stops.clone()))).collect();
 /// system.shutdown_blocking();
-/// assert_eq!(stops.load(std::sync::atomic::Ordering::SeqCst), 10);
+/// assert_eq!(*stops.lock().unwrap(), 10);
 /// assert!(addrs.iter().all(|a| a.is_stopped()));
 /// assert_eq!(system.live(), 0);
 /// ```

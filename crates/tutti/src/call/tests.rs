@@ -1,7 +1,9 @@
 //! The core over an in-memory link: two ends, frames queued per destination.
 
 use std::collections::VecDeque;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+
+use crate::loom::Mutex;
 
 use super::*;
 use crate::msg::codec::{encode_frame, FrameKind, Header};

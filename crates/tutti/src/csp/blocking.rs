@@ -71,7 +71,7 @@ pub(crate) fn retry<T, R>(
 fn backoff(step: u32) {
     if step < YIELD_FROM {
         for _ in 0..(1u32 << step) {
-            std::hint::spin_loop();
+            crate::loom::spin_hint();
         }
     } else {
         std::thread::yield_now();

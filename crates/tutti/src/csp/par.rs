@@ -69,20 +69,19 @@ use process::{Failure, Process};
 /// Processes are numbered from 0 in iteration order; a panic names the process by number.
 ///
 /// ```
-/// use std::sync::atomic::{AtomicUsize, Ordering};
-/// use std::sync::Arc;
+/// use std::sync::{Arc, Mutex};
 ///
-/// let count = Arc::new(AtomicUsize::new(0));
+/// let count = Arc::new(Mutex::new(0));
 /// let processes: Vec<_> = (0..3)
 ///     .map(|_| {
 ///         let count = count.clone();
 ///         async move {
-///             count.fetch_add(1, Ordering::Relaxed);
+///             *count.lock().unwrap() += 1;
 ///         }
 ///     })
 ///     .collect();
 /// tutti::block_on(tutti::csp::par(processes)).unwrap();
-/// assert_eq!(count.load(Ordering::Relaxed), 3);
+/// assert_eq!(*count.lock().unwrap(), 3);
 /// ```
 pub fn par<'a, I>(processes: I) -> ParFuture<'a>
 where

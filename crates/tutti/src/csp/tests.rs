@@ -1,9 +1,9 @@
 //! Unit tests of channels and `Alt`, driving futures by hand so that every interleaving
 //! they check is deterministic.
 
+use crate::loom::{AtomicUsize, Ordering};
 use std::future::Future;
 use std::pin::{pin, Pin};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};

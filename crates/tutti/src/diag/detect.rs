@@ -22,21 +22,20 @@
 //! contributor's check, `world/stall.rs`), and `sync_rmi` cycles across ranks by the
 //! RMI layer's chain, both reported through [`declare`].
 
-use crate::loom::{AtomicU8, Ordering};
-use std::sync::atomic::AtomicBool;
-use std::sync::{Arc, Mutex, OnceLock};
+use crate::loom::{lock, unmodelled, AtomicU8, Ordering};
+use std::sync::{Arc, OnceLock};
 
 use super::mode::{deadlock_mode, detecting, DeadlockMode};
-use super::node::{self, lock, Kind, Node, On, BLOCKED};
+use super::node::{self, Kind, Node, On, BLOCKED};
 use super::report::{BlockedProcess, Deadlock};
 
 /// A contributor's check, run from the idle hook (at most one scan at a time).
 pub(crate) type Check = fn();
 
-static CHECKS: Mutex<Vec<Check>> = Mutex::new(Vec::new());
+static CHECKS: unmodelled::Mutex<Vec<Check>> = unmodelled::Mutex::new(Vec::new());
 
 /// Some check was added (read on every idle round, so without the lock).
-static HAS_CHECKS: AtomicBool = AtomicBool::new(false);
+static HAS_CHECKS: unmodelled::AtomicBool = unmodelled::AtomicBool::new(false);
 
 /// One detector at a time: `SCAN_IDLE`, `SCANNING`, or `SCAN_AGAIN` (another idle
 /// worker asked for a scan meanwhile; the scanning worker repeats). See `serialize`.
@@ -141,7 +140,7 @@ pub(crate) fn declare(report: &Deadlock) {
     *lock(&LAST) = Some(report.clone());
 }
 
-static LAST: Mutex<Option<Deadlock>> = Mutex::new(None);
+static LAST: unmodelled::Mutex<Option<Deadlock>> = unmodelled::Mutex::new(None);
 
 /// The last deadlock declared in this process, if any.
 pub(crate) fn last() -> Option<Deadlock> {
@@ -224,7 +223,7 @@ fn scan_nodes() -> bool {
 
 /// Waits already reported in report-only mode, as (node id, state word): a node that
 /// has been polled since (its word changed) may be reported again.
-static REPORTED: Mutex<Vec<(u64, u64)>> = Mutex::new(Vec::new());
+static REPORTED: unmodelled::Mutex<Vec<(u64, u64)>> = unmodelled::Mutex::new(Vec::new());
 
 fn reported(n: &Node) -> bool {
     lock(&REPORTED).contains(&(n.id, n.word()))

@@ -2,10 +2,11 @@
 //! on, and each runtime's live tasks — read from the same state words and notes as the
 //! detector, without stopping anything.
 
+use crate::loom::unmodelled::Mutex;
 use std::fmt::Write as _;
-use std::sync::Mutex;
 
-use super::node::{self, lock, Kind, Node, On, BLOCKED, ENDED, IDLE};
+use super::node::{self, Kind, Node, On, BLOCKED, ENDED, IDLE};
+use crate::loom::lock;
 use crate::runtime::context::RuntimeRef;
 
 /// One entry of a dump: a live participant, its state and what it waits on.

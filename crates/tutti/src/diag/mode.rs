@@ -1,7 +1,8 @@
 //! What the runtime does when it finds a deadlock: fail the waiting operations
 //! (the default), only report it, or not look at all.
 
-use std::sync::atomic::{AtomicU8, Ordering};
+use crate::loom::unmodelled::AtomicU8;
+use crate::loom::Ordering;
 
 /// What happens when a deadlock is detected. Set it with [`set_deadlock_mode`], with
 /// [`Builder::deadlock_mode`](crate::runtime::Builder::deadlock_mode), or at start-up with

@@ -21,11 +21,10 @@
 //! the node was not polled in between (the detector's double collect).
 
 use std::cell::Cell;
-use std::sync::atomic::AtomicU64 as StdAtomicU64;
 use std::sync::{Arc, Weak};
 use std::task::Waker;
 
-use crate::loom::{AtomicBool, AtomicU64, AtomicUsize, Mutex, Ordering};
+use crate::loom::{lock, unmodelled, AtomicBool, AtomicU64, AtomicUsize, Mutex, Ordering};
 
 use super::report::Deadlock;
 use crate::runtime::context::RuntimeRef;
@@ -138,7 +137,7 @@ pub(crate) struct Node {
     has_failure: AtomicBool,
 }
 
-static NEXT_ID: StdAtomicU64 = StdAtomicU64::new(1);
+static NEXT_ID: unmodelled::AtomicU64 = unmodelled::AtomicU64::new(1);
 
 /// How many nodes are blocked on a wait that names whom it waits for: the detector's
 /// graph has an edge only then, so with none it has nothing to look at. Changed only by
@@ -158,13 +157,7 @@ fn waiting() -> &'static AtomicUsize {
 pub(crate) fn any_waiting() -> bool {
     waiting().load(Ordering::Acquire) > 0
 }
-static NODES: std::sync::Mutex<Vec<Weak<Node>>> = std::sync::Mutex::new(Vec::new());
-
-/// Locks one of diag's process-wide tables (plain `std` locks, outside the modelled
-/// protocols), treating poisoning as recoverable.
-pub(crate) fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
+static NODES: unmodelled::Mutex<Vec<Weak<Node>>> = unmodelled::Mutex::new(Vec::new());
 
 impl Node {
     /// A new node, on the current runtime, known to the detector and the dump.
@@ -176,7 +169,7 @@ impl Node {
         ranks: usize,
     ) -> Arc<Node> {
         let node = Arc::new(Node::unlisted(
-            NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            NEXT_ID.fetch_add(1, Ordering::Relaxed),
             kind,
             name,
             (rank, world, ranks),
@@ -445,7 +438,7 @@ pub(crate) fn all() -> Vec<Arc<Node>> {
     all.iter().filter_map(Weak::upgrade).collect()
 }
 
-static RANK: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+static RANK: unmodelled::AtomicUsize = unmodelled::AtomicUsize::new(0);
 
 /// This process's rank in its world (set by the world at start-up; 0 before).
 pub(crate) fn rank() -> usize {

@@ -6,7 +6,8 @@
 //! the pipe and prints the dump on stderr. Nothing stops: the dump reads the same state
 //! words the detector reads.
 
-use std::sync::atomic::{AtomicI32, Ordering};
+use crate::loom::unmodelled::AtomicI32;
+use crate::loom::Ordering;
 use std::sync::OnceLock;
 
 /// The pipe's write end, for the handler (-1: none).

@@ -125,8 +125,8 @@ pub(crate) async fn open(
 /// order it), so sequential runs of one graph never see each other's.
 #[cfg(feature = "mpi")]
 #[allow(clippy::type_complexity)]
-static HANDED: std::sync::Mutex<Vec<((usize, u64, usize), Arc<Win>)>> =
-    std::sync::Mutex::new(Vec::new());
+static HANDED: crate::loom::unmodelled::Mutex<Vec<((usize, u64, usize), Arc<Win>)>> =
+    crate::loom::unmodelled::Mutex::new(Vec::new());
 
 #[cfg(feature = "mpi")]
 fn key(loc: &Location, digest: u64, j: usize) -> (usize, u64, usize) {

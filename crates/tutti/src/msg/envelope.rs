@@ -42,10 +42,7 @@ use super::running::{Handle, Running};
 use super::Batch;
 use super::{Handler, Message, Object};
 
-#[cfg(loom)]
-use loom::sync::atomic::AtomicPtr;
-#[cfg(not(loom))]
-use std::sync::atomic::AtomicPtr;
+use crate::loom::AtomicPtr;
 
 /// An atomic pointer to a [`Link`] (loom's under `--cfg loom`).
 pub(crate) type AtomicLinkPtr = AtomicPtr<Link>;
@@ -631,7 +628,7 @@ impl<O: Object> fmt::Debug for Envelope<O> {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
-    use std::sync::atomic::{AtomicUsize, Ordering};
+    use crate::loom::{AtomicUsize, Ordering};
     use std::sync::Arc;
 
     struct Tracked(Arc<AtomicUsize>);

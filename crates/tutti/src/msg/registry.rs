@@ -16,10 +16,10 @@
 //! Per-object [`Dispatch`](super::Dispatch) tables are separate: they route what
 //! one object type accepts and are not compared across ranks.
 
+use crate::loom::{lock, unmodelled};
 use std::any::{Any, TypeId};
 use std::collections::BTreeMap;
 use std::fmt;
-use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
 
@@ -305,14 +305,14 @@ impl Registry {
 }
 
 /// The process's registry: the types registered with [`register`].
-static PROCESS: Mutex<Registry> = Mutex::new(Registry {
+static PROCESS: unmodelled::Mutex<Registry> = unmodelled::Mutex::new(Registry {
     entries: Vec::new(),
 });
 
-fn process() -> std::sync::MutexGuard<'static, Registry> {
+fn process() -> unmodelled::MutexGuard<'static, Registry> {
     // The registry is only ever changed by `insert`, which leaves it valid even
     // if it panicked; a poisoned lock is still usable.
-    PROCESS.lock().unwrap_or_else(|p| p.into_inner())
+    lock(&PROCESS)
 }
 
 /// Registers `M` in the process's registry, the one whose [`Digest`] the world

@@ -432,7 +432,7 @@ mod tests {
             "re-poll replaces the waker"
         );
         tx.respond("b".into());
-        assert_eq!(count.0.load(std::sync::atomic::Ordering::SeqCst), 1);
+        assert_eq!(count.0.load(crate::loom::Ordering::SeqCst), 1);
         assert_eq!(rx.poll_reply(&mut cx), Poll::Ready(Ok("b".to_string())));
     }
 

@@ -448,7 +448,7 @@ impl std::fmt::Debug for Handle<'_> {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
-    use std::sync::atomic::{AtomicUsize, Ordering};
+    use crate::loom::{AtomicUsize, Ordering};
     use std::sync::Arc;
 
     struct CountDrop(Arc<AtomicUsize>);

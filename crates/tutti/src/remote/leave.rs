@@ -3,7 +3,7 @@
 //! the leaver (through the core) and sends it nothing more. The rules are in
 //! the [module documentation](super).
 
-use std::sync::atomic::Ordering;
+use crate::loom::Ordering;
 use std::sync::Arc;
 
 use super::node::{lock, Export, Inner};

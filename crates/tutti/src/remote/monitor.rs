@@ -10,8 +10,8 @@
 //! watch). Whoever removes a monitor from `watches` fires it, so a monitor
 //! fires at most once; removing is also how [`RemoteMonitor::cancel`] wins.
 
+use crate::loom::Ordering;
 use std::fmt;
-use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 
 use super::node::{lock, Inner};

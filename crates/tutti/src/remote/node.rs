@@ -6,8 +6,9 @@ use std::collections::HashMap;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
+
+use crate::loom::{AtomicBool, AtomicU64, Mutex, Ordering};
 use std::task::{Context, Poll, Waker};
 
 use serde::Serialize;
@@ -120,9 +121,7 @@ impl<A: Actor> Exported for Export_<A> {
     }
 }
 
-pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
+pub(super) use crate::loom::lock;
 
 impl Node {
     /// Makes `location` an actor node and starts its receiving task on the rank's

@@ -2,7 +2,7 @@
 //! (answers are filed there); requests go to the exported actors, control
 //! messages to the registry and the leave protocol, rejections into the stats.
 
-use std::sync::atomic::Ordering;
+use crate::loom::Ordering;
 use std::sync::Arc;
 
 use super::node::{lock, Inner};

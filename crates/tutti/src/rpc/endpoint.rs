@@ -3,13 +3,13 @@
 //! `remote/serve.rs` serves exported actors), answers filed by the core, and
 //! the end of a connection (pending calls fail, failure callbacks fire).
 
+use crate::loom::{AtomicBool, AtomicU64, Ordering};
 use std::collections::HashMap;
 use std::future::Future;
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
 use std::os::fd::AsRawFd;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::task::{Context as TaskContext, Poll, Wake, Waker};
 use std::time::Duration;

@@ -5,11 +5,11 @@
 //! shuts the socket down, so that the reactor — the one place where a
 //! connection's end is handled — sees it fail.
 
+use crate::loom::{AtomicBool, AtomicU64, Ordering};
 use std::collections::HashMap;
 use std::fmt;
 use std::io::Write;
 use std::net::{Shutdown, SocketAddr, TcpStream};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use crate::call::{Link, LinkError};

@@ -4,10 +4,10 @@
 //! are questions of the endpoint's conversation over a connection to the host
 //! (made on first use, and made again after a failure).
 
+use crate::loom::Ordering;
 use std::fmt;
 use std::marker::PhantomData;
 use std::net::SocketAddr;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 

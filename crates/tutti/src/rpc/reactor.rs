@@ -143,7 +143,7 @@ pub(crate) fn run(inner: Arc<Inner>, mut poll: Poll, listener: Option<TcpListene
             }
         }
         // Connections ended elsewhere (a failed write, a refused handshake).
-        readers.retain(|_, r| !r.conn.ended.load(std::sync::atomic::Ordering::Relaxed));
+        readers.retain(|_, r| !r.conn.ended.load(crate::loom::Ordering::Relaxed));
     }
     inner.shut_down();
 }

@@ -13,10 +13,10 @@ use super::join::join;
 /// consecutive indices (a `grain` of 0 is treated as 1).
 ///
 /// ```
-/// use std::sync::atomic::{AtomicU64, Ordering};
-/// let sum = AtomicU64::new(0);
-/// tutti::par_for(0..1000, 64, |i| { sum.fetch_add(i as u64, Ordering::Relaxed); });
-/// assert_eq!(sum.into_inner(), 999 * 1000 / 2);
+/// use std::sync::Mutex;
+/// let sum = Mutex::new(0u64);
+/// tutti::par_for(0..1000, 64, |i| *sum.lock().unwrap() += i as u64);
+/// assert_eq!(sum.into_inner().unwrap(), 999 * 1000 / 2);
 /// ```
 pub fn par_for<F>(range: Range<usize>, grain: usize, f: F)
 where

@@ -98,17 +98,17 @@ impl<'scope> Scope<'scope> {
     /// the scope and may itself spawn more work into the same scope.
     ///
     /// ```
-    /// use std::sync::atomic::{AtomicUsize, Ordering};
-    /// let count = AtomicUsize::new(0);
+    /// use std::sync::Mutex;
+    /// let count = Mutex::new(0);
     /// tutti::scope(|s| {
     ///     for _ in 0..10 {
     ///         s.spawn(|s| {
-    ///             count.fetch_add(1, Ordering::Relaxed);
-    ///             s.spawn(|_| { count.fetch_add(1, Ordering::Relaxed); });
+    ///             *count.lock().unwrap() += 1;
+    ///             s.spawn(|_| *count.lock().unwrap() += 1);
     ///         });
     ///     }
     /// });
-    /// assert_eq!(count.into_inner(), 20);
+    /// assert_eq!(count.into_inner().unwrap(), 20);
     /// ```
     pub fn spawn<F>(&self, body: F)
     where

@@ -693,7 +693,8 @@ impl std::error::Error for Elapsed {}
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
-    use std::sync::{Arc, Mutex as StdMutex};
+    use crate::loom::Mutex as StdMutex;
+    use std::sync::Arc;
     use std::task::Wake;
     use std::thread;
 

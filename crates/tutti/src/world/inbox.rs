@@ -188,7 +188,7 @@ mod tests {
         assert_eq!(slot.pop_or_register(&waker), None);
         slot.push(1);
         slot.push(2);
-        assert_eq!(count.0.load(std::sync::atomic::Ordering::SeqCst), 1);
+        assert_eq!(count.0.load(crate::loom::Ordering::SeqCst), 1);
         assert_eq!(slot.pop(), Some(1));
         assert_eq!(slot.pop_or_register(&waker), Some(2));
         assert!(slot.is_empty());

@@ -227,7 +227,8 @@ pub(crate) fn panic_note() -> String {
     }
 }
 
-static LAST_PANIC: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
+static LAST_PANIC: crate::loom::unmodelled::Mutex<Option<String>> =
+    crate::loom::unmodelled::Mutex::new(None);
 
 /// Records panic messages (then runs the previous hook) so that a rank that
 /// unwinds past its world can say why when it takes the job down.
@@ -242,7 +243,7 @@ pub(crate) fn record_panics() {
                 .location()
                 .map(|l| format!(" at {}:{}", l.file(), l.line()))
                 .unwrap_or_default();
-            *LAST_PANIC.lock().unwrap_or_else(|p| p.into_inner()) = Some(format!("{msg}{at}"));
+            *crate::loom::lock(&LAST_PANIC) = Some(format!("{msg}{at}"));
             previous(info);
         }));
     });

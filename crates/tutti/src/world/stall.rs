@@ -61,8 +61,7 @@
 //! itself runs from the idle hook of `crate::diag`, and does nothing unless every
 //! location of the rank is blocked.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::sync::{Arc, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
@@ -71,8 +70,9 @@ use super::collective::Kind;
 use super::frame::{self, Frame, StallHead};
 use super::rank::Local;
 use super::transport::Transport;
-use crate::diag::node::{self, lock, Node, On, What, BLOCKED};
+use crate::diag::node::{self, Node, On, What, BLOCKED};
 use crate::diag::{BlockedProcess, Deadlock, DeadlockMode};
+use crate::loom::{lock, unmodelled, AtomicBool, AtomicU64, Mutex, Ordering};
 use crate::msg::codec;
 
 /// How long a rank must stay stalled, unchanged, before it marks.
@@ -85,7 +85,7 @@ const PRINTED: u64 = 4;
 const FAIL: u64 = 5;
 
 /// The worlds of several ranks in this process (one, in practice), for the check.
-static WORLDS: Mutex<Vec<Weak<Local>>> = Mutex::new(Vec::new());
+static WORLDS: unmodelled::Mutex<Vec<Weak<Local>>> = unmodelled::Mutex::new(Vec::new());
 
 /// Makes `local` (a world of several ranks) known to the check, and the check to
 /// the detector.

@@ -1,7 +1,7 @@
 //! Unit tests of the world on the in-process transport (the same bodies also run
 //! under MPI in `tests/world.rs`).
 
-use std::sync::atomic::Ordering as StdOrdering;
+use crate::loom::Ordering as StdOrdering;
 use std::time::Duration;
 
 use super::*;

@@ -232,7 +232,7 @@ mod tests {
                         next[m.from] += 1;
                         got += 1;
                     }
-                    Pop::Empty | Pop::Busy => std::hint::spin_loop(),
+                    Pop::Empty | Pop::Busy => crate::loom::spin_hint(),
                 }
             }
         });

@@ -1,9 +1,9 @@
 //! Barrier tests: phases with many parties (tasks and threads mixed), enrollment and
 //! resignation during a phase, non-blocking arrivals, dropped arrivals.
 
+use crate::loom::{AtomicBool, AtomicUsize, Ordering};
 use std::future::Future;
 use std::pin::pin;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 
@@ -186,7 +186,7 @@ fn resigning_part_way() {
 #[test]
 fn enroll_resign_races() {
     let b = Barrier::new();
-    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let stop = Arc::new(AtomicBool::new(false));
     let syncers: Vec<_> = (0..3)
         .map(|_| {
             let mut me = b.enroll();

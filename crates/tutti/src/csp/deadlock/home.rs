@@ -3,8 +3,9 @@
 //! and its name.
 
 use std::borrow::Cow;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
+
+use crate::loom::{AtomicBool, AtomicUsize, Ordering};
 
 use super::member;
 use super::network::Network;

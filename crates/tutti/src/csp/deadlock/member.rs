@@ -30,8 +30,9 @@
 
 use std::mem::ManuallyDrop;
 use std::ptr;
-use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
+
+use crate::loom::{AtomicPtr, AtomicU32, AtomicU64, Ordering};
 
 use super::home::{Home, HomeInner};
 use super::network::{Network, SCAN_GATE};
@@ -377,5 +378,83 @@ pub(crate) fn note_open() {
     if let Some(m) = current() {
         let note = m.note.load(Ordering::Relaxed);
         m.note.store(note | OPEN, Ordering::Relaxed);
+    }
+}
+
+/// Loom models of the member's state word on its real code: the detector's
+/// double collect, and `ENDED` stored under the scan gate.
+#[cfg(all(test, loom))]
+mod loom_tests {
+    use std::sync::Arc as StdArc;
+
+    use super::{Member, Wait, BLOCKED_CSP, ENDED, POLL_MASK, POLL_ONE};
+    use crate::csp::deadlock::network::{Network, SCAN_GATE};
+    use crate::csp::par::Shared;
+    use crate::loom::{thread, Arc, AtomicBool, Ordering};
+
+    fn member(net: Option<StdArc<Network>>) -> Arc<Member> {
+        Arc::new(Member::new(crate::csp::Arc::new(Shared::new(net, None)), 0))
+    }
+
+    /// The process polls twice, noting a receive and then a send, each poll
+    /// ending blocked; the detector reads the word, the wait, and the word
+    /// again. Two equal reads of a blocked word mean the wait read between
+    /// them is the one noted in the poll that wrote that word.
+    #[test]
+    fn a_double_collect_reads_the_waits_of_the_poll_it_saw() {
+        loom::model(|| {
+            let m = member(None);
+            let process = {
+                let m = Arc::clone(&m);
+                thread::spawn(move || {
+                    for wait in [Wait::Recv, Wait::Send] {
+                        let entered = m.begin_poll();
+                        m.add_note(wait, None, false);
+                        m.end_poll(entered, true);
+                    }
+                    m.end();
+                })
+            };
+            let first = m.snapshot();
+            let (kind, count, _) = m.wait();
+            let second = m.snapshot();
+            if first == second && first.state() == BLOCKED_CSP {
+                let poll = (first.word & POLL_MASK) / POLL_ONE;
+                let noted = if poll == 1 { Wait::Recv } else { Wait::Send };
+                assert_eq!(kind, Some(noted), "poll {poll}: another poll's wait");
+                assert_eq!(count, 1);
+            }
+            process.join().unwrap();
+        });
+    }
+
+    /// A detector that holds the scan gate and sees the member not ended may
+    /// use its `par` until it lets the gate go: the process cannot finish
+    /// ending (and free its `par`) before then.
+    #[test]
+    fn a_member_seen_alive_under_the_gate_stays_alive() {
+        loom::model(|| {
+            let m = member(Some(Network::for_model()));
+            let ended = Arc::new(AtomicBool::new(false));
+            let process = {
+                let (m, ended) = (Arc::clone(&m), Arc::clone(&ended));
+                thread::spawn(move || {
+                    assert!(m.end());
+                    ended.store(true, Ordering::Release);
+                })
+            };
+            {
+                let _gate = SCAN_GATE.write().unwrap();
+                if m.snapshot().state() != ENDED {
+                    // The scan goes on, using the member's `par`.
+                    thread::yield_now();
+                    assert!(
+                        !ended.load(Ordering::Acquire),
+                        "the process ended during a scan that saw it alive"
+                    );
+                }
+            }
+            process.join().unwrap();
+        });
     }
 }

@@ -47,9 +47,8 @@
 //! dropped (withdrawing its pending operations, so no value is lost), and the process
 //! ends reporting the deadlock. The root `par` then completes with `Err(Deadlock)`.
 
-use crate::loom::Ordering;
-use std::sync::atomic::AtomicU32;
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock, RwLock, Weak};
+use crate::loom::{lock, unmodelled, AtomicU32, Ordering};
+use std::sync::{Arc, OnceLock, Weak};
 
 use crate::runtime::context::RuntimeRef;
 use crate::runtime::task::RawTask;
@@ -60,15 +59,19 @@ use crate::csp::par::process_name;
 use crate::diag::{BlockedProcess, Deadlock};
 
 /// Every root network that may still have members.
-static NETWORKS: Mutex<Vec<Weak<Network>>> = Mutex::new(Vec::new());
+static NETWORKS: unmodelled::Mutex<Vec<Weak<Network>>> = unmodelled::Mutex::new(Vec::new());
 
 /// Held (write) by a detector for its whole scan. Objects' records are not freed while it
 /// is held (see `HomeInner`'s drop), and processes mark themselves ended under its read
 /// side (`member.rs`).
-pub(crate) static SCAN_GATE: RwLock<()> = RwLock::new(());
+#[cfg(not(loom))]
+pub(crate) static SCAN_GATE: unmodelled::RwLock<()> = unmodelled::RwLock::new(());
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
+// Under loom the gate is loom's, made afresh in each model execution (the
+// member model takes it from two threads).
+#[cfg(loom)]
+loom::lazy_static! {
+    pub(crate) static ref SCAN_GATE: crate::loom::RwLock<()> = crate::loom::RwLock::new(());
 }
 
 /// A process network: the processes of one root `par` and of every `par` nested in them.
@@ -99,6 +102,17 @@ impl Network {
         }
         all.push(Arc::downgrade(&net));
         net
+    }
+
+    /// A network unknown to the detector, on no runtime, for the loom models.
+    #[cfg(all(test, loom))]
+    pub(crate) fn for_model() -> Arc<Network> {
+        Arc::new(Network {
+            outside_epoch: AtomicU32::new(0),
+            report: OnceLock::new(),
+            resume: AtomicU32::new(0),
+            runtime: RuntimeRef::none(),
+        })
     }
 
     /// The deadlock declared for this network, if any.

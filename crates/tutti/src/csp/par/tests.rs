@@ -1,7 +1,7 @@
 //! `par` tests: all processes run and end before the `par` does, the replicated form,
 //! named panics re-raised after every process ended, nesting.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use crate::loom::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use super::*;

@@ -10,8 +10,10 @@
 use std::cell::{Cell, RefCell};
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
+
+use crate::loom::unmodelled::{AtomicU64, AtomicUsize, Mutex};
+use crate::loom::{lock, Ordering};
 
 use super::clock::{self, Timebase};
 use super::event::Event;
@@ -80,10 +82,6 @@ impl Drop for Owner {
         // no buffer and are counted lost.
         let _ = BUF.try_with(|b| b.set(std::ptr::null()));
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// Empty chunks kept for reuse, in this trace or the next: writing into

@@ -1,11 +1,11 @@
 //! The trace clock and the offset of a rank's clock from rank 0's.
 #![cfg_attr(not(feature = "mpi"), allow(dead_code))]
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use crate::loom::{unmodelled, Ordering};
 
 /// Whether [`now`] reads the time-stamp counter (set once, when the first trace
 /// starts, before recording is switched on).
-static TSC: AtomicBool = AtomicBool::new(false);
+static TSC: unmodelled::AtomicBool = unmodelled::AtomicBool::new(false);
 
 /// Chooses the trace clock: the time-stamp counter where it is invariant (it
 /// ticks at a constant rate, in every state, the same on every core), else

@@ -51,7 +51,7 @@ fn loom_trace_log_reads_every_event_once_across_a_hand_off() {
         owner.join().unwrap();
         // The final write-out, after the owner stopped (or exited).
         drain(&log, &sink);
-        assert_eq!(*lock(&sink), [1, 2, 3]);
+        assert_eq!(*lock(&*sink), [1, 2, 3]);
     });
 }
 
@@ -70,6 +70,6 @@ fn loom_trace_log_two_write_outs_race_the_owner() {
         record(&log, &sink, &[1, 2, 3], 4);
         writer.join().unwrap();
         drain(&log, &sink);
-        assert_eq!(*lock(&sink), [1, 2, 3]);
+        assert_eq!(*lock(&*sink), [1, 2, 3]);
     });
 }

@@ -88,9 +88,9 @@ mod loom_tests;
 mod merge;
 mod pairs;
 
+use crate::loom::{unmodelled, Ordering};
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
 
 pub(crate) use chain::{block_on_end, poll_begin, poll_end, poll_gap, Chain};
 pub use check::{check, CheckSummary};
@@ -114,7 +114,7 @@ pub const HOLD: usize = 128 << 20;
 /// `Relaxed` at every recording site: a site that misses the switch-on records
 /// nothing (harmless), and one that sees it finds the sink installed because the
 /// sink is reached through its own lock.
-static ON: AtomicBool = AtomicBool::new(false);
+static ON: unmodelled::AtomicBool = unmodelled::AtomicBool::new(false);
 
 /// Whether tracing is recording (one relaxed load).
 #[inline(always)]

@@ -7,7 +7,7 @@
 //! sending from one location at the same time may take their numbers in the
 //! other order than their messages enter the queue; their flows then swap.)
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use crate::loom::{AtomicU64, Ordering};
 
 /// One location's counts, per peer location.
 pub(crate) struct Pairs {

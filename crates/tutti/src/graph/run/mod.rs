@@ -167,7 +167,7 @@ impl ActorGraph {
     ///     b.connect(out, inp, 2).unwrap();
     ///     let graph = b.build();
     ///     let placement = graph.partition(2, &Partition::Block).unwrap(); // one each
-    ///     let total = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    ///     let total = Arc::new(std::sync::Mutex::new(0u64));
     ///     let t = Arc::clone(&total);
     ///     let loc = Arc::new(loc);
     ///     graph
@@ -187,7 +187,7 @@ impl ActorGraph {
     ///                 let t = Arc::clone(&t);
     ///                 Box::new(move |ports: &mut Ports| {
     ///                     while let Some(v) = ports.recv(inp) {
-    ///                         t.fetch_add(v, std::sync::atomic::Ordering::Relaxed);
+    ///                         *t.lock().unwrap() += v;
     ///                     }
     ///                     if ports.is_ended(inp) { Status::Done } else { Status::Continue }
     ///                 })
@@ -195,7 +195,8 @@ impl ActorGraph {
     ///         })
     ///         .await
     ///         .unwrap();
-    ///     total.load(std::sync::atomic::Ordering::Relaxed)
+    ///     let sum = *total.lock().unwrap();
+    ///     sum
     /// });
     /// assert_eq!(sums, [0, 5050]);
     /// ```

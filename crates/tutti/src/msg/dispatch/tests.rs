@@ -1,7 +1,7 @@
 //! Remote handling in one process: frames encoded on one side, decoded and dispatched on
 //! the other, replies back.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use crate::loom::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};

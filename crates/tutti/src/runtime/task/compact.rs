@@ -120,7 +120,7 @@ impl std::fmt::Debug for CompactWaker {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::CompactWaker;
-    use std::sync::atomic::{AtomicUsize, Ordering};
+    use crate::loom::{AtomicUsize, Ordering};
     use std::sync::Arc;
     use std::task::{Wake, Waker};
 

@@ -228,7 +228,7 @@ impl Future for YieldNow {
 
 #[cfg(all(test, not(loom)))]
 mod tests {
-    use std::sync::atomic::{AtomicUsize, Ordering};
+    use crate::loom::{AtomicUsize, Ordering};
     use std::sync::Arc;
 
     struct Count(Arc<AtomicUsize>);

@@ -71,11 +71,12 @@
 //!    `MPI_Finalize`.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use mpi::topology::{Communicator, SimpleCommunicator};
 use mpi::traits::AsRaw;
+
+use crate::loom::{AtomicUsize, Ordering};
 
 use super::raw::{self, Request, Status, Tester};
 use super::sum::Sums;

@@ -22,9 +22,10 @@ mod sum;
 
 pub(crate) use rma::Window;
 
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+
+use crate::loom::{lock, spin_hint, AtomicUsize, Mutex, Ordering};
 use std::task::{Wake, Waker};
 use std::thread::{self, JoinHandle, Thread};
 use std::time::{Duration, Instant};
@@ -244,7 +245,7 @@ impl Mpi {
 
     fn engine_stats(&self) -> Option<EngineStats> {
         let e = self.engine.as_ref()?;
-        let g = e.lock().unwrap_or_else(|p| p.into_inner());
+        let g = lock(&**e);
         g.as_ref().map(|e| e.stats)
     }
 
@@ -255,7 +256,7 @@ impl Mpi {
         f: impl FnOnce(&SimpleCommunicator) -> R + Send + 'static,
     ) -> Option<R> {
         if let Some(e) = &self.engine {
-            let mut g = e.lock().unwrap_or_else(|p| p.into_inner());
+            let mut g = lock(&**e);
             return g.as_mut().map(|e| {
                 // As in `command`: queued frames first.
                 e.start_queued();
@@ -400,7 +401,7 @@ fn progress_thread(mut engine: Engine, control: Arc<Mailslot<Command>>) {
             }
             let idle = last.elapsed();
             if idle < SPIN_FOR {
-                std::hint::spin_loop();
+                spin_hint();
                 continue;
             }
             if idle < YIELD_FOR {
@@ -469,10 +470,7 @@ impl Transport for Mpi {
     }
 
     fn send_borrowed(&self, to: usize, head: Vec<u8>, body: &[u8]) {
-        let engine_gone = self
-            .engine
-            .as_ref()
-            .is_some_and(|e| e.lock().unwrap_or_else(|p| p.into_inner()).is_none());
+        let engine_gone = self.engine.as_ref().is_some_and(|e| lock(&**e).is_none());
         if engine_gone || body.is_empty() {
             // Nothing would drive the send: this frame fails like any other
             // handed over after shutdown.
@@ -495,7 +493,7 @@ impl Transport for Mpi {
                 // The progress thread does the work: leave it the core.
                 thread::yield_now();
             } else {
-                std::hint::spin_loop();
+                spin_hint();
             }
         }
     }
@@ -557,13 +555,13 @@ impl Transport for Mpi {
     }
 
     fn shutdown(&self) {
-        let Some(owner) = self.owner.lock().unwrap_or_else(|p| p.into_inner()).take() else {
+        let Some(owner) = lock(&self.owner).take() else {
             return;
         };
         match &self.engine {
             Some(e) => {
                 let engine = {
-                    let mut g = e.lock().unwrap_or_else(|p| p.into_inner());
+                    let mut g = lock(&**e);
                     g.take()
                 };
                 if let Some(mut engine) = engine {

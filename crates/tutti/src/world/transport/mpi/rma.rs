@@ -16,8 +16,8 @@
 //! the engine's lock in polling mode): see [`crate::world::World`]'s
 //! `mpi_call`.
 
+use crate::loom::{AtomicBool, Ordering};
 use std::os::raw::{c_int, c_void};
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use mpi::ffi;
 use mpi::raw::AsRaw;

@@ -6,13 +6,13 @@
 //! other members for death. The transport's protocol (start-up, faults) is
 //! the module documentation of `transport::shm`.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
 use super::ring::{Push, FIRST, LAST};
 use super::system::{self, MailboxMap, System, DEAD, JOINING, LEAVING, LEFT, READY, SLOT_BYTES};
+use crate::loom::{lock, spin_hint, unmodelled, AtomicBool, AtomicU64, Mutex, Ordering};
 use crate::msg::codec;
 use crate::world::config::WorldConfig;
 use crate::world::error::WorldError;
@@ -110,7 +110,7 @@ impl Inner {
         if self.dead.fetch_or(1 << r, Ordering::AcqRel) & (1 << r) != 0 {
             return;
         }
-        *self.peers[r].lock().unwrap_or_else(|p| p.into_inner()) = None;
+        *lock(&self.peers[r]) = None;
         let m = &self.system.header().members[r];
         let pid = m.pid.load(Ordering::Relaxed);
         let was = m.state.swap(DEAD, Ordering::AcqRel);
@@ -194,7 +194,7 @@ impl Inner {
         prefix[4] = frame.body.is_some() as u8;
         let parts: [&[u8]; 3] = [&prefix, head, body];
         let total = PREFIX + head.len() + body.len();
-        let guard = self.peers[to].lock().unwrap_or_else(|p| p.into_inner());
+        let guard = lock(&self.peers[to]);
         let Some(mb) = guard.as_ref() else {
             self.dropped[to].fetch_add(1, Ordering::Relaxed);
             return;
@@ -232,7 +232,7 @@ impl Inner {
                 }
                 waited += 1;
                 if waited < 64 {
-                    std::hint::spin_loop();
+                    spin_hint();
                 } else if waited < 256 {
                     thread::yield_now();
                 } else {
@@ -274,7 +274,7 @@ impl Inner {
     /// moved. `wait` takes the consumer's lock, else it is only tried.
     fn drain(&self, sink: &dyn Sink, wait: bool) -> bool {
         let mut c = if wait {
-            self.consumer.lock().unwrap_or_else(|p| p.into_inner())
+            lock(&self.consumer)
         } else {
             match self.consumer.try_lock() {
                 Ok(c) => c,
@@ -370,7 +370,7 @@ impl Inner {
 /// claim and the commit of its second fragment (a test kills it there).
 fn test_stall(total: usize) -> bool {
     static AT: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    static DONE: AtomicBool = AtomicBool::new(false);
+    static DONE: unmodelled::AtomicBool = unmodelled::AtomicBool::new(false);
     let at = *AT.get_or_init(|| {
         std::env::var("TUTTI_SHM_TEST_STALL_BYTES")
             .ok()
@@ -447,7 +447,7 @@ fn receive(inner: Arc<Inner>, sink: Arc<dyn Sink>, polled: bool) {
                 continue;
             }
         } else if idle < spin {
-            std::hint::spin_loop();
+            spin_hint();
             continue;
         }
         ring.sleep(CHECK_EVERY);
