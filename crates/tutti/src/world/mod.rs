@@ -217,11 +217,7 @@ pub(crate) fn payload_text(payload: &(dyn Any + Send)) -> &str {
 /// The last panic message seen while an MPI world was alive, for the abort
 /// message of a rank that unwinds past its world.
 pub(crate) fn panic_note() -> String {
-    match LAST_PANIC
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .as_deref()
-    {
+    match crate::loom::lock(&LAST_PANIC).as_deref() {
         Some(m) => format!(": {m}"),
         None => String::new(),
     }

@@ -711,12 +711,7 @@ impl Transport for Shm {
     }
 
     fn shutdown(&self) {
-        let Some(receiver) = self
-            .receiver
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .take()
-        else {
+        let Some(receiver) = lock(&self.receiver).take() else {
             return;
         };
         let inner = &self.inner;
