@@ -406,7 +406,7 @@ impl<'a> ParFuture<'a> {
         failures.sort_by_key(|(i, _)| *i);
         let (index, failure) = &failures[0];
         let what = match failure {
-            Failure::Panicked(p) => format!("panicked: {}", payload_text(p)),
+            Failure::Panicked(p) => format!("panicked: {}", crate::runtime::payload_text(&**p)),
             Failure::Cancelled => "was cancelled (its runtime shut down)".to_string(),
             Failure::Deadlocked => "was cancelled (deadlock)".to_string(),
         };
@@ -428,16 +428,6 @@ impl<'a> ParFuture<'a> {
             );
         }
         panic!("{msg}")
-    }
-}
-
-fn payload_text(p: &process::Payload) -> &str {
-    if let Some(s) = p.downcast_ref::<&'static str>() {
-        s
-    } else if let Some(s) = p.downcast_ref::<String>() {
-        s
-    } else {
-        "<non-string panic payload>"
     }
 }
 

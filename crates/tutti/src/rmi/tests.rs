@@ -34,7 +34,7 @@ fn world(locations: usize, aggregation: usize) -> World {
 /// The panic message of `f`.
 fn panic_text(f: impl FnOnce()) -> String {
     let p = catch_unwind(AssertUnwindSafe(f)).expect_err("it panics");
-    crate::world::payload_text(&*p).to_string()
+    crate::runtime::payload_text(&*p).to_string()
 }
 
 // ---- a counter ----

@@ -33,7 +33,7 @@ impl Drop for AbortIfPanic {
 }
 
 /// Best-effort text of a panic payload, for error messages.
-pub(crate) fn payload_text(payload: &Payload) -> &str {
+pub(crate) fn payload_text(payload: &(dyn Any + Send)) -> &str {
     if let Some(s) = payload.downcast_ref::<&'static str>() {
         s
     } else if let Some(s) = payload.downcast_ref::<String>() {

@@ -203,17 +203,6 @@ pub(crate) fn say(line: &str) {
     let _ = std::io::stderr().lock().write_all(text.as_bytes());
 }
 
-/// The text of a panic payload.
-pub(crate) fn payload_text(payload: &(dyn Any + Send)) -> &str {
-    if let Some(s) = payload.downcast_ref::<&'static str>() {
-        s
-    } else if let Some(s) = payload.downcast_ref::<String>() {
-        s
-    } else {
-        "<non-string panic payload>"
-    }
-}
-
 /// The last panic message seen while an MPI world was alive, for the abort
 /// message of a rank that unwinds past its world.
 pub(crate) fn panic_note() -> String {
@@ -234,7 +223,7 @@ pub(crate) fn record_panics() {
     ONCE.call_once(|| {
         let previous = std::panic::take_hook();
         std::panic::set_hook(Box::new(move |info| {
-            let msg = payload_text(info.payload()).to_string();
+            let msg = crate::runtime::payload_text(info.payload()).to_string();
             let at = info
                 .location()
                 .map(|l| format!(" at {}:{}", l.file(), l.line()))

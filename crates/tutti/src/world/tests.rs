@@ -66,9 +66,9 @@ fn a_location_handle_is_exclusive_and_run_needs_them_all() {
     }));
     let msg = r.unwrap_err();
     assert!(
-        payload_text(&*msg).contains("location 0 is in use"),
+        crate::runtime::payload_text(&*msg).contains("location 0 is in use"),
         "{}",
-        payload_text(&*msg)
+        crate::runtime::payload_text(&*msg)
     );
     drop(l0);
     assert_eq!(w.run(|loc| async move { loc.id().index() }), [0, 1]);

@@ -480,7 +480,7 @@ impl<T> Future for JoinAll<T> {
                 Poll::Ready(Err(e)) => {
                     *slot = None;
                     let message = match e {
-                        JoinError::Panicked(p) => super::payload_text(&*p).to_string(),
+                        JoinError::Panicked(p) => crate::runtime::payload_text(&*p).to_string(),
                         JoinError::Cancelled => "its task was cancelled".to_string(),
                     };
                     return Poll::Ready(Err(LocationPanic {

@@ -109,7 +109,7 @@ pub(super) async fn actor_task(
                 Ok(Status::Continue) => {}
                 Ok(Status::Done) => finished = true,
                 Err(p) => {
-                    let msg = crate::runtime::payload_text(&p);
+                    let msg = crate::runtime::payload_text(&*p);
                     crate::loom::lock(&*problems)
                         .panicked
                         .push(format!("actor '{name}' on {} panicked: {msg}", loc.id()));

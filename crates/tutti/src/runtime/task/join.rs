@@ -58,7 +58,7 @@ pub enum JoinError {
 impl fmt::Debug for JoinError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            JoinError::Panicked(p) => write!(f, "Panicked({:?})", payload_text(p)),
+            JoinError::Panicked(p) => write!(f, "Panicked({:?})", payload_text(&**p)),
             JoinError::Cancelled => f.write_str("Cancelled"),
         }
     }
@@ -67,7 +67,7 @@ impl fmt::Debug for JoinError {
 impl fmt::Display for JoinError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            JoinError::Panicked(p) => write!(f, "task panicked: {}", payload_text(p)),
+            JoinError::Panicked(p) => write!(f, "task panicked: {}", payload_text(&**p)),
             JoinError::Cancelled => {
                 f.write_str("task was cancelled (aborted, or its runtime shut down)")
             }
@@ -247,7 +247,7 @@ fn run_entry(entry: Entry, outcome: Outcome) {
             if let Err(p) = halt_unwinding(|| cb(outcome)) {
                 eprintln!(
                     "tutti: a task completion callback panicked: {}",
-                    payload_text(&p)
+                    payload_text(&*p)
                 );
             }
         }

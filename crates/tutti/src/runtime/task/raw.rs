@@ -163,7 +163,7 @@ impl<F: Future> Cell<F> {
         if let Err(p) = r {
             eprintln!(
                 "tutti: dropping a task's output panicked: {}",
-                payload_text(&p)
+                payload_text(&*p)
             );
         }
     }
@@ -194,7 +194,7 @@ unsafe fn drop_future_in<F: Future>(stage: *mut Stage<F>) {
     if let Err(p) = halt_unwinding(|| unsafe { ManuallyDrop::drop(&mut (*stage).future) }) {
         eprintln!(
             "tutti: a task's future panicked while dropped: {}",
-            payload_text(&p)
+            payload_text(&*p)
         );
     }
 }

@@ -424,7 +424,7 @@ fn progress_thread(mut engine: Engine, control: Arc<Mailslot<Command>>) {
         }
     }));
     if let Err(p) = run {
-        let msg = crate::world::payload_text(&*p).to_string();
+        let msg = crate::runtime::payload_text(&*p).to_string();
         engine.abort(&format!("its MPI progress thread panicked: {msg}"));
     }
 }
