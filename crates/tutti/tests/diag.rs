@@ -446,6 +446,69 @@ fn child(test: &str, mode: &str, env: &[(&str, &str)]) -> std::process::Child {
     cmd.spawn().unwrap()
 }
 
+/// Whether this process has a handler for `signal` (not the default action).
+fn handles(signal: i32) -> bool {
+    // SAFETY: a zeroed `sigaction` is a valid place for the kernel to write the
+    // current action into; the new action is null, so nothing changes.
+    unsafe {
+        let mut old: libc::sigaction = std::mem::zeroed();
+        assert_eq!(libc::sigaction(signal, std::ptr::null(), &mut old), 0);
+        old.sa_sigaction != libc::SIG_DFL
+    }
+}
+
+/// A runtime of plain tasks leaves the process's signals alone; the first actor
+/// installs the dump signal's handler, unless `TUTTI_DUMP_SIGNAL=off`.
+#[test]
+fn only_the_diagnosis_installs_the_dump_signal() {
+    if let Ok(mode) = std::env::var("TUTTI_DIAG_CHILD") {
+        if mode != "plain" {
+            return;
+        }
+        let rt = tutti::Runtime::builder().workers(2).build().unwrap();
+        let sum = rt.block_on(async {
+            let tasks: Vec<_> = (0..4u64).map(|i| tutti::spawn(async move { i })).collect();
+            let mut sum = 0;
+            for t in tasks {
+                sum += t.await;
+            }
+            sum
+        });
+        assert_eq!(sum, 6);
+        let (a, b) = tutti::join(|| 1, || 2);
+        assert_eq!(a + b, 3);
+        println!("tasks: {}", handles(libc::SIGUSR1));
+        struct Idle;
+        impl Actor for Idle {}
+        let _idle = actor::spawn(Idle);
+        println!("actor: {}", handles(libc::SIGUSR1));
+        return;
+    }
+    for (env, want) in [
+        (Vec::new(), "tasks: false\nactor: true\n"),
+        (
+            vec![("TUTTI_DUMP_SIGNAL", "off")],
+            "tasks: false\nactor: false\n",
+        ),
+    ] {
+        let c = child("only_the_diagnosis_installs_the_dump_signal", "plain", &env);
+        let out = c.wait_with_output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        // The harness prints the test's name on the line the first answer joins.
+        let seen: String = text
+            .lines()
+            .filter_map(|l| {
+                l.find("tasks: ")
+                    .or_else(|| l.find("actor: "))
+                    .map(|at| &l[at..])
+            })
+            .map(|l| format!("{l}\n"))
+            .collect();
+        assert!(out.status.success(), "{text}");
+        assert_eq!(seen, want, "with {env:?}");
+    }
+}
+
 /// In the child: an actor blocked on a dataflow variable, then "ready" on stdout, then
 /// waits (until the parent kills it). In the parent: sends the dump signal and reads
 /// the dump from the child's stderr.

@@ -52,10 +52,17 @@ const SCAN_IDLE: u8 = 0;
 const SCANNING: u8 = 1;
 const SCAN_AGAIN: u8 = 2;
 
-/// Installs the idle hook (once).
+/// Installs the idle hook, and the dump signal's handler (see `signal.rs`), once:
+/// when the first thing the diagnosis watches is made (an actor, a location, a
+/// CSP network, a wait).
 pub(crate) fn install() {
     static ONCE: OnceLock<()> = OnceLock::new();
-    ONCE.get_or_init(|| crate::runtime::context::set_idle_hook(on_idle));
+    ONCE.get_or_init(|| {
+        crate::runtime::context::set_idle_hook(on_idle);
+        if let Err(e) = super::signal::install() {
+            eprintln!("{e}");
+        }
+    });
 }
 
 /// Adds a contributor's check (e.g. the CSP networks' scan). Idempotent.

@@ -14,7 +14,11 @@
 //! * **Dumps on demand.** [`dump`] / [`dump_json`] list every live actor, location and
 //!   CSP process with its state and wait, and each runtime's live tasks, without
 //!   stopping the program; the signal `SIGUSR1` (or the one named by
-//!   `TUTTI_DUMP_SIGNAL`, `off` for none) prints the same on stderr.
+//!   `TUTTI_DUMP_SIGNAL`, `off` for none) prints the same on stderr. Its handler is
+//!   the one process-wide side effect of the diagnosis: it is installed when the
+//!   first actor, location, CSP network or diagnosed wait is made (or by
+//!   [`install_dump_signal`]), never by a runtime of plain tasks, and
+//!   `TUTTI_DUMP_SIGNAL=off` leaves the process's signals alone.
 //! * **A timeline trace** of what every worker ran and which message led to what
 //!   ([`trace`]).
 //!
@@ -128,8 +132,10 @@ pub fn last_deadlock() -> Option<Deadlock> {
     detect::last()
 }
 
-/// Installs the dump signal handler now (it is installed when a runtime starts):
-/// `SIGUSR1`, or the signal `TUTTI_DUMP_SIGNAL` names (`off`: none). Returns the
+/// Installs the dump signal handler now (it is installed anyway when the first
+/// actor, location, CSP network or diagnosed wait is made): `SIGUSR1`, or the
+/// signal `TUTTI_DUMP_SIGNAL` names (`off`: none). A program of plain tasks that
+/// wants its live tasks dumped on a signal calls it. Returns the
 /// signal number, `None` for `off`, or an error naming a bad `TUTTI_DUMP_SIGNAL`.
 ///
 /// ```

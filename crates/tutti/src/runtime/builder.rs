@@ -3,6 +3,7 @@
 use std::fmt;
 use std::sync::Arc;
 
+use super::context::DeadlockMode;
 use super::sleep::MAX_WORKERS;
 use super::Runtime;
 
@@ -148,7 +149,7 @@ pub struct Builder {
     idle: IdleStrategy,
     pin: bool,
     trace: Option<std::path::PathBuf>,
-    deadlock: Option<crate::diag::DeadlockMode>,
+    deadlock: Option<DeadlockMode>,
 }
 
 impl fmt::Debug for Builder {
@@ -268,12 +269,12 @@ impl Builder {
     /// # drop(rt);
     /// # tutti::diag::set_deadlock_mode(DeadlockMode::Fail);
     /// ```
-    pub fn deadlock_mode(mut self, mode: crate::diag::DeadlockMode) -> Builder {
+    pub fn deadlock_mode(mut self, mode: DeadlockMode) -> Builder {
         self.deadlock = Some(mode);
         self
     }
 
-    pub(crate) fn deadlock_mode_value(&self) -> Option<crate::diag::DeadlockMode> {
+    pub(crate) fn deadlock_mode_value(&self) -> Option<DeadlockMode> {
         self.deadlock
     }
 

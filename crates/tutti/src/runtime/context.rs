@@ -16,6 +16,12 @@
 //!   already knows every task ([`RuntimeRef::with_tagged`]). The CSP deadlock detector
 //!   finds the processes of a network this way.
 //!
+//! * **The deadlock mode**: what the diagnosis does when it finds a deadlock
+//!   ([`DeadlockMode`]), process-wide. The runtime's builder sets it when a runtime
+//!   starts ([`Builder::deadlock_mode`](super::Builder::deadlock_mode)); the
+//!   diagnosis (`crate::diag`) reads it and lets programs set it. Kept here so that
+//!   the runtime needs nothing of the diagnosis but its trace.
+//!
 //! A process may run several runtimes; each has its own idle workers, and one runtime
 //! being quiet says nothing about another. So whatever the hook judges by quietness must
 //! know which runtime it belongs to: a [`RuntimeRef`] names one and tells whether it is
@@ -26,6 +32,7 @@ use std::sync::{Arc, OnceLock, Weak};
 
 use super::registry::{with_current_registry, Registry};
 use super::task::Tagged;
+use crate::loom::{unmodelled, Ordering};
 
 /// The idle hook: called with a check that the runtime is still quiet; returns whether
 /// it wants to be called again after a while even if nothing wakes the worker (it saw
@@ -137,4 +144,88 @@ impl RuntimeRef {
         let registry = self.0.upgrade()?;
         Some(super::task::with_tagged_tasks(&registry, f))
     }
+}
+
+/// What happens when a deadlock is detected. Set it with
+/// [`set_deadlock_mode`](crate::diag::set_deadlock_mode), with
+/// [`Builder::deadlock_mode`](crate::runtime::Builder::deadlock_mode), or at start-up with
+/// the environment variable `TUTTI_DEADLOCK` (`fail`/`on`, `report`, `off`).
+///
+/// ```
+/// use tutti::diag::DeadlockMode;
+/// assert_eq!(DeadlockMode::parse("report"), Some(DeadlockMode::Report));
+/// assert_eq!(DeadlockMode::parse("0"), Some(DeadlockMode::Off));
+/// assert_eq!(DeadlockMode::parse("maybe"), None);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DeadlockMode {
+    /// Print the report on stderr and fail the waiting operations with an error
+    /// carrying it (a `par` returns `Err(Deadlock)`, an `ask` `AskError::Deadlock`, a
+    /// fence or collective panics its location with the report).
+    Fail,
+    /// Print the report on stderr and leave the operations waiting.
+    Report,
+    /// Do not look for deadlocks, and keep no record of waits: actors and locations
+    /// started meanwhile are still listed by [`dump`](crate::diag::dump), without their
+    /// waits; CSP networks started meanwhile are not tracked.
+    Off,
+}
+
+impl DeadlockMode {
+    /// Parses `fail`/`on`/`1`/`true`, `report`, `off`/`0`/`false`/`no`.
+    pub fn parse(s: &str) -> Option<DeadlockMode> {
+        Some(match s.trim().to_ascii_lowercase().as_str() {
+            "fail" | "on" | "1" | "true" | "yes" => DeadlockMode::Fail,
+            "report" => DeadlockMode::Report,
+            "off" | "0" | "false" | "no" => DeadlockMode::Off,
+            _ => return None,
+        })
+    }
+}
+
+const UNSET: u8 = 0;
+const FAIL: u8 = 1;
+const REPORT: u8 = 2;
+const OFF: u8 = 3;
+
+static MODE: unmodelled::AtomicU8 = unmodelled::AtomicU8::new(UNSET);
+
+/// Sets what happens when a deadlock is detected, from now on (process-wide).
+pub(crate) fn set_deadlock_mode(mode: DeadlockMode) {
+    MODE.store(encode(mode), Ordering::Relaxed);
+}
+
+/// What happens now when a deadlock is detected (see [`DeadlockMode`]): as set,
+/// else as `TUTTI_DEADLOCK` says (read once), else [`DeadlockMode::Fail`].
+#[inline]
+pub(crate) fn deadlock_mode() -> DeadlockMode {
+    match MODE.load(Ordering::Relaxed) {
+        FAIL => DeadlockMode::Fail,
+        REPORT => DeadlockMode::Report,
+        OFF => DeadlockMode::Off,
+        _ => init(),
+    }
+}
+
+fn encode(mode: DeadlockMode) -> u8 {
+    match mode {
+        DeadlockMode::Fail => FAIL,
+        DeadlockMode::Report => REPORT,
+        DeadlockMode::Off => OFF,
+    }
+}
+
+#[cold]
+fn init() -> DeadlockMode {
+    let mode = match std::env::var("TUTTI_DEADLOCK") {
+        Ok(v) => DeadlockMode::parse(&v).unwrap_or_else(|| {
+            eprintln!(
+                "tutti::diag: TUTTI_DEADLOCK={v:?} is not one of fail, report, off; using fail"
+            );
+            DeadlockMode::Fail
+        }),
+        Err(_) => DeadlockMode::Fail,
+    };
+    let _ = MODE.compare_exchange(UNSET, encode(mode), Ordering::Relaxed, Ordering::Relaxed);
+    deadlock_mode()
 }

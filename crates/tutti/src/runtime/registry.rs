@@ -51,10 +51,7 @@ impl Registry {
     pub(crate) fn start(builder: &Builder) -> Result<Arc<Registry>, BuildError> {
         crate::diag::trace::start_from_env();
         if let Some(mode) = builder.deadlock_mode_value() {
-            crate::diag::set_deadlock_mode(mode);
-        }
-        if let Err(e) = crate::diag::install_dump_signal() {
-            eprintln!("{e}");
+            super::context::set_deadlock_mode(mode);
         }
         let n = builder.resolved_workers();
         let id = RuntimeId::take().ok_or(BuildError::TooManyRuntimes {
