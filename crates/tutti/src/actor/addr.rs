@@ -194,7 +194,7 @@ impl<A: Actor> Addr<A> {
     where
         A: Handler<M>,
     {
-        crate::block_on(self.send(msg))
+        crate::runtime::block_on(self.send(msg))
     }
 
     /// [`send_blocking`](Addr::send_blocking) giving up after `timeout` (the message is
@@ -230,8 +230,8 @@ impl<A: Actor> Addr<A> {
         A: Handler<M>,
     {
         let mut send = self.send(msg);
-        let mut sleep = crate::sleep(timeout);
-        crate::block_on(std::future::poll_fn(|cx| {
+        let mut sleep = crate::runtime::sleep(timeout);
+        crate::runtime::block_on(std::future::poll_fn(|cx| {
             match Pin::new(&mut send).poll(cx) {
                 Poll::Ready(Ok(())) => return Poll::Ready(Ok(())),
                 Poll::Ready(Err(SendError(m))) => {
@@ -344,7 +344,7 @@ impl<A: Actor> Addr<A> {
     where
         A: Handler<M>,
     {
-        crate::block_on(self.ask(msg))
+        crate::runtime::block_on(self.ask(msg))
     }
 
     /// [`ask_blocking`](Addr::ask_blocking) giving up after `timeout`. The question may
@@ -373,7 +373,7 @@ impl<A: Actor> Addr<A> {
     where
         A: Handler<M>,
     {
-        match crate::block_on(crate::timeout(timeout, self.ask(msg))) {
+        match crate::runtime::block_on(crate::runtime::timeout(timeout, self.ask(msg))) {
             Ok(r) => r.map_err(AskTimeoutError::from),
             Err(_) => Err(AskTimeoutError::Timeout),
         }
@@ -436,7 +436,7 @@ impl<A: Actor> Addr<A> {
     /// assert_eq!(a.wait_blocking(), StopReason::Requested);
     /// ```
     pub fn wait_blocking(&self) -> StopReason {
-        crate::block_on(self.wait())
+        crate::runtime::block_on(self.wait())
     }
 
     /// Makes `watcher` receive a [`Down`] message when this actor stops (see

@@ -34,7 +34,7 @@
 //!
 //! # Execution model
 //!
-//! Each actor is **one async task** on the current [`Runtime`](crate::Runtime) — no
+//! Each actor is **one async task** on the current [`Runtime`](crate::runtime::Runtime) — no
 //! thread per actor. The task handles one message at a time with exclusive `&mut`
 //! access to the state; messages from one sender are handled in the order they were
 //! sent. When the mailbox is empty the task returns `Pending` and costs nothing; the
@@ -84,7 +84,7 @@
 //!   that the handler applies to itself ([`Envelope::handle`](crate::msg::Envelope::handle))
 //!   or inspects ([`Envelope::downcast`](crate::msg::Envelope::downcast)).
 //! * `message_wait` / `message_notify` — what idle workers do is the runtime's
-//!   [`IdleStrategy`](crate::IdleStrategy): `Yield` or `Park`
+//!   [`IdleStrategy`](crate::runtime::IdleStrategy): `Yield` or `Park`
 //!   (`Runtime::builder().idle_strategy(..)`, or `TUTTI_IDLE`).
 //!
 //! # Lifecycle

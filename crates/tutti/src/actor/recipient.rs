@@ -156,7 +156,7 @@ impl<M: Message> Recipient<M> {
     /// assert_eq!(actor::spawn(A).recipient::<M>().ask_blocking(M), Ok(1));
     /// ```
     pub fn ask_blocking(&self, msg: M) -> Result<M::Reply, AskError> {
-        crate::block_on(self.ask(msg))
+        crate::runtime::block_on(self.ask(msg))
     }
 
     /// True once the actor has begun to stop.

@@ -158,5 +158,5 @@ fn start<A: Actor>(cell: Arc<Cell<A>>) {
         cell.request_stop(StopReason::Shutdown);
     }
     // The task runs detached; the actor's cell is its only handle.
-    drop(crate::spawn(ActorRun::new(cell)));
+    drop(crate::runtime::spawn(ActorRun::new(cell)));
 }

@@ -308,7 +308,7 @@ impl Handler<Down> for Supervisor {
         }
         let delay = self.backoff_delay();
         if !delay.is_zero() {
-            crate::sleep(delay).await;
+            crate::runtime::sleep(delay).await;
         }
         self.restarts += 1;
         self.children[i].restarts += 1;

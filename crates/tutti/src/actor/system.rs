@@ -23,7 +23,7 @@
 //! waiters' lock; the member that brings the count to zero takes the same lock to wake
 //! the waiters.
 //!
-//! Dropping the [`Runtime`](crate::Runtime) that runs actors also ends them: the
+//! Dropping the [`Runtime`](crate::runtime::Runtime) that runs actors also ends them: the
 //! runtime cancels their tasks, and each actor's task runs its stop sequence as it is
 //! dropped.
 
@@ -318,7 +318,7 @@ impl ActorSystem {
     /// ActorSystem::new().shutdown_blocking();
     /// ```
     pub fn shutdown_blocking(&self) {
-        crate::block_on(self.shutdown());
+        crate::runtime::block_on(self.shutdown());
     }
 }
 

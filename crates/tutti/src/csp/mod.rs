@@ -1,6 +1,6 @@
 //! Layer 1: Communicating Sequential Processes (occam-π, JCSP) on tutti's scheduler.
 //!
-//! A *process* is an async task ([`spawn`](crate::spawn)) or a plain thread; processes
+//! A *process* is an async task ([`spawn`](crate::runtime::spawn)) or a plain thread; processes
 //! talk over **channels** and wait for the first of several events with an **[`Alt`]**
 //! (or the [`select!`](crate::select) macro).
 //!

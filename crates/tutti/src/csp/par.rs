@@ -230,7 +230,7 @@ where
     if shared.net.is_some() {
         crate::runtime::task::spawn_tagged(process).detach();
     } else {
-        crate::spawn(process).detach();
+        crate::runtime::spawn(process).detach();
     }
 }
 
@@ -388,7 +388,7 @@ impl<'a> ParFuture<'a> {
     ///     .unwrap();
     /// ```
     pub fn wait_blocking(self) -> Result<(), Deadlock> {
-        crate::block_on(self)
+        crate::runtime::block_on(self)
     }
 
     /// Creates the shared state, in the network of the process polling if there is one.

@@ -711,11 +711,11 @@ fn fair_alt_bound(select: fn(&mut Alt<'_>, &[Rx<usize>]) -> (usize, usize)) {
                 }
             })),
             Pace::Park => threads.push(std::thread::spawn(move || {
-                while crate::block_on(tx.send(i)).is_ok() {}
+                while crate::runtime::block_on(tx.send(i)).is_ok() {}
             })),
-            Pace::Task => tasks.push(crate::spawn(
-                async move { while tx.send(i).await.is_ok() {} },
-            )),
+            Pace::Task => tasks.push(crate::runtime::spawn(async move {
+                while tx.send(i).await.is_ok() {}
+            })),
         }
     }
     let mut alt = rxs.iter().fold(Alt::new(), |alt, rx| alt.recv(rx));
@@ -783,7 +783,7 @@ fn select_spinning(alt: &mut Alt<'_>, rxs: &[Rx<usize>]) -> (usize, usize) {
 }
 
 fn select_parking(alt: &mut Alt<'_>, rxs: &[Rx<usize>]) -> (usize, usize) {
-    let sel = crate::block_on(alt.fair_select());
+    let sel = crate::runtime::block_on(alt.fair_select());
     let i = sel.index();
     (i, sel.recv(&rxs[i]).unwrap())
 }

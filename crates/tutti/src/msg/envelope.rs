@@ -656,27 +656,27 @@ mod tests {
         let drops = Arc::new(AtomicUsize::new(0));
         let t = || Tracked(drops.clone());
         // tell handled, tell dropped, tell discarded
-        crate::block_on(Envelope::<Echo>::new(t()).handle(&mut Echo, &mut ()));
+        crate::runtime::block_on(Envelope::<Echo>::new(t()).handle(&mut Echo, &mut ()));
         drop(Envelope::<Echo>::new(t()));
         Envelope::<Echo>::new(t()).discard(NoReply::Overflowed);
         assert_eq!(drops.load(Ordering::SeqCst), 3);
         // ask answered then reply taken; ask answered, reply dropped untaken
         let (e, r) = Envelope::<Echo>::with_reply(t());
-        crate::block_on(e.handle(&mut Echo, &mut ()));
-        drop(crate::block_on(r).unwrap());
+        crate::runtime::block_on(e.handle(&mut Echo, &mut ()));
+        drop(crate::runtime::block_on(r).unwrap());
         let (e, r) = Envelope::<Echo>::with_reply(t());
-        crate::block_on(e.handle(&mut Echo, &mut ()));
+        crate::runtime::block_on(e.handle(&mut Echo, &mut ()));
         drop(r);
         assert_eq!(drops.load(Ordering::SeqCst), 5);
         // ask discarded: the message dropped, the asker told why
         let (e, r) = Envelope::<Echo>::with_reply(t());
         e.discard(NoReply::Overflowed);
-        assert_eq!(crate::block_on(r).err(), Some(NoReply::Overflowed));
+        assert_eq!(crate::runtime::block_on(r).err(), Some(NoReply::Overflowed));
         // downcast: message moved out, responder used later
         let (e, r) = Envelope::<Echo>::with_reply(t());
         let (m, tx) = e.downcast::<Tracked>().ok().unwrap();
         tx.unwrap().respond(m);
-        drop(crate::block_on(r).unwrap());
+        drop(crate::runtime::block_on(r).unwrap());
         assert_eq!(drops.load(Ordering::SeqCst), 7);
         // queued through the link and back
         let link = Envelope::<Echo>::new(t()).into_link();
@@ -708,13 +708,13 @@ mod tests {
         let mut s = Slow { seen: vec![] };
         let mut calls = 0;
         let (e, r) = Envelope::<Slow>::with_reply(Push(9));
-        crate::block_on(async {
+        crate::runtime::block_on(async {
             e.handle(&mut s, &mut calls).await;
             Envelope::<Slow>::new(Push(10))
                 .handle(&mut s, &mut calls)
                 .await;
         });
-        assert_eq!(crate::block_on(r), Ok(1));
+        assert_eq!(crate::runtime::block_on(r), Ok(1));
         assert_eq!((s.seen, calls), (vec![9, 10], 2));
     }
 }

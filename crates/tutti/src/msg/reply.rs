@@ -420,7 +420,7 @@ mod tests {
     fn reply_before_and_after_poll() {
         let (tx, rx) = pair::<String>();
         tx.respond("a".into());
-        assert_eq!(crate::block_on(rx), Ok("a".to_string()));
+        assert_eq!(crate::runtime::block_on(rx), Ok("a".to_string()));
 
         let count = Arc::new(Count(0.into()));
         let waker = Waker::from(count.clone());
@@ -440,10 +440,10 @@ mod tests {
     fn close_reasons_and_abandon() {
         let (tx, rx) = pair::<u8>();
         tx.close(NoReply::Overflowed);
-        assert_eq!(crate::block_on(rx), Err(NoReply::Overflowed));
+        assert_eq!(crate::runtime::block_on(rx), Err(NoReply::Overflowed));
         let (tx, rx) = pair::<u8>();
         drop(tx);
-        assert_eq!(crate::block_on(rx), Err(NoReply::Dropped));
+        assert_eq!(crate::runtime::block_on(rx), Err(NoReply::Dropped));
         let (tx, rx) = pair::<Vec<u8>>();
         assert!(!tx.is_abandoned());
         drop(rx);

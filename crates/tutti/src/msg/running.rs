@@ -469,7 +469,10 @@ mod tests {
             })
         };
         let first = r.block.as_ptr() as usize;
-        assert_eq!(crate::block_on(std::future::poll_fn(|cx| r.poll(cx))), ());
+        assert_eq!(
+            crate::runtime::block_on(std::future::poll_fn(|cx| r.poll(cx))),
+            ()
+        );
         assert_eq!(drops.load(Ordering::SeqCst), 1, "dropped on completion");
         drop(r);
         assert_eq!(drops.load(Ordering::SeqCst), 1, "not dropped twice");
@@ -488,7 +491,7 @@ mod tests {
         // SAFETY: the futures borrow nothing.
         let mut r = unsafe { Running::place_with(async {}, &mut spare) };
         let block = r.block.as_ptr() as usize;
-        crate::block_on(std::future::poll_fn(|cx| r.poll(cx)));
+        crate::runtime::block_on(std::future::poll_fn(|cx| r.poll(cx)));
         r.recycle(&mut spare);
         // SAFETY: as above.
         let mut again = unsafe { Running::place_with(async {}, &mut spare) };
@@ -498,7 +501,7 @@ mod tests {
         let pending = unsafe { Running::place_with(std::future::pending::<()>(), &mut spare) };
         pending.recycle(&mut spare);
         assert!(spare.0.is_none());
-        crate::block_on(std::future::poll_fn(|cx| again.poll(cx)));
+        crate::runtime::block_on(std::future::poll_fn(|cx| again.poll(cx)));
         again.recycle(&mut spare);
         drop(spare);
         // The cache holds it (beside the pending future's block).
@@ -581,7 +584,7 @@ mod tests {
                 assert_eq!(big.iter().map(|&b| b as usize).sum::<usize>(), 28000);
             })
         };
-        crate::block_on(std::future::poll_fn(|cx| r.poll(cx)));
+        crate::runtime::block_on(std::future::poll_fn(|cx| r.poll(cx)));
 
         #[repr(align(64))]
         struct Wide(u8);
@@ -594,6 +597,6 @@ mod tests {
                 assert_eq!(w.0, 3);
             })
         };
-        crate::block_on(std::future::poll_fn(|cx| r.poll(cx)));
+        crate::runtime::block_on(std::future::poll_fn(|cx| r.poll(cx)));
     }
 }

@@ -5,7 +5,7 @@
 //! * **On a plain thread** (not a worker): the thread parks between polls
 //!   and is unparked by the future's waker. Always safe.
 //! * **On a worker, outside an async task** (in a `join`/`scope` closure, a
-//!   parallel loop body, or code run through [`Runtime::install`](crate::Runtime::install)):
+//!   parallel loop body, or code run through [`Runtime::install`](crate::runtime::Runtime::install)):
 //!   the worker keeps executing other jobs and tasks while the future is
 //!   pending, exactly like a `join` waiting for its stolen half. Safe, with
 //!   one caveat shared by every help-while-waiting scheduler: waits nest like
@@ -278,12 +278,12 @@ mod tests {
     fn blocking_on_a_thread_sees_wakeups_during_and_after_the_spin() {
         for delay_us in [0, 5, 200] {
             let (tx, rx) = std::sync::mpsc::channel::<()>();
-            let h = crate::spawn(async move {
-                crate::sleep(std::time::Duration::from_micros(delay_us)).await;
+            let h = crate::runtime::spawn(async move {
+                crate::runtime::sleep(std::time::Duration::from_micros(delay_us)).await;
                 drop(tx);
                 delay_us
             });
-            assert_eq!(crate::block_on(h), delay_us);
+            assert_eq!(crate::runtime::block_on(h), delay_us);
             assert!(rx.recv().is_err());
         }
     }

@@ -15,7 +15,7 @@ use super::worker::WorkerThread;
 ///
 /// Called on a worker, `b` is offered to thieves while the caller runs `a`;
 /// called from any other thread, the whole `join` runs on the current runtime
-/// (the global one unless inside [`Runtime::block_on`](crate::Runtime::block_on))
+/// (the global one unless inside [`Runtime::block_on`](crate::runtime::Runtime::block_on))
 /// and the caller blocks until it is done.
 ///
 /// If either closure panics, the panic is re-raised here after both have

@@ -696,7 +696,7 @@ impl<'a, T: Clone + Send + 'static> Collective<'a, T> {
     /// # Panics
     /// Inside an async task (use `.await`).
     pub fn wait(self) -> T {
-        crate::block_on(self)
+        crate::runtime::block_on(self)
     }
 }
 
@@ -772,7 +772,7 @@ impl<'a, T: Clone + Send + 'static> Reduction<'a, T> {
 
     /// Blocks until the reduction completes (the root) or returns `None` at once.
     pub fn wait(self) -> Option<T> {
-        crate::block_on(self)
+        crate::runtime::block_on(self)
     }
 }
 

@@ -27,7 +27,7 @@ pub enum WorldError {
         var: &'static str,
     },
     /// The rank's runtime could not start.
-    Runtime(crate::BuildError),
+    Runtime(crate::runtime::BuildError),
     /// The transport could not start (e.g. MPI was already initialized, or offers
     /// too low a thread level).
     Transport(String),

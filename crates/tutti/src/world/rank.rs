@@ -19,7 +19,7 @@ use super::pool::Pool;
 use super::transport::Transport;
 use super::LocationId;
 use crate::loom::{lock, AtomicBool, AtomicU64, AtomicUsize, Mutex, Ordering};
-use crate::Runtime;
+use crate::runtime::Runtime;
 
 /// One location's state on its rank.
 pub(crate) struct Slot {
@@ -267,7 +267,7 @@ impl Shared {
 /// and re-arms itself while any outbox holds something. Holds the world weakly.
 async fn sweep(world: Weak<Shared>, after: std::time::Duration) {
     loop {
-        crate::sleep(after / 2).await;
+        crate::runtime::sleep(after / 2).await;
         let Some(shared) = world.upgrade() else {
             return;
         };

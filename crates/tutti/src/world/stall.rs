@@ -212,7 +212,7 @@ impl Stall {
     fn nudge(&self) {
         let nodes = lock(&self.nodes);
         if let Some(n) = nodes.first() {
-            n.runtime.enter(|| drop(crate::spawn(async {})));
+            n.runtime.enter(|| drop(crate::runtime::spawn(async {})));
         }
     }
 }
@@ -441,8 +441,8 @@ fn step(local: &Arc<Local>) {
     if nap && !st.napping.swap(true, Ordering::AcqRel) {
         let weak = Arc::downgrade(local);
         nodes[0].runtime.enter(|| {
-            drop(crate::spawn(async move {
-                crate::sleep(STALL_AGE).await;
+            drop(crate::runtime::spawn(async move {
+                crate::runtime::sleep(STALL_AGE).await;
                 if let Some(l) = weak.upgrade() {
                     l.stall.napping.store(false, Ordering::Release);
                 }

@@ -18,8 +18,8 @@ use super::transport::{inproc::InProcess, Transport};
 #[cfg(not(loom))]
 use super::{config::TransportKind, transport::Sink};
 use super::{frame, Location, LocationId};
+use crate::runtime::Runtime;
 use crate::runtime::{JoinError, JoinHandle};
-use crate::Runtime;
 
 /// Polls with a yield between them that an idle worker of an oversubscribed
 /// rank makes after traffic before it parks (it spins none; see
@@ -82,7 +82,7 @@ impl World {
     pub(crate) fn start(b: WorldBuilder) -> Result<World, WorldError> {
         if let Some(path) = &b.trace {
             crate::diag::trace::start_for(path)
-                .map_err(|e| WorldError::Runtime(crate::BuildError::Trace(e)))?;
+                .map_err(|e| WorldError::Runtime(crate::runtime::BuildError::Trace(e)))?;
         }
         let mut config = b.resolve(&|k| std::env::var(k).ok())?;
         for w in config.warnings() {
@@ -90,7 +90,7 @@ impl World {
         }
         // The runtime's own settings (TUTTI_IDLE) apply; the world sets the
         // worker count.
-        let runtime = crate::Builder::from_env()
+        let runtime = crate::runtime::Builder::from_env()
             .map_err(WorldError::Runtime)?
             .workers(config.workers())
             .thread_name(|i| format!("tutti-world-{i}"))

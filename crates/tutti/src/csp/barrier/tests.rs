@@ -37,7 +37,7 @@ fn phases_with_tasks_and_threads() {
     for _ in 0..TASKS {
         let mut me = enrollments.pop().unwrap();
         let arrived = arrived.clone();
-        tasks.push(crate::spawn(async move {
+        tasks.push(crate::runtime::spawn(async move {
             for phase in 0..PHASES {
                 check(&arrived, phase);
                 me.sync().await;
@@ -127,7 +127,7 @@ fn arrive_then_work_then_wait() {
         .into_iter()
         .map(|mut me| {
             let done_work = done_work.clone();
-            crate::spawn(async move {
+            crate::runtime::spawn(async move {
                 for _ in 0..20 {
                     let arrival = me.arrive();
                     done_work.fetch_add(1, Ordering::Relaxed); // preparatory work
@@ -164,7 +164,10 @@ fn dropped_arrival_defers_the_next_one() {
 /// part-way: the others go on without them.
 #[test]
 fn resigning_part_way() {
-    let rt = crate::Runtime::builder().workers(2).build().unwrap();
+    let rt = crate::runtime::Runtime::builder()
+        .workers(2)
+        .build()
+        .unwrap();
     let b = Barrier::new();
     let hs: Vec<_> = (0..100)
         .map(|i| {

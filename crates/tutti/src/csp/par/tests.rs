@@ -49,7 +49,7 @@ fn replicated_par_with_barrier_inside_a_task() {
     let outer = {
         let count = count.clone();
         let mut parties: Vec<_> = (0..200).map(|_| b.enroll()).collect();
-        crate::spawn(async move {
+        crate::runtime::spawn(async move {
             par_for_each(0..200, |_| {
                 let mut me = parties.pop().unwrap();
                 let count = count.clone();
@@ -80,7 +80,7 @@ fn par_over_iterator_and_empty() {
             }
         })
         .collect();
-    crate::block_on(par(ps)).unwrap();
+    crate::runtime::block_on(par(ps)).unwrap();
     assert_eq!(count.load(Ordering::Relaxed), 50);
     par(Vec::<std::future::Ready<()>>::new())
         .wait_blocking()
@@ -155,7 +155,10 @@ fn named_and_numbered_reports() {
 #[test]
 fn a_large_par_lets_each_batch_run_before_spawning_more() {
     const N: usize = 10 * SPAWN_BATCH;
-    let rt = crate::Runtime::builder().workers(1).build().unwrap();
+    let rt = crate::runtime::Runtime::builder()
+        .workers(1)
+        .build()
+        .unwrap();
     let spawned = Arc::new(AtomicUsize::new(0));
     let seen_first = Arc::new(AtomicUsize::new(usize::MAX));
     let ran = Arc::new(AtomicUsize::new(0));
@@ -213,7 +216,10 @@ fn dropping_a_par_while_it_spawns_starts_the_rest() {
 #[test]
 fn a_par_dropped_after_its_runtime_spawns_no_more() {
     const N: usize = 4 * SPAWN_BATCH;
-    let rt = crate::Runtime::builder().workers(1).build().unwrap();
+    let rt = crate::runtime::Runtime::builder()
+        .workers(1)
+        .build()
+        .unwrap();
     let ran = Arc::new(AtomicUsize::new(0));
     let made = Arc::new(AtomicUsize::new(0));
     let (r, m) = (ran.clone(), made.clone());

@@ -2,7 +2,7 @@
 //! [ui.perfetto.dev](https://ui.perfetto.dev) and `chrome://tracing` open.
 //!
 //! Set `TUTTI_TRACE=file.json` (or call [`start`], or
-//! [`Builder::trace`](crate::Builder::trace) /
+//! [`Builder::trace`](crate::runtime::Builder::trace) /
 //! [`WorldBuilder::trace`](crate::world::WorldBuilder::trace)) and the program
 //! records, per worker thread:
 //!

@@ -163,7 +163,7 @@ fn serve(
         let frame = frame.unwrap();
         let h = *frame.header();
         let answer = match table.handle(ledger, calls, &frame) {
-            Ok(running) => crate::block_on(running).map_err(|e| e.to_string()),
+            Ok(running) => crate::runtime::block_on(running).map_err(|e| e.to_string()),
             Err(e) => Err(e.to_string()),
         };
         match (h.kind, answer) {
@@ -294,21 +294,24 @@ fn incoming_envelopes_can_be_queued_and_handled_later() {
     let dropped = queue.pop().unwrap();
     drop(dropped.envelope);
     assert_eq!(
-        crate::block_on(dropped.reply.unwrap()),
+        crate::runtime::block_on(dropped.reply.unwrap()),
         Err(ReplyError::NoReply(NoReply::Dropped))
     );
 
     let first = queue.pop().unwrap();
     let (mut ledger, mut calls) = (Ledger::default(), 0);
-    crate::block_on(first.envelope.handle(&mut ledger, &mut calls));
-    let bytes = crate::block_on(first.reply.unwrap()).unwrap();
+    crate::runtime::block_on(first.envelope.handle(&mut ledger, &mut calls));
+    let bytes = crate::runtime::block_on(first.reply.unwrap()).unwrap();
     assert_eq!(codec::decode::<i64>(&bytes), Ok(5));
 }
 
 #[test]
 fn replies_are_awaited_from_other_threads() {
     // The handler runs on a worker; the transport's task awaits the encoded reply.
-    let rt = crate::Runtime::builder().workers(2).build().unwrap();
+    let rt = crate::runtime::Runtime::builder()
+        .workers(2)
+        .build()
+        .unwrap();
     let table = Arc::new(table());
     let mut buf = Vec::new();
     encode_frame(&ask_header::<Snapshot>(1), &Snapshot, &mut buf).unwrap();
@@ -377,17 +380,17 @@ fn a_panicking_handler_unwinds_to_the_transport() {
 
     // Through `handle`: the panic reaches whoever polls, who sends a Fault.
     let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        crate::block_on(d.handle(&mut Fragile, &mut (), &frame).unwrap())
+        crate::runtime::block_on(d.handle(&mut Fragile, &mut (), &frame).unwrap())
     }));
     assert!(r.is_err());
     // Through `incoming`: the reply learns that none will come.
     let Incoming { envelope, reply } = d.incoming(&frame).unwrap();
     let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        crate::block_on(envelope.handle(&mut Fragile, &mut ()))
+        crate::runtime::block_on(envelope.handle(&mut Fragile, &mut ()))
     }));
     assert!(r.is_err());
     assert_eq!(
-        crate::block_on(reply.unwrap()),
+        crate::runtime::block_on(reply.unwrap()),
         Err(ReplyError::NoReply(NoReply::Dropped))
     );
 }

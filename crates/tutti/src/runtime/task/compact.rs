@@ -145,7 +145,7 @@ mod tests {
         assert_eq!(count.0.load(Ordering::SeqCst), 1);
 
         // A task's waker: stored as its pointer, cloned and taken without leaking it.
-        let got = crate::block_on(crate::spawn(async {
+        let got = crate::runtime::block_on(crate::runtime::spawn(async {
             std::future::poll_fn(|cx| {
                 let mut c = CompactWaker::new();
                 c.set(cx.waker());

@@ -115,7 +115,7 @@ fn schedule_remote(job: JobRef, runtime: u16) {
 }
 
 /// Spawns an independent task on the current runtime: the runtime of the calling worker,
-/// the one entered with [`Runtime::block_on`](crate::Runtime::block_on), or else the
+/// the one entered with [`Runtime::block_on`](crate::runtime::Runtime::block_on), or else the
 /// global runtime.
 ///
 /// Await the returned handle for the task's value (a panic in the task is re-raised
@@ -242,7 +242,10 @@ mod tests {
     /// that parks with nobody left to wake it (its future is dropped at once, T4).
     #[test]
     fn live_list_empties_and_unreachable_tasks_are_dropped() {
-        let rt = crate::Runtime::builder().workers(2).build().unwrap();
+        let rt = crate::runtime::Runtime::builder()
+            .workers(2)
+            .build()
+            .unwrap();
         let handles: Vec<_> = (0..1000u64).map(|i| rt.spawn(async move { i })).collect();
         let sum: u64 = handles.into_iter().map(|h| rt.block_on(h)).sum();
         assert_eq!(sum, 999 * 1000 / 2);
@@ -265,15 +268,18 @@ mod tests {
     /// it (the handle reports it).
     #[test]
     fn shutdown_cancels_a_parked_task() {
-        let rt = crate::Runtime::builder().workers(1).build().unwrap();
+        let rt = crate::runtime::Runtime::builder()
+            .workers(1)
+            .build()
+            .unwrap();
         let h = rt.spawn(std::future::pending::<()>());
         while rt.registry.live.len() != 1 {
             std::thread::yield_now();
         }
         drop(rt);
         assert!(matches!(
-            crate::block_on(h.result()),
-            Err(crate::JoinError::Cancelled)
+            crate::runtime::block_on(h.result()),
+            Err(crate::runtime::JoinError::Cancelled)
         ));
     }
 }

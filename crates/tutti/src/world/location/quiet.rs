@@ -66,7 +66,7 @@ impl Location {
 
     /// [`recv_until_quiet`](Self::recv_until_quiet) for plain threads.
     pub fn recv_until_quiet_blocking(&self) -> Option<Delivery<'_>> {
-        crate::block_on(self.recv_until_quiet())
+        crate::runtime::block_on(self.recv_until_quiet())
     }
 
     fn poll_until_quiet(&self, cx: &mut Context<'_>) -> Poll<Option<Delivery<'_>>> {

@@ -170,7 +170,7 @@ impl Location {
     /// # Panics
     /// Inside an async task (use `recv().await`).
     pub fn recv_blocking(&self) -> Delivery<'_> {
-        crate::block_on(self.recv())
+        crate::runtime::block_on(self.recv())
     }
 
     fn poll_recv(&self, cx: &mut Context<'_>) -> Poll<Delivery<'_>> {
