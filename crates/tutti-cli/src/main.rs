@@ -13,6 +13,8 @@ mod launch;
 mod measure;
 mod mem;
 mod mpi_bench;
+#[cfg(feature = "mpi")]
+mod mpi_raw;
 mod plot;
 mod report;
 mod rng;

@@ -223,6 +223,48 @@ impl Drop for Progress {
     }
 }
 
+/// Runs the measurements of `impls` in turn, round by round (warm-up rounds
+/// unrecorded), so that a change in the machine's load affects them alike.
+pub fn interleaved(
+    plan: Plan,
+    progress: &Progress,
+    impls: &mut [&mut dyn FnMut() -> Run],
+) -> Vec<Measurement> {
+    let mut ms: Vec<Measurement> = impls
+        .iter()
+        .map(|_| Measurement {
+            secs: Vec::with_capacity(plan.runs),
+            ok: true,
+        })
+        .collect();
+    for i in 0..plan.total() {
+        for (f, m) in impls.iter_mut().zip(ms.iter_mut()) {
+            let run = f();
+            m.ok &= run.ok;
+            if i >= plan.warmup {
+                m.secs.push(run.elapsed.as_secs_f64());
+            }
+            progress.tick();
+        }
+    }
+    ms
+}
+
+/// Busy computation for `d` that calls nothing else (no MPI, no world): the
+/// work a transfer is overlapped with.
+pub fn compute(d: Duration) -> u64 {
+    let start = Instant::now();
+    let mut x = 0x9E37_79B9_7F4A_7C15u64;
+    while start.elapsed() < d {
+        for _ in 0..1000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+        }
+    }
+    std::hint::black_box(x)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -32,7 +32,9 @@ use std::time::{Duration, Instant};
 
 use clap::Args;
 
-use crate::measure::{checked, repeat, Measurement, Progress, Run, RunOpts};
+use crate::measure::{compute, interleaved, repeat, Measurement, Progress, Run, RunOpts};
+#[cfg(feature = "mpi")]
+use crate::mpi_raw as raw;
 use crate::report::{Report, Stats};
 use tutti::world::{Location, LocationId, TransportKind, World};
 
@@ -96,20 +98,6 @@ const SLICE_MAX: usize = 4096;
 
 /// Bytes streamed per bandwidth measurement.
 const STREAM_BYTES: u64 = 64 << 20;
-
-/// Busy computation for `d` that never calls MPI or the world.
-fn compute(d: Duration) -> u64 {
-    let start = Instant::now();
-    let mut x = 0x9E37_79B9_7F4A_7C15u64;
-    while start.elapsed() < d {
-        for _ in 0..1000 {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-        }
-    }
-    std::hint::black_box(x)
-}
 
 fn peer(loc: &Location) -> LocationId {
     LocationId::new(1 - loc.id().index() as u32)
@@ -210,33 +198,6 @@ async fn tutti_overlap(loc: Location, bytes: usize, work: Duration) -> Run {
     }
 }
 
-/// Runs the measurements of `impls` in turn, round by round (warm-up rounds
-/// unrecorded), so that a change in the machine's load affects them alike.
-pub(crate) fn interleaved(
-    plan: crate::measure::Plan,
-    progress: &Progress,
-    impls: &mut [&mut dyn FnMut() -> Run],
-) -> Vec<Measurement> {
-    let mut ms: Vec<Measurement> = impls
-        .iter()
-        .map(|_| Measurement {
-            secs: Vec::with_capacity(plan.runs),
-            ok: true,
-        })
-        .collect();
-    for i in 0..plan.total() {
-        for (f, m) in impls.iter_mut().zip(ms.iter_mut()) {
-            let run = f();
-            m.ok &= run.ok;
-            if i >= plan.warmup {
-                m.secs.push(run.elapsed.as_secs_f64());
-            }
-            progress.tick();
-        }
-    }
-    ms
-}
-
 /// Runs `body` on the (single) location of every rank; rank 0's run.
 fn on_world<Fut>(world: &World, body: impl Fn(Location) -> Fut) -> Run
 where
@@ -248,99 +209,6 @@ where
         elapsed: Duration::ZERO,
         ok: false,
     })
-}
-
-#[cfg(feature = "mpi")]
-pub(crate) mod raw {
-    //! The same measurements in plain rsmpi, run inside `World::with_mpi`.
-    use super::*;
-    use mpi::topology::SimpleCommunicator;
-    use mpi::traits::*;
-
-    /// Runs `f` on every rank with MPI; rank 0's run.
-    pub fn on_mpi(
-        world: &World,
-        f: impl FnOnce(&SimpleCommunicator) -> Run + Send + 'static,
-    ) -> Run {
-        world.run(|loc| async move { loc.barrier().await });
-        world.with_mpi(f).unwrap_or(Run {
-            elapsed: Duration::ZERO,
-            ok: false,
-        })
-    }
-
-    pub fn pingpong(c: &SimpleCommunicator, n: u64) -> Run {
-        let me = c.rank();
-        let other = c.process_at_rank(1 - me);
-        let mut buf = [0u8; 8];
-        checked(|| {
-            let mut ok = true;
-            if me == 0 {
-                other.send(&0u64.to_le_bytes()[..]);
-            }
-            for i in 0..n {
-                other.receive_into(&mut buf[..]);
-                let v = u64::from_le_bytes(buf);
-                ok &= v == 2 * i + u64::from(me == 0);
-                if !(me == 0 && i + 1 == n) {
-                    other.send(&(v + 1).to_le_bytes()[..]);
-                }
-            }
-            ok
-        })
-    }
-
-    pub fn stream(c: &SimpleCommunicator, count: u64, size: usize) -> Run {
-        let me = c.rank();
-        let other = c.process_at_rank(1 - me);
-        let mut buf = vec![0u8; size];
-        checked(|| {
-            if me == 0 {
-                for i in 0..count {
-                    buf[0] = i as u8;
-                    other.send(&buf[..]);
-                }
-                receive_ack(&other)
-            } else {
-                let mut ok = true;
-                for i in 0..count {
-                    let st = other.receive_into(&mut buf[..]);
-                    ok &= st.count(u8::equivalent_datatype()) as usize == size && buf[0] == i as u8;
-                }
-                other.send(&[1u8][..]);
-                ok
-            }
-        })
-    }
-
-    pub fn overlap(c: &SimpleCommunicator, bytes: usize, work: Duration) -> Run {
-        let me = c.rank();
-        let other = c.process_at_rank(1 - me);
-        let mut buf = vec![7u8; bytes];
-        checked(|| {
-            if me == 0 {
-                mpi::request::scope(|scope| {
-                    let req = other.immediate_send(scope, &buf[..]);
-                    if !work.is_zero() {
-                        compute(work);
-                    }
-                    req.wait();
-                });
-                receive_ack(&other)
-            } else {
-                other.receive_into(&mut buf[..]);
-                other.send(&[1u8][..]);
-                buf[bytes - 1] == 7
-            }
-        })
-    }
-
-    /// Receives the one-byte acknowledgement that ends a stream.
-    fn receive_ack(other: &mpi::topology::Process<'_>) -> bool {
-        let mut ack = [0u8; 1];
-        other.receive_into(&mut ack[..]);
-        ack == [1]
-    }
 }
 
 /// What every part of the benchmark runs with.

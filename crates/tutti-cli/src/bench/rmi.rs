@@ -520,7 +520,8 @@ mod mpi_rows {
 
     #[cfg(feature = "mpi")]
     fn run_mpi(a: &RmiArgs) -> Result<Report, String> {
-        use crate::mpi_bench::{interleaved, raw};
+        use crate::measure::interleaved;
+        use crate::mpi_raw as raw;
         use mpi::traits::CommunicatorCollectives;
 
         let mut builder = World::builder().locations(1);
