@@ -21,8 +21,9 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use super::procs::{now_ns, verify, Outcome, Seen, Summary};
-use super::{join_at, temperature, WeatherArgs};
+use super::args::WeatherArgs;
+use super::station::{join_at, temperature};
+use super::tally::{now_ns, verify, Outcome, Seen, Summary};
 
 const FRAME: usize = 24;
 
