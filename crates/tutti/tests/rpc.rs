@@ -6,6 +6,8 @@
 // loom-shim rule of `clippy.toml` is for the library's own code.
 #![allow(clippy::disallowed_types, clippy::disallowed_methods)]
 
+mod watchdog;
+
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::sync::atomic::{AtomicUsize, Ordering};

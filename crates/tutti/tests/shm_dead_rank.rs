@@ -22,6 +22,8 @@
 // loom-shim rule of `clippy.toml` is for the library's own code.
 #![allow(clippy::disallowed_types, clippy::disallowed_methods)]
 
+mod watchdog;
+
 use std::os::unix::process::ExitStatusExt;
 use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};

@@ -5,6 +5,8 @@
 //! The test launches 3 processes of this binary (`tutti::world::launch`);
 //! each runs `member()` because `TUTTI_SYSTEM` is set.
 
+mod watchdog;
+
 use std::time::{Duration, Instant};
 
 use tutti::world::{LocationId, SendError, World};

@@ -3,6 +3,8 @@
 //! locations fail naming it; a segment a crashed run of another layout
 //! version left behind is removed, never reused.
 
+mod watchdog;
+
 use std::process::{Command, Output};
 
 fn member() {
