@@ -18,7 +18,7 @@ pub enum Status {
 }
 
 /// A graph actor (a *port actor*): a state machine whose `act()` runs when its
-/// ports change (see [`Firing`]). Closures `FnMut(&mut Ports) -> Status` are
+/// ports change (see [`Firing`](super::Firing)). Closures `FnMut(&mut Ports) -> Status` are
 /// port actors. Named apart from [`crate::actor::Actor`], the mailbox actor:
 /// a port actor has no mailbox and no address; it only takes and sends
 /// tokens on the channels the graph connects to its ports.
@@ -30,7 +30,7 @@ pub trait PortActor: Send + 'static {
 
     /// Runs once when the run starts, before any `act()` and whatever the
     /// firing rule: for tokens an actor sends before it has received any
-    /// (an [`AllReady`](Firing::AllReady) actor whose neighbours wait for
+    /// (an [`AllReady`](super::Firing::AllReady) actor whose neighbours wait for
     /// its first token). The default does nothing.
     fn start(&mut self, ports: &mut Ports<'_>) -> Status {
         let _ = ports;

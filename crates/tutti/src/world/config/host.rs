@@ -121,7 +121,7 @@ fn count_cpu_list(list: &str) -> Option<usize> {
 }
 
 /// Whether an MPI launcher (`mpirun`, `mpiexec`, `srun --mpi`, …) started this
-/// process, as its environment tells: the same test [`World::from_env`](super::World::from_env)
+/// process, as its environment tells: the same test [`World::from_env`](crate::world::World::from_env)
 /// uses to choose the MPI transport. Programs use it to pick defaults that suit
 /// a launched job (e.g. one location per rank).
 ///

@@ -127,7 +127,7 @@ impl Location {
 
     /// Sends `bytes` to any location like [`send_slice`](Self::send_slice),
     /// but a large message (above the world's inline limit, see
-    /// [`WorldBuilder::aggregation_bytes`](super::WorldBuilder::aggregation_bytes))
+    /// [`WorldBuilder::aggregation_bytes`](crate::world::WorldBuilder::aggregation_bytes))
     /// for another rank is **not copied**: the transport sends it straight from
     /// `bytes`, and this call returns once it no longer reads them (under MPI:
     /// once the send completed, as `MPI_Send`). So a sender can stream large
