@@ -37,7 +37,7 @@
 //! | 4 | [`rmi`] | SPMD programs over registered objects: `async_rmi`, `sync_rmi`, `broadcast_rmi`, `reduce_rmi`, fences | [`rmi::spmd`], [`rmi::Handle`], [`rmi::RmiError`] |
 //! | 4 | [`remote`] | distributed actors: nodes, remote addresses, the world-wide registry, monitors across processes | [`remote::Node`], [`remote::RemoteAddr`], [`remote::RemoteError`] |
 //! | 4 | [`graph`] | actor graphs: port actors joined by bounded channels, placed on locations by a partitioner, run until every actor ends | [`graph::ActorGraph`], [`graph::PortActor`], [`graph::Ports`], [`graph::Placement`] |
-//! | 4 | [`rpc`] | URL-addressed objects over TCP: vendors publish, proxies call (also one-way), failure callbacks | [`rpc::Vendor`], [`rpc::Proxy`], [`rpc::Url`] |
+//! | 4 | [`rpc`] | URL-addressed objects over TCP: vendors publish, proxies call (also one-way), failure callbacks | [`rpc::Rpc`], [`rpc::Vendor`], [`rpc::Proxy`], [`rpc::Url`] |
 //!
 //! Internal beside them: `loom`, the one place the crate takes its atomics
 //! and locks from, so that its protocols are model-checked with loom (a rule
