@@ -4,7 +4,13 @@
 //! thread per process that drains this process's mailbox, reassembles frames,
 //! hands them to the world (`Sink`), writes the heartbeat and watches the
 //! other members for death. The transport's protocol (start-up, faults) is
-//! the module documentation of `transport::shm`.
+//! the module documentation of `transport::shm`. This file joins, sends and
+//! watches; `receive.rs` is the receiving side (the thread, the drain shared
+//! with polling workers, reassembly, reclaiming a dead producer's slots).
+
+mod receive;
+
+use receive::{receive, Consumer, Waiter};
 
 use std::sync::Arc;
 use std::thread::{self, JoinHandle};
@@ -21,24 +27,6 @@ use crate::world::transport::{agree_on_registries, Sink, Transport};
 
 /// How often a process writes its heartbeat and looks at the others.
 pub(crate) const CHECK_EVERY: Duration = Duration::from_millis(10);
-/// How long the receiving thread spins after the last fragment before it
-/// sleeps on its futex (`TUTTI_SHM_SPIN_US`; unpolled mode). Zero by
-/// default: on a machine with fewer cores than busy threads a spinning
-/// receiver takes the core the woken location needs (`tutti bench shm`).
-fn spin_for() -> Duration {
-    std::env::var("TUTTI_SHM_SPIN_US")
-        .ok()
-        .and_then(|v| v.trim().parse().ok())
-        .map_or(Duration::ZERO, Duration::from_micros)
-}
-/// Polled mode: how long after the last traffic the receiving thread
-/// starts sleeping on its futex.
-const BACKSTOP_AFTER: Duration = Duration::from_millis(2);
-/// Polled mode: the receiving thread's nap while traffic is recent.
-const BACKSTOP_NAP: Duration = Duration::from_micros(200);
-/// Polled mode with the idle waiter: the receiving thread's nap while
-/// traffic is recent and no worker sleeps on the futex.
-const WAITER_BACKSTOP_NAP: Duration = Duration::from_millis(1);
 /// How long start-up waits for every rank to join (`TUTTI_SHM_TIMEOUT_S`).
 const JOIN_TIMEOUT: Duration = Duration::from_secs(60);
 /// Bytes before a frame's head in the slot stream: head length (u32) and
@@ -76,28 +64,6 @@ struct Inner {
     /// is only a backstop that never sleeps on the futex (the worker is
     /// its only sleeper, so a sender's wake-up always reaches it).
     waiter: AtomicBool,
-}
-
-/// The runtime's idle hook for this process's mailbox: a parked worker
-/// sleeps on the ring's futex, so a sender wakes it directly; it then
-/// drains the mailbox (the world's poller) and runs the location tasks
-/// the frames wake, on its own thread.
-struct Waiter(Arc<Inner>);
-
-impl crate::runtime::sleep::IdleWaiter for Waiter {
-    fn block(&self, max: Duration, stay: &dyn Fn() -> bool) {
-        let inner = &self.0;
-        if inner.stop.load(Ordering::Acquire) {
-            return;
-        }
-        inner.hooked.store(true, Ordering::Relaxed);
-        inner.mine.ring().sleep_unless(max, stay);
-        inner.hooked.store(false, Ordering::Relaxed);
-    }
-
-    fn unblock(&self) {
-        self.0.mine.ring().nudge();
-    }
 }
 
 impl Inner {
@@ -261,110 +227,6 @@ impl Inner {
     }
 }
 
-/// The consumer's side of this process's mailbox: frames being
-/// reassembled, per sender. Behind a lock: the receiving thread and idle
-/// workers (polling) take turns.
-struct Consumer {
-    partial: Vec<Option<Vec<u8>>>,
-    scratch: Vec<u8>,
-}
-
-impl Inner {
-    /// Drains the mailbox, delivering whole frames; true if anything
-    /// moved. `wait` takes the consumer's lock, else it is only tried.
-    fn drain(&self, sink: &dyn Sink, wait: bool) -> bool {
-        let mut c = if wait {
-            lock(&self.consumer)
-        } else {
-            match self.consumer.try_lock() {
-                Ok(c) => c,
-                Err(_) => return false,
-            }
-        };
-        let ring = self.mine.ring();
-        let mut moved = false;
-        loop {
-            let Consumer { partial, scratch } = &mut *c;
-            scratch.clear();
-            let f = match ring.pop(scratch, self.ranks) {
-                Ok(Some(f)) => f,
-                Ok(None) => {
-                    if self.reclaim(partial) {
-                        moved = true;
-                        continue;
-                    }
-                    return moved;
-                }
-                Err(e) => self.abort(&format!("its mailbox is corrupt: {e}")),
-            };
-            moved = true;
-            let from = f.from;
-            let whole = match (f.first, partial[from].take()) {
-                (true, None) if f.last => std::mem::replace(scratch, Vec::with_capacity(256)),
-                (true, None) => {
-                    partial[from] = Some(std::mem::take(scratch));
-                    continue;
-                }
-                (false, Some(mut buf)) => {
-                    buf.extend_from_slice(scratch);
-                    if !f.last {
-                        partial[from] = Some(buf);
-                        continue;
-                    }
-                    buf
-                }
-                (true, Some(_)) => self.abort(&format!(
-                    "its mailbox is corrupt: a frame from rank {from} began before the \
-                     previous one ended"
-                )),
-                (false, None) => self.abort(&format!(
-                    "its mailbox is corrupt: a continuation from rank {from} without a start"
-                )),
-            };
-            if let Err(why) = deliver(sink, from, whole) {
-                self.abort(&format!("a malformed frame from rank {from}: {why}"));
-            }
-        }
-    }
-}
-
-impl Inner {
-    /// The consumer found nothing at its position: if a dead rank
-    /// claimed that slot and never committed it (killed mid-write), skip
-    /// the slot, drop that rank's unfinished frame, say so, and return
-    /// true. What waits on the dead rank fails through the world's death
-    /// notice (`announce_deaths`); every committed fragment is read.
-    fn reclaim(&self, partial: &mut [Option<Vec<u8>>]) -> bool {
-        if self.dead.load(Ordering::Acquire) == 0 {
-            return false;
-        }
-        let ring = self.mine.ring();
-        let Some(r) = ring
-            .stalled()
-            .filter(|&r| r < self.ranks && self.is_dead(r))
-        else {
-            return false;
-        };
-        let Some(pos) = ring.reclaim(r) else {
-            return false;
-        };
-        let unfinished = partial[r].take().map_or(0, |b| b.len());
-        self.reclaimed.fetch_add(1, Ordering::Relaxed);
-        crate::world::say(&format!(
-            "system {:?}: rank {}'s mailbox: slot {pos} was claimed by rank {r}, which died \
-             before writing it; the slot is reclaimed{}",
-            self.system.name,
-            self.rank,
-            if unfinished > 0 {
-                format!(" and the unfinished frame from rank {r} ({unfinished} bytes so far) is dropped")
-            } else {
-                String::new()
-            }
-        ));
-        true
-    }
-}
-
 /// Test hook: `TUTTI_SHM_TEST_STALL_BYTES=n` makes the first frame of at
 /// least `n` bytes that this process sends stall for ever between the
 /// claim and the commit of its second fragment (a test kills it there).
@@ -388,98 +250,6 @@ fn stall_for_ever(rank: usize, to: usize) -> ! {
     loop {
         thread::sleep(Duration::from_secs(3600));
     }
-}
-
-/// The receiving thread: drains this process's mailbox (taking turns with
-/// polling workers), sleeps on its futex when it is empty, looks at the
-/// other members every [`CHECK_EVERY`]; ends when told to stop and the
-/// mailbox is empty.
-fn receive(inner: Arc<Inner>, sink: Arc<dyn Sink>, polled: bool) {
-    let ring = inner.mine.ring();
-    let spin = spin_for();
-    let backstop_after = std::env::var("TUTTI_SHM_BACKSTOP_US")
-        .ok()
-        .and_then(|v| v.trim().parse().ok())
-        .map_or(BACKSTOP_AFTER, Duration::from_micros);
-    let mut last = Instant::now();
-    let mut checked = Instant::now();
-    loop {
-        // Polled: never wait for the lock a worker holds (a receiving
-        // thread descheduled while holding it would stall the workers).
-        let moved = inner.drain(&*sink, !polled || inner.stop.load(Ordering::Acquire));
-        let now = Instant::now();
-        if moved {
-            last = now;
-        }
-        if now.duration_since(checked) >= CHECK_EVERY {
-            checked = now;
-            inner.check();
-        }
-        if moved {
-            continue;
-        }
-        if inner.stop.load(Ordering::Acquire) {
-            if !ring.ready() {
-                return;
-            }
-            continue;
-        }
-        let idle = now.duration_since(last);
-        if polled && inner.waiter.load(Ordering::Relaxed) {
-            // Idle workers drain the mailbox and block on its futex:
-            // this thread is a backstop for when every worker is busy.
-            // It never sleeps on the futex itself, so the worker is the
-            // only sleeper there and senders wake it, not this thread.
-            let busy = !inner.hooked.load(Ordering::Relaxed) && idle < backstop_after;
-            thread::sleep(if busy {
-                WAITER_BACKSTOP_NAP
-            } else {
-                CHECK_EVERY
-            });
-            continue;
-        } else if polled {
-            // Idle workers drain the mailbox themselves while there is
-            // traffic; this thread is the backstop. It stays off the
-            // futex (so senders make no system call) until the traffic
-            // has stopped for a while.
-            if idle < backstop_after {
-                thread::sleep(BACKSTOP_NAP);
-                continue;
-            }
-        } else if idle < spin {
-            spin_hint();
-            continue;
-        }
-        ring.sleep(CHECK_EVERY);
-    }
-}
-
-/// Splits a reassembled frame into head and body and hands it over.
-fn deliver(sink: &dyn Sink, from: usize, whole: Vec<u8>) -> Result<(), String> {
-    if whole.len() < PREFIX {
-        return Err(format!("{} bytes, shorter than its prefix", whole.len()));
-    }
-    let head_len = u32::from_le_bytes([whole[0], whole[1], whole[2], whole[3]]) as usize;
-    let has_body = match whole[4] {
-        0 => false,
-        1 => true,
-        b => return Err(format!("body flag {b}")),
-    };
-    let Some(end) = PREFIX.checked_add(head_len).filter(|&e| e <= whole.len()) else {
-        return Err(format!(
-            "a head of {head_len} bytes in a frame of {}",
-            whole.len()
-        ));
-    };
-    let head: Arc<[u8]> = Arc::from(&whole[PREFIX..end]);
-    let body = if has_body {
-        Some(whole[end..].to_vec())
-    } else if end != whole.len() {
-        return Err(format!("{} bytes after a bodiless head", whole.len() - end));
-    } else {
-        None
-    };
-    sink.deliver(from, head, body)
 }
 
 /// Joined, the world not yet attached.
@@ -642,10 +412,7 @@ impl Shm {
                 dropped: (0..ranks).map(|_| AtomicU64::new(0)).collect(),
                 reclaimed: AtomicU64::new(0),
                 stop: AtomicBool::new(false),
-                consumer: Mutex::new(Consumer {
-                    partial: vec![None; ranks],
-                    scratch: Vec::with_capacity(256),
-                }),
+                consumer: Mutex::new(Consumer::new(ranks)),
                 sink: std::sync::OnceLock::new(),
                 hooked: AtomicBool::new(false),
                 waiter: AtomicBool::new(false),
