@@ -8,9 +8,6 @@
 //! mismatch; under MPI a panic takes the whole job down with a non-zero exit
 //! status. (The error paths that end a run — the nesting limit, a deadlocking
 //! chain, malformed bytes — are in `rmi_abort.rs`.)
-// This file uses tutti as a program would, with `std`'s atomics and locks: the
-// loom-shim rule of `clippy.toml` is for the library's own code.
-#![allow(clippy::disallowed_types, clippy::disallowed_methods)]
 
 mod common;
 mod watchdog;

@@ -10,9 +10,6 @@
 //! its own file there, which the CI merges with `tutti trace merge` and checks
 //! with `tutti trace check` (a rank's own file holds only one end of each flow
 //! that crosses ranks, so it is checked after merging).
-// This file uses tutti as a program would, with `std`'s atomics and locks: the
-// loom-shim rule of `clippy.toml` is for the library's own code.
-#![allow(clippy::disallowed_types, clippy::disallowed_methods)]
 
 mod watchdog;
 

@@ -4,9 +4,6 @@
 //!
 //! Every body checks its own results and panics on a mismatch; under MPI a panic
 //! takes the whole job down with a non-zero exit status.
-// This file uses tutti as a program would, with `std`'s atomics and locks: the
-// loom-shim rule of `clippy.toml` is for the library's own code.
-#![allow(clippy::disallowed_types, clippy::disallowed_methods)]
 
 mod common;
 mod watchdog;
