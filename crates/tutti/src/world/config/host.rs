@@ -154,10 +154,13 @@ pub(crate) fn detect_launch(var: impl Fn(&str) -> Option<String>) -> Option<Laun
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
-    fn env_of(pairs: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> {
+    /// An environment of `pairs`, for `resolve`'s tests too.
+    pub(in crate::world::config) fn env_of(
+        pairs: &'static [(&'static str, &'static str)],
+    ) -> impl Fn(&str) -> Option<String> {
         move |k| {
             pairs
                 .iter()

@@ -277,17 +277,9 @@ fn at_most(
 mod tests {
     use std::time::Duration;
 
+    use super::super::host::tests::env_of;
     use super::super::{ProgressMode, TransportKind, WorldBuilder};
     use crate::world::error::WorldError;
-
-    fn env_of(pairs: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> {
-        move |k| {
-            pairs
-                .iter()
-                .find(|(n, _)| *n == k)
-                .map(|(_, v)| v.to_string())
-        }
-    }
 
     #[test]
     fn environment_settings_apply_and_bad_ones_are_named() {
