@@ -1,4 +1,4 @@
-//! `tutti mpi-bench`: thesis 002 §5.4's MPI micro-benchmarks, raw rsmpi beside
+//! `tutti mpi-bench`: Miguel 2019 §5.4's MPI micro-benchmarks, raw rsmpi beside
 //! tutti's MPI transport in the same run. Run it on two ranks:
 //!
 //! ```text

@@ -47,6 +47,18 @@
 //! dataflow variable ([`join`], [`spawn`], [`block_on`], [`scope`],
 //! [`par_for`], …); inside the crate, code names the layer
 //! (`crate::runtime::spawn`) so that the edges between layers stay visible.
+//!
+//! # Where the ideas come from
+//!
+//! tutti implements five published designs, and its documentation names them
+//! where it follows one: *Blip* (F. Mohamed, 2010: the task scheduler, parallel
+//! loops and URL-addressed RPC), the C task framework of F. Gingras (2018:
+//! mailbox actors, the name repository, shared-memory systems), the distributed
+//! actor library of B. Miguel (2019) and its *Pond* shallow-water code (actor
+//! graphs with ports, funneled MPI), occam-π as presented by Welch, Pedersen and
+//! Barnes (CPA 2013: channels, `ALT`, barriers) and *ARMI*, the adaptive remote
+//! method invocation library of S. Saunders (2003: RMI, aggregation, fences).
+//! `docs/background.md` in the repository says what tutti takes from each.
 #![deny(missing_docs)]
 #![warn(clippy::undocumented_unsafe_blocks)]
 

@@ -231,7 +231,7 @@ impl Message for Note {
     type Reply = ();
 }
 
-/// A long handler that serves notes between rounds (thesis 000's weather station).
+/// A long handler that serves notes between rounds (the C task framework's weather station).
 #[derive(Default)]
 struct Busy {
     journal: Vec<String>,

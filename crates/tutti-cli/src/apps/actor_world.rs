@@ -1,5 +1,5 @@
 //! `tutti actor-world`: distributed actors — a registered service actor on
-//! location 0 asked by actors on every location (issue 5's example), then the
+//! location 0 asked by actors on every location (the actor-world example), then the
 //! cost of a remote `ask` round trip and the rate of remote `tell`s.
 //!
 //! Every location runs an actor node (`tutti::remote::Node`). Under

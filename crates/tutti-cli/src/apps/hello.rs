@@ -1,4 +1,4 @@
-//! `tutti hello`: Andrew Bate's "say hello to everyone" benchmark (seed 003,
+//! `tutti hello`: Andrew Bate's "say hello to everyone" benchmark (Welch et al., CPA 2013,
 //! §Performance), on `tutti::csp` processes and rendezvous channels.
 //!
 //! `n` nodes, an `[n][n]` matrix of channels: `c[i][j]` carries node `i`'s

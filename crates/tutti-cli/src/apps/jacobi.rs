@@ -1,4 +1,4 @@
-//! `tutti jacobi`: Jacobi iteration for Poisson's equation in 1D (seed 004
+//! `tutti jacobi`: Jacobi iteration for Poisson's equation in 1D (Saunders 2003
 //! §V.D), block-partitioned over the locations of a world, with one
 //! neighbour (halo) exchange per iteration through `async_rmi`.
 //!

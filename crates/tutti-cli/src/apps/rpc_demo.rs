@@ -1,4 +1,4 @@
-//! `tutti rpc-demo`: a work server in the spirit of Blip's Dchem (seed 001).
+//! `tutti rpc-demo`: a work server in the spirit of Blip's Dchem.
 //!
 //! A server publishes a `WorkServer` object at `tcp://127.0.0.1:port/chem/work/server`
 //! (sequential-group vendor: its calls run one at a time). It holds `--tasks`

@@ -1,4 +1,4 @@
-//! `tutti bench rpc`: Blip's cost ladder of a remote procedure call (seed 001),
+//! `tutti bench rpc`: Blip's cost ladder of a remote procedure call,
 //! each rung as a multiple of a local call, and the loopback round trip beside
 //! tarpc and remoc in the same run.
 //!

@@ -1,5 +1,5 @@
 //! [`Context`]: what a handler can do besides replying — its address, stopping,
-//! looking at its mailbox (thesis 000's `message_immediate`), monitors, links, children.
+//! looking at its mailbox (the C task framework's `message_immediate`), monitors, links, children.
 
 use std::fmt;
 use std::ptr::NonNull;
@@ -223,7 +223,7 @@ impl<A: Actor> Context<A> {
     }
 
     /// True if a message is waiting: in the mailbox (possibly still being pushed), on the
-    /// priority lane, or a system event (thesis 000's `message_immediate`). A long
+    /// priority lane, or a system event (the C task framework's `message_immediate`). A long
     /// handler uses it to serve new messages between units of work, with
     /// [`try_next`](Context::try_next).
     ///
@@ -266,7 +266,7 @@ impl<A: Actor> Context<A> {
     /// }
     /// impl Handler<Broadcast> for Station {
     ///     async fn handle(&mut self, _: Broadcast, ctx: &mut Context<Self>) -> usize {
-    ///         // Accept new subscribers before broadcasting (thesis 000, weather station).
+    ///         // Accept new subscribers before broadcasting (Gingras 2018, weather station).
     ///         while let Some(m) = ctx.try_next() {
     ///             m.handle(self, ctx).await;
     ///         }

@@ -77,7 +77,7 @@
 //! [`tell_priority`](Addr::tell_priority) messages go through a separate lane that the
 //! actor looks at before its mailbox, so they overtake ordinary messages.
 //!
-//! # Message strategies (thesis 000)
+//! # Message strategies (Gingras 2018)
 //!
 //! * `message_immediate` — inside a long handler, [`Context::has_messages`] tells whether
 //!   anything is waiting and [`Context::try_next`] takes it as an [`Envelope`](crate::msg::Envelope)
@@ -112,7 +112,7 @@
 //! # Registry
 //!
 //! [`register`], [`lookup`] (typed: a wrong type is [`LookupError::WrongType`]),
-//! [`unregister`], [`whereis`]: thesis 000's repository and Erlang's `register`, for
+//! [`unregister`], [`whereis`]: the C task framework's repository and Erlang's `register`, for
 //! this process. Across ranks, actors are reached through the world's actor nodes:
 //! [`remote::Node`](crate::remote::Node) exports actors as
 //! [`RemoteAddr`](crate::remote::RemoteAddr)s and keeps a world-wide registry of

@@ -1,4 +1,4 @@
-//! The name registry (thesis 000's repository, Erlang's `register`/`whereis`).
+//! The name registry (the C task framework's repository, Erlang's `register`/`whereis`).
 //!
 //! One process-wide map from [`Name`] to a typed address. [`lookup`] checks the type:
 //! asking for the wrong actor type is a [`LookupError::WrongType`] naming both types,

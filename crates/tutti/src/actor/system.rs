@@ -331,7 +331,7 @@ impl fmt::Debug for ActorSystem {
 }
 
 /// Stops every actor of the [global](ActorSystem::global) system and waits until they
-/// have all finished (Erlang's `init:stop`, thesis 000's clean system shutdown).
+/// have all finished (Erlang's `init:stop`, the C task framework's clean system shutdown).
 ///
 /// # Panics
 /// Inside an async task; use `ActorSystem::global().shutdown().await` there.

@@ -676,7 +676,7 @@ enum Pace {
     Task,
 }
 
-/// Fair ALT under contention (issue 16, item 2), measured by counts, not time: one
+/// Fair ALT under contention, measured by counts, not time: one
 /// plain thread selects over rendezvous channels whose senders keep sending, each
 /// paced differently (one spins, one starts cold, one parks at once, one is a task).
 ///

@@ -24,7 +24,7 @@ pub enum Firing {
     AllReady,
 }
 
-/// How a channel between two ranks moves its tokens (seed 002 ch. 7). Within
+/// How a channel between two ranks moves its tokens (Miguel 2019, ch. 7). Within
 /// a rank every channel hands typed values over, whatever its scheme.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Default, Hash)]
 pub enum Scheme {

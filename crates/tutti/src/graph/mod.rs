@@ -1,4 +1,4 @@
-//! Layer 4: actor graphs with ports (thesis 002's Pond).
+//! Layer 4: actor graphs with ports (Pond, after Miguel 2019).
 //!
 //! An actor is a finite-state machine with named, typed input and output
 //! **ports**. Ports of two actors are joined by a **bounded FIFO channel** of

@@ -1,4 +1,4 @@
-//! The one-sided scheme for channels between ranks (seed 002 ch. 7): the
+//! The one-sided scheme for channels between ranks (Miguel 2019, ch. 7): the
 //! producer puts each token's bytes into a slot of a window on the
 //! consumer's rank (`MPI_Put` + `MPI_Win_flush`) and then sends a small
 //! signal message naming the slot and length; the consumer's router copies

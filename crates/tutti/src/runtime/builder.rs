@@ -7,7 +7,7 @@ use super::context::DeadlockMode;
 use super::sleep::MAX_WORKERS;
 use super::Runtime;
 
-/// What an idle worker does while it has no work (thesis 000's message
+/// What an idle worker does while it has no work (the C task framework's message
 /// strategies).
 ///
 /// A "round" is one scan of every queue; spinning rounds back off

@@ -55,7 +55,7 @@
 //!
 //! One trait, one file each (`transport/`): in-process, and MPI (feature `mpi`).
 //! With MPI, either one progress thread owns every MPI call
-//! ([`ProgressMode::Thread`], `MPI_THREAD_FUNNELED`, thesis 002's design), or
+//! ([`ProgressMode::Thread`], `MPI_THREAD_FUNNELED`, Miguel's design), or
 //! idle workers drive MPI one at a time ([`ProgressMode::Poll`],
 //! `MPI_THREAD_SERIALIZED`); polling is the default, chosen by benchmark (see
 //! [`ProgressMode`]'s `Default`). In polling mode a location that waits (to

@@ -1,4 +1,4 @@
-//! Client–server over shared channel ends (seed 003; occam `SHARED`).
+//! Client–server over shared channel ends (Welch et al., CPA 2013; occam `SHARED`).
 //!
 //! `C` client processes each make `R` requests on **one** request channel
 //! whose sending end they share (a cloned `Tx`), and wait for each answer on

@@ -1,4 +1,4 @@
-//! Phases overlapped with a non-blocking barrier (seed 003, "Non-blocking
+//! Phases overlapped with a non-blocking barrier (Welch et al., CPA 2013, "Non-blocking
 //! barriers"; `MPI_Ibarrier`).
 //!
 //! `P` processes run `S` steps of an explicit heat-equation stencil on a rod

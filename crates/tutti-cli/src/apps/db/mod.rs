@@ -1,4 +1,4 @@
-//! `tutti db`: thesis 000's client–server database (§4.5) and its message
+//! `tutti db`: the C task framework's client–server database (§4.5) and its message
 //! strategies (Figure 4.8), beside the same protocol over Unix domain sockets
 //! and over crossbeam channels between OS threads.
 //!

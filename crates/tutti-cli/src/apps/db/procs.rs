@@ -1,5 +1,5 @@
 //! `tutti db --processes P`: the store in one OS process, its `P − 1` clients
-//! in `P − 1` others (thesis 000 §4.5, Figures 4.9–4.10: clients in other
+//! in `P − 1` others (Gingras 2018 §4.5, Figures 4.9–4.10: clients in other
 //! processes of one host), each client one request at a time as in the
 //! threaded runs.
 //!

@@ -1,4 +1,4 @@
-//! `tutti mad`: the Mutually Assured Destruction rover of seed 003.
+//! `tutti mad`: the Mutually Assured Destruction rover of Welch, Pedersen and Barnes (CPA 2013).
 //!
 //! Two monitors — *move* (drive a target distance) and *search* (cover a
 //! target area) — are each given a task at the same time; whichever finishes

@@ -1,4 +1,4 @@
-//! The two monitors (seed 003, "Mutually Assured Destruction"): each waits
+//! The two monitors (Welch et al., CPA 2013, "Mutually Assured Destruction"): each waits
 //! for a command and, while serving it, races the other monitor to finish.
 //!
 //! ```text

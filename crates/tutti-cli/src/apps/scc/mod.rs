@@ -1,4 +1,4 @@
-//! `tutti scc`: strongly connected components with fine-grain RMI (seed 004
+//! `tutti scc`: strongly connected components with fine-grain RMI (Saunders 2003
 //! §V.D; the algorithm is in [`rmi`]), verified against a sequential Tarjan.
 //!
 //! The graph is a generated mesh with a known component structure

@@ -1,4 +1,4 @@
-//! The distributed sample sorts of `tutti sort` (seed 004 §II.D), SPMD on a
+//! The distributed sample sorts of `tutti sort` (Saunders 2003 §II.D), SPMD on a
 //! `tutti::world::World`: one block of the input per location.
 //!
 //! Both pick the same splitters: every location draws [`OVERSAMPLE`] keys

@@ -1,4 +1,4 @@
-//! `tutti weather`: thesis 000's weather service (§4.6) on tutti actors.
+//! `tutti weather`: the C task framework's weather service (§4.6) on tutti actors.
 //!
 //! * **Stations** register their names (`weather/station-<i>`, the thesis's
 //!   repository) and run one long handler, Listing 4.1's main loop: accept

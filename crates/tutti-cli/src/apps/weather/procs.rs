@@ -1,5 +1,5 @@
 //! `tutti weather --processes P`: the weather service with its stations in
-//! one OS process and its clients spread over `P − 1` others (thesis 000
+//! one OS process and its clients spread over `P − 1` others (Gingras 2018
 //! §4.6 across processes of one host), verified as the threaded run is.
 //!
 //! * **tutti** — the processes form one shared-memory system

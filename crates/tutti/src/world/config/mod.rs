@@ -37,7 +37,7 @@ use host::Launch;
 /// messages wait for a flush or the time bound.
 pub const DEFAULT_AGGREGATION_INPROC: usize = 1;
 /// Default aggregation factor towards other ranks. `tutti mpi-bench --what rate
-/// --factor F` on 2 ranks (8-byte messages, medians of 5 runs, twice each):
+/// --aggregation F` on 2 ranks (8-byte messages, medians of 5 runs, twice each):
 /// 5.5–6.9 M messages/s at 32, 6.7–7.4 M at 64, 7.9–8.3 M at 128, 9.4–9.8 M at
 /// 256, against 0.6–1 M unaggregated; 256 such messages still fit one 4 KiB
 /// eager MPI message.
@@ -99,7 +99,7 @@ impl fmt::Display for TransportKind {
     }
 }
 
-/// Who drives an external engine's progress (thesis 002 §5: funneled MPI).
+/// Who drives an external engine's progress (Miguel 2019 §5: funneled MPI).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum ProgressMode {

@@ -2,7 +2,7 @@
 //!
 //! One thread owns MPI: it calls `MPI_Init_thread` and `MPI_Finalize`. In
 //! [`ProgressMode::Thread`] it is also the progress thread that makes every
-//! other MPI call, so `MPI_THREAD_FUNNELED` suffices (thesis 002): locations
+//! other MPI call, so `MPI_THREAD_FUNNELED` suffices (Miguel 2019): locations
 //! hand it frames through a lock-free queue ([`Mailslot`]) and it delivers what
 //! arrives to the locations' inboxes, waking them. In [`ProgressMode::Poll`]
 //! (the default, see its documentation for why) the owner thread only

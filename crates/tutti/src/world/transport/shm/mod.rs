@@ -1,5 +1,5 @@
 //! The shared-memory transport: the processes of one host form a named
-//! *system* (seed 000). The first process to start creates the segment
+//! *system* (Gingras 2018). The first process to start creates the segment
 //! `/dev/shm/tutti-<name>` (exclusive create, mode 0600); the others join it.
 //! Each member owns a mailbox, a fixed-slot ring in its own segment
 //! (`tutti-<name>.<rank>`) into which every other member writes (`ring.rs`:
