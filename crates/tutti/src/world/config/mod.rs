@@ -2,22 +2,6 @@
 //! (one method per setting) and the resolved [`WorldConfig`] a world runs
 //! with. How each setting is resolved is `resolve.rs`; how the launcher
 //! (`mpirun`) and the host's cores are recognised, `host.rs`.
-//!
-//! Every setting has a builder method and an environment variable; the builder wins
-//! over the environment, the environment over the defaults:
-//!
-//! | variable | builder | meaning | default |
-//! |---|---|---|---|
-//! | `TUTTI_TRANSPORT` | [`transport`](WorldBuilder::transport) | `auto`, `inproc`, `mpi` or `shm` | `auto`: MPI when launched by `mpirun`, shared memory when `TUTTI_SYSTEM` is set, else in-process |
-//! | `TUTTI_SYSTEM` | [`system`](WorldBuilder::system) | the named system of processes to create or join (shared memory) | none |
-//! | `TUTTI_RANKS` | [`processes`](WorldBuilder::processes) | processes in the named system | none (required with `TUTTI_SYSTEM`) |
-//! | `TUTTI_RANK` | — | this process's rank in the system (set by `tutti launch`) | the first free rank |
-//! | `TUTTI_LOCATIONS` | [`locations`](WorldBuilder::locations) | locations per rank | the rank's workers |
-//! | `TUTTI_WORKERS` | [`workers`](WorldBuilder::workers) | worker threads per rank | cores ÷ ranks on this host (a rank the launcher bound to cores: those cores) |
-//! | `TUTTI_AGGREGATION` | [`aggregation`](WorldBuilder::aggregation) | messages per destination buffer before it is sent (ARMI's aggregation factor; 1 = none) | per transport, see [`DEFAULT_AGGREGATION_INPROC`], [`DEFAULT_AGGREGATION_MPI`] |
-//! | `TUTTI_AGGREGATION_BYTES` | [`aggregation_bytes`](WorldBuilder::aggregation_bytes) | bytes per buffer for another rank before it is sent | [`DEFAULT_AGGREGATION_BYTES`] |
-//! | `TUTTI_FLUSH_US` | [`flush_after`](WorldBuilder::flush_after) | time bound: a buffered message is sent at most this long after it was buffered | [`DEFAULT_FLUSH_AFTER`] |
-//! | `TUTTI_PROGRESS` | [`progress`](WorldBuilder::progress) | `thread` or `poll` (MPI progress, see [`ProgressMode`]) | [`ProgressMode::default`] |
 
 use std::fmt;
 use std::time::Duration;
@@ -154,8 +138,23 @@ impl fmt::Display for ProgressMode {
     }
 }
 
-/// Configures and starts a [`World`](super::World). See the [module
-/// documentation](crate::world) for the environment variables.
+/// Configures and starts a [`World`](super::World).
+///
+/// Every setting has a builder method and an environment variable; the builder wins
+/// over the environment, the environment over the defaults:
+///
+/// | variable | builder | meaning | default |
+/// |---|---|---|---|
+/// | `TUTTI_TRANSPORT` | [`transport`](WorldBuilder::transport) | `auto`, `inproc`, `mpi` or `shm` | `auto`: MPI when launched by `mpirun`, shared memory when `TUTTI_SYSTEM` is set, else in-process |
+/// | `TUTTI_SYSTEM` | [`system`](WorldBuilder::system) | the named system of processes to create or join (shared memory) | none |
+/// | `TUTTI_RANKS` | [`processes`](WorldBuilder::processes) | processes in the named system | none (required with `TUTTI_SYSTEM`) |
+/// | `TUTTI_RANK` | — | this process's rank in the system (set by `tutti launch`) | the first free rank |
+/// | `TUTTI_LOCATIONS` | [`locations`](WorldBuilder::locations) | locations per rank | the rank's workers |
+/// | `TUTTI_WORKERS` | [`workers`](WorldBuilder::workers) | worker threads per rank | cores ÷ ranks on this host (a rank the launcher bound to cores: those cores) |
+/// | `TUTTI_AGGREGATION` | [`aggregation`](WorldBuilder::aggregation) | messages per destination buffer before it is sent (ARMI's aggregation factor; 1 = none) | per transport, see [`DEFAULT_AGGREGATION_INPROC`], [`DEFAULT_AGGREGATION_MPI`] |
+/// | `TUTTI_AGGREGATION_BYTES` | [`aggregation_bytes`](WorldBuilder::aggregation_bytes) | bytes per buffer for another rank before it is sent | [`DEFAULT_AGGREGATION_BYTES`] |
+/// | `TUTTI_FLUSH_US` | [`flush_after`](WorldBuilder::flush_after) | time bound: a buffered message is sent at most this long after it was buffered | [`DEFAULT_FLUSH_AFTER`] |
+/// | `TUTTI_PROGRESS` | [`progress`](WorldBuilder::progress) | `thread` or `poll` (MPI progress, see [`ProgressMode`]) | [`ProgressMode::default`] |
 ///
 /// ```
 /// use tutti::world::{TransportKind, World};
