@@ -43,10 +43,13 @@ fn consume(ring: &Ring<2, 4>, n: usize) -> Vec<(usize, Vec<u8>)> {
 }
 
 /// Two producers race for one two-slot ring while the consumer sleeps and
-/// wakes: every fragment arrives once, intact, in each producer's order.
+/// wakes: every fragment arrives once, intact, in each producer's order, and
+/// no wake-up is lost (the model's futex has no timeout). Bound 3 reaches
+/// the consumer preempted between its look at the ring and its mark while
+/// both producers commit.
 #[test]
 fn two_producers_one_sleeping_consumer_lose_nothing() {
-    model(2, || {
+    model(3, || {
         let ring = Arc::new(Ring::<2, 4>::boxed());
         let mut hs = Vec::new();
         for from in 1..=2usize {
@@ -124,10 +127,57 @@ fn a_dead_claimant_is_reclaimed_and_the_live_producer_loses_nothing() {
     });
 }
 
-/// Polls (no futex: loom does not model SeqCst fences, see loom PR #108)
-/// until `n` fragments arrived.
+/// Polls (never sleeps) until `n` fragments arrived.
 fn poll(ring: &Ring<2, 4>, n: usize) -> Vec<(usize, Vec<u8>)> {
     drain(ring, n, |_| thread::yield_now())
+}
+
+/// Two sleepers on one ring (the receiving thread and a parked worker) and
+/// one producer: whichever sleeper goes first, leaves first or finds the
+/// fragment, neither undoes the other's announcement, so the producer's
+/// wake-up reaches every sleeper and both see the fragment.
+#[test]
+fn two_sleepers_are_both_woken() {
+    model(3, || {
+        let ring = Arc::new(Ring::<2, 4>::boxed());
+        let r = Arc::clone(&ring);
+        let other = thread::spawn(move || {
+            while !r.ready() {
+                r.sleep(std::time::Duration::from_secs(1));
+            }
+        });
+        let r = Arc::clone(&ring);
+        let p = thread::spawn(move || push_all(&r, 1, &[&[7]]));
+        while !ring.ready() {
+            ring.sleep(std::time::Duration::from_secs(1));
+        }
+        other.join().unwrap();
+        p.join().unwrap();
+        let got = poll(&ring, 1);
+        assert_eq!(got, vec![(1, vec![7])]);
+    });
+}
+
+/// A parked worker sleeps on the ring unless its waker cleared its parked
+/// flag; the waker clears it and nudges: the worker never sleeps on.
+#[test]
+fn a_nudge_after_unparking_is_never_lost() {
+    use crate::loom::{AtomicBool, Ordering};
+    model(3, || {
+        let ring = Arc::new(Ring::<2, 4>::boxed());
+        let parked = Arc::new(AtomicBool::new(true));
+        let (r, p) = (Arc::clone(&ring), Arc::clone(&parked));
+        let waker = thread::spawn(move || {
+            p.store(false, Ordering::Release);
+            r.nudge();
+        });
+        while parked.load(Ordering::Acquire) {
+            ring.sleep_unless(std::time::Duration::from_secs(1), &|| {
+                parked.load(Ordering::Acquire)
+            });
+        }
+        waker.join().unwrap();
+    });
 }
 
 /// Two producers race for the same position, with a pause between claim and
@@ -148,7 +198,7 @@ fn a_claim_is_exclusive_and_helped_past() {
                 assert_eq!(pushed, super::ring::Push::Done);
             }));
         }
-        let mut got = poll(&ring, 2);
+        let mut got = consume(&ring, 2);
         for h in hs {
             h.join().unwrap();
         }

@@ -40,14 +40,35 @@
 //!
 //! # Waiting (no lost wake-up)
 //!
-//! The consumer, finding the ring empty, sets `waiting = 1`, issues a SeqCst
-//! fence, and looks at the slot at `head` again; only if it is still empty it
-//! sleeps on the futex word `waiting` while it is 1. A producer publishes,
-//! issues a SeqCst fence, and if `waiting` is set clears it and wakes the
-//! futex. The fences are ordered: if the consumer's comes first the producer
-//! sees `waiting = 1` and wakes it (and the futex wait returns at once if the
-//! word is already 0); otherwise the consumer's second look sees the published
-//! slot. `loom_tests.rs` checks both this and the slot hand-over.
+//! The consumer and a producer meet on one word, the sequence word of the
+//! slot at `head`, through read-modify-writes only (no fence: the argument
+//! rests on the modification order of that word, which loom checks). The
+//! consumer, finding the ring empty, counts itself in `sleepers`, reads the
+//! futex word `wakes` (a generation, with a read-modify-write: the latest),
+//! then **marks** the empty slot: a CAS of its `seq` from `p` to `p |
+//! SLEEPING`. If the CAS fails, something arrived: it does not sleep.
+//! Otherwise it sleeps on `wakes` while it holds the generation it read. A
+//! producer commits with a swap of `seq` (not a store); if the value it
+//! replaced carries the mark, it bumps `wakes` and, if `sleepers` is not
+//! zero, wakes the futex. The commit and the mark are two read-modify-writes
+//! of one word, so one comes first: if the commit, the consumer's CAS fails
+//! and it looks again; if the mark, the producer's swap reads it, and so
+//! (reading from the consumer's release) bumps `wakes` past the generation
+//! the consumer read and sees it counted in `sleepers`: the futex wait
+//! returns at once or is woken. A generation, not a flag: a sleeper that
+//! leaves (woken, timed out, finding work) cannot leave behind a state
+//! that sends another one to sleep (the receiving thread and a parked worker
+//! may sleep at once). A mark left by a sleeper that left costs the next
+//! commit one bump. Producers and the consumer treat a marked `seq` as
+//! unmarked otherwise. `loom_tests.rs` checks this and the slot hand-over.
+//!
+//! # A producer preempted for long
+//!
+//! A producer reads `tail`, then its slot's `seq`; between the two the
+//! ring may go round any number of times. A `seq` ahead of the position
+//! read is then no corruption: the producer reads `tail` again and goes on
+//! from there. It is corruption only if `tail` has not moved meanwhile:
+//! whoever commits or frees a position has moved `tail` past it first.
 
 use crate::loom::{fence, AtomicU32, AtomicU64, Ordering, UnsafeCell};
 
@@ -55,6 +76,10 @@ use crate::loom::{fence, AtomicU32, AtomicU64, Ordering, UnsafeCell};
 pub(crate) const FIRST: u64 = 1;
 /// Last fragment of a frame.
 pub(crate) const LAST: u64 = 2;
+
+/// The consumer's mark on the sequence word of the empty slot it sleeps on
+/// (positions stay far below 2^63).
+const SLEEPING: u64 = 1 << 63;
 
 /// The descriptor word: `len` (32 bits) | flags (8) | sender rank (24).
 pub(crate) fn meta(from: usize, flags: u64, len: usize) -> u64 {
@@ -128,8 +153,10 @@ pub(crate) struct Ring<const N: usize, const D: usize> {
     /// Next position the consumer reads (kept here so that it survives in
     /// the segment; only the consumer writes it).
     head: Line<AtomicU64>,
-    /// The futex word: 1 while the consumer sleeps or is about to.
-    waiting: Line<AtomicU32>,
+    /// The futex word: a generation, bumped by every wake-up.
+    wakes: Line<AtomicU32>,
+    /// Threads sleeping on the ring or about to.
+    sleepers: Line<AtomicU32>,
     slots: [Slot<D>; N],
     /// Loom has no futex: a condition variable stands in for it.
     #[cfg(loom)]
@@ -156,7 +183,8 @@ impl<const N: usize, const D: usize> Ring<N, D> {
         Box::new(Ring {
             tail: Line(AtomicU64::new(0)),
             head: Line(AtomicU64::new(0)),
-            waiting: Line(AtomicU32::new(0)),
+            wakes: Line(AtomicU32::new(0)),
+            sleepers: Line(AtomicU32::new(0)),
             slots: std::array::from_fn(|i| Slot {
                 seq: AtomicU64::new(i as u64),
                 claim: AtomicU64::new(0),
@@ -173,7 +201,8 @@ impl<const N: usize, const D: usize> Ring<N, D> {
     pub(crate) fn init(&self) {
         self.tail.0.store(0, Ordering::Relaxed);
         self.head.0.store(0, Ordering::Relaxed);
-        self.waiting.0.store(0, Ordering::Relaxed);
+        self.wakes.0.store(0, Ordering::Relaxed);
+        self.sleepers.0.store(0, Ordering::Relaxed);
         for (i, s) in self.slots.iter().enumerate() {
             s.seq.store(i as u64, Ordering::Relaxed);
             s.claim.store(0, Ordering::Relaxed);
@@ -204,6 +233,32 @@ impl<const N: usize, const D: usize> Ring<N, D> {
             None => return Ok(Push::Full),
         };
         claimed();
+        self.publish(pos, from, flags, bytes);
+        Ok(Push::Done)
+    }
+
+    /// Test hook: [`push`](Self::push) by a producer that read `tail` as
+    /// `stale` and was preempted before it read the slot.
+    #[cfg(test)]
+    pub(crate) fn push_after_reading(
+        &self,
+        from: usize,
+        flags: u64,
+        bytes: &[u8],
+        stale: u64,
+    ) -> Result<Push, RingError> {
+        match self.claim_from(from, stale)? {
+            Some(pos) => {
+                self.publish(pos, from, flags, bytes);
+                Ok(Push::Done)
+            }
+            None => Ok(Push::Full),
+        }
+    }
+
+    /// Writes the fragment into the slot of position `pos`, which this
+    /// producer claimed, and commits it.
+    fn publish(&self, pos: u64, from: usize, flags: u64, bytes: &[u8]) {
         let slot = &self.slots[(pos % N as u64) as usize];
         slot.data.with_mut(|p| {
             // SAFETY: the claim made this producer the only one at `pos` (the
@@ -217,26 +272,33 @@ impl<const N: usize, const D: usize> Ring<N, D> {
         });
         slot.meta
             .store(meta(from, flags, bytes.len()), Ordering::Relaxed);
-        slot.seq.store(pos + 1, Ordering::Release);
-        self.wake();
-        Ok(Push::Done)
+        let was = slot.seq.swap(pos + 1, Ordering::AcqRel);
+        if was & SLEEPING != 0 {
+            self.wake();
+        }
     }
 
     /// Claims the next position for rank `from` (see the module docs):
     /// `None` if the ring is full.
     fn claim(&self, from: usize) -> Result<Option<u64>, RingError> {
+        self.claim_from(from, self.tail.0.load(Ordering::Relaxed))
+    }
+
+    /// [`claim`](Self::claim), starting from `first` as the value of `tail`
+    /// read first (a test hands in a stale one: a producer preempted there).
+    fn claim_from(&self, from: usize, first: u64) -> Result<Option<u64>, RingError> {
         let mut stuck = 0u32;
+        let mut pos = first;
         loop {
-            let pos = self.tail.0.load(Ordering::Relaxed);
-            let slot = &self.slots[(pos % N as u64) as usize];
-            let seq = slot.seq.load(Ordering::Acquire);
+            let at = pos % N as u64;
+            let slot = &self.slots[at as usize];
+            let seq = slot.seq.load(Ordering::Acquire) & !SLEEPING;
             if seq == pos {
                 let c = slot.claim.load(Ordering::Acquire);
                 if claim_ahead(c, pos) {
                     // `pos` is stale: the slot has been claimed for a later
-                    // lap. Never claim over it; read `tail` afresh (a
-                    // read-modify-write sees its latest value).
-                    self.tail.0.fetch_add(0, Ordering::Relaxed);
+                    // lap. Never claim over it.
+                    pos = self.latest_tail();
                     continue;
                 }
                 if claimant(c, pos).is_some() {
@@ -248,6 +310,7 @@ impl<const N: usize, const D: usize> Ring<N, D> {
                         Ordering::Relaxed,
                         Ordering::Relaxed,
                     );
+                    pos = self.latest_tail();
                     continue;
                 }
                 let mine = claim_word(pos, from);
@@ -256,6 +319,7 @@ impl<const N: usize, const D: usize> Ring<N, D> {
                     .compare_exchange(c, mine, Ordering::AcqRel, Ordering::Relaxed)
                     .is_err()
                 {
+                    pos = self.latest_tail();
                     continue;
                 }
                 let _ = self.tail.0.compare_exchange(
@@ -270,8 +334,24 @@ impl<const N: usize, const D: usize> Ring<N, D> {
             if seq.wrapping_add(N as u64) == pos + 1 || seq.wrapping_add(N as u64) == pos {
                 return Ok(None);
             }
-            if seq > pos && seq <= pos + 1 + N as u64 {
-                // Other producers went past `pos` first.
+            // The ring moved on since this producer read `tail` (by any
+            // number of laps: it may have been preempted for long), or the
+            // sequence read is older than `tail`: look again from the
+            // latest `tail`.
+            let now = self.latest_tail();
+            if now != pos {
+                pos = now;
+                continue;
+            }
+            // `tail` has not moved, so no position from `pos` on was
+            // committed or freed: every such store comes after `tail` moved
+            // past that position (in `claim`, `reclaim`, and the consumer's
+            // read of a committed slot), and the Acquire load above would
+            // have seen `tail` move. A larger sequence, or one that is not
+            // this slot's (`at` or `at + 1` modulo `N`), is corruption; a
+            // smaller one may be a stale read: look again, for a while.
+            let own = seq % N as u64 == at || seq.wrapping_sub(1) % N as u64 == at;
+            if seq < pos && own {
                 stuck += 1;
                 if stuck < 1 << 20 {
                     crate::loom::spin_hint();
@@ -279,10 +359,14 @@ impl<const N: usize, const D: usize> Ring<N, D> {
                 }
             }
             return Err(RingError(format!(
-                "slot {} has sequence {seq} while producers are at position {pos}",
-                pos % N as u64
+                "slot {at} has sequence {seq} while producers are at position {pos}"
             )));
         }
+    }
+
+    /// The latest value of `tail` (a read-modify-write reads the last one).
+    fn latest_tail(&self) -> u64 {
+        self.tail.0.fetch_add(0, Ordering::Relaxed)
     }
 
     /// Test hook: claims a position for `from` and never commits it (a
@@ -292,12 +376,27 @@ impl<const N: usize, const D: usize> Ring<N, D> {
         self.claim(from).expect("a well-formed ring")
     }
 
+    /// Test hook: claims the position at `tail` for `from` and dies before
+    /// moving `tail` past it (nobody has helped yet).
+    #[cfg(test)]
+    pub(crate) fn claim_and_die_before_moving_tail(&self, from: usize) -> u64 {
+        let pos = self.tail.0.load(Ordering::Relaxed);
+        let slot = &self.slots[(pos % N as u64) as usize];
+        assert_eq!(
+            slot.seq.load(Ordering::Relaxed),
+            pos,
+            "a free slot at `tail`"
+        );
+        slot.claim.store(claim_word(pos, from), Ordering::Release);
+        pos
+    }
+
     /// The consumer, having found nothing at its position: the rank that
     /// claimed that position and has not committed it, if one has.
     pub(crate) fn stalled(&self) -> Option<usize> {
         let pos = self.head.0.load(Ordering::Relaxed);
         let slot = &self.slots[(pos % N as u64) as usize];
-        if slot.seq.load(Ordering::Acquire) != pos {
+        if slot.seq.load(Ordering::Acquire) & !SLEEPING != pos {
             return None;
         }
         claimant(slot.claim.load(Ordering::Acquire), pos)
@@ -310,22 +409,30 @@ impl<const N: usize, const D: usize> Ring<N, D> {
     pub(crate) fn reclaim(&self, dead: usize) -> Option<u64> {
         let pos = self.head.0.load(Ordering::Relaxed);
         let slot = &self.slots[(pos % N as u64) as usize];
-        if slot.seq.load(Ordering::Acquire) != pos
+        if slot.seq.load(Ordering::Acquire) & !SLEEPING != pos
             || claimant(slot.claim.load(Ordering::Acquire), pos) != Some(dead)
         {
             return None;
         }
-        slot.seq.store(pos + N as u64, Ordering::Release);
+        // The dead claimant may not have moved `tail` past `pos`: move it
+        // before the slot is freed (producers rely on it, see `claim`).
+        let _ = self
+            .tail
+            .0
+            .compare_exchange(pos, pos + 1, Ordering::Relaxed, Ordering::Relaxed);
+        let was = slot.seq.swap(pos + N as u64, Ordering::AcqRel);
         self.head.0.store(pos + 1, Ordering::Relaxed);
+        if was & SLEEPING != 0 {
+            self.wake();
+        }
         Some(pos)
     }
 
-    /// Wakes the consumer if it sleeps (after a publish).
+    /// Wakes whoever sleeps on the ring: after committing or freeing a slot
+    /// the consumer marked, or to nudge it.
     fn wake(&self) {
-        fence(Ordering::SeqCst);
-        if self.waiting.0.load(Ordering::Relaxed) != 0
-            && self.waiting.0.swap(0, Ordering::Relaxed) != 0
-        {
+        self.wakes.0.fetch_add(1, Ordering::AcqRel);
+        if self.sleepers.0.load(Ordering::Acquire) != 0 {
             self.futex_wake();
         }
     }
@@ -336,6 +443,7 @@ impl<const N: usize, const D: usize> Ring<N, D> {
         self.slots[(pos % N as u64) as usize]
             .seq
             .load(Ordering::Acquire)
+            & !SLEEPING
             != pos
     }
 
@@ -349,7 +457,7 @@ impl<const N: usize, const D: usize> Ring<N, D> {
         let pos = self.head.0.load(Ordering::Relaxed);
         let at = (pos % N as u64) as usize;
         let slot = &self.slots[at];
-        let seq = slot.seq.load(Ordering::Acquire);
+        let seq = slot.seq.load(Ordering::Acquire) & !SLEEPING;
         if seq == pos {
             return Ok(None);
         }
@@ -390,17 +498,10 @@ impl<const N: usize, const D: usize> Ring<N, D> {
     }
 
     /// The consumer, having found the ring empty: sleeps until a producer
-    /// publishes or `timeout` passes (see the module docs). Returns at once
-    /// if something arrived meanwhile.
+    /// commits the slot at its position or `timeout` passes (see the
+    /// module docs). Returns at once if something arrived meanwhile.
     pub(crate) fn sleep(&self, timeout: std::time::Duration) {
-        self.waiting.0.store(1, Ordering::Relaxed);
-        fence(Ordering::SeqCst);
-        if self.ready() {
-            self.waiting.0.store(0, Ordering::Relaxed);
-            return;
-        }
-        self.futex_wait(timeout);
-        self.waiting.0.store(0, Ordering::Relaxed);
+        self.sleep_unless(timeout, &|| true);
     }
 
     /// [`sleep`](Self::sleep) unless `stay()` is false once the wake-up is
@@ -408,38 +509,57 @@ impl<const N: usize, const D: usize> Ring<N, D> {
     /// still parked, and its waker calls [`nudge`](Self::nudge) after
     /// clearing that; see `runtime::sleep::IdleWaiter`).
     pub(crate) fn sleep_unless(&self, timeout: std::time::Duration, stay: &dyn Fn() -> bool) {
-        self.waiting.0.store(1, Ordering::Relaxed);
-        fence(Ordering::SeqCst);
-        if self.ready() || !stay() {
-            self.waiting.0.store(0, Ordering::Relaxed);
-            return;
+        self.sleepers.0.fetch_add(1, Ordering::AcqRel);
+        let generation = self.wakes.0.fetch_add(0, Ordering::AcqRel);
+        if stay() && self.mark() {
+            self.futex_wait(generation, timeout);
         }
-        self.futex_wait(timeout);
-        self.waiting.0.store(0, Ordering::Relaxed);
+        self.sleepers.0.fetch_sub(1, Ordering::Release);
+    }
+
+    /// Marks the slot at the consumer's position as the one the consumer
+    /// sleeps on, if it is still empty (a read-modify-write, also when an
+    /// earlier sleeper's mark is there: the committing producer's swap reads
+    /// from it); false if something arrived there.
+    fn mark(&self) -> bool {
+        let pos = self.head.0.load(Ordering::Relaxed);
+        let seq = &self.slots[(pos % N as u64) as usize].seq;
+        let mut cur = seq.load(Ordering::Relaxed);
+        while cur & !SLEEPING == pos {
+            match seq.compare_exchange_weak(
+                cur,
+                pos | SLEEPING,
+                Ordering::AcqRel,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return true,
+                Err(now) => cur = now,
+            }
+        }
+        false
     }
 
     /// Wakes the consumer whatever it is doing (shutdown, abort).
     pub(crate) fn nudge(&self) {
-        self.waiting.0.store(0, Ordering::Relaxed);
-        self.futex_wake();
+        self.wake();
     }
 
     #[cfg(not(loom))]
-    fn futex_wait(&self, timeout: std::time::Duration) {
-        super::sys::futex_wait(&self.waiting.0, 1, timeout);
+    fn futex_wait(&self, generation: u32, timeout: std::time::Duration) {
+        super::sys::futex_wait(&self.wakes.0, generation, timeout);
     }
 
     #[cfg(not(loom))]
     fn futex_wake(&self) {
-        super::sys::futex_wake(&self.waiting.0);
+        super::sys::futex_wake(&self.wakes.0);
     }
 
     #[cfg(loom)]
-    fn futex_wait(&self, _timeout: std::time::Duration) {
+    fn futex_wait(&self, generation: u32, _timeout: std::time::Duration) {
         // The model has no timeouts: a lost wake-up blocks for ever and loom
         // reports it.
         let mut g = crate::loom::lock(&self.futex.0);
-        while self.waiting.0.load(Ordering::Relaxed) == 1 {
+        while self.wakes.0.load(Ordering::Relaxed) == generation {
             g = self.futex.1.wait(g).unwrap();
         }
     }
