@@ -213,8 +213,19 @@ fn system(case: &str, locations: usize) -> (bool, String) {
             None => panic!("diag_ranks {case} ({locations} locations): the system hangs\n{text}"),
         }
     }
-    let _ = std::fs::remove_file(format!("/dev/shm/tutti-{name}"));
+    // A system that ended (its ranks failed or succeeded) leaves nothing.
+    let left = remove_segments(&name);
+    assert!(left.is_empty(), "{case}: left {left:?} in /dev/shm\n{text}");
     (ok, text)
+}
+
+/// Removes the segments of system `name` of 2 processes from /dev/shm;
+/// returns those that were there.
+fn remove_segments(name: &str) -> Vec<String> {
+    std::iter::once(format!("tutti-{name}"))
+        .chain((0..2).map(|r| format!("tutti-{name}+{r}")))
+        .filter(|seg| std::fs::remove_file(format!("/dev/shm/{seg}")).is_ok())
+        .collect()
 }
 
 /// The `fence` case in report-only mode (`TUTTI_DEADLOCK=report`) as a system of 2
@@ -261,7 +272,8 @@ fn report_only() {
         let _ = c.wait();
         let _ = std::fs::remove_file(p);
     }
-    let _ = std::fs::remove_file(format!("/dev/shm/tutti-{name}"));
+    // Killed here: what they leave is this harness's to remove.
+    remove_segments(&name);
     for (rank, t) in texts.iter().enumerate() {
         assert!(
             t.contains(want),

@@ -398,11 +398,18 @@ fn launch(scenario: &str) -> (Vec<ExitStatus>, String) {
                 .expect("spawn")
         })
         .collect();
+    // What the system left in /dev/shm (removed, so that a failing run
+    // leaves nothing either).
     let cleanup = || {
-        let _ = std::fs::remove_file(format!("/dev/shm/tutti-{name}"));
-        for r in 0..3 {
-            let _ = std::fs::remove_file(format!("/dev/shm/tutti-{name}.{r}"));
+        let mut left = Vec::new();
+        for seg in std::iter::once(format!("tutti-{name}"))
+            .chain((0..3).map(|r| format!("tutti-{name}+{r}")))
+        {
+            if std::fs::remove_file(format!("/dev/shm/{seg}")).is_ok() {
+                left.push(seg);
+            }
         }
+        left
     };
     let deadline = Instant::now() + Duration::from_secs(60);
     let mut statuses = vec![None; 3];
@@ -435,7 +442,11 @@ fn launch(scenario: &str) -> (Vec<ExitStatus>, String) {
     }
     let text = std::fs::read_to_string(&log).unwrap_or_default();
     let _ = std::fs::remove_file(&log);
-    cleanup();
+    let left = cleanup();
+    assert!(
+        left.is_empty(),
+        "scenario {scenario}: a system with a member killed left {left:?} in /dev/shm\n{text}"
+    );
     (statuses.into_iter().map(Option::unwrap).collect(), text)
 }
 

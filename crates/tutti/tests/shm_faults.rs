@@ -52,7 +52,7 @@ fn member() {
             let e = loc.send_slice(dead, b"x").unwrap_err().to_string();
             assert!(e.contains("died"), "{e}");
             // Its mailbox segment is reclaimed (by whoever saw it first).
-            let seg = format!("/dev/shm/tutti-{system}.2");
+            let seg = format!("/dev/shm/tutti-{system}+2");
             let start = Instant::now();
             while std::path::Path::new(&seg).exists() {
                 assert!(
@@ -85,4 +85,10 @@ fn main() {
     assert!(st[1].success(), "rank 1: {}", st[1]);
     assert_eq!(st[2].signal(), Some(9), "rank 2: {}", st[2]);
     println!("shm_faults: a member killed with kill -9 was detected; the others went on");
+    let left: Vec<String> = std::fs::read_dir("/dev/shm")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n.starts_with(&format!("tutti-launch-{}-", std::process::id())))
+        .collect();
+    assert!(left.is_empty(), "left in /dev/shm: {left:?}");
 }

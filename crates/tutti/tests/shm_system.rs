@@ -21,10 +21,16 @@ fn member() {
 /// Starts 2 processes of this binary by hand in system `name`, with the given
 /// locations each, and waits for both.
 fn by_hand(name: &str, locations: [&str; 2]) -> Vec<Output> {
+    by_hand_with(name, locations, &[])
+}
+
+/// [`by_hand`] with more environment variables.
+fn by_hand_with(name: &str, locations: [&str; 2], env: &[(&str, &str)]) -> Vec<Output> {
     let children: Vec<_> = locations
         .iter()
         .map(|l| {
             Command::new(std::env::current_exe().unwrap())
+                .envs(env.iter().copied())
                 .env("TUTTI_SYSTEM", name)
                 .env("TUTTI_RANKS", "2")
                 .env("TUTTI_LOCATIONS", l)
@@ -74,6 +80,12 @@ fn main() {
         assert!(text(o).contains("LocationsDiffer"), "{}", text(o));
     }
     println!("shm_system: differing locations refused");
+    let left: Vec<String> = std::fs::read_dir("/dev/shm")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n.starts_with(&format!("tutti-{base}-differ")))
+        .collect();
+    assert!(left.is_empty(), "a refused start left {left:?} in /dev/shm");
 
     // A stale segment of another layout version, its creator gone.
     let name = format!("{base}-stale");
@@ -89,4 +101,26 @@ fn main() {
     assert!(all.contains("removing the stale segment"), "{all}");
     assert!(all.contains("layout version 99"), "{all}");
     println!("shm_system: a stale segment of layout version 99 was removed, not reused");
+
+    // Two processes finding one stale segment at once (each pausing between
+    // its judgement and the removal): one removes it, both end in one system.
+    for round in 0..3 {
+        let name = format!("{base}-race{round}");
+        let path = format!("/dev/shm/tutti-{name}");
+        std::fs::write(&path, &bytes).unwrap();
+        let out = by_hand_with(
+            &name,
+            ["1", "1"],
+            &[("TUTTI_SHM_TEST_STALE_PAUSE_MS", "300")],
+        );
+        let all: String = out.iter().map(text).collect();
+        assert!(out.iter().all(|o| o.status.success()), "{all}");
+        assert_eq!(
+            all.matches("removing the stale segment").count(),
+            1,
+            "{all}"
+        );
+        assert!(!std::path::Path::new(&path).exists());
+    }
+    println!("shm_system: two processes re-creating a stale system at once formed one system");
 }

@@ -2,7 +2,7 @@
 //! *system* (Gingras 2018). The first process to start creates the segment
 //! `/dev/shm/tutti-<name>` (exclusive create, mode 0600); the others join it.
 //! Each member owns a mailbox, a fixed-slot ring in its own segment
-//! (`tutti-<name>.<rank>`) into which every other member writes (`ring.rs`:
+//! (`tutti-<name>+<rank>`) into which every other member writes (`ring.rs`:
 //! many producers, one consumer, a futex to sleep on). One receiving thread per
 //! process drains the mailbox, reassembles frames that span several slots and
 //! hands them to the world, so aggregation, quiescence and collectives are the

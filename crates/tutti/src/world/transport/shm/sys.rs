@@ -13,6 +13,9 @@ use crate::loom::AtomicU32;
 pub(crate) struct Mapping {
     ptr: std::ptr::NonNull<u8>,
     len: usize,
+    /// The segment's identity (device, inode): a segment removed and
+    /// created anew under the same name is another one.
+    id: (u64, u64),
 }
 
 // SAFETY: the mapping is plain memory shared by design; all access goes
@@ -30,6 +33,11 @@ impl Mapping {
     /// Its length in bytes.
     pub(crate) fn len(&self) -> usize {
         self.len
+    }
+
+    /// The segment's identity (device, inode).
+    pub(crate) fn id(&self) -> (u64, u64) {
+        self.id
     }
 }
 
@@ -77,7 +85,7 @@ pub(crate) fn open(name: &str, len: usize, create: bool) -> io::Result<Opened> {
                 let _ = unlink(name);
                 return Err(e);
             }
-            let m = map(fd, len);
+            let m = identify(fd).and_then(|id| map(fd, len, id));
             close(fd);
             return m.map(Opened::Created);
         }
@@ -100,19 +108,83 @@ pub(crate) fn open(name: &str, len: usize, create: bool) -> io::Result<Opened> {
         return Err(e);
     }
     let size = st.st_size.max(0) as usize;
+    let id = (st.st_dev as u64, st.st_ino as u64);
     if size == 0 {
         close(fd);
         return Ok(Opened::Existing(Mapping {
             ptr: std::ptr::NonNull::dangling(),
             len: 0,
+            id,
         }));
     }
-    let m = map(fd, size);
+    let m = map(fd, size, id);
     close(fd);
     m.map(Opened::Existing)
 }
 
-fn map(fd: libc::c_int, len: usize) -> io::Result<Mapping> {
+/// The identity (device, inode) of the open segment `fd`.
+fn identify(fd: libc::c_int) -> io::Result<(u64, u64)> {
+    // SAFETY: an all-zero `stat` is a valid value to be overwritten.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: `fd` is open and `st` is a valid out-pointer.
+    if unsafe { libc::fstat(fd, &mut st) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok((st.st_dev as u64, st.st_ino as u64))
+}
+
+/// An exclusive lock on a segment (`flock`), held until dropped: whoever
+/// judges a segment stale and removes it does both under it, so two
+/// processes never both remove (and one of them a fresh segment).
+pub(crate) struct SegmentLock {
+    fd: libc::c_int,
+}
+
+impl Drop for SegmentLock {
+    fn drop(&mut self) {
+        close(self.fd);
+    }
+}
+
+/// Locks segment `name` if it still is the segment `id` (waiting for
+/// another holder of the lock); `None` if the name is gone or names another
+/// segment now (someone removed it, and maybe created it anew, meanwhile).
+pub(crate) fn lock_segment(name: &str, id: (u64, u64)) -> io::Result<Option<SegmentLock>> {
+    let c = c_name(name)?;
+    // SAFETY: `c` is a valid NUL-terminated string.
+    let fd = unsafe { libc::shm_open(c.as_ptr(), libc::O_RDWR | libc::O_CLOEXEC, 0) };
+    if fd < 0 {
+        let e = io::Error::last_os_error();
+        return match e.raw_os_error() {
+            Some(libc::ENOENT) => Ok(None),
+            _ => Err(e),
+        };
+    }
+    let lock = SegmentLock { fd };
+    // SAFETY: `fd` is open; `flock` only takes the lock.
+    while unsafe { libc::flock(fd, libc::LOCK_EX) } != 0 {
+        let e = io::Error::last_os_error();
+        if e.raw_os_error() != Some(libc::EINTR) {
+            return Err(e);
+        }
+    }
+    if identify(fd)? != id {
+        return Ok(None);
+    }
+    // Removed (by the lock's previous holder) after this open: the name
+    // names another segment now, or none.
+    let path = std::path::Path::new("/dev/shm").join(name.trim_start_matches('/'));
+    match std::fs::metadata(path) {
+        Ok(m) => {
+            use std::os::unix::fs::MetadataExt;
+            Ok(((m.dev(), m.ino()) == id).then_some(lock))
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+fn map(fd: libc::c_int, len: usize, id: (u64, u64)) -> io::Result<Mapping> {
     // SAFETY: a fresh shared mapping of `len` bytes of the open segment `fd`;
     // the kernel picks the address.
     let p = unsafe {
@@ -131,6 +203,7 @@ fn map(fd: libc::c_int, len: usize) -> io::Result<Mapping> {
     Ok(Mapping {
         ptr: std::ptr::NonNull::new(p.cast()).ok_or_else(|| io::Error::other("mmap gave null"))?,
         len,
+        id,
     })
 }
 

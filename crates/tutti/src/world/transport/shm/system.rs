@@ -1,5 +1,7 @@
 //! A named system: the segment `/tutti-<name>` that the first process creates
-//! and later ones join, and the members' mailboxes `/tutti-<name>.<rank>`.
+//! and later ones join, and the members' mailboxes `/tutti-<name>+<rank>`
+//! (`+` is not allowed in names, so no system's segment is another's mailbox:
+//! system `X.0` and the mailbox of rank 0 of `X` are different segments).
 //!
 //! The system segment holds a header (magic, layout version, the creator's pid
 //! and start time, the system's size, an abort word) and one member entry per
@@ -21,7 +23,7 @@ use crate::world::error::WorldError;
 /// "tuttiSHM": the first word of an initialized system segment.
 pub(crate) const MAGIC: u64 = u64::from_le_bytes(*b"tuttiSHM");
 /// The layout version of the segments this build reads and writes.
-pub(crate) const VERSION: u64 = 2;
+pub(crate) const VERSION: u64 = 3;
 /// Most members a system has.
 pub(crate) const MAX_MEMBERS: usize = 64;
 /// Slots per mailbox.
@@ -124,9 +126,10 @@ pub(crate) fn segment(name: &str) -> String {
     format!("/tutti-{name}")
 }
 
-/// The segment name of member `rank`'s mailbox.
+/// The segment name of member `rank`'s mailbox (`+` never occurs in a
+/// system's name: see [`check_name`]).
 pub(crate) fn mailbox_segment(name: &str, rank: usize) -> String {
-    format!("/tutti-{name}.{rank}")
+    format!("/tutti-{name}+{rank}")
 }
 
 /// Checks a system name: letters, digits, `-`, `_`, `.`; 1 to 200 characters.
@@ -199,10 +202,6 @@ impl System {
                     h.creator_start
                         .store(sys::start_time(me).map_or(0, |(t, _)| t), Ordering::Relaxed);
                     h.ranks.store(ranks as u64, Ordering::Relaxed);
-                    // Mailboxes of a crashed run under this name go too.
-                    for r in 0..MAX_MEMBERS {
-                        let _ = sys::unlink(&mailbox_segment(name, r));
-                    }
                     h.magic.store(MAGIC, Ordering::Release);
                     return Ok(s);
                 }
@@ -230,16 +229,7 @@ impl System {
                             return Ok(s);
                         }
                         Verdict::Refuse(why) => return Err(fail(why)),
-                        Verdict::Stale(why) => {
-                            crate::world::say(&format!(
-                                "system {name:?}: removing the stale segment {seg} ({why})"
-                            ));
-                            drop(s);
-                            let _ = sys::unlink(&seg);
-                            for r in 0..MAX_MEMBERS {
-                                let _ = sys::unlink(&mailbox_segment(name, r));
-                            }
-                        }
+                        Verdict::Stale(_) => s.remove_if_stale(len).map_err(io)?,
                     }
                 }
             }
@@ -247,6 +237,38 @@ impl System {
         Err(fail(format!(
             "system {name:?}: the segment {seg} kept being replaced while starting"
         )))
+    }
+
+    /// Removes this stale segment and its members' mailboxes, unless
+    /// another process did first (and maybe created the system anew): the
+    /// check and the removal happen under the segment's lock, and only if
+    /// the name still names this segment. Whoever removes says so.
+    fn remove_if_stale(&self, len: usize) -> io::Result<()> {
+        let seg = segment(&self.name);
+        let Some(_lock) = sys::lock_segment(&seg, self.map.id())? else {
+            return Ok(());
+        };
+        let Verdict::Stale(why) = self.judge(len) else {
+            return Ok(());
+        };
+        test_pause();
+        crate::world::say(&format!(
+            "system {:?}: removing the stale segment {seg} ({why})",
+            self.name
+        ));
+        // Its members are gone (that is what stale means): their mailboxes
+        // go too, before the segment, so that none outlives it to be taken
+        // for a new system's. Only a segment of this layout says how many.
+        if self.map.len() >= len && self.header().version.load(Ordering::Relaxed) == VERSION {
+            let ranks = (self.header().ranks.load(Ordering::Relaxed) as usize).min(MAX_MEMBERS);
+            for r in 0..ranks {
+                let _ = sys::unlink(&mailbox_segment(&self.name, r));
+            }
+        }
+        sys::unlink(&seg).or_else(|e| match e.kind() {
+            io::ErrorKind::NotFound => Ok(()),
+            _ => Err(e),
+        })
     }
 
     /// What an existing segment is.
@@ -438,17 +460,48 @@ impl System {
         ))
     }
 
-    /// Whether this member is the one to remove the segments at the end.
+    /// Whether this member is the one to remove the segments at the end:
+    /// every member left or died (its process is gone), and nobody else
+    /// said so first.
     pub(crate) fn last_out(&self) -> bool {
         let h = self.header();
-        let ranks = h.ranks.load(Ordering::Relaxed) as usize;
-        let done = h.members[..ranks.min(MAX_MEMBERS)]
-            .iter()
-            .all(|m| matches!(m.state.load(Ordering::Acquire), LEFT | DEAD));
+        let ranks = (h.ranks.load(Ordering::Relaxed) as usize).min(MAX_MEMBERS);
+        let done = (0..ranks).all(|r| {
+            matches!(h.members[r].state.load(Ordering::Acquire), LEFT | DEAD) || self.died(r)
+        });
         done && h
             .closing
             .compare_exchange(0, 1, Ordering::AcqRel, Ordering::Relaxed)
             .is_ok()
+    }
+
+    /// Member `rank` leaves for good (its world ended, or it refused to
+    /// start, or the system was taken down): its mailbox goes, and if it is
+    /// the last one out ([`last_out`](Self::last_out)) every member's
+    /// mailbox (each left or is dead) and the system segment go too.
+    pub(crate) fn leave(&self, rank: usize) {
+        let h = self.header();
+        h.members[rank].state.store(LEFT, Ordering::Release);
+        let _ = sys::unlink(&mailbox_segment(&self.name, rank));
+        if self.last_out() {
+            let ranks = (h.ranks.load(Ordering::Relaxed) as usize).min(MAX_MEMBERS);
+            for r in 0..ranks {
+                let _ = sys::unlink(&mailbox_segment(&self.name, r));
+            }
+            let _ = sys::unlink(&segment(&self.name));
+        }
+    }
+}
+
+/// Test hook: `TUTTI_SHM_TEST_STALE_PAUSE_MS=n` pauses a process that
+/// judged a segment stale for `n` ms before it removes it (a test starts
+/// two such processes at once).
+fn test_pause() {
+    if let Some(ms) = std::env::var("TUTTI_SHM_TEST_STALE_PAUSE_MS")
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+    {
+        std::thread::sleep(Duration::from_millis(ms));
     }
 }
 

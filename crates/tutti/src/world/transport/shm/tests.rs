@@ -177,6 +177,38 @@ fn a_stale_segment_of_a_crashed_run_is_removed_and_created_anew() {
     ));
 }
 
+/// Systems `X` and `X.0` are independent: creating `X` (fresh) leaves the
+/// live system `X.0` alone, and neither's segments are the other's mailboxes.
+#[test]
+fn distinct_names_are_independent() {
+    let x = unique("names");
+    let x0 = format!("{x}.0");
+    let other = System::open_or_create(&x0, 1).unwrap();
+    assert_eq!(other.claim(None).unwrap(), 0);
+    other.ready(0, 1, b"x.0").unwrap();
+    let _mailbox = system::MailboxMap::create(&x0, 0).unwrap();
+    let s = System::open_or_create(&x, 1).unwrap();
+    assert_eq!(s.claim(None).unwrap(), 0);
+    let _mine = system::MailboxMap::create(&x, 0).unwrap();
+    assert!(
+        super::sys::exists(&system::segment(&x0)),
+        "X.0 removed by X's start-up"
+    );
+    assert_eq!(other.digest(0).unwrap(), b"x.0");
+    let again = System::open_or_create(&x0, 1).unwrap();
+    assert_eq!(
+        again.digest(0).unwrap(),
+        b"x.0",
+        "X.0 is the same live system"
+    );
+    assert_ne!(system::mailbox_segment(&x, 0), system::segment(&x0));
+    s.leave(0);
+    other.leave(0);
+    for seg in [system::segment(&x), system::segment(&x0)] {
+        assert!(!super::sys::exists(&seg), "{seg} left behind");
+    }
+}
+
 /// Writes word `i` of segment `seg` through the file system.
 fn overwrite(seg: &str, i: usize, value: u64) {
     use std::io::{Seek, SeekFrom, Write};

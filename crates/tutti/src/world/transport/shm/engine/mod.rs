@@ -119,6 +119,7 @@ impl Inner {
                     "rank {} of system {:?}: rank {who} took the system down: {why}",
                     self.rank, self.system.name
                 ));
+                self.system.leave(self.rank);
                 std::process::exit(1);
             }
         }
@@ -141,6 +142,7 @@ impl Inner {
             }
         }
         crate::world::say(&format!("the system cannot continue: {text}"));
+        self.system.leave(self.rank);
         std::process::exit(1)
     }
 
@@ -217,6 +219,7 @@ impl Inner {
                                 "rank {}: rank {who} took the system down: {why}",
                                 self.rank
                             ));
+                            self.system.leave(self.rank);
                             std::process::exit(1);
                         }
                     }
@@ -326,8 +329,7 @@ impl Shm {
             .map_or(JOIN_TIMEOUT, Duration::from_secs);
         let deadline = Instant::now() + timeout;
         let leave = |e: WorldError| {
-            h.members[rank].state.store(LEFT, Ordering::Release);
-            let _ = super::sys::unlink(&system::mailbox_segment(name, rank));
+            system.leave(rank);
             e
         };
         // Everyone joins.
@@ -537,11 +539,7 @@ impl Transport for Shm {
                 inner.rank
             ));
         }
-        h.members[inner.rank].state.store(LEFT, Ordering::Release);
-        let _ = super::sys::unlink(&system::mailbox_segment(&inner.system.name, inner.rank));
-        if inner.system.last_out() {
-            let _ = super::sys::unlink(&system::segment(&inner.system.name));
-        }
+        inner.system.leave(inner.rank);
     }
 
     fn as_any(&self) -> &dyn std::any::Any {

@@ -228,6 +228,9 @@ pub(super) fn receive(inner: Arc<Inner>, sink: Arc<dyn Sink>, polled: bool) {
             spin_hint();
             continue;
         }
+        // A sender's wake-up never rests on this timeout (`ring.rs`): the
+        // thread wakes every `CHECK_EVERY` only to write its heartbeat and
+        // look for dead members (`check`), which no wake-up would tell it.
         ring.sleep(CHECK_EVERY);
     }
 }
