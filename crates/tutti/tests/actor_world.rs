@@ -360,11 +360,26 @@ fn ask_a_stopped_actor(world: &World) {
             .lookup::<Calc>(format!("calc/{}", node.world().locations() - 1))
             .await
             .unwrap();
+        // A question that waits in the actor when it stops (one handled, the
+        // others queued behind it) gets what a question after the stop gets.
+        let waiting = victim.ask(Stall);
         node.barrier().await;
         if node.id().index() == 0 {
+            let n = node.world().locations() as u64;
+            let mut tries = 0;
+            while node.stats().served < n {
+                tries += 1;
+                assert!(
+                    tries < 10_000,
+                    "the stalls were not served: {:?}",
+                    node.stats()
+                );
+                tutti::sleep(Duration::from_millis(1)).await;
+            }
             calc.stop();
             calc.wait().await;
         }
+        assert_eq!(waiting.await, Err(RemoteError::Stopped));
         node.barrier().await;
         // A question to a stopped actor is an error, not a hang.
         assert_eq!(victim.ask(Square(3)).await, Err(RemoteError::Stopped));

@@ -21,8 +21,10 @@
 //! [`Pending::take`] — and hands out the requests (`Tell`, `Ask`) and the
 //! owner's own control messages for the owner to serve. An owner that learns
 //! that a peer is gone calls [`Conversation::peer_gone`]: every question pending
-//! on that peer fails with an error naming it. Requests are served by the owner
-//! (it knows its targets and their types); a question is answered with
+//! on that peer fails with an error naming it. Requests are served by the
+//! owner: the distributed actors' node and the RPC endpoint through the one
+//! serving side below; an RMI location, which runs its methods inside its own
+//! task, itself (`rmi/execute.rs`). A question is answered with
 //! [`Conversation::answer`].
 //!
 //! # Frames
@@ -80,11 +82,54 @@
 //! which has no error value to return from `async_rmi`, panics *on the location
 //! that sent the bad bytes* when the notice reaches it — naming the location and
 //! rank that rejected them and the cause — while the receiving location goes on.
+//!
+//! # The serving side
+//!
+//! Serving a request is as shared as asking one (`serve.rs`). An owner that
+//! serves implements [`Server`](serve::Server) with what is its own — its
+//! targets by number, its control messages, whether it serves a peer now, how
+//! it tells a sender that a statement was not delivered — and hands each
+//! arrival to [`serve::receive`]. A target is a [`Target`](serve::Target): it
+//! decodes a request with its message table and hands it on (an actor's
+//! mailbox through the one adapter, [`ActorTarget`](serve::ActorTarget); an
+//! RPC object's sequential group). Every request frame is served by
+//! [`serve::serve`], by these rules, in this order:
+//!
+//! | the request | what happens | the sender learns | counted |
+//! |---|---|---|---|
+//! | from a peer the owner does not serve now | dropped | through the owner's protocol (a node's `Leaving`) | dead letter |
+//! | a `Tell` run of more than one message | rejected | `Rejected` notice | malformed |
+//! | no such message type for the target, or a payload that does not decode | rejected | a question: `Fault` naming the cause; a statement: notice | malformed |
+//! | a `Tell` the target takes | queued there | nothing | served |
+//! | a `Tell` with no target, or one that refuses it (stopped, full) | dead letter | the owner's way: a node's `DeadLetter`, an endpoint's notice | dead letter |
+//! | an `Ask` the target takes | answered once the target replies: `Reply`, or `Fault` (below) | the answer | served |
+//! | an `Ask` with no target, or one that refuses it | `Fault`: `NoTarget` or `Full` | the fault | — |
+//!
+//! * **S1. Every question gets one answer.** A question that is served is
+//!   answered exactly once: its reply, or a `Fault`; an owner withholds an
+//!   answer only to a peer it no longer sends to (a node that left — the
+//!   asker's question fails there on `Leaving`).
+//! * **S2. A reply that never comes is one refusal** ([`serve::refusal`]): a
+//!   question dropped by an actor is `NoTarget` — an actor drops its
+//!   questions only as it stops, and a question that arrives just after the
+//!   stop is `NoTarget` too, so the asker learns the same thing whichever
+//!   came first (as a local `ask` reports `Stopped` for both); dropped by an
+//!   object that goes on (a handler that panicked) it is `Failed`, naming
+//!   why, since the target is still there; discarded by a full mailbox it is
+//!   `Full`; a reply that does not encode is `Failed` with the cause.
+//! * **S3. No task per answer.** The reply's waker sends the answer, from
+//!   the task that replied: nothing is queued between the handler and the
+//!   link.
+//! * **S4. Counted, then told.** What is rejected is counted (and its cause
+//!   kept as the owner's last error) before the sender is told, so a sender
+//!   that waits for the notice sees the count; a notice from a peer that
+//!   rejected this end's bytes is counted as rejected, naming the peer.
 
 mod conversation;
 mod error;
 mod link;
 mod pending;
+pub(crate) mod serve;
 mod wire;
 mod world;
 

@@ -137,7 +137,7 @@ impl Inner {
         // What is still in the inbox (our own messages to ourselves) is dead.
         loc.flush();
         while let Some(d) = loc.try_recv() {
-            self.dead_letters.fetch_add(1, Ordering::Relaxed);
+            self.serving.dead_letter();
             drop(d);
         }
         drop(loc);

@@ -129,8 +129,8 @@ mod link;
 mod monitor;
 mod node;
 mod protocol;
+mod receive;
 mod registry;
-mod serve;
 
 pub use addr::{RemoteAddr, RemoteAsk, RemoteRef};
 pub use error::{NodeLookupError, NodeRegisterError, RemoteError};
@@ -139,9 +139,13 @@ pub use node::{Leave, Node};
 
 pub(crate) use node::Inner;
 
-/// Counters of a node's undeliverable traffic.
+/// Counters of a node's traffic that arrived, and of what could not be
+/// delivered.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct NodeStats {
+    /// Tells and asks from other nodes (and this one) handed to an exported
+    /// actor's mailbox.
+    pub served: u64,
     /// Tells that arrived here and could not be delivered (no such actor, stopped,
     /// full, or after this node began leaving).
     pub dead_letters: u64,

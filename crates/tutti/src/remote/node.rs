@@ -16,10 +16,10 @@ use serde::Serialize;
 use super::link::NodeLink;
 use super::protocol::{Answer, Control, CONTROL};
 use super::{home_index, NodeLookupError, NodeRegisterError, NodeStats, RemoteAddr, RemoteError};
-use crate::actor::{Actor, Addr, AskError, MonitorRef, Name};
+use crate::actor::{Actor, Addr, MonitorRef, Name};
+use crate::call::serve::{ActorTarget, ServeCounters, Target};
 use crate::call::{Conversation, Question, Refusal};
-use crate::msg::codec::Frame;
-use crate::msg::{Dispatch, MsgId, RemoteReply};
+use crate::msg::{Dispatch, MsgId};
 use crate::world::{Collective, Location, LocationId, World};
 
 /// One location's actor node: its exported actors, its questions waiting for
@@ -45,11 +45,11 @@ pub(crate) struct Inner {
     pub(super) exports: Mutex<HashMap<u64, Export>>,
     /// The registry entries this location is the home of.
     pub(super) home: Mutex<HashMap<String, HomeEntry>>,
-    pub(super) dead_letters: AtomicU64,
+    /// What the node counts as it serves (the core's serving side), and the
+    /// last error.
+    pub(super) serving: ServeCounters,
+    /// Tells of this node that the receiving node reported as dead letters.
     pub(super) undelivered: AtomicU64,
-    pub(super) malformed: AtomicU64,
-    pub(super) rejected: AtomicU64,
-    pub(super) last_error: Mutex<Option<String>>,
     /// The receiving task has ended.
     pub(super) ended: AtomicBool,
     /// This node's monitors of remote actors, by monitor id (`monitor.rs`).
@@ -77,7 +77,7 @@ pub(super) struct State {
 
 /// An exported actor.
 pub(super) struct Export {
-    pub(super) target: Arc<dyn Exported>,
+    pub(super) target: Arc<dyn Target>,
     pub(super) names: Vec<Name>,
     pub(super) monitor: MonitorRef,
     /// Nodes monitoring the actor: (location, monitor id there).
@@ -88,37 +88,6 @@ pub(super) struct HomeEntry {
     pub(super) type_name: String,
     pub(super) location: u32,
     pub(super) actor: u64,
-}
-
-/// An exported actor with its type erased: queues a decoded frame in its mailbox.
-pub(super) trait Exported: Send + Sync {
-    /// Queues the `Tell`/`Ask` frame; for an `Ask`, the reply to wait for.
-    fn incoming(&self, frame: &Frame<'_>) -> Result<Option<RemoteReply>, Refusal>;
-    fn type_name(&self) -> &'static str;
-}
-
-struct Export_<A: Actor> {
-    addr: Addr<A>,
-    dispatch: Dispatch<A>,
-}
-
-impl<A: Actor> Exported for Export_<A> {
-    fn incoming(&self, frame: &Frame<'_>) -> Result<Option<RemoteReply>, Refusal> {
-        let incoming = self
-            .dispatch
-            .incoming(frame)
-            .map_err(|e| Refusal::Failed(e.to_string()))?;
-        match self.addr.enqueue(incoming.envelope) {
-            Ok(()) => Ok(incoming.reply),
-            // Dropping the envelope closes its reply slot (nobody waits on it).
-            Err((_, AskError::Full)) => Err(Refusal::Full),
-            Err(_) => Err(Refusal::NoTarget),
-        }
-    }
-
-    fn type_name(&self) -> &'static str {
-        std::any::type_name::<A>()
-    }
 }
 
 pub(super) use crate::loom::lock;
@@ -149,11 +118,8 @@ impl Node {
             }),
             exports: Mutex::new(HashMap::new()),
             home: Mutex::new(HashMap::new()),
-            dead_letters: AtomicU64::new(0),
+            serving: ServeCounters::default(),
             undelivered: AtomicU64::new(0),
-            malformed: AtomicU64::new(0),
-            rejected: AtomicU64::new(0),
-            last_error: Mutex::new(None),
             ended: AtomicBool::new(false),
             watches: Mutex::new(HashMap::new()),
             next_watch: AtomicU64::new(0),
@@ -161,11 +127,10 @@ impl Node {
         let watcher: Arc<dyn crate::world::RankDeath> = Arc::clone(&inner) as _;
         loc.watch_deaths(Arc::downgrade(&watcher));
         // Detached: it ends when the node has left.
-        drop(
-            world
-                .runtime()
-                .spawn(super::serve::receive(Arc::clone(&inner), Arc::clone(&loc))),
-        );
+        drop(world.runtime().spawn(super::receive::receive(
+            Arc::clone(&inner),
+            Arc::clone(&loc),
+        )));
         Node { inner, loc }
     }
 
@@ -213,10 +178,7 @@ impl Node {
                 inner.actor_stopped(actor, &down.reason.to_string());
             }
         });
-        let target: Arc<dyn Exported> = Arc::new(Export_ {
-            addr: addr.clone(),
-            dispatch,
-        });
+        let target: Arc<dyn Target> = Arc::new(ActorTarget::new(addr.clone(), dispatch));
         let mut exports = lock(&self.inner.exports);
         let mut stale = None;
         let replaced = exports.remove(&actor);
@@ -397,13 +359,14 @@ impl Node {
 
     /// The node's counters of undeliverable traffic.
     pub fn stats(&self) -> NodeStats {
-        let i = &self.inner;
+        let s = self.inner.serving.snapshot();
         NodeStats {
-            dead_letters: i.dead_letters.load(Ordering::Relaxed),
-            undelivered: i.undelivered.load(Ordering::Relaxed),
-            malformed: i.malformed.load(Ordering::Relaxed),
-            rejected: i.rejected.load(Ordering::Relaxed),
-            last_error: lock(&i.last_error).clone(),
+            served: s.served,
+            dead_letters: s.dead_letters,
+            undelivered: self.inner.undelivered.load(Ordering::Relaxed),
+            malformed: s.malformed,
+            rejected: s.rejected,
+            last_error: s.last_error,
         }
     }
 
@@ -547,7 +510,7 @@ impl Inner {
     }
 
     pub(super) fn note_error(&self, why: String) {
-        *lock(&self.last_error) = Some(why);
+        self.serving.note(why);
     }
 
     /// Sends what the node's location has buffered.

@@ -1,4 +1,7 @@
-//! The core over an in-memory link: two ends, frames queued per destination.
+//! The core over an in-memory link: two ends, frames queued per destination;
+//! the serving side's tests are in `serve.rs`.
+
+mod serve;
 
 use std::collections::VecDeque;
 use std::sync::Arc;
