@@ -58,6 +58,16 @@ impl Remote for Secret {
     const NAME: &'static str = "test.rpc.Secret";
 }
 
+/// Its handler panics.
+#[derive(Serialize, Deserialize)]
+struct Boom;
+impl Message for Boom {
+    type Reply = ();
+}
+impl Remote for Boom {
+    const NAME: &'static str = "test.rpc.Boom";
+}
+
 #[derive(Default)]
 struct Store(std::collections::BTreeMap<String, i64>);
 
@@ -65,6 +75,7 @@ impl Object for Store {
     type Context = ();
     fn remote(t: &mut Dispatch<Self>) -> Result<(), RegistryError> {
         t.register::<Put>()?.register::<Get>()?.register::<Nap>()?;
+        t.register::<Boom>()?;
         Ok(())
     }
 }
@@ -86,6 +97,11 @@ impl Handler<Nap> for Store {
 }
 impl Handler<Secret> for Store {
     async fn handle(&mut self, _: Secret, _: &mut ()) {}
+}
+impl Handler<Boom> for Store {
+    async fn handle(&mut self, _: Boom, _: &mut ()) {
+        panic!("boom on purpose")
+    }
 }
 
 fn server() -> (Rpc, String) {
@@ -370,6 +386,48 @@ impl Handler<Put> for Tally {
         self.0 += m.1;
         Some(self.0)
     }
+}
+impl Handler<Nap> for Tally {
+    async fn handle(&mut self, m: Nap, _: &mut Context<Self>) -> u64 {
+        tutti::sleep(Duration::from_millis(m.0)).await;
+        m.0
+    }
+}
+
+#[test]
+fn a_reply_that_never_comes_is_refused_for_what_its_target_is() {
+    // A published object goes on after a handler that panicked: its call
+    // fails naming why, and the next call is served.
+    let (server, url) = server();
+    let c = client();
+    let p = c.proxy::<Store>(&url).unwrap();
+    match p.call_blocking(Boom) {
+        Err(RpcError::Fault { why, .. }) => assert!(why.contains("no reply"), "{why}"),
+        other => panic!("a panicking handler: {other:?}"),
+    }
+    assert_eq!(p.call_blocking(Get("x".into())).unwrap(), None);
+    // An actor that stops with a call waiting: that call finds no object,
+    // as the next one does.
+    let mut table = Dispatch::new();
+    table.register::<Put>().unwrap().register::<Nap>().unwrap();
+    let tally = actor::spawn(Tally(0));
+    let url = server
+        .publish_actor("test/tally/stopping", &tally, table)
+        .unwrap();
+    let t = c.proxy::<Tally>(&url.to_string()).unwrap();
+    let before = server.stats().served;
+    let waiting = {
+        let t = t.clone();
+        tutti::spawn(async move { t.call(Nap(60_000)).await })
+    };
+    eventually("the nap to be served", || {
+        server.stats().served == before + 1
+    });
+    tally.stop();
+    let e = waiting.join().unwrap_err();
+    assert!(matches!(e, RpcError::NoObject { .. }), "{e}");
+    let e = t.call_blocking(Put(String::new(), 1)).unwrap_err();
+    assert!(matches!(e, RpcError::NoObject { .. }), "{e}");
 }
 
 #[test]

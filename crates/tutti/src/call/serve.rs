@@ -156,6 +156,12 @@ impl ServeCounters {
         self.dead_letters.fetch_add(1, Ordering::Relaxed);
     }
 
+    /// Counts bytes rejected here (outside a conversation's frames: a
+    /// refused handshake).
+    pub(crate) fn malformed(&self) {
+        self.malformed.fetch_add(1, Ordering::Relaxed);
+    }
+
     /// Keeps `why` as the last error.
     pub(crate) fn note(&self, why: String) {
         *lock(&self.last_error) = Some(why);

@@ -1,17 +1,17 @@
 //! The endpoint's shared state and what it does with each arrival: the
-//! handshake (server side), requests served by the published objects (as
-//! `remote/serve.rs` serves exported actors), answers filed by the core, and
-//! the end of a connection (pending calls fail, failure callbacks fire).
+//! handshake (server side); after it, every frame goes through the core's
+//! serving side ([`crate::call::serve`]: answers filed, calls served to the
+//! published objects, rejections counted), the endpoint adding only what is
+//! its own (a control message after the handshake is rejected; a oneway call
+//! that cannot be delivered is answered with a notice); and the end of a
+//! connection (pending calls fail, failure callbacks fire).
 
-use crate::loom::{AtomicBool, AtomicU64, Ordering};
+use std::any::Any;
 use std::collections::HashMap;
-use std::future::Future;
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
 use std::os::fd::AsRawFd;
-use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context as TaskContext, Poll, Wake, Waker};
 use std::time::Duration;
 
 use mio::unix::SourceFd;
@@ -21,12 +21,11 @@ use super::failure::{Callbacks, Failure};
 use super::link::{Conn, ConnId, Conns, Side};
 use super::protocol::{self, Hello, HELLO, REFUSED, VERSION, WELCOME};
 use super::reactor::{token, After};
-use super::vendor::Desk;
 use super::{RpcError, RpcStats};
-use crate::call::{CallError, Conversation, Received, Refusal};
-use crate::loom::{lock, Mutex};
-use crate::msg::codec::{self, Format, Frame, FrameKind, Limits, HEADER_LEN};
-use crate::msg::RemoteReply;
+use crate::call::serve::{self, ServeCounters, Server, Target};
+use crate::call::{CallError, Conversation, Refusal};
+use crate::loom::{lock, AtomicBool, AtomicU64, Mutex, Ordering};
+use crate::msg::codec::{self, Format, Frame, FrameKind, Header, Limits, HEADER_LEN};
 
 pub(crate) struct Config {
     pub(crate) cookie: String,
@@ -36,25 +35,25 @@ pub(crate) struct Config {
     pub(crate) max_frame: u64,
 }
 
-/// Counters behind [`RpcStats`].
+/// Counters behind [`RpcStats`]: the calling side's, the connections', and
+/// the core's serving side's (with the last error).
 #[derive(Default)]
 pub(crate) struct Counters {
     pub(crate) calls: AtomicU64,
     pub(crate) oneway_sent: AtomicU64,
     pub(crate) oneway_failed: AtomicU64,
-    pub(crate) served: AtomicU64,
-    pub(crate) dead_letters: AtomicU64,
-    pub(crate) malformed: AtomicU64,
-    pub(crate) rejected: AtomicU64,
     pub(crate) refused_connections: AtomicU64,
     pub(crate) connects: AtomicU64,
     pub(crate) connections_ended: AtomicU64,
+    pub(crate) serving: ServeCounters,
 }
 
-/// A published object: its path and its desk.
+/// A published object: its path, the target its calls from connections are
+/// served to, and its typed path for local proxies (an `Arc<dyn Deliver<O>>`).
 pub(crate) struct Published {
     pub(crate) path: String,
-    pub(crate) desk: Arc<dyn Desk>,
+    pub(crate) target: Arc<dyn Target>,
+    pub(crate) local: Box<dyn Any + Send + Sync>,
 }
 
 pub(crate) struct Inner {
@@ -63,70 +62,17 @@ pub(crate) struct Inner {
     pub(crate) config: Config,
     /// Where this endpoint listens, if it does.
     pub(crate) local: Option<SocketAddr>,
-    pub(crate) desks: Mutex<HashMap<u64, Published>>,
+    /// The published objects, by target number ([`target_of`] their path).
+    pub(crate) published: Mutex<HashMap<u64, Published>>,
     /// The open connection to each host, per payload format.
     hosts: Mutex<HashMap<(SocketAddr, Format), ConnId>>,
     /// Held while connecting, so that concurrent first calls share one connection.
     connecting: Mutex<()>,
     pub(crate) callbacks: Callbacks,
     pub(crate) counters: Counters,
-    last_error: Mutex<Option<String>>,
     registry: Registry,
     waker: mio::Waker,
     closed: AtomicBool,
-}
-
-/// Sends the answer to a call once its object has replied: the reply's own
-/// waker writes the answer, from the task that replied — no task of its own,
-/// no hop through the runtime's queues between the handler and the socket.
-struct Answering {
-    inner: Arc<Inner>,
-    to: ConnId,
-    corr: u64,
-    /// `None` once answered.
-    reply: Mutex<Option<RemoteReply>>,
-}
-
-impl Answering {
-    fn start(inner: Arc<Inner>, to: ConnId, corr: u64, reply: RemoteReply) {
-        let a = Arc::new(Answering {
-            inner,
-            to,
-            corr,
-            reply: Mutex::new(Some(reply)),
-        });
-        a.try_answer();
-    }
-
-    /// Polls the reply (registering this as its waker) and answers once it is there.
-    fn try_answer(self: &Arc<Self>) {
-        let mut slot = lock(&self.reply);
-        let Some(reply) = slot.as_mut() else {
-            return;
-        };
-        let waker = Waker::from(Arc::clone(self));
-        let out = match Pin::new(reply).poll(&mut TaskContext::from_waker(&waker)) {
-            Poll::Pending => return,
-            Poll::Ready(out) => out,
-        };
-        *slot = None;
-        drop(slot);
-        let r = match &out {
-            Ok(bytes) => Ok(&bytes[..]),
-            Err(e) => Err(Refusal::Failed(e.to_string())),
-        };
-        let _ = self.inner.conv.answer(self.to, self.corr, r);
-    }
-}
-
-impl Wake for Answering {
-    fn wake(self: Arc<Self>) {
-        self.try_answer();
-    }
-
-    fn wake_by_ref(self: &Arc<Self>) {
-        self.try_answer();
-    }
 }
 
 /// The target number frames carry for the object at `path`.
@@ -147,12 +93,11 @@ impl Inner {
             conns,
             config,
             local,
-            desks: Mutex::new(HashMap::new()),
+            published: Mutex::new(HashMap::new()),
             hosts: Mutex::new(HashMap::new()),
             connecting: Mutex::new(()),
             callbacks: Callbacks::default(),
             counters: Counters::default(),
-            last_error: Mutex::new(None),
             registry,
             waker,
             closed: AtomicBool::new(false),
@@ -160,7 +105,7 @@ impl Inner {
     }
 
     pub(crate) fn note_error(&self, why: String) {
-        *lock(&self.last_error) = Some(why);
+        self.counters.serving.note(why);
     }
 
     pub(crate) fn is_closed(&self) -> bool {
@@ -176,19 +121,20 @@ impl Inner {
     pub(crate) fn stats(&self) -> RpcStats {
         let c = &self.counters;
         let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        let s = c.serving.snapshot();
         RpcStats {
             calls: get(&c.calls),
             oneway_sent: get(&c.oneway_sent),
             oneway_failed: get(&c.oneway_failed),
-            served: get(&c.served),
-            dead_letters: get(&c.dead_letters),
-            malformed: get(&c.malformed),
-            rejected: get(&c.rejected),
+            served: s.served,
+            dead_letters: s.dead_letters,
+            malformed: s.malformed,
+            rejected: s.rejected,
             refused_connections: get(&c.refused_connections),
             connects: get(&c.connects),
             connections_ended: get(&c.connections_ended),
             open_connections: self.conns.len() as u64,
-            last_error: lock(&self.last_error).clone(),
+            last_error: s.last_error,
         }
     }
 
@@ -302,8 +248,15 @@ impl Inner {
                 .then(|| f.decode::<Hello>().ok())
                 .flatten()
         });
-        let refuse = |why: String, counter: &AtomicU64| {
-            counter.fetch_add(1, Ordering::Relaxed);
+        // `malformed`: bytes that are not a handshake, else a client refused.
+        let refuse = |why: String, malformed: bool| {
+            if malformed {
+                self.counters.serving.malformed();
+            } else {
+                self.counters
+                    .refused_connections
+                    .fetch_add(1, Ordering::Relaxed);
+            }
             if let Ok(f) = protocol::frame(REFUSED, &why) {
                 let _ = conn.write(&f);
             }
@@ -311,18 +264,17 @@ impl Inner {
             self.note_error(why.clone());
             After::End(why)
         };
-        let c = &self.counters;
         match hello {
-            None => refuse("the first frame is not a handshake".into(), &c.malformed),
+            None => refuse("the first frame is not a handshake".into(), true),
             Some(h) if h.version != VERSION => refuse(
                 format!(
                     "protocol version {} (this endpoint speaks {VERSION})",
                     h.version
                 ),
-                &c.refused_connections,
+                false,
             ),
             Some(h) if !protocol::same_cookie(&h.cookie, &self.config.cookie) => {
-                refuse("wrong cookie".into(), &c.refused_connections)
+                refuse("wrong cookie".into(), false)
             }
             Some(h) => {
                 conn.set_format(h.format);
@@ -340,92 +292,13 @@ impl Inner {
     /// A stream that lost its place: the peer is told why (best effort) and
     /// the connection ends.
     pub(crate) fn reject_stream(&self, conn: &Arc<Conn>, why: &str) {
-        self.counters.malformed.fetch_add(1, Ordering::Relaxed);
-        let bad = self.conv.reject(conn.id, None, why.to_string());
-        self.note_error(bad.to_string());
+        serve::reject(self, conn.id, None, why);
     }
 
     /// One frame of an open connection.
     pub(crate) fn on_frame(self: &Arc<Self>, conn: &Arc<Conn>, bytes: &[u8]) -> After {
-        let from = conn.id;
-        for r in self.conv.receive(from, bytes) {
-            match r {
-                Received::Request(frame) => self.on_request(conn, &frame),
-                Received::Control(frame) => {
-                    self.reject(from, &frame, "a control message after the handshake")
-                }
-                Received::Rejected(cause) => {
-                    self.counters.rejected.fetch_add(1, Ordering::Relaxed);
-                    self.note_error(format!(
-                        "{} rejected a message from here: {cause}",
-                        conn.peer_url()
-                    ));
-                }
-                Received::Answered(_) => {}
-                Received::Bad(bad) => {
-                    self.counters.malformed.fetch_add(1, Ordering::Relaxed);
-                    self.note_error(bad.to_string());
-                }
-            }
-        }
+        serve::receive(self, conn.id, bytes, conn.format());
         After::Go
-    }
-
-    fn reject(&self, from: ConnId, frame: &Frame<'_>, cause: &str) {
-        // Counted before the sender is told, so that it sees the count.
-        self.counters.malformed.fetch_add(1, Ordering::Relaxed);
-        let bad = self.conv.reject(from, Some(frame.header()), cause);
-        self.note_error(bad.to_string());
-    }
-
-    /// A call (`Ask`) or a oneway call (`Tell`) for a published object.
-    fn on_request(self: &Arc<Self>, conn: &Arc<Conn>, frame: &Frame<'_>) {
-        let h = *frame.header();
-        let from = conn.id;
-        if h.kind == FrameKind::Tell && h.corr != 0 {
-            let why = format!(
-                "a run of {} calls in one frame (a connection takes one per frame)",
-                h.corr.saturating_add(1)
-            );
-            return self.reject(from, frame, &why);
-        }
-        let desk = lock(&self.desks)
-            .get(&h.target)
-            .map(|p| Arc::clone(&p.desk));
-        let outcome = match desk {
-            Some(d) => d.incoming(frame, conn.format()),
-            None => Err(Refusal::NoTarget),
-        };
-        match (h.kind, outcome) {
-            (FrameKind::Tell, Ok(_)) => {
-                self.counters.served.fetch_add(1, Ordering::Relaxed);
-            }
-            // Bytes that do not decode as what they claim, or a method the
-            // object does not publish: the core's policy for bad bytes.
-            (_, Err(Refusal::Failed(why))) => self.reject(from, frame, &why),
-            (FrameKind::Tell, Err(r)) => {
-                // A oneway call that cannot be delivered: counted here, and the
-                // caller is told (it counts it too).
-                self.counters.dead_letters.fetch_add(1, Ordering::Relaxed);
-                let why = format!(
-                    "a oneway call to object #{:x} was not delivered: {r}",
-                    h.target
-                );
-                let bad = self.conv.reject(from, Some(&h), why);
-                self.note_error(bad.to_string());
-            }
-            (_, Ok(Some(reply))) => {
-                self.counters.served.fetch_add(1, Ordering::Relaxed);
-                Answering::start(Arc::clone(self), from, h.corr, reply);
-            }
-            (_, Ok(None)) => {
-                let why = Refusal::Failed("a question without a reply slot".into());
-                let _ = self.conv.answer(from, h.corr, Err(why));
-            }
-            (_, Err(r)) => {
-                let _ = self.conv.answer(from, h.corr, Err(r));
-            }
-        }
     }
 
     /// Ends a connection once: the socket is closed, the calls waiting on it
@@ -470,5 +343,41 @@ impl Inner {
             peer,
             why: "the endpoint was closed".into(),
         });
+    }
+}
+
+impl Server for Inner {
+    type Link = Arc<Conns>;
+
+    fn conversation(&self) -> &Conversation<Arc<Conns>> {
+        &self.conv
+    }
+
+    fn counters(&self) -> &ServeCounters {
+        &self.counters.serving
+    }
+
+    fn target(&self, id: u64) -> Option<Arc<dyn Target>> {
+        lock(&self.published)
+            .get(&id)
+            .map(|p| Arc::clone(&p.target))
+    }
+
+    /// After the handshake a connection carries only the conversation's
+    /// frames.
+    fn on_control(self: &Arc<Self>, from: ConnId, frame: &Frame<'_>) {
+        let why = "a control message after the handshake";
+        serve::reject(&**self, from, Some(frame.header()), why)
+    }
+
+    /// A oneway call's failure is silent to its caller, but its endpoint is
+    /// told with a notice (and counts it as rejected).
+    fn undelivered(&self, from: ConnId, h: &Header, why: Refusal) {
+        let why = format!(
+            "a oneway call to object #{:x} was not delivered: {why}",
+            h.target
+        );
+        let bad = self.conv.reject(from, Some(h), why);
+        self.note_error(bad.to_string());
     }
 }

@@ -45,7 +45,9 @@ pub enum RpcError {
         /// The deadline that passed.
         after: Duration,
     },
-    /// Nothing is published at the URL (or it was withdrawn).
+    /// Nothing is published at the URL (or it was withdrawn), or the actor
+    /// published there has stopped (also while the call waited in its
+    /// mailbox).
     NoObject {
         /// The object's URL.
         url: String,

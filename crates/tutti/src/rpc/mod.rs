@@ -107,14 +107,16 @@ pub use proxy::Proxy;
 pub use url::Url;
 pub use vendor::Vendor;
 
+use std::any::Any;
 use std::net::TcpListener;
 use std::sync::Arc;
 use std::time::Duration;
 
 use endpoint::{target_of, Config, Inner, Published};
-use vendor::{ActorDesk, Deliver, Desk, GroupDesk};
+use vendor::{Deliver, GroupedObject};
 
 use crate::actor::{Actor, Addr};
+use crate::call::serve::{ActorTarget, Target};
 use crate::loom::lock;
 use crate::msg::codec::Format;
 use crate::msg::{Dispatch, Object};
@@ -130,7 +132,9 @@ pub struct RpcStats {
     pub oneway_failed: u64,
     /// Calls and oneway calls from connections handed to published objects.
     pub served: u64,
-    /// Oneway calls that arrived here for no published object (the caller is told).
+    /// Oneway calls that arrived here and could not be delivered: no object
+    /// published at their path, an actor that stopped or whose mailbox is full
+    /// (the caller is told).
     pub dead_letters: u64,
     /// Frames rejected here under the bad-bytes policy (bad header or length,
     /// unknown method, undecodable body, a bad handshake).
@@ -300,22 +304,30 @@ impl Rpc {
         Ok(Url::new(a.ip().to_string(), a.port(), path.to_string()))
     }
 
-    fn add(&self, path: &str, desk: Arc<dyn Desk>) -> Result<Url, RpcError> {
+    /// Publishes `target` at `path`; `local` is its typed path for local
+    /// proxies (an `Arc<dyn Deliver<O>>`).
+    fn add(
+        &self,
+        path: &str,
+        target: Arc<dyn Target>,
+        local: Box<dyn Any + Send + Sync>,
+    ) -> Result<Url, RpcError> {
         let url = self.url_of(path)?;
-        let mut desks = lock(&self.inner.desks);
-        let target = target_of(path);
-        if let Some(p) = desks.get(&target) {
+        let mut published = lock(&self.inner.published);
+        let id = target_of(path);
+        if let Some(p) = published.get(&id) {
             return Err(RpcError::Taken(if p.path == path {
                 path.to_string()
             } else {
                 format!("{path} (its hash is that of {})", p.path)
             }));
         }
-        desks.insert(
-            target,
+        published.insert(
+            id,
             Published {
                 path: path.to_string(),
-                desk,
+                target,
+                local,
             },
         );
         Ok(url)
@@ -330,8 +342,9 @@ impl Rpc {
     {
         let mut table = Dispatch::new();
         O::remote(&mut table).map_err(|e| RpcError::Publish(e.to_string()))?;
-        let desk = GroupDesk::new(obj, O::Context::default(), vendor, table);
-        self.add(path, Arc::new(desk))
+        let object = GroupedObject::new(obj, O::Context::default(), vendor, table);
+        let local = object.deliver();
+        self.add(path, Arc::new(object), Box::new(local))
     }
 
     /// Publishes a running actor at `path`: its calls queue in its mailbox
@@ -343,17 +356,17 @@ impl Rpc {
         addr: &Addr<A>,
         dispatch: Dispatch<A>,
     ) -> Result<Url, RpcError> {
-        let desk = ActorDesk {
-            addr: addr.clone(),
-            dispatch,
-        };
-        self.add(path, Arc::new(desk))
+        let target = Arc::new(ActorTarget::new(addr.clone(), dispatch));
+        let local: Arc<dyn Deliver<A>> = Arc::clone(&target) as _;
+        self.add(path, target, Box::new(local))
     }
 
     /// Withdraws the object at `path`: later calls get
     /// [`RpcError::NoObject`]. Whether it was published.
     pub fn withdraw(&self, path: &str) -> bool {
-        lock(&self.inner.desks).remove(&target_of(path)).is_some()
+        lock(&self.inner.published)
+            .remove(&target_of(path))
+            .is_some()
     }
 
     /// A proxy for the object of type `O` at `url`, binary payloads.
@@ -372,13 +385,12 @@ impl Rpc {
                 && (l.ip() == addr.ip() || (l.ip().is_unspecified() && addr.ip().is_loopback()))
         });
         if here {
-            if let Some(p) = lock(&self.inner.desks).get(&target_of(url.path())) {
-                let any = p.desk.local();
-                return match any.downcast::<Arc<dyn Deliver<O>>>() {
-                    Ok(d) => Ok(Proxy::local(Arc::clone(&self.inner), url, *d)),
-                    Err(_) => Err(RpcError::WrongType {
+            if let Some(p) = lock(&self.inner.published).get(&target_of(url.path())) {
+                return match p.local.downcast_ref::<Arc<dyn Deliver<O>>>() {
+                    Some(d) => Ok(Proxy::local(Arc::clone(&self.inner), url, Arc::clone(d))),
+                    None => Err(RpcError::WrongType {
                         url: url.to_string(),
-                        published: p.desk.type_name(),
+                        published: p.target.type_name(),
                     }),
                 };
             }

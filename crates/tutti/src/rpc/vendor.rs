@@ -1,7 +1,8 @@
-//! Vendors: where a published object's calls run. A published object sits
-//! behind a desk that takes each call — a typed envelope from a local proxy,
-//! or a frame decoded by the object's [`Dispatch`] table from a connection —
-//! and hands it to the object's vendor:
+//! Vendors: where a published object's calls run. A published object is a
+//! target of the core's serving side ([`Target`]) that takes each call — a
+//! typed envelope from a local proxy ([`Deliver`]), or a frame decoded by the
+//! object's [`Dispatch`] table from a connection — and hands it to the
+//! object's vendor:
 //!
 //! * an **actor** (`Rpc::publish_actor`) is its own vendor: calls queue in its
 //!   mailbox and its task handles them one at a time, in arrival order, in
@@ -11,10 +12,10 @@
 //!   the calls of all of them are serialized (CSP-style: one at a time, in
 //!   submission order).
 
-use std::any::Any;
 use std::sync::Arc;
 
-use crate::actor::{Actor, Addr, AskError};
+use crate::actor::Actor;
+use crate::call::serve::{ActorTarget, Target};
 use crate::call::Refusal;
 use crate::loom::{lock, Mutex};
 use crate::msg::codec::{Format, Frame};
@@ -51,59 +52,16 @@ pub(crate) trait Deliver<O: Object>: Send + Sync {
     fn deliver(&self, e: Envelope<O>) -> Result<(), Refusal>;
 }
 
-/// A published object with its type erased: takes frames from connections.
-pub(crate) trait Desk: Send + Sync {
-    /// Decodes `frame` (payload in `format`) and hands the call to the vendor;
-    /// for a question, the future of its encoded reply.
-    fn incoming(&self, frame: &Frame<'_>, format: Format) -> Result<Option<RemoteReply>, Refusal>;
-    /// The object's type (for errors).
-    fn type_name(&self) -> &'static str;
-    /// `Arc<dyn Deliver<O>>` for the object's type `O`, for local proxies.
-    fn local(&self) -> Box<dyn Any + Send>;
-}
-
-/// An actor published as is.
-pub(crate) struct ActorDesk<A: Actor> {
-    pub(crate) addr: Addr<A>,
-    pub(crate) dispatch: Dispatch<A>,
-}
-
-impl<A: Actor> Deliver<A> for ActorDesk<A> {
+impl<A: Actor> Deliver<A> for ActorTarget<A> {
     fn deliver(&self, e: Envelope<A>) -> Result<(), Refusal> {
-        self.addr.enqueue(e).map_err(|(_, why)| match why {
-            AskError::Full => Refusal::Full,
-            _ => Refusal::NoTarget,
-        })
-    }
-}
-
-impl<A: Actor> Desk for ActorDesk<A> {
-    fn incoming(&self, frame: &Frame<'_>, format: Format) -> Result<Option<RemoteReply>, Refusal> {
-        let incoming = self
-            .dispatch
-            .incoming_in(frame, format)
-            .map_err(|e| Refusal::Failed(e.to_string()))?;
-        self.deliver(incoming.envelope)?;
-        Ok(incoming.reply)
-    }
-
-    fn type_name(&self) -> &'static str {
-        std::any::type_name::<A>()
-    }
-
-    fn local(&self) -> Box<dyn Any + Send> {
-        let d: Arc<dyn Deliver<A>> = Arc::new(ActorDesk {
-            addr: self.addr.clone(),
-            dispatch: Dispatch::new(),
-        });
-        Box::new(d)
+        self.enqueue(e)
     }
 }
 
 /// A plain object in a sequential group. The object is taken out of its slot
 /// for each call and put back after it (also if the handler panics); the group
 /// runs one call at a time, so the slot is never empty when a call starts.
-pub(crate) struct GroupDesk<O: Object> {
+pub(crate) struct GroupedObject<O: Object> {
     inner: Arc<GroupInner<O>>,
     dispatch: Dispatch<O>,
 }
@@ -113,19 +71,24 @@ struct GroupInner<O: Object> {
     group: Arc<SequentialGroup>,
 }
 
-impl<O: Object> GroupDesk<O> {
+impl<O: Object> GroupedObject<O> {
     pub(crate) fn new(obj: O, ctx: O::Context, vendor: Vendor, dispatch: Dispatch<O>) -> Self {
         let group = match vendor {
             Vendor::Sequential => Arc::new(SequentialGroup::new()),
             Vendor::Group(g) => g,
         };
-        GroupDesk {
+        GroupedObject {
             inner: Arc::new(GroupInner {
                 slot: Mutex::new(Some((obj, ctx))),
                 group,
             }),
             dispatch,
         }
+    }
+
+    /// The typed path to the object, for local proxies.
+    pub(crate) fn deliver(&self) -> Arc<dyn Deliver<O>> {
+        Arc::new(Arc::clone(&self.inner))
     }
 }
 
@@ -163,8 +126,8 @@ impl<O: Object> Deliver<O> for Arc<GroupInner<O>> {
     }
 }
 
-impl<O: Object> Desk for GroupDesk<O> {
-    fn incoming(&self, frame: &Frame<'_>, format: Format) -> Result<Option<RemoteReply>, Refusal> {
+impl<O: Object> Target for GroupedObject<O> {
+    fn take(&self, frame: &Frame<'_>, format: Format) -> Result<Option<RemoteReply>, Refusal> {
         let incoming = self
             .dispatch
             .incoming_in(frame, format)
@@ -173,12 +136,12 @@ impl<O: Object> Desk for GroupDesk<O> {
         Ok(incoming.reply)
     }
 
-    fn type_name(&self) -> &'static str {
-        std::any::type_name::<O>()
+    /// The object goes on after a call whose handler panicked.
+    fn dropped_means_stopped(&self) -> bool {
+        false
     }
 
-    fn local(&self) -> Box<dyn Any + Send> {
-        let d: Arc<dyn Deliver<O>> = Arc::new(Arc::clone(&self.inner));
-        Box::new(d)
+    fn type_name(&self) -> &'static str {
+        std::any::type_name::<O>()
     }
 }
