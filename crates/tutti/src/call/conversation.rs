@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-use super::pending::{Answer, Completed, Pending, Question};
+use super::pending::{Answer, Completed, Pending, Question, ReplyBody};
 use super::wire::{FrameBuf, REJECTED};
 use super::{BadFrame, CallError, Link, LinkError, Refusal};
 use crate::msg::codec::{self, Frame, FrameKind, Frames, Header};
@@ -275,7 +275,7 @@ impl<L: Link> Conversation<L> {
         match h.kind {
             FrameKind::Tell | FrameKind::Ask => Received::Request(frame),
             FrameKind::Reply => {
-                let answer = Answer::Bytes(frame.payload().to_vec());
+                let answer = ReplyBody::Bytes(frame.payload().to_vec());
                 self.file(from, h.corr, Ok(answer))
             }
             FrameKind::Fault => match frame.decode::<Refusal>() {
@@ -314,13 +314,8 @@ impl<L: Link> Conversation<L> {
     }
 
     /// Files an answer to question `corr` from `from`.
-    fn file<'a>(
-        &self,
-        from: L::Peer,
-        corr: u64,
-        outcome: Result<Answer, CallError<L::Peer>>,
-    ) -> Received<'a, L::Peer> {
-        match self.pending.complete(corr, from, outcome) {
+    fn file<'a>(&self, from: L::Peer, corr: u64, answer: Answer<L::Peer>) -> Received<'a, L::Peer> {
+        match self.pending.complete(corr, from, answer) {
             Completed::Done | Completed::Late => Received::Answered(corr),
             Completed::WrongPeer => {
                 let bad = self.bad(

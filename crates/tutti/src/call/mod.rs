@@ -17,7 +17,7 @@
 //! Whoever owns the receiving side (a location's task, an RPC connection's
 //! reader) hands each arrival to [`Conversation::receive`] with the peer it came
 //! from. The core files answers itself — completing the question they answer,
-//! whose asker awaits a [`Question`] or takes the outcome with
+//! whose asker awaits a [`Question`] or takes the [`Answer`] with
 //! [`Pending::take`] — and hands out the requests (`Tell`, `Ask`) and the
 //! owner's own control messages for the owner to serve. An owner that learns
 //! that a peer is gone calls [`Conversation::peer_gone`]: every question pending
@@ -50,9 +50,9 @@
 //! # Typed and framed
 //!
 //! Between locations of one process nothing is framed: requests move as typed
-//! values, and an answer is filed as a value ([`Answer::Value`]) in the same
+//! values, and an answer is filed as a value ([`ReplyBody::Value`]) in the same
 //! pending table, under the same correlation ids, as the encoded answers from
-//! other processes ([`Answer::Bytes`]). Only bytes can be bad.
+//! other processes ([`ReplyBody::Bytes`]). Only bytes can be bad.
 //!
 //! # Bad bytes
 //!
@@ -140,6 +140,6 @@ pub(crate) use conversation::{with_scratch, Conversation, Received};
 pub(crate) use error::{BadFrame, CallError, Refusal};
 pub(crate) use link::{Link, LinkError};
 #[allow(unused_imports)]
-pub(crate) use pending::{Answer, Completed, Outcome, Pending, Question};
+pub(crate) use pending::{Answer, Completed, Pending, Question, ReplyBody};
 #[allow(unused_imports)]
 pub(crate) use wire::{FrameBuf, Run, MAX_RUN, REJECTED};

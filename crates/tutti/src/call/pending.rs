@@ -25,31 +25,31 @@ use std::task::{Context, Poll, Waker};
 use super::CallError;
 use crate::loom::{lock, AtomicU64, Mutex, Ordering};
 
-/// An answer as it arrives: the reply's encoded bytes (from another process),
-/// or the reply itself (from a location of the same process: moved, never
+/// A reply as it arrives: its encoded bytes (from another process), or the
+/// reply itself (from a location of the same process: moved, never
 /// serialized).
-pub(crate) enum Answer {
+pub(crate) enum ReplyBody {
     /// The encoded reply (a `Reply` frame's payload).
     Bytes(Vec<u8>),
     /// The reply value, its type erased.
     Value(Box<dyn Any + Send>),
 }
 
-impl fmt::Debug for Answer {
+impl fmt::Debug for ReplyBody {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Answer::Bytes(b) => write!(f, "Answer::Bytes({} bytes)", b.len()),
-            Answer::Value(_) => f.write_str("Answer::Value(..)"),
+            ReplyBody::Bytes(b) => write!(f, "ReplyBody::Bytes({} bytes)", b.len()),
+            ReplyBody::Value(_) => f.write_str("ReplyBody::Value(..)"),
         }
     }
 }
 
-/// The outcome of a question.
-pub(crate) type Outcome<P> = Result<Answer, CallError<P>>;
+/// The answer to a question: its reply, or why there is none.
+pub(crate) type Answer<P> = Result<ReplyBody, CallError<P>>;
 
 struct Entry<P> {
     peer: P,
-    outcome: Option<Outcome<P>>,
+    answer: Option<Answer<P>>,
     waker: Option<Waker>,
 }
 
@@ -95,24 +95,24 @@ impl<P: Copy + Eq> Pending<P> {
             corr,
             Entry {
                 peer,
-                outcome: None,
+                answer: None,
                 waker: None,
             },
         );
         corr
     }
 
-    /// Files the outcome of question `corr`, answered by `from`, and wakes its
+    /// Files the answer to question `corr`, answered by `from`, and wakes its
     /// asker.
-    pub(crate) fn complete(&self, corr: u64, from: P, outcome: Outcome<P>) -> Completed {
+    pub(crate) fn complete(&self, corr: u64, from: P, answer: Answer<P>) -> Completed {
         let waker = {
             let mut t = lock(&self.table);
             match t.get_mut(&corr) {
-                Some(e) if e.outcome.is_none() => {
+                Some(e) if e.answer.is_none() => {
                     if e.peer != from {
                         return Completed::WrongPeer;
                     }
-                    e.outcome = Some(outcome);
+                    e.answer = Some(answer);
                     e.waker.take()
                 }
                 _ => {
@@ -128,12 +128,12 @@ impl<P: Copy + Eq> Pending<P> {
         Completed::Done
     }
 
-    /// The outcome of question `corr` if it has one (the entry ends), else
+    /// The answer to question `corr` if it has one (the entry ends), else
     /// `Pending` with `cx`'s waker kept for when it does.
-    pub(crate) fn poll(&self, corr: u64, cx: &mut Context<'_>) -> Poll<Outcome<P>> {
+    pub(crate) fn poll(&self, corr: u64, cx: &mut Context<'_>) -> Poll<Answer<P>> {
         let mut t = lock(&self.table);
         match t.get_mut(&corr) {
-            Some(e) => match e.outcome.take() {
+            Some(e) => match e.answer.take() {
                 Some(o) => {
                     t.remove(&corr);
                     Poll::Ready(o)
@@ -152,14 +152,14 @@ impl<P: Copy + Eq> Pending<P> {
         }
     }
 
-    /// Whether question `corr` has an outcome (or is no longer asked), without
+    /// Whether question `corr` has its answer (or is no longer asked), without
     /// taking it; if not, `cx`'s waker is kept for when it does. For an asker
     /// that receives its answers itself but must also learn of a failure that
     /// arrives another way (its peer's rank died).
     pub(crate) fn watch(&self, corr: u64, cx: &mut Context<'_>) -> bool {
         let mut t = lock(&self.table);
         match t.get_mut(&corr) {
-            Some(e) if e.outcome.is_none() => {
+            Some(e) if e.answer.is_none() => {
                 match &mut e.waker {
                     Some(w) if w.will_wake(cx.waker()) => {}
                     slot => *slot = Some(cx.waker().clone()),
@@ -170,11 +170,11 @@ impl<P: Copy + Eq> Pending<P> {
         }
     }
 
-    /// The outcome of question `corr` if it has one (the entry ends); for an
+    /// The answer to question `corr` if it has one (the entry ends); for an
     /// asker that receives its answers itself and needs no waker.
-    pub(crate) fn take(&self, corr: u64) -> Option<Outcome<P>> {
+    pub(crate) fn take(&self, corr: u64) -> Option<Answer<P>> {
         let mut t = lock(&self.table);
-        let o = t.get_mut(&corr)?.outcome.take()?;
+        let o = t.get_mut(&corr)?.answer.take()?;
         t.remove(&corr);
         Some(o)
     }
@@ -205,11 +205,11 @@ impl<P: Copy + Eq> Pending<P> {
         {
             let mut t = lock(&self.table);
             for e in t.values_mut() {
-                if e.outcome.is_none() && which(e.peer) {
-                    e.outcome = Some(Err(error(e.peer)));
+                if e.answer.is_none() && which(e.peer) {
+                    e.answer = Some(Err(error(e.peer)));
                     n += 1;
                     // An entry without a waker still counts: its asker finds the
-                    // outcome when it looks.
+                    // answer when it looks.
                     wakers.extend(e.waker.take());
                 }
             }
@@ -233,7 +233,7 @@ impl<P: Copy + Eq> Pending<P> {
     }
 }
 
-/// The answer to one question, as a future: completes with the outcome;
+/// The answer to one question, as a future: completes with it;
 /// dropping it first gives the question up.
 #[must_use = "futures do nothing unless polled"]
 pub(crate) struct Question<P: Copy + Eq> {
@@ -260,9 +260,9 @@ impl<P: Copy + Eq> Question<P> {
 }
 
 impl<P: Copy + Eq> Future for Question<P> {
-    type Output = Outcome<P>;
+    type Output = Answer<P>;
 
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Outcome<P>> {
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Answer<P>> {
         let out = self.pending.poll(self.corr, cx);
         if out.is_ready() {
             self.done = true;

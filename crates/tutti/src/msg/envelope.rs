@@ -112,13 +112,14 @@ struct AskNode<O: Object, M: Message> {
     msg: ManuallyDrop<M>,
 }
 
-/// The handler's future with its output routed to the reply slot (if any).
-struct Answer<F, R> {
+/// A handler's future that replies with its output: routed to the reply slot
+/// (if any).
+struct Replying<F, R> {
     fut: F,
     responder: Option<Responder<R>>,
 }
 
-impl<F: Future<Output = R>, R> Future for Answer<F, R> {
+impl<F: Future<Output = R>, R> Future for Replying<F, R> {
     type Output = ();
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
@@ -179,7 +180,7 @@ impl<O: Handler<M>, M: Message> TellNode<O, M> {
             let msg = Self::unpack_into(h, &mut batch.frees);
             let fut = (*obj).handle(msg, &mut *ctx);
             Running::place_with(
-                Answer {
+                Replying {
                     fut,
                     responder: None,
                 },
@@ -200,7 +201,7 @@ impl<O: Handler<M>, M: Message> TellNode<O, M> {
             let msg = Self::unpack_into(h, &mut batch.frees);
             let fut = (*obj).handle(msg, &mut *ctx);
             Running::run_with(
-                Answer {
+                Replying {
                     fut,
                     responder: None,
                 },
@@ -273,7 +274,7 @@ impl<O: Handler<M>, M: Message> AskNode<O, M> {
             let (msg, responder) = Self::unpack(h);
             let fut = (*obj).handle(msg, &mut *ctx);
             Running::place_with(
-                Answer {
+                Replying {
                     fut,
                     responder: Some(responder),
                 },
@@ -294,7 +295,7 @@ impl<O: Handler<M>, M: Message> AskNode<O, M> {
             let (msg, responder) = Self::unpack(h);
             let fut = (*obj).handle(msg, &mut *ctx);
             Running::run_with(
-                Answer {
+                Replying {
                     fut,
                     responder: Some(responder),
                 },

@@ -10,7 +10,7 @@ use std::task::{Context, Poll};
 
 use super::{Inner, RemoteError};
 use crate::actor::Actor;
-use crate::call::{Answer, Question};
+use crate::call::{Question, ReplyBody};
 use crate::msg::codec;
 use crate::msg::{Handler, Remote};
 use crate::world::LocationId;
@@ -238,10 +238,10 @@ impl<R: serde::de::DeserializeOwned> Future for RemoteAsk<R> {
             AskState::Waiting(w) => match Pin::new(w).poll(cx) {
                 Poll::Pending => Poll::Pending,
                 Poll::Ready(Err(e)) => Poll::Ready(Err(e.into())),
-                Poll::Ready(Ok(Answer::Bytes(bytes))) => Poll::Ready(
+                Poll::Ready(Ok(ReplyBody::Bytes(bytes))) => Poll::Ready(
                     codec::decode::<R>(&bytes).map_err(|e| RemoteError::BadReply(e.to_string())),
                 ),
-                Poll::Ready(Ok(Answer::Value(_))) => Poll::Ready(Err(RemoteError::BadReply(
+                Poll::Ready(Ok(ReplyBody::Value(_))) => Poll::Ready(Err(RemoteError::BadReply(
                     "a typed reply where an encoded one was expected".into(),
                 ))),
             },

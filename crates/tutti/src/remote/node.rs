@@ -14,7 +14,7 @@ use std::task::{Context, Poll, Waker};
 use serde::Serialize;
 
 use super::link::NodeLink;
-use super::protocol::{Answer, Control, CONTROL};
+use super::protocol::{Control, RegistryReply, CONTROL};
 use super::{home_index, NodeLookupError, NodeRegisterError, NodeStats, RemoteAddr, RemoteError};
 use crate::actor::{Actor, Addr, MonitorRef, Name};
 use crate::call::serve::{ActorTarget, ServeCounters, Target};
@@ -271,8 +271,8 @@ impl Node {
         };
         let answer = answer.await.map_err(|_| home_left())?;
         match answer {
-            Answer::Registered => Ok(()),
-            Answer::Taken {
+            RegistryReply::Registered => Ok(()),
+            RegistryReply::Taken {
                 location,
                 actor: by,
             } => {
@@ -309,7 +309,7 @@ impl Node {
             .await
             .map_err(|_| home_left())?;
         match answer {
-            Answer::Found {
+            RegistryReply::Found {
                 type_name,
                 location,
                 actor,
@@ -352,7 +352,7 @@ impl Node {
             actor,
         };
         match self.inner.request(home, &request)?.await? {
-            Answer::Unregistered(done) => Ok(done),
+            RegistryReply::Unregistered(done) => Ok(done),
             _ => Ok(false),
         }
     }

@@ -6,7 +6,7 @@
 //! |---|---|---|
 //! | `Tell` | `msg` = message id, `target` = actor id (one message per frame) | the message |
 //! | `Ask` | as `Tell`, plus `corr` (the asker's question id) | the message |
-//! | `Reply` | `corr` | the reply value, or a registry [`Answer`] |
+//! | `Reply` | `corr` | the reply value, or a [`RegistryReply`] |
 //! | `Fault` | `corr` | a `call::Refusal`: why the question gets no reply |
 //! | `Control` | `msg` = [`CONTROL`]; `corr` for registry requests | a [`Control`] |
 
@@ -21,7 +21,7 @@ pub(crate) const CONTROL: MsgId = MsgId::from_name("tutti.remote.Control");
 #[derive(Debug, Serialize, Deserialize)]
 pub(crate) enum Control {
     /// To a name's home: record `name` → (sender location, `actor`). Answered
-    /// with an [`Answer`] in a `Reply` frame.
+    /// with a [`RegistryReply`] in a `Reply` frame.
     Register {
         name: String,
         type_name: String,
@@ -29,7 +29,7 @@ pub(crate) enum Control {
     },
     /// To a name's home: remove `name` if it maps to (sender location, `actor`).
     Unregister { name: String, actor: u64 },
-    /// To a name's home: where is `name`? Answered with an [`Answer`].
+    /// To a name's home: where is `name`? Answered with a [`RegistryReply`].
     Lookup { name: String },
     /// To the sender of a `Tell` that could not be delivered.
     DeadLetter { actor: u64, msg: u64, why: String },
@@ -48,9 +48,9 @@ pub(crate) enum Control {
     Down { actor: u64, watch: u64, why: String },
 }
 
-/// A name's home answers a registry request.
+/// A name's home replies to a registry request.
 #[derive(Debug, Serialize, Deserialize)]
-pub(crate) enum Answer {
+pub(crate) enum RegistryReply {
     Registered,
     Taken {
         location: u32,

@@ -7,35 +7,36 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use super::node::{lock, HomeEntry, Inner};
-use super::protocol::{Answer, Control, CONTROL};
+use super::protocol::{Control, RegistryReply, CONTROL};
 use super::RemoteError;
 use crate::actor::Name;
 use crate::call::{self, Question};
 use crate::msg::codec;
 use crate::world::LocationId;
 
-/// A registry answer: at once (this location is the home) or from the home.
-pub(super) enum RegistryAnswer {
-    Ready(Option<Answer>),
+/// A registry request's reply, as a future: at once (this location is the
+/// home) or from the home.
+pub(super) enum RegistryQuestion {
+    Ready(Option<RegistryReply>),
     Waiting(Question<LocationId>),
 }
 
-impl Future for RegistryAnswer {
-    type Output = Result<Answer, RemoteError>;
+impl Future for RegistryQuestion {
+    type Output = Result<RegistryReply, RemoteError>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         match self.get_mut() {
-            RegistryAnswer::Ready(a) => match a.take() {
+            RegistryQuestion::Ready(a) => match a.take() {
                 Some(a) => Poll::Ready(Ok(a)),
                 None => Poll::Ready(Err(RemoteError::Fault("polled after completion".into()))),
             },
-            RegistryAnswer::Waiting(q) => match Pin::new(q).poll(cx) {
-                Poll::Ready(Ok(call::Answer::Bytes(bytes))) => Poll::Ready(
-                    codec::decode::<Answer>(&bytes)
+            RegistryQuestion::Waiting(q) => match Pin::new(q).poll(cx) {
+                Poll::Ready(Ok(call::ReplyBody::Bytes(bytes))) => Poll::Ready(
+                    codec::decode::<RegistryReply>(&bytes)
                         .map_err(|e| RemoteError::BadReply(e.to_string())),
                 ),
-                Poll::Ready(Ok(call::Answer::Value(_))) => {
-                    Poll::Ready(Err(RemoteError::BadReply("a typed registry answer".into())))
+                Poll::Ready(Ok(call::ReplyBody::Value(_))) => {
+                    Poll::Ready(Err(RemoteError::BadReply("a typed registry reply".into())))
                 }
                 Poll::Ready(Err(e)) => Poll::Ready(Err(e.into())),
                 Poll::Pending => Poll::Pending,
@@ -50,12 +51,12 @@ impl Inner {
         self: &Arc<Self>,
         home: LocationId,
         c: &Control,
-    ) -> Result<RegistryAnswer, RemoteError> {
+    ) -> Result<RegistryQuestion, RemoteError> {
         if home == self.id {
             if lock(&self.state).left {
                 return Err(RemoteError::NodeLeft(self.id));
             }
-            return Ok(RegistryAnswer::Ready(Some(self.at_home(self.id, c))));
+            return Ok(RegistryQuestion::Ready(Some(self.at_home(self.id, c))));
         }
         // Opened and sent under the state lock, as every question (see `ask`).
         let st = lock(&self.state);
@@ -65,14 +66,14 @@ impl Inner {
             .conv
             .ask_with(home, |corr, buf| buf.control(ends, CONTROL, corr, c))?;
         drop(st);
-        Ok(RegistryAnswer::Waiting(Question::new(
+        Ok(RegistryQuestion::Waiting(Question::new(
             Arc::clone(self.conv.pending()),
             corr,
         )))
     }
 
     /// The home's decision on a registry request from `from`.
-    pub(super) fn at_home(&self, from: LocationId, c: &Control) -> Answer {
+    pub(super) fn at_home(&self, from: LocationId, c: &Control) -> RegistryReply {
         let mut home = lock(&self.home);
         match c {
             Control::Register {
@@ -80,7 +81,7 @@ impl Inner {
                 type_name,
                 actor,
             } => match home.get(name.as_str()) {
-                Some(e) => Answer::Taken {
+                Some(e) => RegistryReply::Taken {
                     location: e.location,
                     actor: e.actor,
                 },
@@ -93,7 +94,7 @@ impl Inner {
                             actor: *actor,
                         },
                     );
-                    Answer::Registered
+                    RegistryReply::Registered
                 }
             },
             Control::Unregister { name, actor } => {
@@ -103,17 +104,17 @@ impl Inner {
                 if mine {
                     home.remove(name.as_str());
                 }
-                Answer::Unregistered(mine)
+                RegistryReply::Unregistered(mine)
             }
             Control::Lookup { name } => match home.get(name.as_str()) {
-                Some(e) => Answer::Found {
+                Some(e) => RegistryReply::Found {
                     type_name: e.type_name.clone(),
                     location: e.location,
                     actor: e.actor,
                 },
-                None => Answer::NotFound,
+                None => RegistryReply::NotFound,
             },
-            _ => Answer::NotFound,
+            _ => RegistryReply::NotFound,
         }
     }
 

@@ -21,7 +21,7 @@ use std::sync::Arc;
 
 use super::request::{Answer as MethodAnswer, Call, Chain, Invoke, Request, Response, RunOf};
 use super::{HandlerContext, Location};
-use crate::call::{Answer, CallError, FrameBuf, Link, Received, Refusal};
+use crate::call::{CallError, FrameBuf, Link, Received, Refusal, ReplyBody};
 use crate::msg::codec::{self, Frame, FrameKind};
 use crate::msg::{Handler, MsgId, Remote};
 use crate::world::{Delivery, LocationId};
@@ -383,11 +383,11 @@ impl Location {
         let outcome = self.conv().pending().take(corr)?;
         let to = LocationId::new(dest as u32);
         let why = match outcome {
-            Ok(Answer::Value(v)) => match v.downcast::<M::Reply>() {
+            Ok(ReplyBody::Value(v)) => match v.downcast::<M::Reply>() {
                 Ok(r) => return Some(*r),
                 Err(_) => "a reply of another type".to_string(),
             },
-            Ok(Answer::Bytes(b)) => match codec::decode::<M::Reply>(&b) {
+            Ok(ReplyBody::Bytes(b)) => match codec::decode::<M::Reply>(&b) {
                 Ok(r) => return Some(r),
                 Err(e) => format!("a reply that does not decode: {e}"),
             },
@@ -411,7 +411,7 @@ impl Location {
         if to == me {
             self.conv()
                 .pending()
-                .complete(corr, me, Ok(Answer::Value(reply)));
+                .complete(corr, me, Ok(ReplyBody::Value(reply)));
             return;
         }
         if to.index() / self.inner.per_rank == self.inner.rank {
@@ -451,7 +451,7 @@ impl Location {
                 // from the wrong peer unless the runtime is broken.
                 self.conv()
                     .pending()
-                    .complete(resp.corr, from, Ok(Answer::Value(resp.reply)));
+                    .complete(resp.corr, from, Ok(ReplyBody::Value(resp.reply)));
             } else {
                 let bad =
                     self.conv()

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use super::endpoint::{target_of, Inner};
 use super::vendor::Deliver;
 use super::{RpcError, Url};
-use crate::call::{with_scratch, Answer, CallError, Question, Refusal};
+use crate::call::{with_scratch, Answer, CallError, Question, Refusal, ReplyBody};
 use crate::msg::codec::Format;
 use crate::msg::{Envelope, Handler, NoReply, Object, Remote};
 use crate::runtime::timeout_at;
@@ -161,7 +161,7 @@ impl<O: Object> Proxy<O> {
             Route::Remote { addr, format } => {
                 let q = self.ask(*addr, *format, &msg)?;
                 match timeout_at(until, q).await {
-                    Ok(outcome) => self.answer::<M::Reply>(*format, outcome),
+                    Ok(answer) => self.answer::<M::Reply>(*format, answer),
                     Err(_) => Err(timeout()),
                 }
             }
@@ -253,14 +253,14 @@ impl<O: Object> Proxy<O> {
     fn answer<R: serde::de::DeserializeOwned>(
         &self,
         format: Format,
-        outcome: Result<Answer, CallError<super::link::ConnId>>,
+        answer: Answer<super::link::ConnId>,
     ) -> Result<R, RpcError> {
-        match outcome {
-            Ok(Answer::Bytes(b)) => format.decode::<R>(&b).map_err(|e| RpcError::BadAnswer {
+        match answer {
+            Ok(ReplyBody::Bytes(b)) => format.decode::<R>(&b).map_err(|e| RpcError::BadAnswer {
                 url: self.url.to_string(),
                 why: e.to_string(),
             }),
-            Ok(Answer::Value(_)) => Err(RpcError::BadAnswer {
+            Ok(ReplyBody::Value(_)) => Err(RpcError::BadAnswer {
                 url: self.url.to_string(),
                 why: "a typed value where bytes were expected".into(),
             }),

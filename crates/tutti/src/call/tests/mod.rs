@@ -161,7 +161,7 @@ fn a_question_is_answered() {
     let got: Vec<_> = a.receive(from, &bytes).collect();
     assert!(matches!(got[..], [Received::Answered(c)] if c == h.corr));
     match crate::block_on(q) {
-        Ok(Answer::Bytes(b)) => assert_eq!(crate::msg::codec::decode::<u64>(&b), Ok(42)),
+        Ok(ReplyBody::Bytes(b)) => assert_eq!(crate::msg::codec::decode::<u64>(&b), Ok(42)),
         other => panic!("{other:?}"),
     }
     assert_eq!(a.pending().len(), 0);

@@ -151,7 +151,7 @@ fn an_actor_serves_a_question_and_is_counted() {
     deliver_to_server(&net, &desk);
     answers_reach_the_asker(&net, &a, 1);
     match crate::block_on(q) {
-        Ok(Answer::Bytes(b)) => assert_eq!(crate::msg::codec::decode::<u64>(&b), Ok(41)),
+        Ok(ReplyBody::Bytes(b)) => assert_eq!(crate::msg::codec::decode::<u64>(&b), Ok(41)),
         other => panic!("{other:?}"),
     }
     let s = desk.counters.snapshot();
