@@ -208,6 +208,7 @@ impl<O: Handler<M>, M: Message> TellNode<O, M> {
                 &mut batch.spare,
                 cx,
             )
+            .pending()
         }
     }
 
@@ -302,6 +303,7 @@ impl<O: Handler<M>, M: Message> AskNode<O, M> {
                 &mut batch.spare,
                 cx,
             )
+            .pending()
         }
     }
 

@@ -120,7 +120,7 @@ pub use registry::{
 pub use remote::{MsgId, Remote};
 pub use reply::{NoReply, Reply, Responder};
 pub use running::Handle;
-pub(crate) use running::{Running, Spare};
+pub(crate) use running::{Running, Spare, Started};
 
 /// What a caller that handles many messages in a row (the actor loop's turn) keeps
 /// between them: the block of a handler that completed, for the next one, and envelope

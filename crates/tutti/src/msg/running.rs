@@ -21,6 +21,11 @@
 //! directly: a future that completes on that first poll — most handlers — never gets a
 //! header, and its block stays the spare.
 //!
+//! A future's output is handed back by the poll that completes it
+//! ([`Running<O>`](Running)); [`Running::start`] is the safe form for a future that
+//! borrows nothing (`'static`), which is how RMI runs its methods and gets back
+//! what each returns.
+//!
 //! Blocks are at least [`MIN_BLOCK`] bytes, aligned to [`BLOCK_ALIGN`]; a future that
 //! needs a stricter alignment gets a dedicated block that is freed, not cached. Each
 //! thread caches at most [`CACHED_BLOCKS`] blocks (two, so that a handler that handles a
@@ -41,9 +46,9 @@ pub(crate) const BLOCK_ALIGN: usize = 16;
 /// Blocks each thread keeps for reuse.
 const CACHED_BLOCKS: usize = 2;
 
-/// The start of every block.
+/// The start of every block; `O` is the future's output.
 #[repr(C)]
-struct BlockHeader {
+struct BlockHeader<O> {
     /// The block's allocation layout.
     size: usize,
     align: usize,
@@ -51,11 +56,11 @@ struct BlockHeader {
     offset: usize,
     /// Set once the future has completed and been dropped in place.
     done: bool,
-    poll: unsafe fn(*mut u8, &mut Context<'_>) -> Poll<()>,
+    poll: unsafe fn(*mut u8, &mut Context<'_>) -> Poll<O>,
     drop: unsafe fn(*mut u8),
 }
 
-unsafe fn poll_in_place<F: Future<Output = ()>>(p: *mut u8, cx: &mut Context<'_>) -> Poll<()> {
+unsafe fn poll_in_place<F: Future>(p: *mut u8, cx: &mut Context<'_>) -> Poll<F::Output> {
     // SAFETY: `p` points at a live `F` that never moves (it stays in its block until it
     // is dropped in place).
     unsafe { Pin::new_unchecked(&mut *p.cast::<F>()) }.poll(cx)
@@ -203,23 +208,56 @@ impl Drop for Spare {
     }
 }
 
-/// A type-erased future, placed in a block, polled in place.
+/// A type-erased future with output `O`, placed in a block, polled in place.
 ///
 /// `Running` is one pointer. It owns the block and the future in it.
-pub(crate) struct Running {
-    block: NonNull<BlockHeader>,
+pub(crate) struct Running<O = ()> {
+    block: NonNull<BlockHeader<O>>,
 }
 
-// SAFETY: `place_with` only accepts `Send` futures, and the block is owned exclusively.
-unsafe impl Send for Running {}
+// SAFETY: `place_with` only accepts `Send` futures, and the block is owned exclusively;
+// the output is only ever handed out by value, by the poll that completes the future.
+unsafe impl<O> Send for Running<O> {}
 
-impl Running {
+/// What [`Running::run_with`] and [`Running::start`] did with a future: it completed on
+/// its first poll (its output), or it is pending, placed for further polls.
+pub(crate) enum Started<O> {
+    /// It completed: its output.
+    Done(O),
+    /// It is pending: poll it on.
+    Running(Running<O>),
+}
+
+impl<O> Started<O> {
+    /// The placed future if it is still running (its output, if it completed, is
+    /// dropped).
+    #[inline]
+    pub(crate) fn pending(self) -> Option<Running<O>> {
+        match self {
+            Started::Done(_) => None,
+            Started::Running(r) => Some(r),
+        }
+    }
+}
+
+impl<O> Running<O> {
+    /// [`run_with`](Running::run_with) for a future that borrows nothing (`'static`):
+    /// nothing it uses can go away before it does, so no promise is needed.
+    #[inline]
+    pub(crate) fn start<F>(future: F, spare: &mut Spare, cx: &mut Context<'_>) -> Started<O>
+    where
+        F: Future<Output = O> + Send + 'static,
+    {
+        // SAFETY: the future is `'static`: it borrows nothing that could end before it.
+        unsafe { Running::run_with(future, spare, cx) }
+    }
+
     /// [`place_with`](Running::place_with) without a spare block (tests).
     ///
     /// # Safety
     /// As for `place_with`.
     #[cfg(test)]
-    pub(crate) unsafe fn place<F: Future<Output = ()> + Send>(future: F) -> Running {
+    pub(crate) unsafe fn place<F: Future<Output = O> + Send>(future: F) -> Running<O> {
         // SAFETY: forwarded.
         unsafe { Running::place_with(future, &mut Spare::default()) }
     }
@@ -230,11 +268,11 @@ impl Running {
     /// # Safety
     /// Whatever `future` borrows must stay valid, and not be used by anyone else, until
     /// the returned `Running` has completed or been dropped (the lifetime is erased).
-    pub(crate) unsafe fn place_with<F: Future<Output = ()> + Send>(
+    pub(crate) unsafe fn place_with<F: Future<Output = O> + Send>(
         future: F,
         spare: &mut Spare,
-    ) -> Running {
-        let header = Layout::new::<BlockHeader>();
+    ) -> Running<O> {
+        let header = Layout::new::<BlockHeader<O>>();
         let (with_fut, offset) = header
             .extend(Layout::new::<F>())
             .expect("tutti: handler future too large");
@@ -250,7 +288,7 @@ impl Running {
             }
             (p, layout.size(), layout.align())
         };
-        let block = p.cast::<BlockHeader>();
+        let block = p.cast::<BlockHeader<O>>();
         // SAFETY: the block is fresh, large enough for the header and for `F` at
         // `offset`, and aligned for both.
         unsafe {
@@ -271,19 +309,19 @@ impl Running {
 
     /// Moves `future` into `spare`'s block (or a fresh one) and polls it there once. If
     /// it completes — the common case — it is dropped in place, the block stays in
-    /// `spare` for the next future and `None` is returned: no header is written and the
-    /// poll is a direct call. If it is pending, the block gets its header and becomes
+    /// `spare` for the next future and its output is returned: no header is written and
+    /// the poll is a direct call. If it is pending, the block gets its header and becomes
     /// the returned `Running`. A panic while polling drops the future in place, keeps
     /// the block, and propagates.
     ///
     /// # Safety
     /// As for [`place_with`](Running::place_with).
-    pub(crate) unsafe fn run_with<F: Future<Output = ()> + Send>(
+    pub(crate) unsafe fn run_with<F: Future<Output = O> + Send>(
         future: F,
         spare: &mut Spare,
         cx: &mut Context<'_>,
-    ) -> Option<Running> {
-        let header = Layout::new::<BlockHeader>();
+    ) -> Started<O> {
+        let header = Layout::new::<BlockHeader<O>>();
         let (with_fut, offset) = header
             .extend(Layout::new::<F>())
             .expect("tutti: handler future too large");
@@ -292,8 +330,8 @@ impl Running {
             // SAFETY: forwarded.
             let mut r = unsafe { Running::place_with(future, spare) };
             return match r.poll(cx) {
-                Poll::Ready(()) => None,
-                Poll::Pending => Some(r),
+                Poll::Ready(out) => Started::Done(out),
+                Poll::Pending => Started::Running(r),
             };
         }
         let (p, size) = spare.take(with_fut.size());
@@ -325,10 +363,10 @@ impl Running {
         let polled = unsafe { Pin::new_unchecked(&mut *fut) }.poll(cx);
         match polled {
             // The guard keeps the block and drops the finished future.
-            Poll::Ready(()) => None,
+            Poll::Ready(out) => Started::Done(out),
             Poll::Pending => {
                 std::mem::forget(unwind);
-                let block = p.cast::<BlockHeader>();
+                let block = p.cast::<BlockHeader<O>>();
                 // SAFETY: the block's start is free for the header and aligned for it.
                 unsafe {
                     block.write(BlockHeader {
@@ -339,7 +377,7 @@ impl Running {
                         poll: poll_in_place::<F>,
                         drop: drop_in_place::<F>,
                     });
-                    Some(Running {
+                    Started::Running(Running {
                         block: NonNull::new_unchecked(block),
                     })
                 }
@@ -348,30 +386,34 @@ impl Running {
     }
 
     /// Polls the future; once it is ready it is dropped in place (releasing its
-    /// borrows) and later polls return `Ready` at once.
-    pub(crate) fn poll(&mut self, cx: &mut Context<'_>) -> Poll<()> {
+    /// borrows) and its output returned.
+    ///
+    /// # Panics
+    /// If polled again after that.
+    pub(crate) fn poll(&mut self, cx: &mut Context<'_>) -> Poll<O> {
         let h = self.block.as_ptr();
         // SAFETY: we own the block; its header is initialised.
         unsafe {
-            if (*h).done {
-                return Poll::Ready(());
-            }
+            assert!(
+                !(*h).done,
+                "tutti: a placed future was polled after it completed"
+            );
             let fut = h.cast::<u8>().add((*h).offset);
             match ((*h).poll)(fut, cx) {
                 Poll::Pending => Poll::Pending,
-                Poll::Ready(()) => {
+                Poll::Ready(out) => {
                     // Mark first: if the drop panics, the future must not be dropped
                     // again by `Drop`.
                     (*h).done = true;
                     ((*h).drop)(fut);
-                    Poll::Ready(())
+                    Poll::Ready(out)
                 }
             }
         }
     }
 }
 
-impl Running {
+impl<O> Running<O> {
     /// Keeps the block of a completed future as `spare` (if it has none and the block
     /// is a cacheable one); otherwise drops as usual.
     pub(crate) fn recycle(self, spare: &mut Spare) {
@@ -387,12 +429,12 @@ impl Running {
     }
 }
 
-impl Drop for Running {
+impl<O> Drop for Running<O> {
     fn drop(&mut self) {
         let h = self.block.as_ptr();
         /// Frees the block even if the future's destructor panics.
-        struct Free(*mut BlockHeader);
-        impl Drop for Free {
+        struct Free<O>(*mut BlockHeader<O>);
+        impl<O> Drop for Free<O> {
             fn drop(&mut self) {
                 // SAFETY: the header is initialised; the block is ours and unused after.
                 unsafe {
@@ -416,7 +458,8 @@ impl Drop for Running {
 /// one message, applied to a borrowed object and context, run in place.
 #[must_use = "a handler does nothing unless awaited"]
 pub struct Handle<'a> {
-    running: Running,
+    /// `None` once the handler has completed.
+    running: Option<Running>,
     _borrows: PhantomData<&'a mut ()>,
 }
 
@@ -425,7 +468,7 @@ impl<'a> Handle<'a> {
     /// `running` borrows nothing that outlives `'a`.
     pub(crate) unsafe fn new(running: Running) -> Self {
         Handle {
-            running,
+            running: Some(running),
             _borrows: PhantomData,
         }
     }
@@ -434,8 +477,16 @@ impl<'a> Handle<'a> {
 impl Future for Handle<'_> {
     type Output = ();
 
+    /// Later polls after completion return `Ready` at once.
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        self.running.poll(cx)
+        let Some(running) = self.running.as_mut() else {
+            return Poll::Ready(());
+        };
+        let done = running.poll(cx);
+        if done.is_ready() {
+            self.running = None;
+        }
+        done
     }
 }
 
@@ -522,7 +573,7 @@ mod tests {
         let d = CountDrop(drops.clone());
         // SAFETY: the futures borrow nothing.
         let done = unsafe { Running::run_with(async move { drop(d) }, &mut spare, &mut cx) };
-        assert!(done.is_none());
+        assert!(matches!(done, Started::Done(())));
         assert_eq!(drops.load(Ordering::SeqCst), 1);
         let block = spare.0.expect("the block stays as the spare").0.as_ptr() as usize;
         // A pending future keeps the block (and the spare is empty meanwhile).
@@ -538,6 +589,7 @@ mod tests {
                 &mut cx,
             )
         }
+        .pending()
         .expect("pending");
         assert_eq!(pending.block.as_ptr() as usize, block);
         assert!(spare.0.is_none());
@@ -561,6 +613,34 @@ mod tests {
         assert!(r.is_err());
         assert_eq!(drops.load(Ordering::SeqCst), 3);
         assert!(spare.0.is_some());
+    }
+
+    #[test]
+    fn start_hands_back_the_output_at_once_or_when_the_placed_future_completes() {
+        let mut spare = Spare::default();
+        let waker = std::task::Waker::noop();
+        let mut cx = Context::from_waker(waker);
+        let owned = String::from("moved in");
+        match Running::start(async move { owned.len() }, &mut spare, &mut cx) {
+            Started::Done(n) => assert_eq!(n, 8),
+            Started::Running(_) => panic!("completes on its first poll"),
+        }
+        // A future that waits once: its output comes from the poll that completes it.
+        let mut waited = false;
+        let once = std::future::poll_fn(move |cx| {
+            if std::mem::replace(&mut waited, true) {
+                Poll::Ready(vec![1u8, 2, 3])
+            } else {
+                cx.waker().wake_by_ref();
+                Poll::Pending
+            }
+        });
+        let Started::Running(mut r) = Running::start(once, &mut spare, &mut cx) else {
+            panic!("pending on its first poll")
+        };
+        assert_eq!(r.poll(&mut cx), Poll::Ready(vec![1, 2, 3]));
+        let again = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| r.poll(&mut cx)));
+        assert!(again.is_err(), "polled after it completed");
     }
 
     #[test]

@@ -3,17 +3,16 @@
 //! carries runs before it counts as handled), the location's own queue, the
 //! deferred requests, and serving while waiting for something else.
 
-use std::any::Any;
 use std::future::{poll_fn, Future};
 use std::pin::{pin, Pin};
 use std::task::Poll;
 
 use super::admission::{Admitted, Entry};
-use super::request::{Call, Outcome, Rep, Request};
+use super::request::{Call, MethodReply, Rep, Request, Returned};
 use super::wire::Open;
 use super::Location;
 use crate::loom::Ordering;
-use crate::msg::Spare;
+use crate::msg::{Spare, Started};
 use crate::world::{Delivery, LocationId};
 
 impl Location {
@@ -88,36 +87,32 @@ impl Location {
         object: u32,
         call: Box<dyn Call>,
         rep: Rep,
-    ) -> (Box<dyn Any + Send>, bool) {
-        let mut out: Outcome = None;
+    ) -> (MethodReply, bool) {
         let (method, count) = (call.message(), call.count() as u64);
         let mut start = Some((call, rep));
         // Each synchronous piece (the start, then every later poll) is a slice
         // of the trace, so slices never span a suspension.
         let method_kind = crate::diag::trace::What::Method(method);
-        let running = poll_fn(|cx| {
+        let started = poll_fn(|cx| {
             let (call, rep) = start.take().expect("a method starts once");
             let mut spare = Spare::default();
             let traced = crate::diag::trace::begin();
-            // SAFETY: `out` lives in this (pinned) future's state and outlives the
-            // method: it is declared before `running`, so it is dropped after it,
-            // and it is not read before the method has completed.
-            let r = unsafe { call.start(rep, self, &mut out, &mut spare, cx) };
+            let r = call.start(rep, self, &mut spare, cx);
             crate::diag::trace::end(traced, method_kind, count);
             Poll::Ready(r)
         })
         .await;
-        if let Some(mut running) = running {
-            poll_fn(|cx| {
-                let traced = crate::diag::trace::begin();
-                let r = running.poll(cx);
-                crate::diag::trace::end(traced, method_kind, count);
-                r
-            })
-            .await;
-        }
-        let Some((rep, reply)) = out.take() else {
-            unreachable!("a method that returned left its outcome")
+        let Returned { rep, reply } = match started {
+            Started::Done(returned) => returned,
+            Started::Running(mut running) => {
+                poll_fn(|cx| {
+                    let traced = crate::diag::trace::begin();
+                    let r = running.poll(cx);
+                    crate::diag::trace::end(traced, method_kind, count);
+                    r
+                })
+                .await
+            }
         };
         let deferred = {
             let mut st = self.state();

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use super::admission::{Deferred, Entry, MethodFrame, Methods, Slot};
 use super::owner::Owned;
-use super::request::{Chain, Invoke, Rep, Request};
+use super::request::{Chain, Invoke, MethodReply, Rep, Request};
 use super::wire::Open;
 use super::{Handle, HandlerContext, Local, RmiError, DEFAULT_MAX_NESTING, DEFAULT_POLL_EVERY};
 use crate::call::{Conversation, FrameBuf};
@@ -493,6 +493,9 @@ impl Location {
         if deferred {
             self.drain_deferred().await;
         }
+        let MethodReply::Value(reply) = reply else {
+            unreachable!("a method called here replies with a value")
+        };
         let Ok(mine) = reply.downcast::<M::Reply>() else {
             unreachable!("the method's reply has its message's reply type")
         };

@@ -1,5 +1,7 @@
 //! What travels between locations: a [`Request`] (a method call on a registered
-//! object, its message type erased) and, for a `sync_rmi`, a [`Response`].
+//! object, its message type erased) and, for a `sync_rmi`, a [`Response`]; and
+//! what a method returns when it runs ([`Returned`]: its representative back,
+//! and its [`MethodReply`]).
 //! Between locations of one rank they move as typed values; across ranks as
 //! frames of the request/reply core (see `wire.rs`), decoded into a [`Decoded`]
 //! call on arrival.
@@ -11,32 +13,31 @@ use std::sync::Arc;
 use std::task::Context;
 
 use super::{HandlerContext, Location};
-use crate::msg::RunBatch;
-use crate::msg::{Envelope, Handler, Message, RemoteReply, ReplyError, Running, Spare};
+use crate::msg::{Envelope, Handler, Message, RemoteReply, ReplyError, RunBatch};
+use crate::msg::{Running, Spare, Started};
 
 /// A representative, type-erased while it sits in its location's table.
 pub(crate) type Rep = Box<dyn Any + Send>;
 
-/// Where a method leaves the representative and its reply when it returns.
-pub(crate) type Outcome = Option<(Rep, Box<dyn Any + Send>)>;
-
-/// The caller's [`Outcome`] slot, as the method's future holds it.
-struct OutSlot(*mut Outcome);
-
-// SAFETY: the slot belongs to the caller's (`Send`) future, which polls the method's
-// future and does not touch the slot until that future has completed or been dropped
-// (the contract of `Call::start`).
-unsafe impl Send for OutSlot {}
-
-impl OutSlot {
-    /// Leaves the method's outcome (by value, so the future holds the whole slot).
-    fn put(self, rep: Rep, reply: Box<dyn Any + Send>) {
-        // SAFETY: the slot is valid and ours until the future completes (see above).
-        unsafe { *self.0 = Some((rep, reply)) }
-    }
+/// A method's reply, as its location answers with it.
+pub(crate) enum MethodReply {
+    /// The reply itself, its type erased (a question from this rank, and the
+    /// method `reduce_rmi` runs here).
+    Value(Box<dyn Any + Send>),
+    /// The reply encoded for an asker in another rank, or why there is none.
+    Encoded(Result<Vec<u8>, ReplyError>),
+    /// None: a statement, or a run of them.
+    Nothing,
 }
 
-/// One method call with its message; `T` is the object type.
+/// What a method returns when it completes: the representative it ran on
+/// (to go back into its slot) and its reply.
+pub(crate) struct Returned {
+    pub(crate) rep: Rep,
+    pub(crate) reply: MethodReply,
+}
+
+/// One method call with its message, for an object type it names.
 pub(crate) trait Call: Send + 'static {
     /// The object type the method belongs to.
     fn object(&self) -> TypeId;
@@ -48,23 +49,17 @@ pub(crate) trait Call: Send + 'static {
         1
     }
 
-    /// Starts the handler on `rep` (whose type is `object()`) in a reusable block
-    /// (`spare`'s, else one of the thread's) and polls it once, in place. When the
-    /// handler returns, the representative and the reply are left in `*out`.
-    /// Returns the method if it is still running (its first poll was pending).
-    ///
-    /// # Safety
-    /// `out` must stay valid, and not be used by anyone else, until the returned
-    /// [`Running`] has completed or been dropped (or, for `None`, until `start`
-    /// returns).
-    unsafe fn start(
+    /// Starts the method on `rep` (whose type is `object()`) with a context
+    /// made from `ctx`, in a reusable block (`spare`'s, else one of the
+    /// thread's), and polls it once, in place: what it returned, or the method
+    /// still running, whose output that will be.
+    fn start(
         self: Box<Self>,
         rep: Rep,
         ctx: &Location,
-        out: *mut Outcome,
         spare: &mut Spare,
         cx: &mut Context<'_>,
-    ) -> Option<Running>;
+    ) -> Started<Returned>;
 }
 
 /// `Call` for object type `T` and message `M`.
@@ -96,91 +91,63 @@ where
         std::any::type_name::<M>()
     }
 
-    unsafe fn start(
+    fn start(
         self: Box<Self>,
         rep: Rep,
         ctx: &Location,
-        out: *mut Outcome,
         spare: &mut Spare,
         cx: &mut Context<'_>,
-    ) -> Option<Running> {
-        // SAFETY: passed on from the caller.
-        unsafe { invoke::<T, M>(self.msg, rep, ctx, out, spare, cx) }
+    ) -> Started<Returned> {
+        let msg = self.msg;
+        run_method(
+            rep,
+            ctx,
+            spare,
+            cx,
+            move |mut obj: Box<T>, mut ctx| async move {
+                let reply = obj.handle(msg, &mut ctx).await;
+                Returned {
+                    rep: obj,
+                    reply: MethodReply::Value(Box::new(reply)),
+                }
+            },
+        )
     }
 }
 
-/// [`Invoke::start`] without the box: the handler of `M` on `rep`, a `T`
-/// (also the self-request fast path).
-///
-/// # Safety
-/// As [`Call::start`] (`out`'s validity).
-pub(crate) unsafe fn invoke<T, M>(
-    msg: M,
+/// What every [`Call::start`] shares: takes the representative as a `T`,
+/// makes the method's context, and starts `method` on both, in place. The
+/// method owns all it uses (`'static`), so it runs safely wherever its
+/// location's task goes, and hands back what it returns as its output.
+#[inline]
+fn run_method<T, F, Fut>(
     rep: Rep,
     ctx: &Location,
-    out: *mut Outcome,
-    spare: &mut Spare,
-    cx: &mut Context<'_>,
-) -> Option<Running>
-where
-    T: Handler<M>,
-    T::Context: HandlerContext,
-    M: Message,
-{
-    let method = move |mut obj: Box<T>, mut ctx: T::Context| async move {
-        let reply = obj.handle(msg, &mut ctx).await;
-        (obj, Box::new(reply) as Box<dyn Any + Send>)
-    };
-    // SAFETY: passed on from the caller.
-    unsafe { run_method(rep, ctx, out, spare, cx, method) }
-}
-
-/// The part every [`Call::start`] shares: takes the representative as a `T`,
-/// makes the method's context, starts `method` on both in a reusable block and
-/// leaves the representative and the reply it returns in `*out`.
-///
-/// # Safety
-/// As [`Call::start`] (`out`'s validity).
-unsafe fn run_method<T, F, Fut>(
-    rep: Rep,
-    ctx: &Location,
-    out: *mut Outcome,
     spare: &mut Spare,
     cx: &mut Context<'_>,
     method: F,
-) -> Option<Running>
+) -> Started<Returned>
 where
     T: crate::msg::Object,
     T::Context: HandlerContext,
     F: FnOnce(Box<T>, T::Context) -> Fut,
-    Fut: Future<Output = (Box<T>, Box<dyn Any + Send>)> + Send,
+    Fut: Future<Output = Returned> + Send + 'static,
 {
     let Ok(obj) = rep.downcast::<T>() else {
         unreachable!("the caller checks the representative's type")
     };
-    let running = method(obj, T::Context::from_location(ctx));
-    let out = OutSlot(out);
-    let method = async move {
-        let (obj, reply) = running.await;
-        out.put(obj as Rep, reply);
-    };
-    // SAFETY: the future borrows nothing but `out`, valid as the caller promises.
-    unsafe { Running::run_with(method, spare, cx) }
+    Running::start(method(obj, T::Context::from_location(ctx)), spare, cx)
 }
 
-/// A request that came from another rank, decoded by the object type's
+/// A question that came from another rank, decoded by the object type's
 /// [`Dispatch`](crate::msg::Dispatch) (its [`Object::remote`](crate::msg::Object::remote)
-/// table). Its reply is [`Answer`]: the encoded reply for an `Ask`.
+/// table). Its reply is [`MethodReply::Encoded`].
 pub(crate) struct Decoded<T: crate::msg::Object> {
     pub(crate) envelope: Envelope<T>,
     pub(crate) reply: Option<RemoteReply>,
     /// The message type's stable name.
     pub(crate) name: &'static str,
 }
-
-/// What a [`Decoded`] call yields: for an `Ask`, the encoded reply (or why there
-/// is none); `None` for a `Tell`.
-pub(crate) struct Answer(pub(crate) Option<Result<Vec<u8>, ReplyError>>);
 
 impl<T> Call for Decoded<T>
 where
@@ -195,27 +162,30 @@ where
         self.name
     }
 
-    unsafe fn start(
+    fn start(
         self: Box<Self>,
         rep: Rep,
         ctx: &Location,
-        out: *mut Outcome,
         spare: &mut Spare,
         cx: &mut Context<'_>,
-    ) -> Option<Running> {
+    ) -> Started<Returned> {
         let Decoded {
             envelope, reply, ..
         } = *self;
-        let method = move |mut obj: Box<T>, mut ctx: T::Context| async move {
-            envelope.handle(&mut obj, &mut ctx).await;
-            let answer = match reply {
-                Some(r) => Answer(Some(r.await)),
-                None => Answer(None),
-            };
-            (obj, Box::new(answer) as Box<dyn Any + Send>)
-        };
-        // SAFETY: passed on from the caller.
-        unsafe { run_method(rep, ctx, out, spare, cx, method) }
+        run_method(
+            rep,
+            ctx,
+            spare,
+            cx,
+            move |mut obj: Box<T>, mut ctx| async move {
+                envelope.handle(&mut obj, &mut ctx).await;
+                let reply = match reply {
+                    Some(r) => MethodReply::Encoded(r.await),
+                    None => MethodReply::Nothing,
+                };
+                Returned { rep: obj, reply }
+            },
+        )
     }
 }
 
@@ -257,23 +227,29 @@ where
         self.msgs.len()
     }
 
-    unsafe fn start(
+    fn start(
         self: Box<Self>,
         rep: Rep,
         ctx: &Location,
-        out: *mut Outcome,
         spare: &mut Spare,
         cx: &mut Context<'_>,
-    ) -> Option<Running> {
+    ) -> Started<Returned> {
         let msgs = self.msgs;
-        let method = move |mut obj: Box<T>, mut ctx: T::Context| async move {
-            for m in msgs {
-                obj.handle(m, &mut ctx).await;
-            }
-            (obj, Box::new(()) as Box<dyn Any + Send>)
-        };
-        // SAFETY: passed on from the caller.
-        unsafe { run_method(rep, ctx, out, spare, cx, method) }
+        run_method(
+            rep,
+            ctx,
+            spare,
+            cx,
+            move |mut obj: Box<T>, mut ctx| async move {
+                for m in msgs {
+                    obj.handle(m, &mut ctx).await;
+                }
+                Returned {
+                    rep: obj,
+                    reply: MethodReply::Nothing,
+                }
+            },
+        )
     }
 }
 
@@ -303,21 +279,27 @@ where
         self.batch.len
     }
 
-    unsafe fn start(
+    fn start(
         self: Box<Self>,
         rep: Rep,
         ctx: &Location,
-        out: *mut Outcome,
         spare: &mut Spare,
         cx: &mut Context<'_>,
-    ) -> Option<Running> {
+    ) -> Started<Returned> {
         let RunBatch { msgs, run, .. } = self.batch;
-        let method = move |mut obj: Box<T>, mut ctx: T::Context| async move {
-            run(msgs, &mut obj, &mut ctx).await;
-            (obj, Box::new(()) as Box<dyn Any + Send>)
-        };
-        // SAFETY: passed on from the caller.
-        unsafe { run_method(rep, ctx, out, spare, cx, method) }
+        run_method(
+            rep,
+            ctx,
+            spare,
+            cx,
+            move |mut obj: Box<T>, mut ctx| async move {
+                run(msgs, &mut obj, &mut ctx).await;
+                Returned {
+                    rep: obj,
+                    reply: MethodReply::Nothing,
+                }
+            },
+        )
     }
 }
 

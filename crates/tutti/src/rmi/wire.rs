@@ -16,12 +16,13 @@
 //! notice reaches it, naming the location and rank that rejected its bytes
 //! and the cause.
 
-use std::any::{Any, TypeId};
+use std::any::TypeId;
 use std::sync::Arc;
 
-use super::request::{Answer as MethodAnswer, Call, Chain, Invoke, Request, Response, RunOf};
+use super::request::{Call, Chain, Invoke, MethodReply, Request, Response, RunOf};
 use super::{HandlerContext, Location};
-use crate::call::{CallError, FrameBuf, Link, Received, Refusal, ReplyBody};
+use crate::call::serve::refusal;
+use crate::call::{CallError, FrameBuf, Link, Received, ReplyBody};
 use crate::msg::codec::{self, Frame, FrameKind};
 use crate::msg::{Handler, MsgId, Remote};
 use crate::world::{Delivery, LocationId};
@@ -406,33 +407,38 @@ impl Location {
     /// Answers question `corr` from `to` with a method's reply: filed at once
     /// for this location itself, a typed value within the rank, a `Reply`
     /// (or `Fault`) frame across ranks.
-    pub(super) fn answer(&self, to: LocationId, corr: u64, reply: Box<dyn Any + Send>) {
+    pub(super) fn answer(&self, to: LocationId, corr: u64, reply: MethodReply) {
         let me = self.world().id();
-        if to == me {
-            self.conv()
-                .pending()
-                .complete(corr, me, Ok(ReplyBody::Value(reply)));
-            return;
-        }
-        if to.index() / self.inner.per_rank == self.inner.rank {
-            if let Err(e) = self.world().send(to, Response { corr, reply }) {
-                panic!("tutti::rmi: cannot answer {to}: {e}");
+        let within_rank = to.index() / self.inner.per_rank == self.inner.rank;
+        match reply {
+            MethodReply::Value(v) if to == me => {
+                self.conv()
+                    .pending()
+                    .complete(corr, me, Ok(ReplyBody::Value(v)));
             }
-            return;
-        }
-        let bytes;
-        let answer = match reply.downcast::<MethodAnswer>().map(|a| a.0) {
-            Ok(Some(Ok(b))) => {
-                bytes = b;
-                Ok(&bytes[..])
+            MethodReply::Value(reply) if within_rank => {
+                if let Err(e) = self.world().send(to, Response { corr, reply }) {
+                    panic!("tutti::rmi: cannot answer {to}: {e}");
+                }
             }
-            Ok(Some(Err(e))) => Err(Refusal::Failed(e.to_string())),
-            _ => Err(Refusal::Failed(
-                "the request was not sent as a question".into(),
-            )),
-        };
-        if let Err(e) = self.conv().answer(to, corr, answer) {
-            panic!("tutti::rmi: cannot answer {to}: {e}");
+            MethodReply::Encoded(encoded) => {
+                let bytes;
+                let answer = match encoded {
+                    Ok(b) => {
+                        bytes = b;
+                        Ok(&bytes[..])
+                    }
+                    // Representatives go on after a method that did not reply.
+                    Err(e) => Err(refusal(e, false)),
+                };
+                if let Err(e) = self.conv().answer(to, corr, answer) {
+                    panic!("tutti::rmi: cannot answer {to}: {e}");
+                }
+            }
+            _ => unreachable!(
+                "tutti::rmi: a question's method replies with a value (from this rank) or \
+                 encoded (from another)"
+            ),
         }
     }
 
