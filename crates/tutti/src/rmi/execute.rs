@@ -138,10 +138,10 @@ impl Location {
                     // The run of statements to itself being built joins the
                     // queue: all of them run before anything is received.
                     None => match st.out.get_mut(me.index()).and_then(Option::take) {
-                        Some(Open::Typed { object, call, .. }) => Some(Request {
+                        Some(Open::Typed { object, run, seal }) => Some(Request {
                             object,
                             corr: 0,
-                            call,
+                            call: seal(run),
                             chain: None,
                         }),
                         _ => None,

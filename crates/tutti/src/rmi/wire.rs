@@ -16,7 +16,7 @@
 //! notice reaches it, naming the location and rank that rejected its bytes
 //! and the cause.
 
-use std::any::TypeId;
+use std::any::Any;
 use std::sync::Arc;
 
 use super::request::{Call, Chain, Invoke, MethodReply, Request, Response, RunOf};
@@ -38,9 +38,11 @@ pub(super) enum Open {
     /// value.
     Typed {
         object: u32,
-        /// The type of `call` (a `RunOf<T, M>`).
-        kind: TypeId,
-        call: Box<dyn Call>,
+        /// The `RunOf<T, M>`, as `Any` so that the next statement can find
+        /// its messages (if it has the same message and object types).
+        run: Box<dyn Any + Send>,
+        /// Makes the run the call it goes as (`seal::<T, M>`).
+        seal: fn(Box<dyn Any + Send>) -> Box<dyn Call>,
     },
     /// To another rank: the core's frames (consecutive statements for one
     /// object and message type share one `Tell` run), and how many.
@@ -71,17 +73,9 @@ impl Location {
         let mut st = self.state();
         // The common case: the open run to `dest` continues (its destination,
         // object and message type were checked when it was opened).
-        if let Some(Some(Open::Typed {
-            object: o,
-            kind,
-            call,
-        })) = st.out.get_mut(dest)
-        {
-            if *o == object && *kind == TypeId::of::<RunOf<T, M>>() {
-                // SAFETY: `kind` is the type of the boxed `call`, recorded when
-                // the box was made (below), so the pointer is to a live
-                // `RunOf<T, M>`, borrowed mutably through `st` for this block.
-                let run = unsafe { &mut *(&mut **call as *mut dyn Call).cast::<RunOf<T, M>>() };
+        if let Some(Some(Open::Typed { object: o, run, .. })) = st.out.get_mut(dest) {
+            let run = run.downcast_mut::<RunOf<T, M>>().filter(|_| *o == object);
+            if let Some(run) = run {
                 run.msgs.push(msg);
                 if run.msgs.len() >= cap {
                     let full = st.out[dest].take();
@@ -136,8 +130,8 @@ impl Location {
         if typed {
             let run = Open::Typed {
                 object,
-                kind: TypeId::of::<RunOf<T, M>>(),
-                call: Box::new(RunOf::<T, M>::new(msg, cap.min(1024))),
+                run: Box::new(RunOf::<T, M>::new(msg, cap.min(1024))),
+                seal: seal::<T, M>,
             };
             let old = st.out[dest].replace(run);
             if old.is_none() {
@@ -207,11 +201,11 @@ impl Location {
         let to = LocationId::new(dest as u32);
         match open {
             None => return,
-            Some(Open::Typed { object, call, .. }) => {
+            Some(Open::Typed { object, run, seal }) => {
                 let req = Request {
                     object,
                     corr: 0,
-                    call,
+                    call: seal(run),
                     chain: None,
                 };
                 if dest == self.id() {
@@ -555,5 +549,18 @@ impl Location {
             self.id(),
             self.inner.rank
         );
+    }
+}
+
+/// A typed run (`Open::Typed`) as the call it goes as.
+fn seal<T, M>(run: Box<dyn Any + Send>) -> Box<dyn Call>
+where
+    T: Handler<M>,
+    T::Context: HandlerContext,
+    M: Remote,
+{
+    match run.downcast::<RunOf<T, M>>() {
+        Ok(run) => run,
+        Err(_) => unreachable!("a run is sealed by the function of its own type"),
     }
 }
