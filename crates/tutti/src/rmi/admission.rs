@@ -9,7 +9,6 @@ use std::sync::Arc;
 use super::location::State;
 use super::request::{Call, Chain, Decoded, DecodedRun, Rep, Request};
 use super::{HandlerContext, Location};
-use std::cell::RefMut;
 
 use crate::loom::Ordering;
 use crate::msg::codec::{Frame, FrameKind};
@@ -131,28 +130,29 @@ pub(super) struct MethodFrame {
 impl Location {
     /// Takes representative `id` out of the table for exclusive use.
     pub(super) fn take(&self, id: u32, what: &str) -> Rep {
-        let mut st = self.state();
-        let slot = &mut st.objects[id as usize];
-        match std::mem::replace(&mut slot.entry, Entry::Busy) {
-            Entry::Here(rep) => rep,
-            Entry::Busy => panic!(
-                "tutti::rmi: {what}: object #{id} (`{}`) on location {} is in use by a \
-                 method executing there",
-                slot.type_name,
-                self.id()
-            ),
-            Entry::Gone => {
-                slot.entry = Entry::Gone;
-                panic!(
-                    "tutti::rmi: {what}: object #{id} (`{}`) was unregistered on location {}",
+        self.with_state(|st| {
+            let slot = &mut st.objects[id as usize];
+            match std::mem::replace(&mut slot.entry, Entry::Busy) {
+                Entry::Here(rep) => rep,
+                Entry::Busy => panic!(
+                    "tutti::rmi: {what}: object #{id} (`{}`) on location {} is in use by a \
+                     method executing there",
                     slot.type_name,
                     self.id()
-                )
+                ),
+                Entry::Gone => {
+                    slot.entry = Entry::Gone;
+                    panic!(
+                        "tutti::rmi: {what}: object #{id} (`{}`) was unregistered on location {}",
+                        slot.type_name,
+                        self.id()
+                    )
+                }
             }
-        }
+        })
     }
 
-    /// Admits `req` (from `from`) for execution, with the state borrowed (`st`):
+    /// Admits `req` (from `from`) for execution, given the state (`st`):
     /// takes its representative and enters its method, or defers it (`None`)
     /// if its object is busy or an earlier request from the same sender waits.
     ///
@@ -160,17 +160,11 @@ impl Location {
     /// If the request is for an object never registered here, or of another
     /// type, or unregistered; if deferring it would deadlock (see
     /// [`cycle`](Self::cycle)).
-    pub(super) fn admit(
-        &self,
-        mut st: RefMut<'_, State>,
-        from: LocationId,
-        req: Request,
-    ) -> Option<Admitted> {
+    pub(super) fn admit(&self, st: &mut State, from: LocationId, req: Request) -> Option<Admitted> {
         let rep = {
             let blocked = st.deferred.iter().any(|d| d.from == from);
             let id = req.object as usize;
             let Some(slot) = st.objects.get_mut(id) else {
-                drop(st);
                 panic!(
                     "tutti::rmi: location {} got `{}` for object #{id}, which was never \
                      registered here",
@@ -180,7 +174,6 @@ impl Location {
             };
             if slot.type_id != req.call.object() {
                 let name = slot.type_name;
-                drop(st);
                 panic!(
                     "tutti::rmi: location {} got `{}` for object #{id}, which is a `{name}` here",
                     self.id(),
@@ -192,7 +185,6 @@ impl Location {
                 Entry::Gone => {
                     slot.entry = Entry::Gone;
                     let name = slot.type_name;
-                    drop(st);
                     panic!(
                         "tutti::rmi: location {} got `{}` from {from} for object \
                          #{id} (`{name}`), which was unregistered",
@@ -204,12 +196,11 @@ impl Location {
                     slot.entry = other;
                     let name = slot.type_name;
                     if !blocked {
-                        if let Some(held) = self.cycle(&st, id as u32, &req) {
+                        if let Some(held) = self.cycle(st, id as u32, &req) {
                             let chain = req.chain.as_deref().map(|c| c.to_string());
                             let report = self.chain_report(&req, id, name, from);
                             crate::diag::declare(&report);
                             if crate::diag::deadlock_mode() == crate::diag::DeadlockMode::Fail {
-                                drop(st);
                                 panic!(
                                     "tutti::rmi: deadlock: location {} cannot execute `{}` for \
                                      object #{id} (`{name}`) until a method here returns, and \
@@ -307,32 +298,33 @@ impl Location {
     /// The first deferred request whose object is free, in order per sender,
     /// admitted.
     pub(super) fn next_deferred(&self) -> Option<(LocationId, Admitted)> {
-        let mut st = self.state();
-        let mut blocked: Vec<LocationId> = Vec::new();
-        for i in 0..st.deferred.len() {
-            let (from, id) = (st.deferred[i].from, st.deferred[i].req.object as usize);
-            if blocked.contains(&from) {
-                continue;
-            }
-            let slot = &mut st.objects[id];
-            match std::mem::replace(&mut slot.entry, Entry::Busy) {
-                Entry::Here(rep) => {
-                    let d = st.deferred.remove(i).expect("the index is in range");
-                    return Some((d.from, self.enter(st, d.req, rep)));
+        self.with_state(|st| {
+            let mut blocked: Vec<LocationId> = Vec::new();
+            for i in 0..st.deferred.len() {
+                let (from, id) = (st.deferred[i].from, st.deferred[i].req.object as usize);
+                if blocked.contains(&from) {
+                    continue;
                 }
-                other => {
-                    slot.entry = other;
-                    blocked.push(from);
+                let slot = &mut st.objects[id];
+                match std::mem::replace(&mut slot.entry, Entry::Busy) {
+                    Entry::Here(rep) => {
+                        let d = st.deferred.remove(i).expect("the index is in range");
+                        return Some((d.from, self.enter(st, d.req, rep)));
+                    }
+                    other => {
+                        slot.entry = other;
+                        blocked.push(from);
+                    }
                 }
             }
-        }
-        None
+            None
+        })
     }
 
     /// Enters the method of `req` on `rep` (taken out of slot `req.object`)
-    /// one level deeper, with the state borrowed (`st`): checks the nesting limit
+    /// one level deeper, given the state (`st`): checks the nesting limit
     /// and pushes its frame (with the chain waiting for it, for a `sync_rmi`).
-    pub(super) fn enter(&self, mut st: RefMut<'_, State>, req: Request, rep: Rep) -> Admitted {
+    pub(super) fn enter(&self, st: &mut State, req: Request, rep: Rep) -> Admitted {
         let Request {
             object,
             corr,
@@ -342,7 +334,6 @@ impl Location {
         let depth = self.inner.depth.load(Ordering::Relaxed) + 1;
         let max = self.inner.max_depth.load(Ordering::Relaxed);
         if depth > max {
-            drop(st);
             panic!(
                 "tutti::rmi: location {}: executing `{}` would nest {depth} methods deep, \
                  beyond the maximum of {max} (sync_rmi chains keep returning here; raise \

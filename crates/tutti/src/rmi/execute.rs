@@ -40,7 +40,7 @@ impl Location {
     /// request from the same sender waits), then whatever deferred requests
     /// became ready.
     pub(super) async fn execute(&self, from: LocationId, req: Request) {
-        let admitted = self.admit(self.state(), from, req);
+        let admitted = self.with_state(|st| self.admit(st, from, req));
         if let Some(a) = admitted {
             if self.execute_on(from, a).await {
                 self.drain_deferred().await;
@@ -114,12 +114,11 @@ impl Location {
                 .await
             }
         };
-        let deferred = {
-            let mut st = self.state();
+        let deferred = self.with_state(|st| {
             st.stack.pop();
             st.objects[object as usize].entry = Entry::Here(rep);
             !st.deferred.is_empty()
-        };
+        });
         let depth = self.inner.depth.load(Ordering::Relaxed);
         self.inner.depth.store(depth - 1, Ordering::Relaxed);
         (reply, deferred)
@@ -130,27 +129,27 @@ impl Location {
         let me = self.world().id();
         let mut n = 0;
         loop {
-            // One lock to take the request, its representative and its frame.
-            let admitted = {
-                let mut st = self.state();
-                let next = match st.own.pop_front() {
-                    Some(req) => Some(req),
+            // One use of the state to take the request, its representative
+            // and its frame: `None` when there is none left.
+            let next = self.with_state(|st| {
+                let req = match st.own.pop_front() {
+                    Some(req) => req,
                     // The run of statements to itself being built joins the
                     // queue: all of them run before anything is received.
                     None => match st.out.get_mut(me.index()).and_then(Option::take) {
-                        Some(Open::Typed { object, run, seal }) => Some(Request {
+                        Some(Open::Typed { object, run, seal }) => Request {
                             object,
                             corr: 0,
                             call: seal(run),
                             chain: None,
-                        }),
-                        _ => None,
+                        },
+                        _ => return None,
                     },
                 };
-                match next {
-                    Some(req) => self.admit(st, me, req),
-                    None => return n,
-                }
+                Some(self.admit(st, me, req))
+            });
+            let Some(admitted) = next else {
+                return n;
             };
             if let Some(a) = admitted {
                 if self.execute_on(me, a).await {

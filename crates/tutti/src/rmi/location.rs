@@ -5,20 +5,19 @@
 //! `execute.rs`.
 
 use std::any::TypeId;
-use std::cell::RefMut;
 use std::collections::VecDeque;
 use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::admission::{Deferred, Entry, MethodFrame, Methods, Slot};
-use super::owner::Owned;
 use super::request::{Chain, Invoke, MethodReply, Rep, Request};
 use super::wire::Open;
 use super::{Handle, HandlerContext, Local, RmiError, DEFAULT_MAX_NESTING, DEFAULT_POLL_EVERY};
 use crate::call::{Conversation, FrameBuf};
 use crate::loom::{AtomicUsize, Ordering};
 use crate::msg::{Handler, Object, Remote};
+use crate::runtime::{CellOwner, TaskCell};
 use crate::world;
 
 /// The automatic poll drives the world's transport every this many times.
@@ -58,9 +57,10 @@ pub(crate) struct Inner {
     /// The location's end of the request/reply core, over its world location:
     /// correlation ids, the questions waiting for answers, frames.
     pub(super) conv: Conversation<world::Location>,
-    /// Owned by the location's task: see [`Owned`]. Never borrowed across an
-    /// `.await` or a call into user code.
-    pub(super) state: Owned<State>,
+    /// Owned by the location's task, the one that executes its requests
+    /// ([`TaskCell`]: no lock). Used through [`Location::with_state`], never
+    /// across an `.await` or a call into user code.
+    pub(super) state: Arc<TaskCell<State>>,
     /// Methods of this location on the call stack now.
     pub(super) depth: AtomicUsize,
     pub(super) max_depth: AtomicUsize,
@@ -130,17 +130,20 @@ impl fmt::Debug for Location {
 }
 
 impl Location {
-    pub(crate) fn new(world: world::Location) -> Location {
+    /// The endpoint of `world`'s location, and the token that makes its
+    /// task (see [`run`](super::run)).
+    pub(crate) fn new(world: world::Location) -> (Location, CellOwner) {
         let (rank, per_rank) = (world.rank(), world.world().locations_per_rank());
         let aggregation = super::default_aggregation(world.world().config());
         let oversubscribed = world.world().config().oversubscribed();
+        let (state, owner) = TaskCell::new(State::default());
         let location = Location {
             inner: Arc::new(Inner {
                 rank,
                 per_rank,
                 oversubscribed,
                 conv: Conversation::new(world),
-                state: Owned::new(State::default()),
+                state,
                 depth: AtomicUsize::new(0),
                 max_depth: AtomicUsize::new(DEFAULT_MAX_NESTING),
                 poll_every: AtomicUsize::new(DEFAULT_POLL_EVERY),
@@ -157,7 +160,7 @@ impl Location {
             .conv
             .link()
             .watch_deaths(Arc::downgrade(&watcher));
-        location
+        (location, owner)
     }
 
     /// The location's end of the request/reply core.
@@ -165,13 +168,17 @@ impl Location {
         &self.inner.conv
     }
 
-    /// The location's state (never held across an `.await`).
+    /// `f` on the location's state (which it cannot keep: no borrow spans an
+    /// `.await`).
+    ///
+    /// # Panics
+    /// Outside the location's task, and if `f` reaches the state again.
     #[inline]
-    pub(super) fn state(&self) -> RefMut<'_, State> {
-        if !super::owner::owns(&self.inner) {
-            self.not_owner();
+    pub(super) fn with_state<R>(&self, f: impl FnOnce(&mut State) -> R) -> R {
+        match self.inner.state.with(f) {
+            Some(r) => r,
+            None => self.not_owner(),
         }
-        self.inner.state.borrow()
     }
 
     #[cold]
@@ -286,8 +293,7 @@ impl Location {
         let name = std::any::type_name::<T>();
         let methods = Arc::new(Methods::of::<T>());
         let digest = methods.digest();
-        let index = {
-            let mut st = self.state();
+        let index = self.with_state(|st| {
             st.objects.push(Slot {
                 entry: Entry::Here(Box::new(obj)),
                 type_id: TypeId::of::<T>(),
@@ -295,7 +301,7 @@ impl Location {
                 methods,
             });
             st.objects.len() - 1
-        };
+        });
         let i = index as u64;
         let mine = (
             (i, i),
@@ -313,7 +319,7 @@ impl Location {
             .await;
         let ((low, high), (first, second), (d0, d1)) = seen;
         if low != high || first != second {
-            self.state().objects[index].entry = Entry::Gone;
+            self.with_state(|st| st.objects[index].entry = Entry::Gone);
             return Err(RmiError::RegistrationMismatch {
                 index: low,
                 first,
@@ -321,7 +327,7 @@ impl Location {
             });
         }
         if d0 != d1 {
-            self.state().objects[index].entry = Entry::Gone;
+            self.with_state(|st| st.objects[index].entry = Entry::Gone);
             return Err(RmiError::MethodsMismatch {
                 index: low,
                 object: first,
@@ -347,7 +353,7 @@ impl Location {
 
     /// Puts a representative back (from a [`Local`] guard).
     pub(crate) fn put_back(&self, id: u32, rep: Rep) {
-        self.state().objects[id as usize].entry = Entry::Here(rep);
+        self.with_state(|st| st.objects[id as usize].entry = Entry::Here(rep));
     }
 
     /// Replaces this location's representative of `h` (ARMI's `update`: the
@@ -369,7 +375,7 @@ impl Location {
     /// As [`local`](Self::local).
     pub fn unregister<T: Send + 'static>(&mut self, h: Handle<T>) -> T {
         let rep = self.take(h.id(), "unregister");
-        self.state().objects[h.id() as usize].entry = Entry::Gone;
+        self.with_state(|st| st.objects[h.id() as usize].entry = Entry::Gone);
         let Ok(obj) = rep.downcast::<T>() else {
             unreachable!("a handle's type is its slot's type")
         };
@@ -414,11 +420,13 @@ impl Location {
         T::Context: HandlerContext,
         M: Remote,
     {
-        let chain = self.state().stack.last().map(|f| {
-            Arc::new(Chain {
-                location: self.id(),
-                object: f.object,
-                parent: f.waiting.clone(),
+        let chain = self.with_state(|st| {
+            st.stack.last().map(|f| {
+                Arc::new(Chain {
+                    location: self.id(),
+                    object: f.object,
+                    parent: f.waiting.clone(),
+                })
             })
         });
         let corr = self.question::<T, M>(dest, h.id(), chain, msg);
@@ -488,7 +496,7 @@ impl Location {
             call: Box::new(Invoke::<T, M>::new(msg)),
             chain: None,
         };
-        let a = self.enter(self.state(), req, rep);
+        let a = self.with_state(|st| self.enter(st, req, rep));
         let (reply, deferred) = self.run_entered(a.object, a.call, a.rep).await;
         if deferred {
             self.drain_deferred().await;
@@ -663,15 +671,16 @@ impl Location {
             return true;
         }
         let now = Instant::now();
-        let mut st = self.state();
-        if st
-            .driven
-            .is_some_and(|t| now.duration_since(t) < OVERSUBSCRIBED_PROGRESS_EVERY)
-        {
-            return false;
-        }
-        st.driven = Some(now);
-        true
+        self.with_state(|st| {
+            if st
+                .driven
+                .is_some_and(|t| now.duration_since(t) < OVERSUBSCRIBED_PROGRESS_EVERY)
+            {
+                return false;
+            }
+            st.driven = Some(now);
+            true
+        })
     }
 
     /// Counts a communication call; whether it is the n-th.

@@ -197,7 +197,6 @@ mod execute;
 mod handle;
 mod local;
 mod location;
-mod owner;
 mod request;
 mod wire;
 
@@ -288,12 +287,12 @@ where
     Fut::Output: Send + 'static,
 {
     world.run(|wloc| {
-        let loc = Location::new(wloc);
+        // The location's endpoint is owned by this task (its state is a
+        // `TaskCell`, used only while the task is polled).
+        let (loc, owner) = Location::new(wloc);
         let closing = loc.share();
-        // The location's endpoint is owned by this task (see `Owned`).
-        let scope = owner::OwnerScope::of(&loc);
         let fut = body(loc);
-        scope.run(async move {
+        owner.run(async move {
             let out = fut.await;
             closing.fence().await;
             out

@@ -19,11 +19,12 @@
 use std::any::Any;
 use std::sync::Arc;
 
+use super::location::State;
 use super::request::{Call, Chain, Invoke, MethodReply, Request, Response, RunOf};
 use super::{HandlerContext, Location};
 use crate::call::serve::refusal;
 use crate::call::{CallError, FrameBuf, Link, Received, ReplyBody};
-use crate::msg::codec::{self, Frame, FrameKind};
+use crate::msg::codec::{self, CodecError, Frame, FrameKind};
 use crate::msg::{Handler, MsgId, Remote};
 use crate::world::{Delivery, LocationId};
 
@@ -70,44 +71,17 @@ impl Location {
         M: Remote,
     {
         let cap = self.aggregation();
-        let mut st = self.state();
         // The common case: the open run to `dest` continues (its destination,
         // object and message type were checked when it was opened).
-        if let Some(Some(Open::Typed { object: o, run, .. })) = st.out.get_mut(dest) {
-            let run = run.downcast_mut::<RunOf<T, M>>().filter(|_| *o == object);
-            if let Some(run) = run {
-                run.msgs.push(msg);
-                if run.msgs.len() >= cap {
-                    let full = st.out[dest].take();
-                    drop(st);
-                    self.send_open(dest, full, true);
-                }
-                return;
-            }
-        }
-        // The same across ranks: the open `Tell` run to `dest` continues.
-        if let Some(Some(Open::Wire { frames, count })) = st.out.get_mut(dest) {
-            match frames.extend_run(u64::from(object), M::ID, &msg) {
-                Ok(true) => {
-                    *count += 1;
-                    if *count >= cap || frames.len() >= WIRE_BYTES {
-                        let full = st.out[dest].take();
-                        drop(st);
-                        self.send_open(dest, full, true);
-                    }
-                    return;
-                }
-                Ok(false) => {}
-                Err(e) => {
-                    drop(st);
-                    panic!(
-                        "tutti::rmi: `{}` for location {dest} cannot be serialized: {e}",
-                        M::NAME
-                    )
-                }
-            }
-        }
-        drop(st);
+        let msg = match self.with_state(|st| extend_run::<T, M>(st, dest, object, msg, cap)) {
+            Extended::Kept => return,
+            Extended::Full(full) => return self.send_open(dest, Some(full), true),
+            Extended::NoRun(msg) => msg,
+            Extended::Unencodable(e) => panic!(
+                "tutti::rmi: `{}` for location {dest} cannot be serialized: {e}",
+                M::NAME
+            ),
+        };
         self.check_dest::<M>(dest);
         let me = self.id();
         if dest != me {
@@ -122,64 +96,70 @@ impl Location {
             return;
         }
         let typed = dest == me || dest / self.inner.per_rank == self.inner.rank;
-        let mut st = self.state();
-        if st.out.len() <= dest {
-            let n = self.count();
-            st.out.resize_with(n, || None);
-        }
+        let n = self.count();
         if typed {
             let run = Open::Typed {
                 object,
                 run: Box::new(RunOf::<T, M>::new(msg, cap.min(1024))),
                 seal: seal::<T, M>,
             };
-            let old = st.out[dest].replace(run);
-            if old.is_none() {
-                st.dirty.push(dest);
-            }
-            drop(st);
+            let old = self.with_state(|st| {
+                if st.out.len() <= dest {
+                    st.out.resize_with(n, || None);
+                }
+                let old = st.out[dest].replace(run);
+                if old.is_none() {
+                    st.dirty.push(dest);
+                }
+                old
+            });
             // The earlier run goes first (the new one is only buffered).
             self.send_open(dest, old, false);
             return;
         }
-        let to = LocationId::new(dest as u32);
-        let ends = self.conv().ends(to);
-        if st.out[dest].is_none() {
-            let frames = st.frames.pop().unwrap_or_default();
-            st.out[dest] = Some(Open::Wire { frames, count: 0 });
-            st.dirty.push(dest);
-        }
-        let Some(Open::Wire { frames, count }) = &mut st.out[dest] else {
-            unreachable!("a destination of another rank gets frames")
-        };
-        if let Err(e) = frames.tell(ends, u64::from(object), M::ID, &msg) {
-            panic!(
+        let ends = self.conv().ends(LocationId::new(dest as u32));
+        let opened: Result<Option<Open>, CodecError> = self.with_state(|st| {
+            if st.out.len() <= dest {
+                st.out.resize_with(n, || None);
+            }
+            if st.out[dest].is_none() {
+                let frames = st.frames.pop().unwrap_or_default();
+                st.out[dest] = Some(Open::Wire { frames, count: 0 });
+                st.dirty.push(dest);
+            }
+            let Some(Open::Wire { frames, count }) = &mut st.out[dest] else {
+                unreachable!("a destination of another rank gets frames")
+            };
+            frames.tell(ends, u64::from(object), M::ID, &msg)?;
+            *count += 1;
+            let full = *count >= cap || frames.len() >= WIRE_BYTES;
+            Ok(if full { st.out[dest].take() } else { None })
+        });
+        match opened {
+            Ok(full @ Some(_)) => self.send_open(dest, full, true),
+            Ok(None) => {}
+            Err(e) => panic!(
                 "tutti::rmi: `{}` for location {dest} cannot be serialized: {e}",
                 M::NAME
-            );
-        }
-        *count += 1;
-        if *count >= cap || frames.len() >= WIRE_BYTES {
-            let full = st.out[dest].take();
-            drop(st);
-            self.send_open(dest, full, true);
+            ),
         }
     }
 
     /// Sends every run this location has built (before it receives, waits,
     /// polls or takes part in a collective).
     pub(super) fn flush_out(&self) {
-        let mut st = self.state();
-        if st.dirty.is_empty() {
-            return;
-        }
-        let dirty = std::mem::take(&mut st.dirty);
-        let runs: Vec<(usize, Option<Open>)> =
-            dirty.iter().map(|&d| (d, st.out[d].take())).collect();
-        st.dirty = dirty;
-        st.dirty.clear();
-        drop(st);
-        for (dest, open) in runs {
+        let runs = self.with_state(|st| {
+            if st.dirty.is_empty() {
+                return None;
+            }
+            let dirty = std::mem::take(&mut st.dirty);
+            let runs: Vec<(usize, Option<Open>)> =
+                dirty.iter().map(|&d| (d, st.out[d].take())).collect();
+            st.dirty = dirty;
+            st.dirty.clear();
+            Some(runs)
+        });
+        for (dest, open) in runs.into_iter().flatten() {
             self.send_open(dest, open, false);
         }
     }
@@ -187,10 +167,7 @@ impl Location {
     /// Sends the run built for `dest` now (before a request of another kind
     /// to it).
     pub(super) fn flush_dest(&self, dest: usize) {
-        let open = {
-            let mut st = self.state();
-            st.out.get_mut(dest).and_then(Option::take)
-        };
+        let open = self.with_state(|st| st.out.get_mut(dest).and_then(Option::take));
         self.send_open(dest, open, false);
     }
 
@@ -209,7 +186,7 @@ impl Location {
                     chain: None,
                 };
                 if dest == self.id() {
-                    self.state().own.push_back(req);
+                    self.with_state(|st| st.own.push_back(req));
                     return;
                 }
                 if let Err(e) = self.world().send(to, req) {
@@ -221,7 +198,7 @@ impl Location {
                     panic!("tutti::rmi: cannot send to location {dest}: {e}");
                 }
                 // Emptied by the send; its memory serves the next run.
-                self.state().frames.push(frames);
+                self.with_state(|st| st.frames.push(frames));
             }
         }
         if full {
@@ -279,7 +256,7 @@ impl Location {
             call: Box::new(Invoke::<T, M>::new(msg)),
             chain: None,
         };
-        self.state().own.push_back(req);
+        self.with_state(|st| st.own.push_back(req));
     }
 
     /// Sends a question (`sync_rmi`) for object `object` of type `T` to
@@ -315,7 +292,7 @@ impl Location {
                 chain,
             };
             if dest == me {
-                self.state().own.push_back(req);
+                self.with_state(|st| st.own.push_back(req));
             } else if let Err(e) = self.world().send(to, req) {
                 panic!("tutti::rmi: cannot send to location {dest}: {e}");
             }
@@ -347,25 +324,25 @@ impl Location {
     /// locations (requests to other locations must be able to cross ranks, so
     /// that the same program runs in every world shape).
     fn check_accepts(&self, dest: usize, object: u32, id: MsgId, name: &str) {
-        let st = self.state();
-        let Some(slot) = st.objects.get(object as usize) else {
-            drop(st);
-            panic!(
-                "tutti::rmi: `{name}` sent for object #{object}, which was never registered \
-                 on location {}",
-                self.id()
-            );
-        };
-        if slot.methods.accepts.binary_search(&id).is_err() {
+        self.with_state(|st| {
+            let Some(slot) = st.objects.get(object as usize) else {
+                panic!(
+                    "tutti::rmi: `{name}` sent for object #{object}, which was never registered \
+                     on location {}",
+                    self.id()
+                );
+            };
+            if slot.methods.accepts.binary_search(&id).is_ok() {
+                return;
+            }
             let tname = slot.type_name;
-            drop(st);
             panic!(
                 "tutti::rmi: location {} sends `{name}` to location {dest}, but `{tname}` does \
                  not accept it from other locations: list it in `{tname}`'s \
                  `Object::remote` (`table.register::<...>()?` for the type named \"{name}\")",
                 self.id()
             );
-        }
+        })
     }
 
     /// The answer to question `corr` (a `sync_rmi` of `M` to `dest`), if it
@@ -522,21 +499,17 @@ impl Location {
     /// Decodes the calls of a request frame with its object type's table.
     fn decode(&self, frame: &Frame<'_>, out: &mut Vec<Box<dyn Call>>) -> Result<(), String> {
         let h = frame.header();
-        let methods = {
-            let st = self.state();
+        let methods = self.with_state(|st| {
             let slot = usize::try_from(h.target)
                 .ok()
                 .and_then(|i| st.objects.get(i));
-            match slot {
-                Some(slot) => Arc::clone(&slot.methods),
-                None => {
-                    return Err(format!(
-                        "a request (message id {}) for object #{}, which was never registered \
-                         here",
-                        h.msg, h.target
-                    ))
-                }
-            }
+            slot.map(|slot| Arc::clone(&slot.methods))
+        });
+        let Some(methods) = methods else {
+            return Err(format!(
+                "a request (message id {}) for object #{}, which was never registered here",
+                h.msg, h.target
+            ));
         };
         (methods.decode)(frame, out)
     }
@@ -549,6 +522,60 @@ impl Location {
             self.id(),
             self.inner.rank
         );
+    }
+}
+
+/// What [`extend_run`] did with a statement.
+enum Extended<M> {
+    /// It joined the open run to its destination.
+    Kept,
+    /// It joined the run, which is now full: to be sent.
+    Full(Open),
+    /// There is no open run it can join: the statement, given back.
+    NoRun(M),
+    /// It does not encode (for another rank).
+    Unencodable(CodecError),
+}
+
+/// Adds statement `msg` (for object `object` of type `T`) to the run open to
+/// `dest` if there is one for the same object and message type (typed within
+/// the rank, the core's `Tell` run across ranks): the fast path of
+/// consecutive statements to one destination.
+#[inline]
+fn extend_run<T, M>(st: &mut State, dest: usize, object: u32, msg: M, cap: usize) -> Extended<M>
+where
+    T: Handler<M>,
+    T::Context: HandlerContext,
+    M: Remote,
+{
+    let full = match st.out.get_mut(dest) {
+        Some(Some(Open::Typed { object: o, run, .. })) => {
+            match run.downcast_mut::<RunOf<T, M>>().filter(|_| *o == object) {
+                Some(run) => {
+                    run.msgs.push(msg);
+                    run.msgs.len() >= cap
+                }
+                None => return Extended::NoRun(msg),
+            }
+        }
+        Some(Some(Open::Wire { frames, count })) => {
+            match frames.extend_run(u64::from(object), M::ID, &msg) {
+                Ok(true) => {
+                    *count += 1;
+                    *count >= cap || frames.len() >= WIRE_BYTES
+                }
+                Ok(false) => return Extended::NoRun(msg),
+                Err(e) => return Extended::Unencodable(e),
+            }
+        }
+        _ => return Extended::NoRun(msg),
+    };
+    if !full {
+        return Extended::Kept;
+    }
+    match st.out[dest].take() {
+        Some(open) => Extended::Full(open),
+        None => unreachable!("the run a statement joined is open"),
     }
 }
 

@@ -29,6 +29,7 @@ mod ids;
 mod job;
 mod join;
 mod latch;
+mod owned;
 mod par_for;
 mod registry;
 mod scope;
@@ -47,11 +48,12 @@ pub use block_on::block_on;
 pub(crate) use builder::available_cores;
 pub use builder::{BuildError, Builder, IdleStrategy};
 pub use join::join;
+#[allow(unused_imports)] // the deadline facility for `csp::Alt` timeouts
+pub(crate) use owned::{CellOwner, TaskCell};
 pub use par_for::{par_chunks_mut, par_for};
 pub use scope::{scope, Scope};
 pub use sequential::SequentialGroup;
 pub use task::{spawn, yield_now, JoinError, JoinHandle, Outcome, TaskResult, YieldNow};
-#[allow(unused_imports)] // the deadline facility for `csp::Alt` timeouts
 pub(crate) use timer::Deadline;
 pub use timer::{sleep, sleep_until, timeout, timeout_at, Elapsed, Sleep, Timeout};
 pub(crate) use unwind::payload_text;
