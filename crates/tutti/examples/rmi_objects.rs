@@ -21,7 +21,7 @@
 
 use serde::{Deserialize, Serialize};
 use tutti::msg::{Dispatch, Handler, Message, Object, RegistryError, Remote};
-use tutti::rmi::{self, Location};
+use tutti::rmi::{self, Rmi};
 use tutti::world::World;
 
 const BINS: usize = 64;
@@ -74,7 +74,7 @@ struct Histogram {
 }
 
 impl Object for Histogram {
-    type Context = Location;
+    type Context = Rmi;
     // What other locations may call (decoded by this table across processes).
     fn remote(t: &mut Dispatch<Self>) -> Result<(), RegistryError> {
         t.register::<Count>()?
@@ -85,22 +85,22 @@ impl Object for Histogram {
     }
 }
 impl Handler<Count> for Histogram {
-    async fn handle(&mut self, Count(bin): Count, _: &mut Location) {
+    async fn handle(&mut self, Count(bin): Count, _: &mut Rmi) {
         self.bins[bin as usize / self.locations] += 1;
     }
 }
 impl Handler<Total> for Histogram {
-    async fn handle(&mut self, _: Total, _: &mut Location) -> u64 {
+    async fn handle(&mut self, _: Total, _: &mut Rmi) -> u64 {
         self.bins.iter().sum()
     }
 }
 impl Handler<Bin> for Histogram {
-    async fn handle(&mut self, Bin(bin): Bin, _: &mut Location) -> u64 {
+    async fn handle(&mut self, Bin(bin): Bin, _: &mut Rmi) -> u64 {
         self.bins[bin as usize / self.locations]
     }
 }
 impl Handler<Clear> for Histogram {
-    async fn handle(&mut self, _: Clear, _: &mut Location) {
+    async fn handle(&mut self, _: Clear, _: &mut Rmi) {
         self.bins.iter_mut().for_each(|b| *b = 0);
     }
 }

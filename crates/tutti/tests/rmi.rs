@@ -14,7 +14,7 @@ mod watchdog;
 
 use serde::{Deserialize, Serialize};
 use tutti::msg::{Dispatch, Handler, Message, Object, RegistryError, Remote};
-use tutti::rmi::{self, Handle, Location, RmiError};
+use tutti::rmi::{self, Handle, Rmi, RmiError};
 use tutti::world::World;
 
 type Body = fn(&World);
@@ -105,20 +105,20 @@ remote!(Add, Get, FetchAdd, Name);
 
 #[derive(Default)]
 struct Counter(u64);
-object!(Counter, Location, [Add, Get, FetchAdd, AskBack, Hop]);
+object!(Counter, Rmi, [Add, Get, FetchAdd, AskBack, Hop]);
 
 impl Handler<Add> for Counter {
-    async fn handle(&mut self, m: Add, _: &mut Location) {
+    async fn handle(&mut self, m: Add, _: &mut Rmi) {
         self.0 += m.0;
     }
 }
 impl Handler<Get> for Counter {
-    async fn handle(&mut self, _: Get, _: &mut Location) -> u64 {
+    async fn handle(&mut self, _: Get, _: &mut Rmi) -> u64 {
         self.0
     }
 }
 impl Handler<FetchAdd> for Counter {
-    async fn handle(&mut self, m: FetchAdd, _: &mut Location) -> u64 {
+    async fn handle(&mut self, m: FetchAdd, _: &mut Rmi) -> u64 {
         // Read, yield to the location's other work (none may interleave), write.
         let v = self.0;
         tutti::runtime::yield_now().await;
@@ -127,7 +127,7 @@ impl Handler<FetchAdd> for Counter {
     }
 }
 impl Handler<Name> for Counter {
-    async fn handle(&mut self, _: Name, ctx: &mut Location) -> String {
+    async fn handle(&mut self, _: Name, ctx: &mut Rmi) -> String {
         format!("{}:{}", ctx.id(), self.0)
     }
 }
@@ -218,9 +218,9 @@ struct Ring {
     level: usize,
     all: Vec<Handle<Ring>>,
 }
-object!(Ring, Location, [Relay]);
+object!(Ring, Rmi, [Relay]);
 impl Handler<Relay> for Ring {
-    async fn handle(&mut self, m: Relay, ctx: &mut Location) -> u32 {
+    async fn handle(&mut self, m: Relay, ctx: &mut Rmi) -> u32 {
         if m.hops == 0 {
             return 1;
         }
@@ -274,7 +274,7 @@ impl Message for Poke {
 }
 remote!(AskBack, Poke);
 impl Handler<AskBack> for Counter {
-    async fn handle(&mut self, m: AskBack, ctx: &mut Location) -> u64 {
+    async fn handle(&mut self, m: AskBack, ctx: &mut Rmi) -> u64 {
         let before = self.0;
         ctx.sync_rmi(1, &m.1, Poke(m.0)).await;
         // The Add the poke sent is deferred until this method returns.
@@ -283,9 +283,9 @@ impl Handler<AskBack> for Counter {
     }
 }
 struct Pinger;
-object!(Pinger, Location, [Poke]);
+object!(Pinger, Rmi, [Poke]);
 impl Handler<Poke> for Pinger {
-    async fn handle(&mut self, m: Poke, ctx: &mut Location) {
+    async fn handle(&mut self, m: Poke, ctx: &mut Rmi) {
         ctx.async_rmi(0, &m.0, Add(5)).await;
         ctx.world().flush();
     }
@@ -336,7 +336,7 @@ impl Message for Hop {
 }
 remote!(Hop);
 impl Handler<Hop> for Counter {
-    async fn handle(&mut self, m: Hop, ctx: &mut Location) {
+    async fn handle(&mut self, m: Hop, ctx: &mut Rmi) {
         self.0 += 1;
         if m.left > 0 {
             let next = (ctx.id() + 1) % ctx.count();
@@ -379,9 +379,9 @@ impl Message for Done {
 }
 remote!(Work, Done);
 struct Worker;
-object!(Worker, Location, [Work]);
+object!(Worker, Rmi, [Work]);
 impl Handler<Work> for Worker {
-    async fn handle(&mut self, m: Work, ctx: &mut Location) {
+    async fn handle(&mut self, m: Work, ctx: &mut Rmi) {
         ctx.async_rmi(0, &m.1, Done(m.0 * m.0)).await;
     }
 }
@@ -437,7 +437,7 @@ impl Remote for InPhase {
 }
 
 impl Object for Phased {
-    type Context = Location;
+    type Context = Rmi;
     fn remote(t: &mut Dispatch<Self>) -> Result<(), RegistryError> {
         t.register::<InPhase>()?;
         Ok(())
@@ -445,7 +445,7 @@ impl Object for Phased {
 }
 
 impl Handler<InPhase> for Phased {
-    async fn handle(&mut self, m: InPhase, ctx: &mut Location) {
+    async fn handle(&mut self, m: InPhase, ctx: &mut Rmi) {
         assert_eq!(
             m.0,
             self.phase,
@@ -578,9 +578,9 @@ impl Message for Ball {
 remote!(Ball);
 #[derive(Default)]
 struct Player(u32);
-object!(Player, Location, [Ball]);
+object!(Player, Rmi, [Ball]);
 impl Handler<Ball> for Player {
-    async fn handle(&mut self, m: Ball, ctx: &mut Location) {
+    async fn handle(&mut self, m: Ball, ctx: &mut Rmi) {
         self.0 += 1;
         if m.left > 0 {
             let other = 1 - ctx.id();

@@ -24,7 +24,7 @@ use in_process::in_process_world;
 use serde::{Deserialize, Serialize};
 use tutti::msg::codec::{encode_raw_frame, FrameKind, Header};
 use tutti::msg::{Dispatch, Handler, Message, Object, RegistryError, Remote};
-use tutti::rmi::{self, Handle, Location};
+use tutti::rmi::{self, Handle, Rmi};
 use tutti::world::{LocationId, World};
 
 #[derive(Serialize, Deserialize)]
@@ -45,14 +45,14 @@ struct Ring {
     all: Vec<Handle<Ring>>,
 }
 impl Object for Ring {
-    type Context = Location;
+    type Context = Rmi;
     fn remote(table: &mut Dispatch<Self>) -> Result<(), RegistryError> {
         table.register::<Relay>()?;
         Ok(())
     }
 }
 impl Handler<Relay> for Ring {
-    async fn handle(&mut self, m: Relay, ctx: &mut Location) -> u32 {
+    async fn handle(&mut self, m: Relay, ctx: &mut Rmi) -> u32 {
         if m.hops == 0 {
             return 1;
         }
@@ -85,7 +85,7 @@ fn ring(w: &World, levels: usize, hops: u32, max_nesting: usize) {
 
 /// The location bad bytes go to: the first of rank 1 (under MPI), else the
 /// last location of this process.
-fn victim(loc: &Location) -> usize {
+fn victim(loc: &Rmi) -> usize {
     let per_rank = loc.world().world().locations_per_rank();
     if per_rank < loc.count() {
         per_rank

@@ -87,19 +87,19 @@ impl Handler<Quit> for Victim {
 #[derive(Default)]
 struct Target(u64);
 impl Object for Target {
-    type Context = tutti::rmi::Location;
+    type Context = tutti::rmi::Rmi;
     fn remote(table: &mut Dispatch<Self>) -> Result<(), RegistryError> {
         table.register::<Die>()?.register::<Note>()?;
         Ok(())
     }
 }
 impl Handler<Die> for Target {
-    async fn handle(&mut self, _: Die, _: &mut tutti::rmi::Location) -> u32 {
+    async fn handle(&mut self, _: Die, _: &mut tutti::rmi::Rmi) -> u32 {
         die_now()
     }
 }
 impl Handler<Note> for Target {
-    async fn handle(&mut self, _: Note, _: &mut tutti::rmi::Location) {
+    async fn handle(&mut self, _: Note, _: &mut tutti::rmi::Rmi) {
         self.0 += 1;
     }
 }

@@ -20,7 +20,7 @@ use serde_json::Value;
 use tutti::actor::{self, Actor, Context};
 use tutti::diag::trace;
 use tutti::msg::{Dispatch, Handler, Message, Object, RegistryError, Remote};
-use tutti::rmi::{self, Location};
+use tutti::rmi::{self, Rmi};
 use tutti::world::{launched_by_mpi, TransportKind, World};
 
 /// More tells than one thread buffer holds.
@@ -69,19 +69,19 @@ impl Remote for Get {
 #[derive(Default)]
 struct Counter(u64);
 impl Object for Counter {
-    type Context = Location;
+    type Context = Rmi;
     fn remote(table: &mut Dispatch<Self>) -> Result<(), RegistryError> {
         table.register::<Add>()?.register::<Get>()?;
         Ok(())
     }
 }
 impl Handler<Add> for Counter {
-    async fn handle(&mut self, m: Add, _: &mut Location) {
+    async fn handle(&mut self, m: Add, _: &mut Rmi) {
         self.0 += m.0;
     }
 }
 impl Handler<Get> for Counter {
-    async fn handle(&mut self, _: Get, _: &mut Location) -> u64 {
+    async fn handle(&mut self, _: Get, _: &mut Rmi) -> u64 {
         self.0
     }
 }

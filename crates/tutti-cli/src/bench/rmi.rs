@@ -182,7 +182,7 @@ struct Player {
 }
 
 impl Object for Player {
-    type Context = rmi::Location;
+    type Context = rmi::Rmi;
     fn remote(table: &mut Dispatch<Self>) -> Result<(), RegistryError> {
         table.register::<Ball>()?;
         Ok(())
@@ -190,7 +190,7 @@ impl Object for Player {
 }
 
 impl Handler<Ball> for Player {
-    async fn handle(&mut self, m: Ball, ctx: &mut rmi::Location) -> u64 {
+    async fn handle(&mut self, m: Ball, ctx: &mut rmi::Rmi) -> u64 {
         self.last = m.0;
         // In the async chain location 1 hits back; location 0's body counts.
         if ctx.id() == 1 {
@@ -209,8 +209,8 @@ const CHAIN: u64 = 1 << 63;
 /// Location 0 sends ball `2i` and waits until location 1's method has hit
 /// back `2i + 1`; location 1 waits until it has seen ball `2n - 2` (the
 /// first may already have run inside the barrier before the chain).
-async fn chain(loc: &mut rmi::Location, h: &Handle<Player>, n: u64) {
-    let ball = |loc: &mut rmi::Location| loc.local(h).last & !CHAIN;
+async fn chain(loc: &mut rmi::Rmi, h: &Handle<Player>, n: u64) {
+    let ball = |loc: &mut rmi::Rmi| loc.local(h).last & !CHAIN;
     if loc.id() == 0 {
         for i in 0..n {
             loc.async_rmi(1, h, Ball(CHAIN | (2 * i))).await;

@@ -14,7 +14,7 @@ use std::time::Instant;
 use clap::Args;
 use serde::{Deserialize, Serialize};
 use tutti::msg::{Dispatch, Handler, Message, Object, RegistryError, Remote};
-use tutti::rmi::{self, Handle, Location};
+use tutti::rmi::{self, Handle, Rmi};
 use tutti::world::World;
 
 use crate::measure::{repeat, Plan, Progress, Run, RunOpts};
@@ -67,7 +67,7 @@ struct Player {
 }
 
 impl Object for Player {
-    type Context = Location;
+    type Context = Rmi;
     fn remote(table: &mut Dispatch<Self>) -> Result<(), RegistryError> {
         table.register::<Ping>()?;
         table.register::<Pong>()?;
@@ -76,7 +76,7 @@ impl Object for Player {
 }
 
 impl Handler<Ping> for Player {
-    async fn handle(&mut self, _: Ping, ctx: &mut Location) {
+    async fn handle(&mut self, _: Ping, ctx: &mut Rmi) {
         self.pings += 1;
         if self.pings.is_multiple_of(self.k) {
             if let Some(h) = self.me {
@@ -87,7 +87,7 @@ impl Handler<Ping> for Player {
 }
 
 impl Handler<Pong> for Player {
-    async fn handle(&mut self, _: Pong, _: &mut Location) {
+    async fn handle(&mut self, _: Pong, _: &mut Rmi) {
         self.pongs += 1;
     }
 }

@@ -6,9 +6,9 @@
 use std::any::TypeId;
 use std::sync::Arc;
 
-use super::location::State;
+use super::endpoint::State;
 use super::request::{Call, Chain, Decoded, DecodedRun, Rep, Request};
-use super::{HandlerContext, Location};
+use super::{HandlerContext, Rmi};
 
 use crate::loom::Ordering;
 use crate::msg::codec::{Frame, FrameKind};
@@ -89,7 +89,7 @@ impl Methods {
 
 /// A representative's place in its location's table.
 pub(super) enum Entry {
-    /// Ready for a method or for [`Location::local`].
+    /// Ready for a method or for [`Rmi::local`].
     Here(Rep),
     /// Taken out by a method that has not returned (or by a `Local` guard).
     Busy,
@@ -112,7 +112,7 @@ pub(super) struct Deferred {
 }
 
 /// A request admitted for execution: its representative is taken out of the
-/// table and its frame is on the stack (see [`Location::enter`]).
+/// table and its frame is on the stack (see [`Rmi::enter`]).
 pub(super) struct Admitted {
     pub(super) object: u32,
     pub(super) corr: u64,
@@ -127,7 +127,7 @@ pub(super) struct MethodFrame {
     pub(super) waiting: Option<Arc<Chain>>,
 }
 
-impl Location {
+impl Rmi {
     /// Takes representative `id` out of the table for exclusive use.
     pub(super) fn take(&self, id: u32, what: &str) -> Rep {
         self.with_state(|st| {

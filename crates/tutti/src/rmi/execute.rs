@@ -10,12 +10,12 @@ use std::task::Poll;
 use super::admission::{Admitted, Entry};
 use super::request::{Call, MethodReply, Rep, Request, Returned};
 use super::wire::Open;
-use super::Location;
+use super::Rmi;
 use crate::loom::Ordering;
 use crate::msg::{Spare, Started};
 use crate::world::{Delivery, LocationId};
 
-impl Location {
+impl Rmi {
     /// Handles one delivery: executes the requests it carries, files the
     /// answers. The delivery is dropped (counted as handled) only after its
     /// methods have run and their replies have been sent, as quiescence

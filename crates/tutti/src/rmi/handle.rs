@@ -12,7 +12,7 @@ use std::marker::PhantomData;
 /// ```
 /// use tutti::rmi;
 /// struct Counter(u64);
-/// impl tutti::msg::Object for Counter { type Context = rmi::Location; }
+/// impl tutti::msg::Object for Counter { type Context = rmi::Rmi; }
 /// let world = tutti::world::World::builder().locations(2).workers(1).build().unwrap();
 /// let ids = rmi::run(&world, |loc| async move {
 ///     let h = loc.register(Counter(0)).await.unwrap();

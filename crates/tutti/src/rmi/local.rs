@@ -3,20 +3,20 @@
 use std::fmt;
 use std::ops::{Deref, DerefMut};
 
-use super::Location;
+use super::Rmi;
 
 /// Exclusive access to this location's representative of a registered object,
-/// from [`Location::local`]. It mutably borrows the location, so nothing that
+/// from [`Rmi::local`]. It mutably borrows the location, so nothing that
 /// could execute an incoming request runs while it lives; dropping it makes the
 /// representative available to methods again.
 pub struct Local<'a, T: Send + 'static> {
-    loc: &'a mut Location,
+    loc: &'a mut Rmi,
     id: u32,
     obj: Option<Box<T>>,
 }
 
 impl<'a, T: Send + 'static> Local<'a, T> {
-    pub(crate) fn new(loc: &'a mut Location, id: u32, obj: Box<T>) -> Self {
+    pub(crate) fn new(loc: &'a mut Rmi, id: u32, obj: Box<T>) -> Self {
         Local {
             loc,
             id,

@@ -2,28 +2,30 @@
 //!
 //! A program runs SPMD: [`spmd`] (or [`run`] on a given [`World`]) runs one body
 //! per location of the world, each as a task of the rank's runtime; the body
-//! gets its [`Location`] (`id()`, `count()`). Locations **register** objects
-//! collectively ([`Location::register`]): every location owns its own
+//! gets its location's RMI endpoint, an [`Rmi`] (`id()`, `count()`; named
+//! apart from the world's [`Location`](crate::world::Location), which it
+//! runs on). Locations **register** objects
+//! collectively ([`Rmi::register`]): every location owns its own
 //! *representative* and gets the same [`Handle`]. Methods are the message
 //! core's handlers (one handler trait for actors, RMI and RPC): an object
 //! accepts message `M` by implementing [`Handler<M>`](crate::msg::Handler), and
 //!
-//! * [`async_rmi`](Location::async_rmi)`(dest, &h, msg)` — a statement: the
+//! * [`async_rmi`](Rmi::async_rmi)`(dest, &h, msg)` — a statement: the
 //!   request goes into the world (aggregated per destination) and executes on
 //!   `dest`'s representative;
-//! * [`sync_rmi`](Location::sync_rmi)`(dest, &h, msg)` — a question: waits for
+//! * [`sync_rmi`](Rmi::sync_rmi)`(dest, &h, msg)` — a question: waits for
 //!   the method's reply, executing incoming requests meanwhile (nested RMI);
-//! * [`broadcast_rmi`](Location::broadcast_rmi) — to every representative;
-//! * [`reduce_rmi`](Location::reduce_rmi)`(&h, msg, op)` — collective: every
+//! * [`broadcast_rmi`](Rmi::broadcast_rmi) — to every representative;
+//! * [`reduce_rmi`](Rmi::reduce_rmi)`(&h, msg, op)` — collective: every
 //!   location runs the method on its own representative and the replies are
 //!   combined along the world's tree;
-//! * [`fence`](Location::fence) — collective: returns when every RMI issued
+//! * [`fence`](Rmi::fence) — collective: returns when every RMI issued
 //!   anywhere, including those issued by methods to any depth and those still
 //!   in aggregation buffers, has executed (the world's quiescence detection);
-//!   [`poll`](Location::poll) executes what has arrived, [`wait`](Location::wait)
+//!   [`poll`](Rmi::poll) executes what has arrived, [`wait`](Rmi::wait)
 //!   waits for the next request since the previous `wait` or `fence` (at once
 //!   if one already ran meanwhile); every n-th communication call polls
-//!   ([`Location::set_poll_every`]).
+//!   ([`Rmi::set_poll_every`]).
 //!
 //! RMI messages are [`Remote`](crate::msg::Remote) types (serde, with a stable
 //! name), because the same program must run in every world shape, and a request
@@ -46,17 +48,17 @@
 //!
 //! struct Counter(u64);
 //! impl Object for Counter {
-//!     type Context = rmi::Location;
+//!     type Context = rmi::Rmi;
 //!     fn remote(table: &mut Dispatch<Self>) -> Result<(), RegistryError> {
 //!         table.register::<Add>()?.register::<Get>()?;
 //!         Ok(())
 //!     }
 //! }
 //! impl Handler<Add> for Counter {
-//!     async fn handle(&mut self, m: Add, _: &mut rmi::Location) { self.0 += m.0; }
+//!     async fn handle(&mut self, m: Add, _: &mut rmi::Rmi) { self.0 += m.0; }
 //! }
 //! impl Handler<Get> for Counter {
-//!     async fn handle(&mut self, _: Get, _: &mut rmi::Location) -> u64 { self.0 }
+//!     async fn handle(&mut self, _: Get, _: &mut rmi::Rmi) -> u64 { self.0 }
 //! }
 //!
 //! let world = tutti::world::World::builder().locations(4).workers(2).build().unwrap();
@@ -92,11 +94,11 @@
 //!   copied or serialized) and are serialized across ranks.
 //!
 //! **Exclusive access between calls.** The body reaches its own representative
-//! through [`Location::local`], a guard that borrows the `Location` mutably.
+//! through [`Rmi::local`], a guard that borrows the `Rmi` mutably.
 //! Every call that executes requests takes `&self`, so holding the guard across
 //! one is a **compile-time error**, not a race (see the `compile_fail` example on
-//! [`Location`]). A method reaches its representative as `&mut self`, and other
-//! objects through its context (`&mut Location`), with the same rule.
+//! [`Rmi`]). A method reaches its representative as `&mut self`, and other
+//! objects through its context (`&mut Rmi`), with the same rule.
 //!
 //! **Busy representatives.** While a method waits in a `sync_rmi`, its
 //! representative is taken out of the table. A request for it that arrives
@@ -111,18 +113,18 @@
 //! them is reported as a deadlock (the location panics naming the method and
 //! the chain) instead of hanging. Nested chains through *different* objects —
 //! or different locations — are fine.
-//! [`Location::local`] on a representative a method of which is executing is
+//! [`Rmi::local`] on a representative a method of which is executing is
 //! a clear panic, never aliasing.
 //!
 //! **Nesting.** Each request a location executes while already inside a method
 //! nests one level deeper (a sync_rmi chain that keeps returning to this
-//! location). Beyond [`Location::set_max_nesting`] levels (default
+//! location). Beyond [`Rmi::set_max_nesting`] levels (default
 //! [`DEFAULT_MAX_NESTING`]) the location panics with a message naming the
 //! method, instead of overflowing its stack.
 //!
 //! **Contexts.** A method's context is what its object's
 //! [`Object::Context`](crate::msg::Object) says, from [`HandlerContext`]: a
-//! [`Location`] (to issue RMIs from methods), or `()` — an object with
+//! [`Rmi`] (to issue RMIs from methods), or `()` — an object with
 //! `Context = ()` has handlers that need nothing from an RMI endpoint, and an
 //! actor that owns such an object can forward its messages to the very same
 //! handlers.
@@ -135,9 +137,9 @@
 //! location of the same rank it moves through the world as a typed value; to a
 //! location of another rank it is encoded with the `msg` codec and its bytes
 //! travel through the world (counted by the quiescence detection, so
-//! [`Location::fence`] stays exact).
+//! [`Rmi::fence`] stays exact).
 //!
-//! **Aggregation** ([`Location::set_aggregation`], ARMI's aggregation factor):
+//! **Aggregation** ([`Rmi::set_aggregation`], ARMI's aggregation factor):
 //! consecutive statements (`async_rmi`, `broadcast_rmi`) from one location to
 //! one destination, for one object and message type, are combined into a
 //! *run* — held by value as a typed `Vec` of the messages within the rank
@@ -192,11 +194,11 @@
 //! behaviour.
 
 mod admission;
+mod endpoint;
 mod error;
 mod execute;
 mod handle;
 mod local;
-mod location;
 mod request;
 mod wire;
 
@@ -205,27 +207,27 @@ mod tests;
 
 use std::future::Future;
 
+pub use endpoint::Rmi;
 pub use error::RmiError;
 pub use handle::Handle;
 pub use local::Local;
-pub use location::Location;
 
 use crate::world::World;
 
-/// Default of [`Location::set_max_nesting`].
+/// Default of [`Rmi::set_max_nesting`].
 pub const DEFAULT_MAX_NESTING: usize = 64;
 
-/// Default of [`Location::set_poll_every`]: every 64th communication call
+/// Default of [`Rmi::set_poll_every`]: every 64th communication call
 /// executes what has arrived.
 pub const DEFAULT_POLL_EVERY: usize = 64;
 
-/// Default of [`Location::set_aggregation`] in-process (where the world's own
+/// Default of [`Rmi::set_aggregation`] in-process (where the world's own
 /// default is no aggregation): statements per destination combined into one
 /// run.
 pub const DEFAULT_AGGREGATION: usize = 256;
 
 /// The aggregation factor RMI locations of a world with `config` start with
-/// ([`Location::set_aggregation`]): the world's factor, except in-process with
+/// ([`Rmi::set_aggregation`]): the world's factor, except in-process with
 /// the world's default (no aggregation, chosen for its plain messages), where
 /// RMI's runs still pay — one admission per run instead of per request — and
 /// it is [`DEFAULT_AGGREGATION`].
@@ -247,25 +249,25 @@ pub fn default_aggregation(config: &crate::world::WorldConfig) -> usize {
 
 /// What a method gets as its context, made from the executing location.
 ///
-/// Implemented for [`Location`] (methods that issue RMIs) and `()`.
+/// Implemented for [`Rmi`] (methods that issue RMIs) and `()`.
 pub trait HandlerContext: Send + 'static {
     /// The context for one method executing on `loc` (a `()` context costs
-    /// nothing; a [`Location`] one is another handle on `loc`'s endpoint).
-    fn from_location(loc: &Location) -> Self;
+    /// nothing; an [`Rmi`] one is another handle on `loc`'s endpoint).
+    fn from_location(loc: &Rmi) -> Self;
 }
 
-impl HandlerContext for Location {
-    fn from_location(loc: &Location) -> Self {
+impl HandlerContext for Rmi {
+    fn from_location(loc: &Rmi) -> Self {
         loc.share()
     }
 }
 
 impl HandlerContext for () {
-    fn from_location(_: &Location) -> Self {}
+    fn from_location(_: &Rmi) -> Self {}
 }
 
 /// Runs `body` once per location of `world` (ARMI's `execute_parallel_task`)
-/// and returns the results in location order. A closing [`Location::fence`]
+/// and returns the results in location order. A closing [`Rmi::fence`]
 /// after the body makes sure every RMI it issued has executed.
 ///
 /// With several ranks, each rank runs the body on its own locations and gets
@@ -282,14 +284,14 @@ impl HandlerContext for () {
 /// ```
 pub fn run<F, Fut>(world: &World, body: F) -> Vec<Fut::Output>
 where
-    F: Fn(Location) -> Fut,
+    F: Fn(Rmi) -> Fut,
     Fut: Future + Send + 'static,
     Fut::Output: Send + 'static,
 {
     world.run(|wloc| {
         // The location's endpoint is owned by this task (its state is a
         // `TaskCell`, used only while the task is polled).
-        let (loc, owner) = Location::new(wloc);
+        let (loc, owner) = Rmi::new(wloc);
         let closing = loc.share();
         let fut = body(loc);
         owner.run(async move {
@@ -312,7 +314,7 @@ where
 /// ```
 pub fn spmd<F, Fut>(body: F) -> Vec<Fut::Output>
 where
-    F: Fn(Location) -> Fut,
+    F: Fn(Rmi) -> Fut,
     Fut: Future + Send + 'static,
     Fut::Output: Send + 'static,
 {

@@ -12,7 +12,7 @@ use std::marker::PhantomData;
 use std::sync::Arc;
 use std::task::Context;
 
-use super::{HandlerContext, Location};
+use super::{HandlerContext, Rmi};
 use crate::msg::{Envelope, Handler, Message, RemoteReply, ReplyError, RunBatch};
 use crate::msg::{Running, Spare, Started};
 
@@ -56,7 +56,7 @@ pub(crate) trait Call: Send + 'static {
     fn start(
         self: Box<Self>,
         rep: Rep,
-        ctx: &Location,
+        ctx: &Rmi,
         spare: &mut Spare,
         cx: &mut Context<'_>,
     ) -> Started<Returned>;
@@ -94,7 +94,7 @@ where
     fn start(
         self: Box<Self>,
         rep: Rep,
-        ctx: &Location,
+        ctx: &Rmi,
         spare: &mut Spare,
         cx: &mut Context<'_>,
     ) -> Started<Returned> {
@@ -122,7 +122,7 @@ where
 #[inline]
 fn run_method<T, F, Fut>(
     rep: Rep,
-    ctx: &Location,
+    ctx: &Rmi,
     spare: &mut Spare,
     cx: &mut Context<'_>,
     method: F,
@@ -165,7 +165,7 @@ where
     fn start(
         self: Box<Self>,
         rep: Rep,
-        ctx: &Location,
+        ctx: &Rmi,
         spare: &mut Spare,
         cx: &mut Context<'_>,
     ) -> Started<Returned> {
@@ -230,7 +230,7 @@ where
     fn start(
         self: Box<Self>,
         rep: Rep,
-        ctx: &Location,
+        ctx: &Rmi,
         spare: &mut Spare,
         cx: &mut Context<'_>,
     ) -> Started<Returned> {
@@ -282,7 +282,7 @@ where
     fn start(
         self: Box<Self>,
         rep: Rep,
-        ctx: &Location,
+        ctx: &Rmi,
         spare: &mut Spare,
         cx: &mut Context<'_>,
     ) -> Started<Returned> {

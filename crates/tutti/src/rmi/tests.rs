@@ -55,19 +55,19 @@ remote!(Get);
 #[derive(Default)]
 struct Counter(u64);
 impl Object for Counter {
-    type Context = Location;
+    type Context = Rmi;
     fn remote(t: &mut Dispatch<Self>) -> std::result::Result<(), RegistryError> {
         t.register::<Add>()?.register::<Get>()?;
         Ok(())
     }
 }
 impl Handler<Add> for Counter {
-    async fn handle(&mut self, m: Add, _: &mut Location) {
+    async fn handle(&mut self, m: Add, _: &mut Rmi) {
         self.0 += m.0;
     }
 }
 impl Handler<Get> for Counter {
-    async fn handle(&mut self, _: Get, _: &mut Location) -> u64 {
+    async fn handle(&mut self, _: Get, _: &mut Rmi) -> u64 {
         self.0
     }
 }
@@ -113,14 +113,14 @@ struct Ring {
     all: Vec<Handle<Ring>>,
 }
 impl Object for Ring {
-    type Context = Location;
+    type Context = Rmi;
     fn remote(t: &mut Dispatch<Self>) -> std::result::Result<(), RegistryError> {
         t.register::<Relay>()?;
         Ok(())
     }
 }
 impl Handler<Relay> for Ring {
-    async fn handle(&mut self, m: Relay, ctx: &mut Location) -> u32 {
+    async fn handle(&mut self, m: Relay, ctx: &mut Rmi) -> u32 {
         if m.hops == 0 {
             return 1;
         }
@@ -192,7 +192,7 @@ fn local_on_a_representative_whose_method_runs_is_a_clear_error() {
     }
     remote!(Peek);
     impl Handler<Peek> for Counter {
-        async fn handle(&mut self, m: Peek, ctx: &mut Location) {
+        async fn handle(&mut self, m: Peek, ctx: &mut Rmi) {
             let _ = ctx.local(&m.0).0;
         }
     }
@@ -234,7 +234,7 @@ fn collectives_inside_methods_are_refused() {
     }
     remote!(Fence);
     impl Handler<Fence> for Counter {
-        async fn handle(&mut self, _: Fence, ctx: &mut Location) {
+        async fn handle(&mut self, _: Fence, ctx: &mut Rmi) {
             ctx.fence().await;
         }
     }
@@ -332,7 +332,7 @@ fn a_request_of_a_type_the_object_does_not_accept_from_others_is_a_clear_error()
     }
     remote!(Secret);
     impl Handler<Secret> for Counter {
-        async fn handle(&mut self, _: Secret, _: &mut Location) {}
+        async fn handle(&mut self, _: Secret, _: &mut Rmi) {}
     }
     let w = world(2, 1);
     // To itself it needs no listing…

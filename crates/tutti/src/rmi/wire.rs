@@ -19,9 +19,9 @@
 use std::any::Any;
 use std::sync::Arc;
 
-use super::location::State;
+use super::endpoint::State;
 use super::request::{Call, Chain, Invoke, MethodReply, Request, Response, RunOf};
-use super::{HandlerContext, Location};
+use super::{HandlerContext, Rmi};
 use crate::call::serve::refusal;
 use crate::call::{CallError, FrameBuf, Link, Received, ReplyBody};
 use crate::msg::codec::{self, CodecError, Frame, FrameKind};
@@ -33,7 +33,7 @@ use crate::world::{Delivery, LocationId};
 const CHAIN: MsgId = MsgId::from_name("tutti.rmi.Chain");
 
 /// Statements waiting to go to one destination: the run being built (see
-/// [`Location::statement`]).
+/// [`Rmi::statement`]).
 pub(super) enum Open {
     /// To another location of this rank: a typed run (a [`RunOf`]), held by
     /// value.
@@ -54,7 +54,7 @@ pub(super) enum Open {
 /// world's batches towards another rank).
 const WIRE_BYTES: usize = 16 * 1024;
 
-impl Location {
+impl Rmi {
     /// Sends a statement (`async_rmi`, `broadcast_rmi`) for object `object`
     /// of type `T` to `dest`, another location. Statements to one destination
     /// are combined into runs of up to the location's aggregation factor

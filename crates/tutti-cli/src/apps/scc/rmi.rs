@@ -33,7 +33,7 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 use tutti::msg::{Dispatch, Handler, Message, Object, RegistryError, Remote};
-use tutti::rmi::{self, Handle, Location};
+use tutti::rmi::{self, Handle, Rmi};
 
 use super::graph::Graph;
 use crate::rng::mix64;
@@ -75,7 +75,7 @@ impl Part {
 
     /// Removes live vertex `v` (local index `i`) as a component of its own and
     /// tells its neighbours.
-    async fn trim(&mut self, i: usize, ctx: &Location) {
+    async fn trim(&mut self, i: usize, ctx: &Rmi) {
         let v = (self.lo + i) as u32;
         self.alive[i] = false;
         self.label[i] = v;
@@ -86,7 +86,7 @@ impl Part {
 }
 
 /// The decrements a removed vertex `v` sends along its edges.
-async fn send_trims(ctx: &Location, g: &Graph, per: usize, h: Handle<Part>, v: u32, color: u64) {
+async fn send_trims(ctx: &Rmi, g: &Graph, per: usize, h: Handle<Part>, v: u32, color: u64) {
     for &w in g.out(v as usize) {
         let m = Trim {
             v: w,
@@ -106,7 +106,7 @@ async fn send_trims(ctx: &Location, g: &Graph, per: usize, h: Handle<Part>, v: u
 }
 
 impl Object for Part {
-    type Context = Location;
+    type Context = Rmi;
     fn remote(table: &mut Dispatch<Self>) -> Result<(), RegistryError> {
         table.register::<Count>()?;
         table.register::<Trim>()?;
@@ -171,7 +171,7 @@ macro_rules! remote {
 remote!(Count, Trim, Propose, Pivot, Mark);
 
 impl Handler<Count> for Part {
-    async fn handle(&mut self, m: Count, _: &mut Location) {
+    async fn handle(&mut self, m: Count, _: &mut Rmi) {
         let i = m.v as usize - self.lo;
         if self.alive[i] && self.color[i] == m.color {
             self.count[usize::from(m.dir & 1)][i] += 1;
@@ -180,7 +180,7 @@ impl Handler<Count> for Part {
 }
 
 impl Handler<Trim> for Part {
-    async fn handle(&mut self, m: Trim, ctx: &mut Location) {
+    async fn handle(&mut self, m: Trim, ctx: &mut Rmi) {
         let i = m.v as usize - self.lo;
         if !self.alive[i] || self.color[i] != m.color {
             return;
@@ -194,7 +194,7 @@ impl Handler<Trim> for Part {
 }
 
 impl Handler<Propose> for Part {
-    async fn handle(&mut self, m: Propose, _: &mut Location) {
+    async fn handle(&mut self, m: Propose, _: &mut Rmi) {
         let e = self.best.entry(m.color).or_insert((m.key, m.v));
         if (m.key, m.v) > *e {
             *e = (m.key, m.v);
@@ -203,7 +203,7 @@ impl Handler<Propose> for Part {
 }
 
 impl Handler<Pivot> for Part {
-    async fn handle(&mut self, m: Pivot, ctx: &mut Location) {
+    async fn handle(&mut self, m: Pivot, ctx: &mut Rmi) {
         for dir in [OUT, IN] {
             let mark = Mark {
                 v: m.v,
@@ -217,7 +217,7 @@ impl Handler<Pivot> for Part {
 }
 
 impl Handler<Mark> for Part {
-    async fn handle(&mut self, m: Mark, ctx: &mut Location) {
+    async fn handle(&mut self, m: Mark, ctx: &mut Rmi) {
         let i = m.v as usize - self.lo;
         if !self.alive[i] || self.color[i] != m.color {
             return;

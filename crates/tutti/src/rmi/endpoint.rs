@@ -1,4 +1,4 @@
-//! [`Location`]: one location's RMI endpoint, its API — registration,
+//! [`Rmi`]: one location's RMI endpoint, its API — registration,
 //! `async_rmi`, `sync_rmi`, `broadcast_rmi`, `reduce_rmi`, `poll`, `wait`,
 //! `fence` — and what it owns ([`Inner`]). How requests travel is in
 //! `wire.rs`, whether they may run now in `admission.rs`, how they run in
@@ -51,14 +51,14 @@ pub(super) struct State {
 }
 
 /// Everything one location's RMI endpoint owns; shared (through `Arc`) by the
-/// SPMD body's [`Location`] and the contexts of the methods it executes, all of
+/// SPMD body's [`Rmi`] and the contexts of the methods it executes, all of
 /// which run in the location's one task.
 pub(crate) struct Inner {
     /// The location's end of the request/reply core, over its world location:
     /// correlation ids, the questions waiting for answers, frames.
     pub(super) conv: Conversation<world::Location>,
     /// Owned by the location's task, the one that executes its requests
-    /// ([`TaskCell`]: no lock). Used through [`Location::with_state`], never
+    /// ([`TaskCell`]: no lock). Used through [`Rmi::with_state`], never
     /// across an `.await` or a call into user code.
     pub(super) state: Arc<TaskCell<State>>,
     /// Methods of this location on the call stack now.
@@ -91,8 +91,9 @@ impl world::RankDeath for Inner {
     }
 }
 
-/// One location's RMI endpoint (ARMI's location): the SPMD body gets one, and so
-/// does every method executed here (as its [`Object::Context`]).
+/// One location's RMI endpoint (ARMI's location), on a world
+/// [`Location`](world::Location): the SPMD body gets one, and so does every
+/// method executed here (as its [`Object::Context`]).
 ///
 /// Communication calls take `&self`; [`local`](Self::local) — exclusive access
 /// to this location's representative of a registered object — takes
@@ -101,13 +102,13 @@ impl world::RankDeath for Inner {
 ///
 /// A location's endpoint belongs to its task (the one [`run`](super::run)
 /// makes for it): its queues and tables are single-owner, with no lock. A
-/// `Location` (or a method's context) used from another task or thread is a
+/// `Rmi` (or a method's context) used from another task or thread is a
 /// clear panic naming the location, never a data race.
 ///
 /// ```compile_fail
 /// # use tutti::rmi;
 /// # struct Counter(u64);
-/// # impl tutti::msg::Object for Counter { type Context = rmi::Location; }
+/// # impl tutti::msg::Object for Counter { type Context = rmi::Rmi; }
 /// # let world = tutti::world::World::builder().locations(1).workers(1).build().unwrap();
 /// rmi::run(&world, |mut loc| async move {
 ///     let h = loc.register(Counter(0)).await.unwrap();
@@ -116,28 +117,28 @@ impl world::RankDeath for Inner {
 ///     mine.0
 /// });
 /// ```
-pub struct Location {
+pub struct Rmi {
     pub(super) inner: Arc<Inner>,
 }
 
-impl fmt::Debug for Location {
+impl fmt::Debug for Rmi {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("rmi::Location")
+        f.debug_struct("rmi::Rmi")
             .field("id", &self.id())
             .field("depth", &self.depth())
             .finish()
     }
 }
 
-impl Location {
+impl Rmi {
     /// The endpoint of `world`'s location, and the token that makes its
     /// task (see [`run`](super::run)).
-    pub(crate) fn new(world: world::Location) -> (Location, CellOwner) {
+    pub(crate) fn new(world: world::Location) -> (Rmi, CellOwner) {
         let (rank, per_rank) = (world.rank(), world.world().locations_per_rank());
         let aggregation = super::default_aggregation(world.world().config());
         let oversubscribed = world.world().config().oversubscribed();
         let (state, owner) = TaskCell::new(State::default());
-        let location = Location {
+        let location = Rmi {
             inner: Arc::new(Inner {
                 rank,
                 per_rank,
@@ -186,15 +187,15 @@ impl Location {
     fn not_owner(&self) -> ! {
         panic!(
             "tutti::rmi: the endpoint of location {} was used outside its location's task \
-             (an rmi::Location, or a method's context, taken to another task or thread)",
+             (an rmi::Rmi, or a method's context, taken to another task or thread)",
             self.id()
         )
     }
 
     /// Another handle on the same endpoint (for a method's context, and for
     /// the closing fence of [`run`](super::run)).
-    pub(crate) fn share(&self) -> Location {
-        Location {
+    pub(crate) fn share(&self) -> Rmi {
+        Rmi {
             inner: Arc::clone(&self.inner),
         }
     }
