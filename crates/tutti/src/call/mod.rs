@@ -89,10 +89,12 @@
 //! serves implements [`Server`](serve::Server) with what is its own — its
 //! targets by number, its control messages, whether it serves a peer now, how
 //! it tells a sender that a statement was not delivered — and hands each
-//! arrival to [`serve::receive`]. A target is a [`Target`](serve::Target): it
-//! decodes a request with its message table and hands it on (an actor's
-//! mailbox through the one adapter, [`ActorTarget`](serve::ActorTarget); an
-//! RPC object's sequential group). Every request frame is served by
+//! arrival to [`serve::receive`]. A target is a [`Target`](serve::Target),
+//! in practice a [`ServedObject`](serve::ServedObject): it decodes a request
+//! with the object's message table and delivers it
+//! ([`Deliver`](serve::Deliver)) — to an actor's mailbox through the one
+//! actor adapter (`Deliver` for an actor's `Addr`), or to an RPC object's
+//! sequential group. Every request frame is served by
 //! [`serve::serve`], by these rules, in this order:
 //!
 //! | the request | what happens | the sender learns | counted |

@@ -1,5 +1,7 @@
 //! The serving side of the core, once for every owner: the [`Target`] trait a
-//! request is served to, the one actor adapter ([`ActorTarget`]), the counters
+//! request is served to, an object served through its message table
+//! ([`ServedObject`]) and where its requests go ([`Deliver`]: the one actor
+//! adapter is its implementation for an actor's [`Addr`]), the counters
 //! every serving owner keeps ([`ServeCounters`]), the one mapping from a reply
 //! that never came to a refusal ([`refusal`]), and the functions that take an
 //! arrival ([`receive`]) and serve a request frame ([`serve`]). An owner
@@ -18,7 +20,7 @@ use super::{Conversation, Link, Received, Refusal};
 use crate::actor::{Actor, Addr, AskError};
 use crate::loom::{lock, AtomicU64, Mutex, Ordering};
 use crate::msg::codec::{Format, Frame, FrameKind, Header};
-use crate::msg::{Dispatch, Envelope, NoReply, RemoteReply, ReplyError};
+use crate::msg::{Dispatch, Envelope, NoReply, Object, RemoteReply, ReplyError};
 
 /// What a request is served to, its type erased: an exported actor, a
 /// published object.
@@ -40,47 +42,66 @@ pub(crate) trait Target: Send + Sync {
     fn type_name(&self) -> &'static str;
 }
 
-/// The one actor adapter: an actor served as it is. Requests are decoded by
-/// its [`Dispatch`] table and queued in its mailbox, in order with its local
-/// messages; its own task handles them.
-pub(crate) struct ActorTarget<A: Actor> {
-    addr: Addr<A>,
-    dispatch: Dispatch<A>,
+/// Where a typed request for an object of type `O` goes: an actor's mailbox
+/// (the one actor adapter, [`Addr`]), an RPC object's sequential group. It
+/// takes the requests decoded from frames ([`ServedObject`]) and those of
+/// callers in this process (an RPC local proxy: no bytes), and never waits
+/// for room.
+pub(crate) trait Deliver<O: Object>: Send + Sync {
+    /// Hands `e` on; a full mailbox is [`Refusal::Full`], a target that has
+    /// stopped [`Refusal::NoTarget`] (dropping `e` closes its reply slot).
+    fn deliver(&self, e: Envelope<O>) -> Result<(), Refusal>;
+
+    /// [`Target::dropped_means_stopped`] for what is delivered here.
+    fn dropped_means_stopped(&self) -> bool;
 }
 
-impl<A: Actor> ActorTarget<A> {
-    pub(crate) fn new(addr: Addr<A>, dispatch: Dispatch<A>) -> Self {
-        ActorTarget { addr, dispatch }
-    }
-
-    /// Queues a typed request (from a caller in this process: no bytes). It
-    /// never waits for room: a full mailbox is [`Refusal::Full`], a stopped
-    /// actor [`Refusal::NoTarget`].
-    pub(crate) fn enqueue(&self, e: Envelope<A>) -> Result<(), Refusal> {
-        // A refused envelope is dropped here, which closes its reply slot.
-        self.addr.enqueue(e).map_err(|(_, why)| match why {
+/// The one actor adapter: an actor is served as it is — its requests queue in
+/// its mailbox, in order with its local messages, and its own task handles
+/// them.
+impl<A: Actor> Deliver<A> for Addr<A> {
+    fn deliver(&self, e: Envelope<A>) -> Result<(), Refusal> {
+        self.enqueue(e).map_err(|(_, why)| match why {
             AskError::Full => Refusal::Full,
             _ => Refusal::NoTarget,
         })
     }
+
+    /// An actor drops its questions only as it stops.
+    fn dropped_means_stopped(&self) -> bool {
+        true
+    }
 }
 
-impl<A: Actor> Target for ActorTarget<A> {
+/// An object served from frames: its requests decoded by its message table
+/// ([`Dispatch`]) and delivered by `D`.
+pub(crate) struct ServedObject<O: Object, D> {
+    dispatch: Dispatch<O>,
+    deliver: D,
+}
+
+impl<O: Object, D: Deliver<O>> ServedObject<O, D> {
+    pub(crate) fn new(dispatch: Dispatch<O>, deliver: D) -> Self {
+        ServedObject { dispatch, deliver }
+    }
+}
+
+impl<O: Object, D: Deliver<O>> Target for ServedObject<O, D> {
     fn take(&self, frame: &Frame<'_>, format: Format) -> Result<Option<RemoteReply>, Refusal> {
         let incoming = self
             .dispatch
             .incoming_in(frame, format)
             .map_err(|e| Refusal::Failed(e.to_string()))?;
-        self.enqueue(incoming.envelope)?;
+        self.deliver.deliver(incoming.envelope)?;
         Ok(incoming.reply)
     }
 
     fn dropped_means_stopped(&self) -> bool {
-        true
+        self.deliver.dropped_means_stopped()
     }
 
     fn type_name(&self) -> &'static str {
-        std::any::type_name::<A>()
+        std::any::type_name::<O>()
     }
 }
 
@@ -112,6 +133,7 @@ pub(crate) fn refusal(e: ReplyError, dropped_means_stopped: bool) -> Refusal {
 /// What a serving owner counts: requests served, statements it could not
 /// deliver, bytes it rejected and its own bytes rejected by peers, and the
 /// last error seen. Every counter only grows.
+#[derive(Default)]
 pub(crate) struct ServeCounters {
     served: AtomicU64,
     dead_letters: AtomicU64,
@@ -133,18 +155,6 @@ pub(crate) struct ServeStats {
     pub(crate) rejected: u64,
     /// The last error noted.
     pub(crate) last_error: Option<String>,
-}
-
-impl Default for ServeCounters {
-    fn default() -> Self {
-        ServeCounters {
-            served: AtomicU64::new(0),
-            dead_letters: AtomicU64::new(0),
-            malformed: AtomicU64::new(0),
-            rejected: AtomicU64::new(0),
-            last_error: Mutex::new(None),
-        }
-    }
 }
 
 impl ServeCounters {

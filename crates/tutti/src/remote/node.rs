@@ -17,7 +17,7 @@ use super::link::NodeLink;
 use super::protocol::{Control, RegistryReply, CONTROL};
 use super::{home_index, NodeLookupError, NodeRegisterError, NodeStats, RemoteAddr, RemoteError};
 use crate::actor::{Actor, Addr, MonitorRef, Name};
-use crate::call::serve::{ActorTarget, ServeCounters, Target};
+use crate::call::serve::{ServeCounters, ServedObject, Target};
 use crate::call::{Conversation, Question, Refusal};
 use crate::msg::{Dispatch, MsgId};
 use crate::world::{Collective, Location, LocationId, World};
@@ -178,7 +178,7 @@ impl Node {
                 inner.actor_stopped(actor, &down.reason.to_string());
             }
         });
-        let target: Arc<dyn Target> = Arc::new(ActorTarget::new(addr.clone(), dispatch));
+        let target: Arc<dyn Target> = Arc::new(ServedObject::new(dispatch, addr.clone()));
         let mut exports = lock(&self.inner.exports);
         let mut stale = None;
         let replaced = exports.remove(&actor);

@@ -113,10 +113,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use endpoint::{target_of, Config, Inner, Published};
-use vendor::{Deliver, GroupedObject};
+use vendor::Grouped;
 
 use crate::actor::{Actor, Addr};
-use crate::call::serve::{ActorTarget, Target};
+use crate::call::serve::{Deliver, ServedObject, Target};
 use crate::loom::lock;
 use crate::msg::codec::Format;
 use crate::msg::{Dispatch, Object};
@@ -342,9 +342,13 @@ impl Rpc {
     {
         let mut table = Dispatch::new();
         O::remote(&mut table).map_err(|e| RpcError::Publish(e.to_string()))?;
-        let object = GroupedObject::new(obj, O::Context::default(), vendor, table);
-        let local = object.deliver();
-        self.add(path, Arc::new(object), Box::new(local))
+        let grouped = Grouped::new(obj, O::Context::default(), vendor);
+        let local: Arc<dyn Deliver<O>> = Arc::new(Arc::clone(&grouped));
+        self.add(
+            path,
+            Arc::new(ServedObject::new(table, grouped)),
+            Box::new(local),
+        )
     }
 
     /// Publishes a running actor at `path`: its calls queue in its mailbox
@@ -356,9 +360,9 @@ impl Rpc {
         addr: &Addr<A>,
         dispatch: Dispatch<A>,
     ) -> Result<Url, RpcError> {
-        let target = Arc::new(ActorTarget::new(addr.clone(), dispatch));
-        let local: Arc<dyn Deliver<A>> = Arc::clone(&target) as _;
-        self.add(path, target, Box::new(local))
+        let local: Arc<dyn Deliver<A>> = Arc::new(addr.clone());
+        let target = ServedObject::new(dispatch, addr.clone());
+        self.add(path, Arc::new(target), Box::new(local))
     }
 
     /// Withdraws the object at `path`: later calls get

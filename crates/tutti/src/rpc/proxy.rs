@@ -12,8 +12,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::endpoint::{target_of, Inner};
-use super::vendor::Deliver;
 use super::{RpcError, Url};
+use crate::call::serve::Deliver;
 use crate::call::{with_scratch, Answer, CallError, Question, Refusal, ReplyBody};
 use crate::msg::codec::Format;
 use crate::msg::{Envelope, Handler, NoReply, Object, Remote};
@@ -149,9 +149,9 @@ impl<O: Object> Proxy<O> {
             after: deadline,
         };
         match &self.route {
-            Route::Local(desk) => {
+            Route::Local(object) => {
                 let (e, reply) = Envelope::<O>::with_reply(msg);
-                desk.deliver(e).map_err(|r| self.refused(r))?;
+                object.deliver(e).map_err(|r| self.refused(r))?;
                 match timeout_at(until, reply).await {
                     Ok(Ok(v)) => Ok(v),
                     Ok(Err(no)) => Err(self.no_reply(no)),
@@ -190,7 +190,7 @@ impl<O: Object> Proxy<O> {
     {
         let c = &self.inner.counters;
         let sent = match &self.route {
-            Route::Local(desk) => desk
+            Route::Local(object) => object
                 .deliver(Envelope::new(msg))
                 .map_err(|r| self.refused(r)),
             Route::Remote { addr, format } => self.tell(*addr, *format, &msg),

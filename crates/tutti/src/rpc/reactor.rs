@@ -1,10 +1,12 @@
 //! The endpoint's reactor: one thread that waits in `epoll` (through mio) for
 //! its listening socket and its connections, accepts clients, reads bytes,
-//! cuts them into frames and hands each to the endpoint (`serve.rs`). Handlers
-//! never run here: a call is handed to its object's vendor, whose tasks run on
-//! the runtime's workers, and an answer completes the asking task's question
-//! (waking it). This is the one extra thread the runtime allows a transport
-//! (besides its workers, a transport may own one thread that drives it): tutti's scheduler has no I/O driver of its own, so something
+//! cuts them into frames and hands each to the endpoint (`endpoint.rs`, which
+//! serves through the core's serving side). Handlers never run here: a call is
+//! handed to its object's vendor, whose tasks run on the runtime's workers,
+//! and an answer completes the asking task's question (waking it). This is the
+//! one extra thread the runtime allows a transport (besides its workers, a
+//! transport may own one thread that drives it): tutti's scheduler has no I/O
+//! driver of its own, so something
 //! must block in `epoll_wait`, and a thread that only waits, reads and files
 //! answers gives the shortest path from the socket to the woken task.
 //!

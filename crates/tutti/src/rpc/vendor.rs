@@ -1,8 +1,9 @@
-//! Vendors: where a published object's calls run. A published object is a
-//! target of the core's serving side ([`Target`]) that takes each call — a
-//! typed envelope from a local proxy ([`Deliver`]), or a frame decoded by the
-//! object's [`Dispatch`] table from a connection — and hands it to the
-//! object's vendor:
+//! Vendors: where a published object's calls run. A published object is
+//! served by the core's serving side
+//! ([`ServedObject`](crate::call::serve::ServedObject): a frame from a
+//! connection is decoded by the object's [`Dispatch`](crate::msg::Dispatch)
+//! table), and each call — decoded, or a typed envelope from a local proxy —
+//! is delivered ([`Deliver`]) to the object's vendor:
 //!
 //! * an **actor** (`Rpc::publish_actor`) is its own vendor: calls queue in its
 //!   mailbox and its task handles them one at a time, in arrival order, in
@@ -14,12 +15,10 @@
 
 use std::sync::Arc;
 
-use crate::actor::Actor;
-use crate::call::serve::{ActorTarget, Target};
+use crate::call::serve::Deliver;
 use crate::call::Refusal;
 use crate::loom::{lock, Mutex};
-use crate::msg::codec::{Format, Frame};
-use crate::msg::{Dispatch, Envelope, Object, RemoteReply};
+use crate::msg::{Envelope, Object};
 use crate::runtime::SequentialGroup;
 
 /// Where a published plain object's calls run (see [`Rpc::publish`](super::Rpc::publish)).
@@ -46,49 +45,25 @@ pub enum Vendor {
     Group(Arc<SequentialGroup>),
 }
 
-/// Takes typed calls for an object of type `O` (a local proxy's path: no
-/// serialization).
-pub(crate) trait Deliver<O: Object>: Send + Sync {
-    fn deliver(&self, e: Envelope<O>) -> Result<(), Refusal>;
-}
-
-impl<A: Actor> Deliver<A> for ActorTarget<A> {
-    fn deliver(&self, e: Envelope<A>) -> Result<(), Refusal> {
-        self.enqueue(e)
-    }
-}
-
-/// A plain object in a sequential group. The object is taken out of its slot
-/// for each call and put back after it (also if the handler panics); the group
-/// runs one call at a time, so the slot is never empty when a call starts.
-pub(crate) struct GroupedObject<O: Object> {
-    inner: Arc<GroupInner<O>>,
-    dispatch: Dispatch<O>,
-}
-
-struct GroupInner<O: Object> {
+/// A plain object in a sequential group, where its calls are delivered. The
+/// object is taken out of its slot for each call and put back after it (also
+/// if the handler panics); the group runs one call at a time, so the slot is
+/// never empty when a call starts.
+pub(crate) struct Grouped<O: Object> {
     slot: Mutex<Option<(O, O::Context)>>,
     group: Arc<SequentialGroup>,
 }
 
-impl<O: Object> GroupedObject<O> {
-    pub(crate) fn new(obj: O, ctx: O::Context, vendor: Vendor, dispatch: Dispatch<O>) -> Self {
+impl<O: Object> Grouped<O> {
+    pub(crate) fn new(obj: O, ctx: O::Context, vendor: Vendor) -> Arc<Self> {
         let group = match vendor {
             Vendor::Sequential => Arc::new(SequentialGroup::new()),
             Vendor::Group(g) => g,
         };
-        GroupedObject {
-            inner: Arc::new(GroupInner {
-                slot: Mutex::new(Some((obj, ctx))),
-                group,
-            }),
-            dispatch,
-        }
-    }
-
-    /// The typed path to the object, for local proxies.
-    pub(crate) fn deliver(&self) -> Arc<dyn Deliver<O>> {
-        Arc::new(Arc::clone(&self.inner))
+        Arc::new(Grouped {
+            slot: Mutex::new(Some((obj, ctx))),
+            group,
+        })
     }
 }
 
@@ -106,7 +81,7 @@ impl<O: Object> Drop for PutBack<'_, O> {
     }
 }
 
-impl<O: Object> Deliver<O> for Arc<GroupInner<O>> {
+impl<O: Object> Deliver<O> for Arc<Grouped<O>> {
     fn deliver(&self, e: Envelope<O>) -> Result<(), Refusal> {
         let inner = Arc::clone(self);
         drop(self.group.spawn(async move {
@@ -124,24 +99,9 @@ impl<O: Object> Deliver<O> for Arc<GroupInner<O>> {
         }));
         Ok(())
     }
-}
-
-impl<O: Object> Target for GroupedObject<O> {
-    fn take(&self, frame: &Frame<'_>, format: Format) -> Result<Option<RemoteReply>, Refusal> {
-        let incoming = self
-            .dispatch
-            .incoming_in(frame, format)
-            .map_err(|e| Refusal::Failed(e.to_string()))?;
-        self.inner.deliver(incoming.envelope)?;
-        Ok(incoming.reply)
-    }
 
     /// The object goes on after a call whose handler panicked.
     fn dropped_means_stopped(&self) -> bool {
         false
-    }
-
-    fn type_name(&self) -> &'static str {
-        std::any::type_name::<O>()
     }
 }

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use super::*;
 use crate::actor::{self, Actor, Context};
-use crate::call::serve::{self, refusal, ActorTarget, ServeCounters, Server, Target};
+use crate::call::serve::{self, refusal, ServeCounters, ServedObject, Server, Target};
 use crate::msg::codec::Format;
 use crate::msg::{Dispatch, Handler, NoReply, RemoteReply, ReplyError};
 
@@ -101,7 +101,7 @@ fn serving() -> (Arc<Net>, Conversation<Mem>, Arc<Desk>, Addr) {
     let (net, a, b) = pair();
     let acc = actor::spawn(Acc(0));
     let mut targets: HashMap<u64, Arc<dyn Target>> = HashMap::new();
-    targets.insert(7, Arc::new(ActorTarget::new(acc.clone(), table())));
+    targets.insert(7, Arc::new(ServedObject::new(table(), acc.clone())));
     for (id, stops) in [(8, true), (9, false)] {
         let dispatch = table();
         targets.insert(id, Arc::new(Dropper { dispatch, stops }));
