@@ -7,7 +7,7 @@ use std::any::TypeId;
 use std::sync::Arc;
 
 use super::endpoint::State;
-use super::request::{Call, Chain, Decoded, DecodedRun, Rep, Request};
+use super::request::{decoded, decoded_run, Call, Chain, Rep, Request};
 use super::{HandlerContext, Rmi};
 
 use crate::loom::Ordering;
@@ -46,11 +46,7 @@ impl Methods {
             let name = table.name_of(h.msg).unwrap_or("?");
             if h.kind == FrameKind::Ask {
                 let incoming = table.incoming(frame).map_err(|e| e.to_string())?;
-                out.push(Box::new(Decoded::<T> {
-                    envelope: incoming.envelope,
-                    reply: incoming.reply,
-                    name,
-                }));
+                out.push(decoded(incoming, name));
                 return Ok(());
             }
             let run = crate::call::Run::of(frame).map_err(|e| e.to_string())?;
@@ -67,7 +63,7 @@ impl Methods {
             }
             // The statements before a bad one still run.
             if batch.len > 0 {
-                out.push(Box::new(DecodedRun::<T> { batch, name }));
+                out.push(decoded_run(batch, name));
             }
             bad.map_or(Ok(()), Err)
         };

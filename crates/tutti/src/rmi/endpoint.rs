@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::admission::{Deferred, Entry, MethodFrame, Methods, Slot};
-use super::request::{Chain, Invoke, MethodReply, Rep, Request};
+use super::request::{invoke, Chain, MethodReply, Rep, Request};
 use super::wire::Open;
 use super::{Handle, HandlerContext, Local, RmiError, DEFAULT_MAX_NESTING, DEFAULT_POLL_EVERY};
 use crate::call::{Conversation, FrameBuf};
@@ -494,7 +494,7 @@ impl Rmi {
         let req = Request {
             object: h.id(),
             corr: 0,
-            call: Box::new(Invoke::<T, M>::new(msg)),
+            call: invoke::<T, M>(msg),
             chain: None,
         };
         let a = self.with_state(|st| self.enter(st, req, rep));

@@ -3,8 +3,8 @@
 //! what a method returns when it runs ([`Returned`]: its representative back,
 //! and its [`MethodReply`]).
 //! Between locations of one rank they move as typed values; across ranks as
-//! frames of the request/reply core (see `wire.rs`), decoded into a [`Decoded`]
-//! call on arrival.
+//! frames of the request/reply core (see `wire.rs`), decoded into calls on
+//! arrival ([`decoded`], [`decoded_run`]).
 
 use std::any::{Any, TypeId};
 use std::future::Future;
@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::task::Context;
 
 use super::{HandlerContext, Rmi};
-use crate::msg::{Envelope, Handler, Message, RemoteReply, ReplyError, RunBatch};
+use crate::msg::{Handler, Incoming, Message, ReplyError, RunBatch};
 use crate::msg::{Running, Spare, Started};
 
 /// A representative, type-erased while it sits in its location's table.
@@ -62,33 +62,50 @@ pub(crate) trait Call: Send + 'static {
     ) -> Started<Returned>;
 }
 
-/// `Call` for object type `T` and message `M`.
-pub(crate) struct Invoke<T, M> {
-    pub(crate) msg: M,
+/// A call whose method is a closure over the representative and its context,
+/// named by its message type: a single request ([`invoke`]), and the
+/// requests decoded from another rank ([`decoded`], [`decoded_run`]).
+struct Method<T, F> {
+    message: &'static str,
+    count: usize,
+    method: F,
     _object: PhantomData<fn() -> T>,
 }
 
-impl<T, M> Invoke<T, M> {
-    pub(crate) fn new(msg: M) -> Self {
-        Invoke {
-            msg,
+impl<T, F, Fut> Method<T, F>
+where
+    T: crate::msg::Object,
+    T::Context: HandlerContext,
+    F: FnOnce(Box<T>, T::Context) -> Fut + Send + 'static,
+    Fut: Future<Output = Returned> + Send + 'static,
+{
+    fn boxed(message: &'static str, count: usize, method: F) -> Box<dyn Call> {
+        Box::new(Method {
+            message,
+            count,
+            method,
             _object: PhantomData,
-        }
+        })
     }
 }
 
-impl<T, M> Call for Invoke<T, M>
+impl<T, F, Fut> Call for Method<T, F>
 where
-    T: Handler<M>,
+    T: crate::msg::Object,
     T::Context: HandlerContext,
-    M: Message,
+    F: FnOnce(Box<T>, T::Context) -> Fut + Send + 'static,
+    Fut: Future<Output = Returned> + Send + 'static,
 {
     fn object(&self) -> TypeId {
         TypeId::of::<T>()
     }
 
     fn message(&self) -> &'static str {
-        std::any::type_name::<M>()
+        self.message
+    }
+
+    fn count(&self) -> usize {
+        self.count
     }
 
     fn start(
@@ -98,21 +115,25 @@ where
         spare: &mut Spare,
         cx: &mut Context<'_>,
     ) -> Started<Returned> {
-        let msg = self.msg;
-        run_method(
-            rep,
-            ctx,
-            spare,
-            cx,
-            move |mut obj: Box<T>, mut ctx| async move {
-                let reply = obj.handle(msg, &mut ctx).await;
-                Returned {
-                    rep: obj,
-                    reply: MethodReply::Value(Box::new(reply)),
-                }
-            },
-        )
+        run_method(rep, ctx, spare, cx, self.method)
     }
+}
+
+/// `msg` for `T`'s handler, as a call; its reply is a value.
+pub(crate) fn invoke<T, M>(msg: M) -> Box<dyn Call>
+where
+    T: Handler<M>,
+    T::Context: HandlerContext,
+    M: Message,
+{
+    let method = move |mut obj: Box<T>, mut ctx: T::Context| async move {
+        let reply = obj.handle(msg, &mut ctx).await;
+        Returned {
+            rep: obj,
+            reply: MethodReply::Value(Box::new(reply)),
+        }
+    };
+    Method::boxed(std::any::type_name::<M>(), 1, method)
 }
 
 /// What every [`Call::start`] shares: takes the representative as a `T`,
@@ -141,52 +162,42 @@ where
 
 /// A question that came from another rank, decoded by the object type's
 /// [`Dispatch`](crate::msg::Dispatch) (its [`Object::remote`](crate::msg::Object::remote)
-/// table). Its reply is [`MethodReply::Encoded`].
-pub(crate) struct Decoded<T: crate::msg::Object> {
-    pub(crate) envelope: Envelope<T>,
-    pub(crate) reply: Option<RemoteReply>,
-    /// The message type's stable name.
-    pub(crate) name: &'static str,
-}
-
-impl<T> Call for Decoded<T>
+/// table) and named by its message type's stable name, as a call; its reply
+/// is [`MethodReply::Encoded`].
+pub(crate) fn decoded<T>(incoming: Incoming<T>, name: &'static str) -> Box<dyn Call>
 where
     T: crate::msg::Object,
     T::Context: HandlerContext,
 {
-    fn object(&self) -> TypeId {
-        TypeId::of::<T>()
-    }
+    let Incoming { envelope, reply } = incoming;
+    let method = move |mut obj: Box<T>, mut ctx: T::Context| async move {
+        envelope.handle(&mut obj, &mut ctx).await;
+        let reply = match reply {
+            Some(r) => MethodReply::Encoded(r.await),
+            None => MethodReply::Nothing,
+        };
+        Returned { rep: obj, reply }
+    };
+    Method::boxed(name, 1, method)
+}
 
-    fn message(&self) -> &'static str {
-        self.name
-    }
-
-    fn start(
-        self: Box<Self>,
-        rep: Rep,
-        ctx: &Rmi,
-        spare: &mut Spare,
-        cx: &mut Context<'_>,
-    ) -> Started<Returned> {
-        let Decoded {
-            envelope, reply, ..
-        } = *self;
-        run_method(
-            rep,
-            ctx,
-            spare,
-            cx,
-            move |mut obj: Box<T>, mut ctx| async move {
-                envelope.handle(&mut obj, &mut ctx).await;
-                let reply = match reply {
-                    Some(r) => MethodReply::Encoded(r.await),
-                    None => MethodReply::Nothing,
-                };
-                Returned { rep: obj, reply }
-            },
-        )
-    }
+/// A run of statements from another rank (one `Tell` frame), decoded by the
+/// object type's [`Dispatch`](crate::msg::Dispatch) into one batch held by
+/// value (no envelope per statement), as a call: executed as a [`RunOf`] is.
+pub(crate) fn decoded_run<T>(batch: RunBatch<T>, name: &'static str) -> Box<dyn Call>
+where
+    T: crate::msg::Object,
+    T::Context: HandlerContext,
+{
+    let RunBatch { msgs, run, len } = batch;
+    let method = move |mut obj: Box<T>, mut ctx: T::Context| async move {
+        run(msgs, &mut obj, &mut ctx).await;
+        Returned {
+            rep: obj,
+            reply: MethodReply::Nothing,
+        }
+    };
+    Method::boxed(name, len, method)
 }
 
 /// A run of statements of one message type for one object, held by value:
@@ -244,56 +255,6 @@ where
                 for m in msgs {
                     obj.handle(m, &mut ctx).await;
                 }
-                Returned {
-                    rep: obj,
-                    reply: MethodReply::Nothing,
-                }
-            },
-        )
-    }
-}
-
-/// A run of statements from another rank (one `Tell` frame), decoded by the
-/// object type's [`Dispatch`](crate::msg::Dispatch) into one batch held by
-/// value (no envelope per statement): executed as a [`RunOf`] is.
-pub(crate) struct DecodedRun<T: crate::msg::Object> {
-    pub(crate) batch: RunBatch<T>,
-    /// The message type's stable name.
-    pub(crate) name: &'static str,
-}
-
-impl<T> Call for DecodedRun<T>
-where
-    T: crate::msg::Object,
-    T::Context: HandlerContext,
-{
-    fn object(&self) -> TypeId {
-        TypeId::of::<T>()
-    }
-
-    fn message(&self) -> &'static str {
-        self.name
-    }
-
-    fn count(&self) -> usize {
-        self.batch.len
-    }
-
-    fn start(
-        self: Box<Self>,
-        rep: Rep,
-        ctx: &Rmi,
-        spare: &mut Spare,
-        cx: &mut Context<'_>,
-    ) -> Started<Returned> {
-        let RunBatch { msgs, run, .. } = self.batch;
-        run_method(
-            rep,
-            ctx,
-            spare,
-            cx,
-            move |mut obj: Box<T>, mut ctx| async move {
-                run(msgs, &mut obj, &mut ctx).await;
                 Returned {
                     rep: obj,
                     reply: MethodReply::Nothing,

@@ -20,7 +20,7 @@ use std::any::Any;
 use std::sync::Arc;
 
 use super::endpoint::State;
-use super::request::{Call, Chain, Invoke, MethodReply, Request, Response, RunOf};
+use super::request::{invoke, Call, Chain, MethodReply, Request, Response, RunOf};
 use super::{HandlerContext, Rmi};
 use crate::call::serve::refusal;
 use crate::call::{CallError, FrameBuf, Link, Received, ReplyBody};
@@ -218,7 +218,7 @@ impl Rmi {
             let req = Request {
                 object,
                 corr: 0,
-                call: Box::new(Invoke::<T, M>::new(msg)),
+                call: invoke::<T, M>(msg),
                 chain: None,
             };
             if let Err(e) = self.world().send(to, req) {
@@ -253,7 +253,7 @@ impl Rmi {
         let req = Request {
             object,
             corr: 0,
-            call: Box::new(Invoke::<T, M>::new(msg)),
+            call: invoke::<T, M>(msg),
             chain: None,
         };
         self.with_state(|st| st.own.push_back(req));
@@ -288,7 +288,7 @@ impl Rmi {
             let req = Request {
                 object,
                 corr,
-                call: Box::new(Invoke::<T, M>::new(msg)),
+                call: invoke::<T, M>(msg),
                 chain,
             };
             if dest == me {
