@@ -106,6 +106,7 @@ mod registry;
 mod remote;
 mod reply;
 mod running;
+mod tagged;
 
 use std::future::Future;
 
@@ -121,6 +122,7 @@ pub use remote::{MsgId, Remote};
 pub use reply::{NoReply, Reply, Responder};
 pub use running::Handle;
 pub(crate) use running::{Running, Spare, Started};
+pub(crate) use tagged::Tagged;
 
 /// What a caller that handles many messages in a row (the actor loop's turn) keeps
 /// between them: the block of a handler that completed, for the next one, and envelope

@@ -63,8 +63,8 @@ pub(crate) trait Call: Send + 'static {
 }
 
 /// A call whose method is a closure over the representative and its context,
-/// named by its message type: a single request ([`invoke`]), and the
-/// requests decoded from another rank ([`decoded`], [`decoded_run`]).
+/// named by its message type: the requests decoded from another rank
+/// ([`decoded`], [`decoded_run`]).
 struct Method<T, F> {
     message: &'static str,
     count: usize,
@@ -126,14 +126,55 @@ where
     T::Context: HandlerContext,
     M: Message,
 {
-    let method = move |mut obj: Box<T>, mut ctx: T::Context| async move {
-        let reply = obj.handle(msg, &mut ctx).await;
-        Returned {
-            rep: obj,
-            reply: MethodReply::Value(Box::new(reply)),
-        }
-    };
-    Method::boxed(std::any::type_name::<M>(), 1, method)
+    Box::new(Invoke::<T, M> {
+        msg,
+        _object: PhantomData,
+    })
+}
+
+/// One request within the rank: the message alone (its name and count are
+/// its type's), so that a call of a zero-sized message allocates nothing.
+struct Invoke<T, M> {
+    msg: M,
+    _object: PhantomData<fn() -> T>,
+}
+
+impl<T, M> Call for Invoke<T, M>
+where
+    T: Handler<M>,
+    T::Context: HandlerContext,
+    M: Message,
+{
+    fn object(&self) -> TypeId {
+        TypeId::of::<T>()
+    }
+
+    fn message(&self) -> &'static str {
+        std::any::type_name::<M>()
+    }
+
+    fn start(
+        self: Box<Self>,
+        rep: Rep,
+        ctx: &Rmi,
+        spare: &mut Spare,
+        cx: &mut Context<'_>,
+    ) -> Started<Returned> {
+        let msg = self.msg;
+        run_method(
+            rep,
+            ctx,
+            spare,
+            cx,
+            move |mut obj: Box<T>, mut ctx| async move {
+                let reply = obj.handle(msg, &mut ctx).await;
+                Returned {
+                    rep: obj,
+                    reply: MethodReply::Value(Box::new(reply)),
+                }
+            },
+        )
+    }
 }
 
 /// What every [`Call::start`] shares: takes the representative as a `T`,

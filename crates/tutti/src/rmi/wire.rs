@@ -16,7 +16,6 @@
 //! notice reaches it, naming the location and rank that rejected its bytes
 //! and the cause.
 
-use std::any::Any;
 use std::sync::Arc;
 
 use super::endpoint::State;
@@ -25,7 +24,7 @@ use super::{HandlerContext, Rmi};
 use crate::call::serve::refusal;
 use crate::call::{CallError, FrameBuf, Link, Received, ReplyBody};
 use crate::msg::codec::{self, CodecError, Frame, FrameKind};
-use crate::msg::{Handler, MsgId, Remote};
+use crate::msg::{Handler, MsgId, Remote, Tagged};
 use crate::world::{Delivery, LocationId};
 
 /// The message id of RMI's one control message: the chain of representatives
@@ -39,11 +38,12 @@ pub(super) enum Open {
     /// value.
     Typed {
         object: u32,
-        /// The `RunOf<T, M>`, as `Any` so that the next statement can find
-        /// its messages (if it has the same message and object types).
-        run: Box<dyn Any + Send>,
+        /// The `RunOf<T, M>`, its type erased, so that the next statement
+        /// can find its messages (if it has the same message and object
+        /// types) by a comparison of type ids.
+        run: Tagged,
         /// Makes the run the call it goes as (`seal::<T, M>`).
-        seal: fn(Box<dyn Any + Send>) -> Box<dyn Call>,
+        seal: fn(Tagged) -> Box<dyn Call>,
     },
     /// To another rank: the core's frames (consecutive statements for one
     /// object and message type share one `Tell` run), and how many.
@@ -64,6 +64,7 @@ impl Rmi {
     /// whenever this location is about to receive, wait or poll
     /// ([`flush_out`](Self::flush_out)) — so it never waits for a run that
     /// was not sent, and quiescence counts every statement.
+    #[inline]
     pub(super) fn statement<T, M>(&self, dest: usize, object: u32, msg: M)
     where
         T: Handler<M>,
@@ -75,12 +76,11 @@ impl Rmi {
         // object and message type were checked when it was opened).
         let msg = match self.with_state(|st| extend_run::<T, M>(st, dest, object, msg, cap)) {
             Extended::Kept => return,
-            Extended::Full(full) => return self.send_open(dest, Some(full), true),
+            Extended::Full => {
+                let full = self.with_state(|st| st.out[dest].take());
+                return self.send_open(dest, full, true);
+            }
             Extended::NoRun(msg) => msg,
-            Extended::Unencodable(e) => panic!(
-                "tutti::rmi: `{}` for location {dest} cannot be serialized: {e}",
-                M::NAME
-            ),
         };
         self.check_dest::<M>(dest);
         let me = self.id();
@@ -100,7 +100,7 @@ impl Rmi {
         if typed {
             let run = Open::Typed {
                 object,
-                run: Box::new(RunOf::<T, M>::new(msg, cap.min(1024))),
+                run: Tagged::new(RunOf::<T, M>::new(msg, cap.min(1024))),
                 seal: seal::<T, M>,
             };
             let old = self.with_state(|st| {
@@ -159,7 +159,10 @@ impl Rmi {
             st.dirty.clear();
             Some(runs)
         });
-        for (dest, open) in runs.into_iter().flatten() {
+        let Some(runs) = runs else {
+            return;
+        };
+        for (dest, open) in runs {
             self.send_open(dest, open, false);
         }
     }
@@ -525,22 +528,24 @@ impl Rmi {
     }
 }
 
-/// What [`extend_run`] did with a statement.
+/// What [`extend_run`] did with a statement (small: it is the fast path's
+/// result).
 enum Extended<M> {
     /// It joined the open run to its destination.
     Kept,
     /// It joined the run, which is now full: to be sent.
-    Full(Open),
+    Full,
     /// There is no open run it can join: the statement, given back.
     NoRun(M),
-    /// It does not encode (for another rank).
-    Unencodable(CodecError),
 }
 
 /// Adds statement `msg` (for object `object` of type `T`) to the run open to
 /// `dest` if there is one for the same object and message type (typed within
 /// the rank, the core's `Tell` run across ranks): the fast path of
 /// consecutive statements to one destination.
+///
+/// # Panics
+/// If the statement does not encode (for another rank).
 #[inline]
 fn extend_run<T, M>(st: &mut State, dest: usize, object: u32, msg: M, cap: usize) -> Extended<M>
 where
@@ -565,28 +570,29 @@ where
                     *count >= cap || frames.len() >= WIRE_BYTES
                 }
                 Ok(false) => return Extended::NoRun(msg),
-                Err(e) => return Extended::Unencodable(e),
+                Err(e) => panic!(
+                    "tutti::rmi: `{}` for location {dest} cannot be serialized: {e}",
+                    M::NAME
+                ),
             }
         }
         _ => return Extended::NoRun(msg),
     };
-    if !full {
-        return Extended::Kept;
-    }
-    match st.out[dest].take() {
-        Some(open) => Extended::Full(open),
-        None => unreachable!("the run a statement joined is open"),
+    if full {
+        Extended::Full
+    } else {
+        Extended::Kept
     }
 }
 
 /// A typed run (`Open::Typed`) as the call it goes as.
-fn seal<T, M>(run: Box<dyn Any + Send>) -> Box<dyn Call>
+fn seal<T, M>(run: Tagged) -> Box<dyn Call>
 where
     T: Handler<M>,
     T::Context: HandlerContext,
     M: Remote,
 {
-    match run.downcast::<RunOf<T, M>>() {
+    match run.into_box().downcast::<RunOf<T, M>>() {
         Ok(run) => run,
         Err(_) => unreachable!("a run is sealed by the function of its own type"),
     }
