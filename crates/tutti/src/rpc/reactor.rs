@@ -6,9 +6,9 @@
 //! and an answer completes the asking task's question (waking it). This is the
 //! one extra thread the runtime allows a transport (besides its workers, a
 //! transport may own one thread that drives it): tutti's scheduler has no I/O
-//! driver of its own, so something
-//! must block in `epoll_wait`, and a thread that only waits, reads and files
-//! answers gives the shortest path from the socket to the woken task.
+//! driver of its own, so something must block in `epoll_wait`, and a thread
+//! that only waits, reads and files answers gives the shortest path from the
+//! socket to the woken task.
 //!
 //! Sockets stay in blocking mode for writers (callers write whole frames under
 //! a connection's lock, `link.rs`); the reactor reads with `MSG_DONTWAIT`, so
