@@ -160,6 +160,9 @@ fn main() {
                 expected_bin(n, bin)
             ));
         }
+        // Every location has its answer before the Clear: requests from
+        // different locations (this Bin, location 0's Clear) are not ordered.
+        loc.barrier().await;
         if loc.id() == 0 {
             loc.broadcast_rmi(&h, Clear).await;
         }
