@@ -132,7 +132,7 @@ impl<A: Actor> RemoteAddr<A> {
     where
         A: Handler<M>,
     {
-        crate::block_on(self.ask(msg))
+        crate::runtime::block_on(self.ask(msg))
     }
 }
 

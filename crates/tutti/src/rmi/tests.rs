@@ -316,7 +316,7 @@ fn automatic_poll_executes_requests_during_a_long_send_loop() {
 
 #[test]
 fn spmd_uses_the_environment_world() {
-    let n = crate::spmd(|loc| async move { (loc.id(), loc.count()) });
+    let n = crate::rmi::spmd(|loc| async move { (loc.id(), loc.count()) });
     assert!(!n.is_empty());
     for (i, (id, count)) in n.iter().enumerate() {
         assert_eq!((*id, *count), (i, n.len()));
@@ -362,7 +362,7 @@ fn a_location_used_outside_its_task_is_a_clear_error() {
         std::thread::scope(|s| {
             s.spawn(|| {
                 let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    crate::block_on(loc.poll())
+                    crate::runtime::block_on(loc.poll())
                 }));
                 r.err()
                     .and_then(|p| p.downcast_ref::<String>().cloned())

@@ -170,7 +170,7 @@ impl<O: Object> Proxy<O> {
 
     /// [`call`](Self::call) from a plain thread: blocks until the reply (or the
     /// deadline). Inside an async task, `.await` [`call`](Self::call) instead
-    /// (blocking there panics, as [`block_on`](crate::block_on) does).
+    /// (blocking there panics, as [`block_on`](crate::runtime::block_on) does).
     pub fn call_blocking<M: Remote>(&self, msg: M) -> Result<M::Reply, RpcError>
     where
         O: Handler<M>,

@@ -160,7 +160,7 @@ fn a_question_is_answered() {
     let (from, bytes) = next_to(&net, 1);
     let got: Vec<_> = a.receive(from, &bytes).collect();
     assert!(matches!(got[..], [Received::Answered(c)] if c == h.corr));
-    match crate::block_on(q) {
+    match crate::runtime::block_on(q) {
         Ok(ReplyBody::Bytes(b)) => assert_eq!(crate::msg::codec::decode::<u64>(&b), Ok(42)),
         other => panic!("{other:?}"),
     }
@@ -177,7 +177,7 @@ fn a_refusal_fails_the_question() {
     let (from, bytes) = next_to(&net, 1);
     assert_eq!(a.receive(from, &bytes).count(), 1);
     assert_eq!(
-        crate::block_on(q).unwrap_err(),
+        crate::runtime::block_on(q).unwrap_err(),
         CallError::Refused {
             peer: 2,
             refusal: Refusal::NoTarget
@@ -191,7 +191,7 @@ fn a_peer_that_is_gone_fails_its_questions_only() {
     let to_2 = a.ask(2, 7, Add::ID, &Add(1)).unwrap();
     let to_3 = a.ask(3, 7, Add::ID, &Add(1)).unwrap();
     assert_eq!(a.peer_gone(2, "it left"), 1);
-    let e = crate::block_on(to_2).unwrap_err();
+    let e = crate::runtime::block_on(to_2).unwrap_err();
     assert_eq!(e.to_string(), "2 cannot be reached: it left");
     assert_eq!(a.pending().len(), 1, "the question to 3 still waits");
     drop(to_3);
@@ -292,7 +292,7 @@ fn an_undecodable_refusal_fails_only_its_question() {
     let got: Vec<_> = a.receive(2, &bytes).collect();
     assert!(matches!(&got[..], [Received::Bad(_)]));
     assert!(matches!(
-        crate::block_on(q1),
+        crate::runtime::block_on(q1),
         Err(CallError::BadAnswer { peer: 2, .. })
     ));
     assert_eq!(a.pending().len(), 1, "{q2:?} still waits");
@@ -366,7 +366,7 @@ fn a_dead_rank_fails_the_questions_to_its_peers_only() {
     let in_1 = a.ask(12, 7, Add::ID, &Add(1)).unwrap();
     assert_eq!(a.rank_died(2, rank_of), 2);
     for (q, peer) in in_2.into_iter().zip([20, 25]) {
-        let e = crate::block_on(q).unwrap_err();
+        let e = crate::runtime::block_on(q).unwrap_err();
         assert_eq!(e, CallError::RankDied { peer, rank: 2 });
         assert_eq!(
             e.to_string(),

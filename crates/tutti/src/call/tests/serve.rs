@@ -150,7 +150,7 @@ fn an_actor_serves_a_question_and_is_counted() {
     a.tell(2, 7, Add::ID, &Add(1)).unwrap();
     deliver_to_server(&net, &desk);
     answers_reach_the_asker(&net, &a, 1);
-    match crate::block_on(q) {
+    match crate::runtime::block_on(q) {
         Ok(ReplyBody::Bytes(b)) => assert_eq!(crate::msg::codec::decode::<u64>(&b), Ok(41)),
         other => panic!("{other:?}"),
     }
@@ -165,7 +165,7 @@ fn a_dropped_reply_is_refused_for_what_its_target_is() {
     let goes_on = a.ask(2, 9, Add::ID, &Add(1)).unwrap();
     deliver_to_server(&net, &desk);
     answers_reach_the_asker(&net, &a, 2);
-    let refused = |q| match crate::block_on(q) {
+    let refused = |q| match crate::runtime::block_on(q) {
         Err(CallError::Refused { refusal, .. }) => refusal,
         other => panic!("{other:?}"),
     };
@@ -186,7 +186,7 @@ fn an_actor_that_stops_with_a_question_waiting_refuses_it_as_stopped() {
     acc.stop();
     answers_reach_the_asker(&net, &a, 2);
     for q in [handled, queued] {
-        let e = crate::block_on(q).unwrap_err();
+        let e = crate::runtime::block_on(q).unwrap_err();
         assert!(
             matches!(
                 e,
@@ -203,7 +203,7 @@ fn an_actor_that_stops_with_a_question_waiting_refuses_it_as_stopped() {
     deliver_to_server(&net, &desk);
     answers_reach_the_asker(&net, &a, 1);
     assert!(matches!(
-        crate::block_on(after),
+        crate::runtime::block_on(after),
         Err(CallError::Refused {
             refusal: Refusal::NoTarget,
             ..
@@ -240,7 +240,7 @@ fn undeliverable_statements_are_dead_letters_and_unknown_targets_refuse_question
     );
     answers_reach_the_asker(&net, &a, 1);
     assert!(matches!(
-        crate::block_on(q),
+        crate::runtime::block_on(q),
         Err(CallError::Refused {
             refusal: Refusal::NoTarget,
             ..
