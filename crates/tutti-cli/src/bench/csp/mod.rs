@@ -8,6 +8,7 @@
 //! | `barrier` | 1000 enrolled processes syncing repeatedly | Go, a reusable barrier of 1000 goroutines |
 //! | `alt` | a process selecting over 2, 8, 64 rendezvous channels fed by another; and over ready buffered channels | crossbeam `Select`, between two threads / on one |
 //! | `fair` | a thread fair-selecting over 2 and 4 rendezvous channels, each fed by its own thread: the split and the longest wait of a sender | crossbeam `Select`, the same threads |
+//! | `select` | `select!` evaluated in a loop: over 3 ready channels (cost, and the split among the arms), and a send arm streaming over a rendezvous channel | crossbeam `select!`, on one thread / between two |
 //!
 //! Every figure is the median of `--runs` runs after `--warmup` unrecorded
 //! ones; ratios are tutti ÷ peer for times (below 1: tutti is faster). tutti
@@ -22,6 +23,7 @@ mod fair;
 mod go;
 mod hello;
 pub(crate) mod pingpong;
+mod select;
 
 use std::path::PathBuf;
 
@@ -46,6 +48,8 @@ pub enum Which {
     Alt,
     /// Fairness of a fair `Alt` served by a thread, senders on threads, vs crossbeam.
     Fair,
+    /// `select!` in a loop (ready arms: cost and split; a send arm) vs crossbeam `select!`.
+    Select,
     /// Every one of the above.
     All,
 }
@@ -99,6 +103,9 @@ pub struct CspArgs {
     /// Fair: sender thread counts to measure, comma-separated.
     #[arg(long, value_delimiter = ',', default_values_t = [2, 4], value_parser = clap::value_parser!(u64).range(1..=64))]
     fair_senders: Vec<u64>,
+    /// Select: evaluations of `select!` per run.
+    #[arg(long, default_value_t = 100_000, value_parser = clap::value_parser!(u64).range(1..=100_000_000))]
+    select_evaluations: u64,
     /// Seed of the random channel choices of the Alt benchmark.
     #[arg(long, default_value_t = 7)]
     seed: u64,
@@ -211,6 +218,9 @@ pub fn run(args: &CspArgs) -> Result<Report, String> {
     }
     if all || args.which == Which::Fair {
         fair::run(&ctx, &mut report)?;
+    }
+    if all || args.which == Which::Select {
+        select::run(&ctx, &mut report)?;
     }
     if all || args.which == Which::Hello {
         hello::run(&ctx, &mut report)?;
