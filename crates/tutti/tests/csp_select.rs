@@ -301,3 +301,101 @@ fn select_branch_may_move_the_channels() {
     assert_eq!(moved.0, Ok(1));
     drop(Arc::new(moved.1));
 }
+
+/// `select!` evaluated in a loop over three always-ready arms picks each about equally
+/// (Go and crossbeam pick uniformly at random): each evaluation builds a fresh `Alt`,
+/// so fairness cannot come from one `Alt`'s rotation. Both forms, and a `select!` with
+/// two of four arms ready.
+#[test]
+fn select_macro_in_a_loop_picks_ready_arms_about_equally() {
+    const N: usize = 6000;
+    let (ta, a) = buffered::<u32>(1);
+    let (tb, b) = buffered::<u32>(1);
+    let (tc, c) = buffered::<u32>(1);
+    let (_td, d) = buffered::<u32>(1);
+    let refill = |i: usize| [&ta, &tb, &tc][i].try_send(0).unwrap();
+    (0..3).for_each(refill);
+    let mut counts = [0usize; 3];
+    for _ in 0..N {
+        let i = tutti::select_blocking! {
+            recv(a) -> _v => 0,
+            recv(b) -> _v => 1,
+            recv(c) -> _v => 2,
+        };
+        counts[i] += 1;
+        refill(i);
+    }
+    let fair = |counts: &[usize], n: usize| counts.iter().all(|&k| k * counts.len() * 10 > n * 8);
+    assert!(fair(&counts, N), "select_blocking! picked {counts:?}");
+    let counts = rt().block_on(async {
+        let mut counts = [0usize; 3];
+        for _ in 0..N {
+            let i = tutti::select! {
+                recv(a) -> _v => 0,
+                recv(b) -> _v => 1,
+                recv(c) -> _v => 2,
+            };
+            counts[i] += 1;
+            refill(i);
+        }
+        counts
+    });
+    assert!(fair(&counts, N), "select! picked {counts:?}");
+    // Arms 0 and 2 ready, 1 and 3 (d) not.
+    while b.try_recv().is_ok() {}
+    let mut counts = [0usize; 2];
+    for _ in 0..N {
+        let i = tutti::select_blocking! {
+            recv(a) -> _v => 0,
+            recv(d) -> _v => unreachable!("d is empty"),
+            recv(c) -> _v => 2,
+            recv(b) -> _v => unreachable!("b is empty"),
+        };
+        counts[i / 2] += 1;
+        refill(i);
+    }
+    assert!(fair(&counts, N), "two of four ready: picked {counts:?}");
+}
+
+/// A `default` arm runs only when no other arm can proceed, wherever it is written
+/// (Go): first, in the middle or last, with a ready receive, a ready send or an elapsed
+/// deadline among the others.
+#[test]
+fn select_default_runs_only_when_nothing_else_can() {
+    let (tx, rx) = buffered::<u32>(1);
+    let (out, out_rx) = buffered::<u32>(1);
+    tx.try_send(1).unwrap();
+    let got = tutti::select_blocking! {
+        default => "default",
+        recv(rx) -> v => { assert_eq!(v, Ok(1)); "recv" },
+    };
+    assert_eq!(got, "recv");
+    let got = tutti::select_blocking! {
+        pri;
+        default => "default",
+        recv(rx) -> _v => "recv",
+        send(out, 2) -> r => { r.unwrap(); "send" },
+    };
+    assert_eq!(got, "send");
+    assert_eq!(out_rx.try_recv(), Ok(2));
+    let got = tutti::select_blocking! {
+        recv(rx) -> _v => "recv",
+        default => "default",
+        deadline(std::time::Instant::now()) => "deadline",
+    };
+    assert_eq!(got, "deadline");
+    let got = rt().block_on(async {
+        tx.send(3).await.unwrap();
+        tutti::select! {
+            default => "default",
+            recv(rx) -> _v => "recv",
+        }
+    });
+    assert_eq!(got, "recv");
+    // Nothing ready: the default, wherever it is.
+    let got = tutti::select_blocking! {
+        default => "default",
+        recv(rx) -> _v => "recv",
+    };
+    assert_eq!(got, "default");
+}

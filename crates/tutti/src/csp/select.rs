@@ -12,15 +12,19 @@
 ///     send(tx, value) -> res => …,      // res: Result<(), SendError<T>>
 ///     recv(other) -> msg if ready => …, // a pre-condition: a false one disables the guard
 ///     timeout(duration) => …,           // or deadline(instant) => …
-///     default => …,                     // fires if nothing else is ready (SKIP)
+///     default => …,                     // fires if no other guard is ready, wherever written
 /// }
 /// ```
 ///
 /// Exactly one guard fires, with the guarantees of [`Alt`](super::Alt): a `recv` branch
 /// runs with a value that was received, a `send` branch after its value was sent (or
 /// with the value back in the error, if the channel ended); guards that did not fire
-/// consumed nothing. Ready guards are chosen fairly; `select! { pri; … }` prefers the
-/// first ready guard in order (`PRI ALT`). The guard expressions are evaluated once, in
+/// consumed nothing. Among ready guards each is about equally likely to fire, also
+/// when the `select!` runs again and again in a loop (each evaluation starts its search
+/// at a pseudo-random guard, like Go's `select`); `select! { pri; … }` prefers the
+/// first ready guard in order (`PRI ALT`). `default` fires only when no other enabled
+/// guard is ready, wherever it is written, and makes the `select!` a poll that never
+/// waits. The guard expressions are evaluated once, in
 /// order, before waiting; the `->` bindings are irrefutable patterns. The channels are no
 /// longer borrowed when a branch runs.
 ///
@@ -203,7 +207,7 @@ macro_rules! __select_add {
     };
     ($alt:ident, default, $g:ident, ()) => {{
         let () = $g;
-        $alt.skip()
+        $alt.fallback()
     }};
 }
 

@@ -427,7 +427,7 @@ fn fair_select_rotates_among_ready_guards() {
     while b.try_recv().is_ok() {}
     let order: Vec<usize> = (0..4)
         .map(|_| {
-            let sel = alt.select_blocking();
+            let sel = alt.fair_select_blocking();
             let i = sel.index();
             sel.recv([&a, &b, &c][i]).unwrap();
             i

@@ -3,8 +3,9 @@
 //!
 //! An [`Alt`] holds a set of guards built at run time: channel inputs
 //! ([`recv`](Alt::recv)), channel outputs ([`send`](Alt::send), which offers a value),
-//! timeouts ([`timeout`](Alt::timeout), [`deadline`](Alt::deadline)) and
-//! [`skip`](Alt::skip) (always ready), each with an optional boolean pre-condition
+//! timeouts ([`timeout`](Alt::timeout), [`deadline`](Alt::deadline)),
+//! [`skip`](Alt::skip) (always ready) and [`fallback`](Alt::fallback) (ready when no other
+//! guard is: `select!`'s `default`), each with an optional boolean pre-condition
 //! ([`when`](Alt::when)). A selection fires **exactly one** enabled guard and reports its
 //! index in a [`Selected`]: for an input guard the value has already been received and is
 //! taken with [`Selected::recv`]; for an output guard the value has already been sent
@@ -16,7 +17,10 @@
 //!   starts, the first in order fires.
 //! * [`fair_select`](Alt::fair_select) — priority rotates to just after the guard that
 //!   fired last, so a guard that stays ready fires within `n` selections.
-//! * [`select`](Alt::select) — any ready guard; currently the same as `fair_select`.
+//! * [`select`](Alt::select) — any ready guard: each selection starts at a pseudo-random
+//!   guard and searches in a pseudo-random direction, so guards that stay ready fire
+//!   about equally often even when every selection uses a fresh `Alt` (as `select!`
+//!   does, like Go's `select` and crossbeam's `select!`).
 //!
 //! Each has a blocking form (`…_blocking`). Build an `Alt` once and reuse it (changing
 //! pre-conditions with [`set_when`](Alt::set_when), output values with
@@ -38,13 +42,15 @@
 //!
 //! 1. *Reset.* No waiter is queued. The owner sets `WAITING`.
 //! 2. *Look*, guard by guard in priority order (`pri`: 0, 1, …; `fair`: from the guard
-//!    after the last one fired), with nothing queued. Under a channel guard's lock, if its
+//!    after the last one fired; `select`: from a pseudo-random guard, forwards or
+//!    backwards), with nothing queued. Under a channel guard's lock, if its
 //!    operation can complete now it completes it — takes a buffered value or a waiting
 //!    sender's value, or hands the offered value to a waiting receiver or into the
 //!    buffer, deciding that counterpart if it is waiting (an `Alt` counterpart by winning
 //!    the CAS of *its* selector; one that lost its own round is skipped) — or finds the
 //!    channel ended; then it sets `SELECTED(i)` (nobody else can decide an unregistered
-//!    round) and the round is over. `skip` and an elapsed timeout fire the same way.
+//!    round) and the round is over. `skip` and an elapsed timeout fire the same way; a
+//!    `fallback` fires so once the look found nothing else ready.
 //! 3. *Register* (only when waiting is allowed, and nothing fired): the owner stores its
 //!    waker, then for each guard in priority order, under its channel's lock, queues the
 //!    waiter — unless the guard's operation could complete now (it became ready after
@@ -225,6 +231,8 @@ enum Kind<'a> {
     },
     /// Always ready.
     Skip,
+    /// Ready when no other enabled guard is, at the look (Go's `default`).
+    Fallback,
 }
 
 /// How a registration pass ended.
@@ -244,6 +252,52 @@ pub(crate) enum Mode {
     Pri,
     /// Rotating priority.
     Fair,
+    /// A pseudo-random start and direction each selection.
+    Random,
+}
+
+/// Where a round's search starts, and which way it goes round the guards.
+#[derive(Clone, Copy)]
+struct Start {
+    first: usize,
+    backwards: bool,
+}
+
+impl Start {
+    /// A pseudo-random start among `n` guards (xorshift64* on a per-thread state: cheap,
+    /// and uniform enough to share ready guards evenly). Under loom a model must replay
+    /// the same path on every run, so the start is fixed there.
+    fn random(n: usize) -> Start {
+        #[cfg(not(loom))]
+        {
+            use std::cell::Cell;
+            thread_local! {
+                static STATE: Cell<u64> = const { Cell::new(0x9E37_79B9_7F4A_7C15) };
+            }
+            let r = STATE.with(|s| {
+                let mut x = s.get();
+                x ^= x >> 12;
+                x ^= x << 25;
+                x ^= x >> 27;
+                s.set(x);
+                x.wrapping_mul(0x2545_F491_4F6C_DD1D)
+            });
+            // The high bits are the best mixed: the direction from the top one, the
+            // start from the 32 below it.
+            Start {
+                first: (((r >> 31) as u32 as u64 * n as u64) >> 32) as usize,
+                backwards: r >> 63 == 1,
+            }
+        }
+        #[cfg(loom)]
+        {
+            let _ = n;
+            Start {
+                first: 0,
+                backwards: false,
+            }
+        }
+    }
 }
 
 impl Default for Alt<'_> {
@@ -441,6 +495,26 @@ impl<'a> Alt<'a> {
         self.push(Kind::Skip)
     }
 
+    /// Adds a fallback guard: it fires when, at the start of a selection, no other
+    /// enabled guard is ready, wherever it stands in the order (Go's `default`;
+    /// [`select!`](crate::select)'s `default` arm). A selection with a fallback never
+    /// waits.
+    ///
+    /// ```
+    /// use tutti::csp::{buffered, Alt};
+    ///
+    /// let (tx, rx) = buffered::<u8>(1);
+    /// let mut alt = Alt::new().fallback().recv(&rx);
+    /// assert_eq!(alt.pri_select_blocking().index(), 0); // nothing to receive
+    /// tx.try_send(1).unwrap();
+    /// let sel = alt.pri_select_blocking();
+    /// assert_eq!(sel.index(), 1); // the receive is ready: it wins, though second
+    /// assert_eq!(sel.recv(&rx), Ok(1));
+    /// ```
+    pub fn fallback(self) -> Self {
+        self.push(Kind::Fallback)
+    }
+
     /// Sets the pre-condition of the guard added last; a guard whose pre-condition is
     /// false is ignored by selections.
     ///
@@ -569,7 +643,10 @@ impl<'a> Alt<'a> {
         SelectFuture::new(self, Mode::Fair)
     }
 
-    /// Waits until any guard fires (currently: [`fair_select`](Self::fair_select)).
+    /// Waits until any guard fires. Each selection starts its search at a pseudo-random
+    /// guard, in a pseudo-random direction, so among guards that are ready together none
+    /// is favoured — also across selections on fresh `Alt`s, which
+    /// [`fair_select`](Self::fair_select)'s rotation (kept by one `Alt`) cannot do.
     ///
     /// # Panics
     /// If the `Alt` has no guards.
@@ -584,7 +661,7 @@ impl<'a> Alt<'a> {
     /// assert_eq!(sel.recv(&rx), Ok(3));
     /// ```
     pub fn select(&mut self) -> SelectFuture<'_, 'a> {
-        self.fair_select()
+        SelectFuture::new(self, Mode::Random)
     }
 
     /// The blocking form of [`pri_select`](Self::pri_select).
@@ -624,7 +701,7 @@ impl<'a> Alt<'a> {
     /// assert_eq!(alt.select_blocking().index(), 0);
     /// ```
     pub fn select_blocking(&mut self) -> Selected<'_, 'a> {
-        self.fair_select_blocking()
+        self.select_blocking_in(Mode::Random)
     }
 
     /// The blocking forms. On a plain thread, look-only rounds are retried with back-off
@@ -638,7 +715,7 @@ impl<'a> Alt<'a> {
     /// selections; yielding lets a woken party become ready at all on a machine with
     /// more running threads than cores (see `tutti bench csp fair`).
     fn select_blocking_in(&mut self, mode: Mode) -> Selected<'_, 'a> {
-        if mode == Mode::Fair
+        if mode != Mode::Pri
             && self.repeated
             && self.guards.len() > 1
             && crate::runtime::worker_index().is_none()
@@ -689,7 +766,7 @@ impl<'a> Alt<'a> {
             match &e.kind {
                 Kind::Event(g) => g.get().note_wait(),
                 Kind::Timeout { .. } => crate::csp::deadlock::note_open(),
-                Kind::Skip => {}
+                Kind::Skip | Kind::Fallback => {}
             }
         }
     }
@@ -722,8 +799,15 @@ impl<'a> Alt<'a> {
         }
         let n = self.guards.len();
         let first = match mode {
-            Mode::Pri => 0,
-            Mode::Fair => self.next % n,
+            Mode::Pri => Start {
+                first: 0,
+                backwards: false,
+            },
+            Mode::Fair => Start {
+                first: self.next % n,
+                backwards: false,
+            },
+            Mode::Random => Start::random(n),
         };
         loop {
             let sel = self.selector.get();
@@ -742,17 +826,25 @@ impl<'a> Alt<'a> {
         }
     }
 
-    /// The guard indices in priority order, starting at `first`.
-    fn order(&self, first: usize) -> impl Iterator<Item = usize> {
+    /// The guard indices in priority order, from `start`.
+    fn order(&self, start: Start) -> impl Iterator<Item = usize> {
         let n = self.guards.len();
-        (first..n).chain(0..first)
+        let Start { first, backwards } = start;
+        (0..n).map(move |j| {
+            if backwards {
+                (first + n - j) % n
+            } else {
+                (first + j) % n
+            }
+        })
     }
 
     /// Step 2a, look: with nothing of ours queued anywhere, fire the first ready guard in
     /// priority order. Firing an event completes it at once (takes the value, or hands it
     /// over), committing any counterpart it meets; nobody can decide our round meanwhile.
-    fn look(&mut self, first: usize) -> Option<usize> {
+    fn look(&mut self, first: Start) -> Option<usize> {
         let sel = self.selector.get();
+        let mut fallback = None;
         for i in self.order(first) {
             let e = &mut self.guards[i];
             if !e.enabled {
@@ -760,6 +852,10 @@ impl<'a> Alt<'a> {
             }
             let fired = match &mut e.kind {
                 Kind::Skip => true,
+                Kind::Fallback => {
+                    fallback = fallback.or(Some(i));
+                    false
+                }
                 Kind::Timeout { deadline, .. } => deadline.is_elapsed(),
                 // SAFETY: nothing of ours is queued; each guard is enabled once a pass.
                 Kind::Event(g) => match unsafe { g.get().enable(sel, i, false) } {
@@ -772,7 +868,7 @@ impl<'a> Alt<'a> {
                 return Some(self_select(sel, i));
             }
         }
-        None
+        fallback.map(|i| self_select(sel, i))
     }
 
     /// Step 2b, register: queue a waiter on every enabled event and arm every timeout,
@@ -780,7 +876,7 @@ impl<'a> Alt<'a> {
     /// Finding a guard ready here (it became ready after the look) means withdrawing
     /// and looking again: a registered `Alt` may not decide anybody (`chan.rs`,
     /// invariant 5).
-    fn register(&mut self, first: usize, cx: &mut Context<'_>) -> Registered {
+    fn register(&mut self, first: Start, cx: &mut Context<'_>) -> Registered {
         let sel = self.selector.get();
         // SAFETY: no waiter of ours is queued yet.
         unsafe { sel.set_waker(cx.waker()) };
@@ -793,7 +889,9 @@ impl<'a> Alt<'a> {
                 return Registered::Decided(k); // a counterpart was quicker
             }
             match &mut e.kind {
-                Kind::Skip => unreachable!("tutti: a skip guard survived the look"),
+                Kind::Skip | Kind::Fallback => {
+                    unreachable!("tutti: a skip or fallback guard survived the look")
+                }
                 Kind::Timeout { deadline, .. } => {
                     e.waiting = true;
                     if deadline.poll_elapsed(cx).is_ready() {
@@ -872,7 +970,7 @@ impl<'a> Alt<'a> {
             match &mut e.kind {
                 Kind::Event(g) => g.get().disable(),
                 Kind::Timeout { deadline, .. } => deadline.disarm(),
-                Kind::Skip => {}
+                Kind::Skip | Kind::Fallback => {}
             }
         }
     }
