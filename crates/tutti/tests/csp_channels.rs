@@ -314,3 +314,97 @@ fn values_are_dropped_exactly_once() {
     drop(rx);
     assert_eq!(drops.load(Ordering::SeqCst), 5);
 }
+
+/// A buffered value whose destructor panics when `loud`; counts every drop.
+struct Fragile {
+    loud: bool,
+    drops: Arc<AtomicUsize>,
+}
+
+impl Drop for Fragile {
+    fn drop(&mut self) {
+        self.drops.fetch_add(1, Ordering::SeqCst);
+        if self.loud {
+            panic!("fragile value dropped");
+        }
+    }
+}
+
+fn catch(f: impl FnOnce()) -> std::thread::Result<()> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f))
+}
+
+fn panic_text(p: &(dyn std::any::Any + Send)) -> &str {
+    p.downcast_ref::<&'static str>()
+        .copied()
+        .or_else(|| p.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("?")
+}
+
+/// A panicking destructor of a buffered value propagates to whoever drops the channel,
+/// after every other buffered value was dropped, without aborting (std's `Vec`,
+/// crossbeam): dropping the last receiver, dropping the last end of any kind, and
+/// poisoning; two panicking values still drop all and raise one panic; and a channel
+/// dropped while its thread unwinds from another panic does not abort.
+#[test]
+fn a_panicking_drop_of_a_buffered_value_reaches_whoever_drops_the_channel() {
+    let drops = Arc::new(AtomicUsize::new(0));
+    let fill = |tx: &Tx<Fragile>, loud: &[bool]| {
+        for &loud in loud {
+            let drops = Arc::clone(&drops);
+            tx.try_send(Fragile { loud, drops }).ok().unwrap();
+        }
+    };
+    // The last receiver goes while a sender stays.
+    let (tx, rx) = buffered::<Fragile>(4);
+    fill(&tx, &[false, true, false, false]);
+    let r = catch(move || drop(rx));
+    let p = r.expect_err("dropping the receiver must raise the value's panic");
+    assert_eq!(panic_text(&*p), "fragile value dropped");
+    assert_eq!(
+        drops.swap(0, Ordering::SeqCst),
+        4,
+        "every value was dropped"
+    );
+    assert!(matches!(
+        tx.try_send(Fragile {
+            loud: false,
+            drops: Arc::clone(&drops)
+        }),
+        Err(tutti::csp::TrySendError::Closed(_))
+    ));
+    drops.store(0, Ordering::SeqCst);
+    drop(tx);
+    // The sender goes first; the receiver's drop frees the channel. Two loud values.
+    let (tx, rx) = buffered::<Fragile>(4);
+    fill(&tx, &[true, false, true]);
+    drop(tx);
+    let r = catch(move || drop(rx));
+    assert!(r.is_err(), "the last end's drop must raise a value's panic");
+    assert_eq!(
+        drops.swap(0, Ordering::SeqCst),
+        3,
+        "every value was dropped"
+    );
+    // Poisoning drops the buffer: the poisoner gets the panic, the channel stays usable.
+    let (tx, rx) = buffered::<Fragile>(4);
+    fill(&tx, &[false, true]);
+    let r = catch(|| tx.poison());
+    assert!(r.is_err(), "poisoning must raise the dropped value's panic");
+    assert_eq!(drops.swap(0, Ordering::SeqCst), 2);
+    assert_eq!(
+        rx.try_recv().err(),
+        Some(tutti::csp::TryRecvError::Poisoned)
+    );
+    drop((tx, rx));
+    // Dropped during another panic's unwinding: reported, no abort; the first panic wins.
+    let (tx, rx) = buffered::<Fragile>(4);
+    fill(&tx, &[true]);
+    let r = catch(move || {
+        let _rx = rx;
+        panic!("outer");
+    });
+    assert_eq!(panic_text(&*r.unwrap_err()), "outer");
+    assert_eq!(drops.swap(0, Ordering::SeqCst), 1);
+    drop(tx);
+}

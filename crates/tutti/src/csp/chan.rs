@@ -664,7 +664,7 @@ impl<T> Chan<T> {
         let r = self.lock().give_back(value);
         match r {
             Ok(waker) => wake(waker),
-            Err(value) => drop_values(std::iter::once(value)),
+            Err(value) => propagate(drop_values(std::iter::once(value))),
         }
     }
 
@@ -683,7 +683,7 @@ impl<T> Chan<T> {
             st.wake_senders(&mut woken);
             st.inner.buffer.take_all()
         };
-        finish(woken, dropped);
+        propagate(finish(woken, dropped));
     }
 
     /// Closes the channel for sending: later sends fail with `Closed`, waiting senders get
@@ -702,7 +702,9 @@ impl<T> Chan<T> {
                 st.wake_receivers(&mut woken);
             }
         }
-        finish(woken, VecDeque::<T>::new());
+        for w in woken {
+            w.wake();
+        }
     }
 
     pub(crate) fn is_poisoned(&self) -> bool {
@@ -759,7 +761,7 @@ impl<T> Chan<T> {
             chan.close_tx();
         }
         // SAFETY: by the caller's contract.
-        unsafe { Self::release(this, TX_ONE) };
+        propagate(unsafe { Self::release(this, TX_ONE) });
     }
 
     /// An `Rx` handle is gone: the last one closes the receiving side, and the last
@@ -774,9 +776,11 @@ impl<T> Chan<T> {
         if chan.release_unless_last(RX_ONE, RX_MASK) {
             return;
         }
-        chan.close_rx();
+        let panicked = chan.close_rx();
         // SAFETY: by the caller's contract.
-        unsafe { Self::release(this, RX_ONE) };
+        let panicked_too = unsafe { Self::release(this, RX_ONE) };
+        // The channel is settled (and maybe freed): a buffered value's panic may unwind.
+        propagate(panicked.or(panicked_too));
     }
 
     /// Gives up one count of `one` unless it is the last of its kind; returns whether it
@@ -800,11 +804,13 @@ impl<T> Chan<T> {
         }
     }
 
-    /// Gives up the last count of a kind; frees the channel if no handle is left.
+    /// Gives up the last count of a kind; frees the channel if no handle is left, and
+    /// returns the panic of a buffered value's destructor, if one panicked.
     ///
     /// # Safety
     /// As for [`drop_sender`](Self::drop_sender).
-    unsafe fn release(this: NonNull<Chan<T>>, one: u64) {
+    #[must_use]
+    unsafe fn release(this: NonNull<Chan<T>>, one: u64) -> Option<Panic> {
         // SAFETY: our count keeps the channel allocated until this subtraction.
         let old = unsafe { this.as_ref() }
             .ends
@@ -812,8 +818,16 @@ impl<T> Chan<T> {
         if (old - one) & (TX_MASK | RX_MASK) == 0 {
             // SAFETY: no handle is left, and every future or `Alt` borrows a handle, so
             // nobody refers to the channel; it came from `Box::leak` in `allocate`.
-            drop(unsafe { Box::from_raw(this.as_ptr()) });
+            let mut chan = unsafe { Box::from_raw(this.as_ptr()) };
+            // Values still buffered (a channel whose receivers dropped it without taking
+            // them went through `close_rx` already; this is the rest, e.g. given-back
+            // values): dropped after the channel is freed, so a panicking destructor
+            // cannot leak it.
+            let values = chan.inner.get_mut().buffer.take_all();
+            drop(chan);
+            return drop_values(values);
         }
+        None
     }
 
     #[cold]
@@ -821,8 +835,10 @@ impl<T> Chan<T> {
         self.close();
     }
 
+    /// Returns the panic of a buffered value's destructor, if one panicked.
     #[cold]
-    fn close_rx(&self) {
+    #[must_use]
+    fn close_rx(&self) -> Option<Panic> {
         let mut woken = Vec::new();
         let dropped = {
             let mut st = self.lock();
@@ -831,40 +847,55 @@ impl<T> Chan<T> {
             // Nobody can receive these any more.
             st.inner.buffer.take_all()
         };
-        finish(woken, dropped);
+        finish(woken, dropped)
     }
 }
 
-impl<T> Drop for Chan<T> {
-    fn drop(&mut self) {
-        // Values still buffered (a channel whose receivers dropped it without taking them
-        // went through `close_rx` already; this is the rest, e.g. given-back values).
-        let values = self.inner.get_mut().buffer.take_all();
-        drop_values(values);
-    }
-}
+/// A panic caught from a value's destructor, to be resumed by whoever dropped it.
+type Panic = Box<dyn std::any::Any + Send>;
 
-/// After unlocking: wake the decided parties, then drop the discarded values.
-fn finish<T>(woken: Vec<Waker>, dropped: VecDeque<T>) {
+/// After unlocking: wake the decided parties, then drop the discarded values; returns
+/// the first destructor panic.
+#[must_use]
+fn finish<T>(woken: Vec<Waker>, dropped: VecDeque<T>) -> Option<Panic> {
     for w in woken {
         w.wake();
     }
-    drop_values(dropped);
+    drop_values(dropped)
 }
 
 /// Drops values nobody will receive. They are user values whose destructors may panic:
-/// each is dropped on its own, a panic is reported on stderr and the rest are still
-/// dropped — a second panic while unwinding from the first would abort the process.
-fn drop_values<T>(values: impl IntoIterator<Item = T>) {
+/// as `Vec` and crossbeam's channels do, every value is dropped even if one panics, and
+/// the first panic is returned for the caller to resume once its own bookkeeping is done
+/// (see [`propagate`]). Unlike `Vec`, a second panic does not abort the process: each
+/// value is dropped on its own, and later panics are reported by the panic hook only.
+#[must_use]
+fn drop_values<T>(values: impl IntoIterator<Item = T>) -> Option<Panic> {
+    let mut first = None;
     for value in values {
         if let Err(p) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(value))) {
-            let text = p
-                .downcast_ref::<&'static str>()
-                .copied()
-                .or_else(|| p.downcast_ref::<String>().map(String::as_str))
-                .unwrap_or("<non-string panic payload>");
-            eprintln!("tutti::csp: dropping a value nobody will receive panicked: {text}");
+            first.get_or_insert(p);
         }
+    }
+    first
+}
+
+/// Resumes a destructor's panic in whoever dropped the value (the last `Rx`, the
+/// channel, a poisoner). While that thread is already unwinding a second panic would
+/// abort the process, so then the panic is reported on stderr instead.
+fn propagate(panicked: Option<Panic>) {
+    let Some(p) = panicked else { return };
+    if std::thread::panicking() {
+        let text = p
+            .downcast_ref::<&'static str>()
+            .copied()
+            .or_else(|| p.downcast_ref::<String>().map(String::as_str))
+            .unwrap_or("<non-string panic payload>");
+        eprintln!(
+            "tutti::csp: dropping a value nobody will receive panicked while unwinding: {text}"
+        );
+    } else {
+        std::panic::resume_unwind(p);
     }
 }
 
