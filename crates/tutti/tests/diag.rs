@@ -603,3 +603,78 @@ fn report_only_mode_leaves_the_waits() {
     );
     assert!(stderr.contains("cycle: "), "{stderr}");
 }
+
+// ---- a cycle through an ask and a channel ----
+
+/// Receives two values from a channel in one handler.
+struct TwoFromChannel {
+    rx: tutti::csp::Rx<u32>,
+}
+impl Actor for TwoFromChannel {}
+struct TakeTwo;
+impl Message for TakeTwo {
+    type Reply = Result<(u32, u32), tutti::csp::RecvError>;
+}
+impl Handler<TakeTwo> for TwoFromChannel {
+    async fn handle(&mut self, _: TakeTwo, _: &mut Context<Self>) -> <TakeTwo as Message>::Reply {
+        let first = self.rx.recv().await?;
+        // Only the actor asking us sends on this channel, and it sends the second value
+        // once we have answered: stuck.
+        let second = self.rx.recv().await?;
+        Ok((first, second))
+    }
+}
+
+/// Sends on the channel, asks the receiver, and sends again after the answer.
+struct SendAndAsk {
+    tx: tutti::csp::Tx<u32>,
+    peer: Addr<TwoFromChannel>,
+}
+impl Actor for SendAndAsk {}
+struct Go;
+impl Message for Go {
+    type Reply = Result<Result<(u32, u32), tutti::csp::RecvError>, AskError>;
+}
+impl Handler<Go> for SendAndAsk {
+    async fn handle(&mut self, _: Go, _: &mut Context<Self>) -> <Go as Message>::Reply {
+        self.tx.send(1).await.unwrap();
+        let answer = self.peer.ask(TakeTwo).await;
+        // The ask failed with the report: the receiver may go on now.
+        self.tx.send(2).await.unwrap();
+        answer
+    }
+}
+
+/// Actor A asks actor B while B waits to receive on a channel whose only sender is A:
+/// a cycle through an ask and a CSP receive, reported like any other (A's ask fails
+/// with the report naming both, and the receive names its sender).
+#[test]
+fn an_ask_and_a_channel_receive_in_a_cycle_are_reported() {
+    let (tx, rx) = tutti::csp::buffered::<u32>(4);
+    let b = actor::spawn(TwoFromChannel { rx });
+    let a = actor::spawn(SendAndAsk {
+        tx,
+        peer: b.clone(),
+    });
+    let answer = a.ask_blocking(Go).expect("the outer ask is answered");
+    let Err(AskError::Deadlock(d)) = answer else {
+        panic!("the inner ask must fail with the report, got {answer:?}");
+    };
+    assert_eq!(d.waiters().len(), 2, "{d}");
+    assert_eq!(d.cycle().len(), 3, "{d}");
+    let a_name = format!("{} (SendAndAsk)", a.id());
+    let b_name = format!("{} (TwoFromChannel)", b.id());
+    assert!(
+        d.waiters().iter().any(|w| w.name() == b_name
+            && w.waits().contains("to receive from")
+            && w.waits()
+                .contains(&format!("which only `{a_name}` sends on"))),
+        "{d}"
+    );
+    assert!(
+        d.waiters()
+            .iter()
+            .any(|w| w.name() == a_name && w.waits().contains("waits for the reply to `TakeTwo`")),
+        "{d}"
+    );
+}

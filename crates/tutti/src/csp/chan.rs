@@ -121,7 +121,7 @@ use std::task::Waker;
 
 use super::alt::guard::Enable;
 use super::buffer::Buffer;
-use super::deadlock::{Home, Object, Side};
+use super::deadlock::{Home, Object, SenderNode, Side};
 use super::error::{TryRecvError, TrySendError};
 use super::waiter::{GuardWaiter, Node, Selector, WaitQueue};
 
@@ -168,6 +168,8 @@ pub(crate) struct Chan<T> {
     capacity: usize,
     /// What the deadlock detector knows of the channel (`deadlock/home.rs`).
     pub(crate) home: Home,
+    /// The actor or location that alone sends on it, if one does (`deadlock/sender.rs`).
+    sender: SenderNode,
 }
 
 // SAFETY: `inner` is only touched under the lock; the channel moves `T`s between threads.
@@ -569,6 +571,7 @@ impl<T> Chan<T> {
         let keep = if keep_open { KEEP_OPEN } else { 0 };
         let chan = Box::new(Chan {
             home: Home::new(object, name),
+            sender: SenderNode::new(),
             hints: AtomicU8::new(if capacity > 0 { SEND_READY } else { 0 }),
             lock: RawLock::new(()),
             inner: UnsafeCell::new(Inner {
@@ -626,7 +629,7 @@ impl<T> Chan<T> {
     }
 
     pub(crate) fn try_send(&self, value: T) -> Result<(), TrySendError<T>> {
-        self.home.act(Some(Side::Send));
+        self.act_send();
         if !self.may_send() {
             return Err(TrySendError::Full(value));
         }
@@ -721,9 +724,25 @@ impl<T> Chan<T> {
         self.ends.load(Ordering::Acquire) & CLOSED != 0
     }
 
+    /// The calling context sends (or offers a value) on the channel: for the deadlock
+    /// detectors.
+    #[inline]
+    pub(crate) fn act_send(&self) {
+        self.home.act(Some(Side::Send));
+        self.sender.used();
+    }
+
+    /// The actor or location a receiver of this channel waits for: the one that alone
+    /// sends on it, while one `Tx` is left (`deadlock/sender.rs`).
+    pub(crate) fn sole_sender(&self) -> Option<u64> {
+        let senders = (self.ends.load(Ordering::Relaxed) & TX_MASK) / TX_ONE;
+        self.sender.sole(senders)
+    }
+
     /// A new `Tx` handle exists (cloned from a live one).
     pub(crate) fn add_sender(&self) {
         self.home.act(None);
+        self.sender.used();
         // Relaxed: a new handle is cloned from a live one, so the count cannot be 0 here
         // and nothing else is published by the increment.
         let old = self.ends.fetch_add(TX_ONE, Ordering::Relaxed);

@@ -397,7 +397,7 @@ impl<T> RecvFuture<'_, T> {
                     st.wait_recv(self.waiter.node());
                 }
                 drop(st);
-                deadlock::note(Wait::Recv, &self.chan.home);
+                deadlock::note_from(Wait::Recv, &self.chan.home, self.chan.sole_sender());
                 return Poll::Pending;
             }
             Take::Closed => Err(RecvError::Closed),
@@ -418,7 +418,7 @@ impl<T> RecvFuture<'_, T> {
         // SAFETY: still queued, and we hold its channel's lock.
         unsafe { self.waiter.set_waker(cx) };
         drop(st);
-        deadlock::note(Wait::Recv, &self.chan.home);
+        deadlock::note_from(Wait::Recv, &self.chan.home, self.chan.sole_sender());
         true
     }
 }

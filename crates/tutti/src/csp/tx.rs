@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use super::blocking::{self, Settle};
 use super::chan::{wake, Chan, Offer};
-use super::deadlock::{self, Side, Wait};
+use super::deadlock::{self, Wait};
 use super::error::{SendError, SendTimeoutError, TrySendError};
 use super::waiter::{Phase, PlainWaiter};
 use std::ptr::NonNull;
@@ -85,7 +85,7 @@ impl<T> Tx<T> {
     /// ```
     #[inline]
     pub fn send(&self, value: T) -> SendFuture<'_, T> {
-        self.chan().home.act(Some(Side::Send));
+        self.chan().act_send();
         SendFuture {
             chan: self.chan(),
             waiter: PlainWaiter::new(Some(value)),

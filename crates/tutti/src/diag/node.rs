@@ -399,6 +399,12 @@ fn with_current<R>(f: impl FnOnce(&Node) -> R) -> Option<R> {
     Some(f(unsafe { &*p }))
 }
 
+/// The id of the node being polled on this thread, 0 if none.
+#[inline]
+pub(crate) fn current_id() -> u64 {
+    with_current(|n| n.id).unwrap_or(0)
+}
+
 /// A blocking operation is about to return `Pending` on this thread: if a node is being
 /// polled, it now waits on what `wait` describes (built only then), and `waker` (if
 /// given: the operation can fail with a deadlock report) wakes it.

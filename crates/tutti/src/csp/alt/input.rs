@@ -63,7 +63,7 @@ impl<T: Send> Guard for InputGuard<'_, T> {
     }
 
     fn note_wait(&self) {
-        deadlock::note(Wait::AltRecv, &self.chan.home);
+        deadlock::note_from(Wait::AltRecv, &self.chan.home, self.chan.sole_sender());
     }
 
     fn id(&self) -> *const () {

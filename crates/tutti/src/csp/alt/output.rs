@@ -13,7 +13,7 @@
 //! critical section. A receiver that loses the race leaves the value where it was.
 
 use crate::csp::chan::{wake, Chan};
-use crate::csp::deadlock::{self, Side, Wait};
+use crate::csp::deadlock::{self, Wait};
 use crate::csp::waiter::{GuardWaiter, Selector};
 
 use super::guard::{Direction, Enable, Guard};
@@ -39,7 +39,7 @@ impl<'a, T> OutputGuard<'a, T> {
 
 impl<T: Send> Guard for OutputGuard<'_, T> {
     unsafe fn enable(&self, selector: &Selector, index: usize, register: bool) -> Enable {
-        self.chan.home.act(Some(Side::Send));
+        self.chan.act_send();
         if !self.waiter.is_full() {
             return Enable::NotReady; // sent already: nothing to offer
         }

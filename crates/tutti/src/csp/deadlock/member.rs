@@ -314,9 +314,16 @@ pub(crate) fn current_id_in(net: &Network) -> Option<usize> {
 /// checked now.
 #[inline]
 pub(crate) fn note(wait: Wait, home: &Home) {
+    note_from(wait, home, None);
+}
+
+/// [`note`] for a receive, with the node that alone sends on the channel, if one does
+/// (`sender.rs`): an actor or location waiting there waits for that node.
+#[inline]
+pub(crate) fn note_from(wait: Wait, home: &Home, sender: Option<u64>) {
     let Some(m) = current() else {
         // Not a process: an actor or location (a node of `diag`) may be polled.
-        crate::diag::node::note(|| off_network(wait, home), None);
+        crate::diag::node::note(|| off_network(wait, home, sender), None);
         return;
     };
     if m.net().is_none() {
@@ -339,7 +346,7 @@ pub(crate) fn note(wait: Wait, home: &Home) {
 
 /// What a wait outside every network (on an actor or location) is, for `diag`.
 #[cold]
-fn off_network(wait: Wait, home: &Home) -> crate::diag::node::Wait {
+fn off_network(wait: Wait, home: &Home, sender: Option<u64>) -> crate::diag::node::Wait {
     let (what, object) = match wait {
         Wait::Send => ("to send on", "channel"),
         Wait::Recv => ("to receive from", "channel"),
@@ -353,9 +360,16 @@ fn off_network(wait: Wait, home: &Home) -> crate::diag::node::Wait {
         None if object.is_empty() => String::new(),
         None => format!(" a {object}"),
     };
+    let (on, from) = match sender {
+        Some(id) => (
+            crate::diag::node::On::Node(id),
+            format!(", which only `{}` sends on", crate::diag::node::name_of(id)),
+        ),
+        None => (crate::diag::node::On::Unknown, String::new()),
+    };
     crate::diag::node::Wait {
-        on: crate::diag::node::On::Unknown,
-        what: crate::diag::node::What::Owned(format!("waits {what}{target}")),
+        on,
+        what: crate::diag::node::What::Owned(format!("waits {what}{target}{from}")),
     }
 }
 

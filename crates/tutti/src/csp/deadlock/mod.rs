@@ -45,6 +45,11 @@
 //! * a process blocked on a CSP operation **and** a foreign future at once (a
 //!   `select` of your own over a tutti channel and, say, a tokio timer).
 //!
+//! Actors and locations (the nodes of `diag`'s wait-for graph) are not processes of a
+//! network; a receive of theirs waits for the one actor or location that sends on the
+//! channel, when there is one (`deadlock/sender.rs`), so `diag` reports a cycle of asks
+//! and receives.
+//!
 //! A deadlock among channels created outside every network (say, in `main` before the
 //! `par`) is not reported: an end might be held by a thread that has not used it yet.
 //! Run the whole network inside [`run`] (or a process) to have it checked.
@@ -62,13 +67,15 @@
 mod home;
 mod member;
 mod network;
+mod sender;
 
 use std::future::Future;
 
 pub use crate::diag::{BlockedProcess, Deadlock};
 pub(crate) use home::{Home, Object, Side};
-pub(crate) use member::{current_process, note, note_open, note_par, Member, Wait};
+pub(crate) use member::{current_process, note, note_from, note_open, note_par, Member, Wait};
 pub(crate) use network::Network;
+pub(crate) use sender::SenderNode;
 
 use super::par::ParFuture;
 
