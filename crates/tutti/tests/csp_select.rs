@@ -399,3 +399,67 @@ fn select_default_runs_only_when_nothing_else_can() {
     };
     assert_eq!(got, "default");
 }
+
+/// A send guard's selection abandoned by an outer cancellation: the caller learns from
+/// `Alt::withdraw` whether the value was sent, so a retry never delivers it twice — on a
+/// rendezvous channel a receiver takes the value while the selection waits, and on a
+/// buffered channel room frees meanwhile; with nobody taking, nothing was sent.
+#[test]
+fn an_abandoned_send_guard_tells_whether_it_sent() {
+    use std::future::Future;
+    use std::pin::pin;
+    use std::task::{Context, Waker};
+    let mut cx = Context::from_waker(Waker::noop());
+    for capacity in [0, 1] {
+        let (tx, rx) = if capacity == 0 {
+            channel::<u32>()
+        } else {
+            buffered::<u32>(1)
+        };
+        if capacity == 1 {
+            tx.try_send(0).unwrap(); // full
+        }
+        let (_idle_tx, idle) = channel::<u32>();
+        let mut alt = Alt::new().recv(&idle).send(&tx, 7);
+        {
+            let sel = pin!(alt.select());
+            assert!(sel.poll(&mut cx).is_pending(), "nothing ready yet");
+            // While the selection waits (not polled again), a receiver takes.
+            if capacity == 1 {
+                assert_eq!(rx.try_recv(), Ok(0));
+            } else {
+                assert_eq!(rx.try_recv(), Ok(7));
+            }
+        } // dropped, as a timeout would
+        assert_eq!(
+            alt.withdraw(1, &tx),
+            None,
+            "capacity {capacity}: 7 was sent"
+        );
+        if capacity == 1 {
+            assert_eq!(rx.try_recv(), Ok(7));
+        }
+        // Nobody takes this time: the value is still the caller's.
+        assert_eq!(alt.offer(1, &tx, 8), None);
+        if capacity == 1 {
+            tx.try_send(1).unwrap();
+        }
+        {
+            let sel = pin!(alt.select());
+            assert!(sel.poll(&mut cx).is_pending());
+        }
+        assert_eq!(
+            alt.withdraw(1, &tx),
+            Some(8),
+            "capacity {capacity}: 8 was not sent"
+        );
+        assert_eq!(alt.withdraw(1, &tx), None, "withdrawn once");
+        if capacity == 1 {
+            assert_eq!(rx.try_recv(), Ok(1));
+        }
+        assert!(
+            rx.try_recv().is_err(),
+            "capacity {capacity}: nothing else arrived"
+        );
+    }
+}

@@ -24,7 +24,17 @@
 /// at a pseudo-random guard, like Go's `select`); `select! { pri; … }` prefers the
 /// first ready guard in order (`PRI ALT`). `default` fires only when no other enabled
 /// guard is ready, wherever it is written, and makes the `select!` a poll that never
-/// waits. The guard expressions are evaluated once, in
+/// waits.
+///
+/// **Cancellation.** A `select!` future dropped before it completes (an enclosing
+/// timeout, an outer `select!`) has received nothing: a value a sender had committed to
+/// a `recv` arm goes back to the front of its channel. A `send` arm, though, may have
+/// sent: a receiver can take the offered value while the future waits, and the drop
+/// cannot undo that hand-over (the value is then the receiver's; otherwise it is
+/// dropped with the future). Code that must not send twice on retry builds an
+/// [`Alt`](super::Alt) outside the cancelled future and asks
+/// [`Alt::withdraw`](super::Alt::withdraw) afterwards: it returns the value if and only
+/// if it was not sent. The guard expressions are evaluated once, in
 /// order, before waiting; the `->` bindings are irrefutable patterns. The channels are no
 /// longer borrowed when a branch runs.
 ///

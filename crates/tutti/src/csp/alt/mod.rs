@@ -109,7 +109,9 @@
 //! *Nothing is lost or duplicated on cancellation.* Abandoning either wins `ABORTED` (by
 //! A1 nobody decided, so by A2 nothing was consumed) or finds `SELECTED(k)` and gives slot
 //! `k`'s value back to its channel, where the next receiver gets it (see the cancellation
-//! argument in `chan.rs`), or, for an output guard, finds its value sent. A value the user
+//! argument in `chan.rs`), or, for an output guard, finds its value sent. So an abandoned
+//! selection's send guard has either sent its value (the receiver has it; the send is
+//! not undone) or still holds it: [`Alt::withdraw`] tells the caller which. A value the user
 //! does not take from a [`Selected`] is given back the same way; an output guard's value
 //! that was not sent stays offered.
 //!
@@ -441,6 +443,48 @@ impl<'a> Alt<'a> {
         self.abandon();
         let guard = self.typed_event(index, tx.chan().id(), Direction::Send, "Alt::offer");
         let mut slot = Some(value);
+        // SAFETY: the guard is a send guard on `tx`'s channel, whose values are `T`s (a
+        // channel is invariant in its value type); no round is under way.
+        unsafe { guard.swap_value((&mut slot as *mut Option<T>).cast()) };
+        slot
+    }
+
+    /// Takes back the value send guard `index` (on `tx`) still offers: `Some(value)` if
+    /// it was not sent, `None` if it was (or was taken already). The guard then offers
+    /// nothing until [`offer`](Self::offer) gives it a value.
+    ///
+    /// This is how a caller learns the outcome of a selection it abandoned — a
+    /// selection future dropped by an enclosing timeout or `select!`: a send guard's
+    /// value may have been handed to a receiver while the future waited, before the
+    /// drop (the send then happened, and stays done); `withdraw` says which, so a retry
+    /// never delivers a value twice. Build the `Alt` outside the cancelled future to
+    /// keep this answer (a [`select!`](crate::select) send arm cannot give it: its value
+    /// is then either sent or dropped).
+    ///
+    /// # Panics
+    /// If guard `index` is not a send guard on `tx`'s channel.
+    ///
+    /// ```
+    /// use std::future::Future;
+    /// use std::pin::pin;
+    /// use std::task::{Context, Waker};
+    /// use tutti::csp::{channel, Alt, TryRecvError};
+    ///
+    /// let (tx, rx) = channel::<u32>();
+    /// let mut alt = Alt::new().send(&tx, 7);
+    /// let mut cx = Context::from_waker(Waker::noop());
+    /// {
+    ///     let sel = pin!(alt.select());
+    ///     assert!(sel.poll(&mut cx).is_pending()); // no receiver: 7 waits in the channel
+    /// } // abandoned (say, by a timeout)
+    /// assert_eq!(rx.try_recv(), Err(TryRecvError::Empty)); // withdrawn with the selection
+    /// assert_eq!(alt.withdraw(0, &tx), Some(7)); // not sent: the caller may retry
+    /// ```
+    pub fn withdraw<T: Send>(&mut self, index: usize, tx: &Tx<T>) -> Option<T> {
+        // An abandoned selection's round may still be under way: end it first.
+        self.abandon();
+        let guard = self.typed_event(index, tx.chan().id(), Direction::Send, "Alt::withdraw");
+        let mut slot = None;
         // SAFETY: the guard is a send guard on `tx`'s channel, whose values are `T`s (a
         // channel is invariant in its value type); no round is under way.
         unsafe { guard.swap_value((&mut slot as *mut Option<T>).cast()) };
