@@ -39,6 +39,14 @@ const BODIES: &[(&str, Body)] = &[
         credits_bound_tokens_in_flight,
     ),
     ("pond_firing_rule", pond_firing_rule),
+    (
+        "one_token_per_act_never_stalls",
+        one_token_per_act_never_stalls,
+    ),
+    (
+        "all_ready_fires_when_room_frees_after_a_refill",
+        all_ready_fires_when_room_frees_after_a_refill,
+    ),
     ("grid_halo_exchange", grid_halo_exchange),
     ("stall_is_reported_everywhere", stall_is_reported_everywhere),
     ("panic_is_reported_everywhere", panic_is_reported_everywhere),
@@ -59,6 +67,14 @@ const ONE_SIDED_BODIES: &[(&str, Body)] = &[
         credits_bound_tokens_in_flight,
     ),
     ("pond_firing_rule", pond_firing_rule),
+    (
+        "one_token_per_act_never_stalls",
+        one_token_per_act_never_stalls,
+    ),
+    (
+        "all_ready_fires_when_room_frees_after_a_refill",
+        all_ready_fires_when_room_frees_after_a_refill,
+    ),
     ("grid_halo_exchange", grid_halo_exchange),
     ("early_consumer_end_discards", early_consumer_end_discards),
 ];
@@ -664,6 +680,148 @@ fn pond_firing_rule(world: &World) {
     for (has, v) in sums {
         if has {
             let want: Vec<u64> = (0..100).map(|i| i * 1000 + i).collect();
+            assert_eq!(v, want);
+        }
+    }
+}
+
+/// A producer that sends one token per `act()` and returns, into a channel of
+/// capacity 4: it runs again after each completed send — when the consumer takes
+/// the token — even though it never saw the channel full (Pond calls `act()` after
+/// every completed send). Both on one location, and on two where there are.
+fn one_token_per_act_never_stalls(world: &World) {
+    let n_loc = world.locations();
+    for at in [(0, 0), (0, n_loc - 1)] {
+        let got = on_all(world, move |loc| async move {
+            let Pair {
+                graph: g,
+                placement: p,
+                producer,
+                out,
+                inp,
+            } = pair::<u64>(("one_at_a_time", "sink"), 4, at, n_loc);
+            let n = 200;
+            let seen = Arc::new(Mutex::new(Vec::new()));
+            let s2 = Arc::clone(&seen);
+            g.run(&loc, &p, move |id| -> Box<dyn PortActor> {
+                if id == producer {
+                    let mut next = 0u64;
+                    Box::new(move |p: &mut Ports| {
+                        match p.send(out, next) {
+                            Ok(()) => next += 1,
+                            Err(SendError::Full(_)) => {}
+                            Err(e) => panic!("one_at_a_time: {e}"),
+                        }
+                        if next == n {
+                            Status::Done
+                        } else {
+                            Status::Continue
+                        }
+                    })
+                } else {
+                    sink(inp, Arc::clone(&s2))
+                }
+            })
+            .await
+            .unwrap_or_else(|e| panic!("one token per act() on {at:?}: {e}"));
+            let v = std::mem::take(&mut *seen.lock().unwrap());
+            (p.location(ActorId::new(1)) == loc.id(), v)
+        });
+        for (has, v) in got {
+            if has {
+                assert_eq!(v, (0..200).collect::<Vec<u64>>(), "on {at:?}");
+            }
+        }
+    }
+}
+
+/// Pond's rule on one location: an `AllReady` relay whose input refills while
+/// its output is full fires once the output frees room. The source sends the
+/// relay's next token before it tells the sink (on a second channel) to take
+/// the relay's last one, so the relay, having just filled its output and found
+/// its input empty, sees the input refill while the output is still full; then
+/// the sink takes from the output.
+fn all_ready_fires_when_room_frees_after_a_refill(world: &World) {
+    let n = 100u64;
+    let got = on_all(world, move |loc| async move {
+        let mut b = builder();
+        let src = b.actor("source").unwrap();
+        let (sx, sgo) = (
+            b.output::<u64>(src, "data").unwrap(),
+            b.output::<u64>(src, "go").unwrap(),
+        );
+        let relay = b.actor_firing("relay", Firing::AllReady).unwrap();
+        let (rx, rz) = (
+            b.input::<u64>(relay, "in").unwrap(),
+            b.output::<u64>(relay, "out").unwrap(),
+        );
+        let snk = b.actor_firing("sink", Firing::AllReady).unwrap();
+        let (kz, kgo) = (
+            b.input::<u64>(snk, "in").unwrap(),
+            b.input::<u64>(snk, "go").unwrap(),
+        );
+        b.connect(sx, rx, 1).unwrap();
+        b.connect(rz, kz, 1).unwrap();
+        b.connect(sgo, kgo, n as usize).unwrap();
+        let g = b.build();
+        // Everything on location 0: the channels and gates within a location.
+        let placement = g
+            .partition(loc.world().locations(), &Partition::Explicit(vec![0; 3]))
+            .unwrap();
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let s2 = Arc::clone(&seen);
+        let r = g
+            .run(&loc, &placement, move |id| -> Box<dyn PortActor> {
+                if id == src {
+                    let (mut next, mut told) = (0u64, 0u64);
+                    Box::new(move |p: &mut Ports| loop {
+                        // "go" for token i once token i + 1 is out (or all are).
+                        let may_tell = if next == n { n } else { next.saturating_sub(1) };
+                        if told < may_tell {
+                            p.send(sgo, told).expect("go has room for every token");
+                            told += 1;
+                            continue;
+                        }
+                        if next < n {
+                            match p.send(sx, next) {
+                                Ok(()) => {
+                                    next += 1;
+                                    continue;
+                                }
+                                Err(SendError::Full(_)) => return Status::Continue,
+                                Err(e) => panic!("source: {e}"),
+                            }
+                        }
+                        return Status::Done;
+                    })
+                } else if id == relay {
+                    Box::new(move |p: &mut Ports| match p.recv(rx) {
+                        Some(v) => {
+                            p.send(rz, v).expect("the rule promised room");
+                            Status::Continue
+                        }
+                        None => Status::Done, // ended
+                    })
+                } else {
+                    let s2 = Arc::clone(&s2);
+                    Box::new(move |p: &mut Ports| match (p.recv(kz), p.recv(kgo)) {
+                        (Some(v), Some(go)) => {
+                            s2.lock().unwrap().push((v, go));
+                            Status::Continue
+                        }
+                        (None, None) => Status::Done, // both ended
+                        other => panic!("sink fired with {other:?}"),
+                    })
+                }
+            })
+            .await;
+        let v = std::mem::take(&mut *seen.lock().unwrap());
+        (loc.id().index() == 0, r.map(|_| v))
+    });
+    for (first, r) in got {
+        let v = r.unwrap_or_else(|e| panic!("relay with a refilled input: {e}"));
+        if first {
+            let want: Vec<(u64, u64)> = (0..n).map(|i| (i, i)).collect();
             assert_eq!(v, want);
         }
     }

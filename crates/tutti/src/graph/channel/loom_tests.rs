@@ -10,28 +10,29 @@ use crate::loom::{thread, AtomicBool, Ordering};
 use crate::sync::Wait;
 use crate::test_util::loom::block_on;
 
-/// A producer that finds the ring full and a consumer taking the last
-/// token: the producer either sees the room or is notified (a lost
-/// notification leaves it waiting for ever, which loom reports).
+/// A producer (fired on every change) that finds the ring full, and a
+/// consumer taking the last token, which notifies the producer's cell as
+/// every pop does (`Chan::took`): the producer either sees the room or is
+/// notified (a lost notification leaves it waiting for ever, which loom
+/// reports).
 #[test]
 fn room_is_never_missed() {
-    use super::RoomFlag;
     use crate::loom::AtomicUsize;
     loom::model(|| {
         let activity = Arc::new(Activity::new(1));
         let cell = Arc::new(Cell::new(Arc::clone(&activity)));
-        let flag = Arc::new(RoomFlag::new());
         let len = Arc::new(AtomicUsize::new(1)); // capacity 1, full
         let consumer = {
-            let (cell, flag, len) = (Arc::clone(&cell), Arc::clone(&flag), Arc::clone(&len));
+            let (cell, len) = (Arc::clone(&cell), Arc::clone(&len));
             thread::spawn(move || {
                 len.fetch_sub(1, Ordering::AcqRel);
-                flag.took(|| cell.notify());
+                cell.notify();
             })
         };
-        // The producer: full, so it asks, and waits until there is room.
+        // The producer: consumes its notification, tries, waits while full.
         block_on(poll_fn(|cx| loop {
-            if !flag.arm(|| len.load(Ordering::Acquire) == 1) {
+            cell.signal.take();
+            if len.load(Ordering::Acquire) == 0 {
                 return Poll::Ready(());
             }
             match cell.signal.poll_wait(cx) {
@@ -95,6 +96,56 @@ fn a_gated_notify_is_never_lost() {
         for n in notifiers {
             n.join().unwrap();
         }
+    });
+}
+
+/// Pond's rule with an output: an `AllReady` actor parked with its input
+/// empty and its output full; its input refills (the notify's gate sees the
+/// output full and skips) while the consumer takes from its output. The
+/// actor must run: the take notifies the producer like any port change, so
+/// the later of the two notifiers sees both ports ready. (With the take
+/// notifying only a producer that had asked for room, as the channels once
+/// did, loom finds the actor parked for ever: it checks its input first, so
+/// it never asked.)
+#[test]
+fn all_ready_fires_when_room_frees_after_a_refill() {
+    loom::model(|| {
+        let activity = Arc::new(Activity::new(1));
+        let cell = Arc::new(Cell::new(Arc::clone(&activity)));
+        let input = Arc::new(AtomicBool::new(false)); // empty
+        let room = Arc::new(AtomicBool::new(false)); // the output is full
+        cell.set_gate(vec![
+            Arc::new(Flag(Arc::clone(&input))) as Arc<dyn super::Probe>,
+            Arc::new(Flag(Arc::clone(&room))),
+        ]);
+        let refill = {
+            let (cell, input) = (Arc::clone(&cell), Arc::clone(&input));
+            thread::spawn(move || {
+                input.store(true, Ordering::Release);
+                cell.notify();
+            })
+        };
+        let take = {
+            let (cell, room) = (Arc::clone(&cell), Arc::clone(&room));
+            thread::spawn(move || {
+                room.store(true, Ordering::Release);
+                cell.notify(); // as `Chan::took`
+            })
+        };
+        // The actor: the firing rule as the task checks it, parks unless it
+        // holds.
+        block_on(poll_fn(|cx| loop {
+            cell.signal.take();
+            if input.load(Ordering::Acquire) && room.load(Ordering::Acquire) {
+                return Poll::Ready(());
+            }
+            match cell.signal.poll_wait(cx) {
+                Wait::Notified => continue,
+                Wait::Parked | Wait::StillParked => return Poll::Pending,
+            }
+        }));
+        refill.join().unwrap();
+        take.join().unwrap();
     });
 }
 

@@ -7,7 +7,14 @@
 //! `ArrayQueue`) plus two flags, `producer_done` and `consumer_done`, and the
 //! wake cells of its two actors. A push notifies the consumer's cell (one swap
 //! on the actor's signal word, see `sync/signal.rs`); a pop notifies the
-//! producer only if it saw the ring full and asked (`RoomFlag`). A producer that terminates sets `producer_done`
+//! producer's cell the same way: Pond runs an actor again after each of its
+//! sends completes, so a producer that sends one token per `act()` into a
+//! ring with room runs again when the consumer takes it, though it never saw
+//! the ring full (between locations each credit does the same). Notifying
+//! only producers that saw the ring full would also lose the wake-up of an
+//! `AllReady` producer whose input refilled while its output was full: its
+//! gate skipped that notify, and the pop that frees room would not come.
+//! A producer that terminates sets `producer_done`
 //! (`Release`, after its last push); a consumer reads it (`Acquire`) *before*
 //! looking at the queue, so "done and empty" means no token will ever come.
 //!
@@ -30,7 +37,7 @@
 //! signal's payload is `[slot: u32 LE][length: u32 LE]`.
 //!
 //! The files: `wake.rs` (an actor's wake cell, its firing-rule gate, the
-//! location's activity count, the producer's room flag), `remote.rs` (the
+//! location's activity count), `remote.rs` (the
 //! world messages between locations: tokens, credits, `Close`, `Gone`, and
 //! the router's inlets), `maker.rs` (making a channel's ends for the
 //! builder); this file holds the ring and the two ends the ports hold.
@@ -44,7 +51,7 @@ mod loom_tests;
 
 pub(crate) use maker::{Maker, TypedMaker};
 pub(crate) use remote::{send_control, Carry, Inlet, RemoteOut, CLOSE, CREDIT, DATA, GONE, PUT};
-pub(crate) use wake::{Activity, Cell, Probe, RoomFlag};
+pub(crate) use wake::{Activity, Cell, Probe};
 
 use crate::loom::{AtomicBool, Ordering};
 use std::any::Any;
@@ -61,9 +68,6 @@ pub(crate) struct Chan<T> {
     q: ArrayQueue<T>,
     producer_done: AtomicBool,
     consumer_done: AtomicBool,
-    /// Set by a producer that saw the ring full; the consumer notifies it
-    /// after a pop only then.
-    wants_room: RoomFlag,
     /// `None` when the producer is the router (a channel from another location).
     producer: Option<Arc<Cell>>,
     consumer: Arc<Cell>,
@@ -75,7 +79,6 @@ impl<T> Chan<T> {
             q: ArrayQueue::new(capacity),
             producer_done: AtomicBool::new(false),
             consumer_done: AtomicBool::new(false),
-            wants_room: RoomFlag::new(),
             producer,
             consumer,
         }
@@ -83,17 +86,12 @@ impl<T> Chan<T> {
 }
 
 impl<T> Chan<T> {
-    fn arm_full(&self) -> bool {
-        self.wants_room.arm(|| self.q.is_full())
-    }
-
+    /// A token was taken: the producer's output has room again (module docs).
     #[inline]
     fn took(&self) {
-        self.wants_room.took(|| {
-            if let Some(p) = &self.producer {
-                p.notify();
-            }
-        });
+        if let Some(p) = &self.producer {
+            p.notify();
+        }
     }
 }
 
@@ -244,19 +242,8 @@ impl<T: Token> OutEnd<T> {
                         chan.consumer.notify();
                         Ok(false)
                     }
-                    Err(v) => {
-                        if chan.arm_full() {
-                            return Err(Refused::Full(v));
-                        }
-                        // A slot freed meanwhile (only this producer pushes).
-                        match chan.q.push(v) {
-                            Ok(()) => {
-                                chan.consumer.notify();
-                                Ok(false)
-                            }
-                            Err(v) => Err(Refused::Full(v)),
-                        }
-                    }
+                    // The pop that frees a slot will notify this producer.
+                    Err(v) => Err(Refused::Full(v)),
                 }
             }
             OutEnd::Remote {
@@ -327,13 +314,7 @@ impl<T: Token> OutEnd<T> {
     /// Tokens that can be sent now.
     pub(crate) fn room(&self) -> usize {
         match self {
-            OutEnd::Local(chan) => {
-                let room = chan.q.capacity() - chan.q.len();
-                if room == 0 && chan.arm_full() {
-                    return 0;
-                }
-                chan.q.capacity() - chan.q.len()
-            }
+            OutEnd::Local(chan) => chan.q.capacity() - chan.q.len(),
             OutEnd::Remote { out, .. } => out.credits.load(Ordering::Acquire),
         }
     }
@@ -342,9 +323,7 @@ impl<T: Token> OutEnd<T> {
 impl<T: Token> ErasedOut for OutEnd<T> {
     fn ready(&self) -> bool {
         match self {
-            OutEnd::Local(chan) => {
-                !chan.q.is_full() || !chan.arm_full() || chan.consumer_done.load(Ordering::Acquire)
-            }
+            OutEnd::Local(chan) => !chan.q.is_full() || chan.consumer_done.load(Ordering::Acquire),
             OutEnd::Remote { out, .. } => {
                 out.credits.load(Ordering::Acquire) > 0 || out.gone.load(Ordering::Acquire)
             }

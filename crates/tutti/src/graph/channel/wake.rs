@@ -1,9 +1,8 @@
 //! The wake side of the channels: an actor's wake cell ([`Cell`]) with its
-//! firing-rule gate, the count of a location's active actors that tells its
-//! router when all are parked ([`Activity`]), and the flag by which a
-//! producer that found the ring full asks to hear about room ([`RoomFlag`]).
+//! firing-rule gate, and the count of a location's active actors that tells
+//! its router when all are parked ([`Activity`]).
 
-use crate::loom::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use crate::loom::{fence, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use crate::sync::Signal;
@@ -59,13 +58,16 @@ pub(crate) trait Probe: Send + Sync {
 /// the probes of its connected ports. A notify then wakes it only if every
 /// probe reads ready, so a patch with four inputs is woken once per step,
 /// not once per arriving halo. No wake-up is lost: ports become ready only
-/// through notifies (a push, a close, a pop the producer asked about, a
-/// credit), and each notifier makes its port ready, then runs a `SeqCst`
+/// through notifies (a push, a close, a pop — every pop, not only one the
+/// producer asked for, see `channel/mod.rs` —, a credit), and each notifier
+/// makes its port ready, then runs a `SeqCst`
 /// fence, then reads every probe. Of two notifiers making two ports ready,
 /// at least one sees the other's port ready (the fences order them), so the
 /// notify that makes the last port ready sees all of them ready. The actor
 /// itself only makes ports less ready (it takes and sends), and it checks the
-/// rule before it parks. Modelled in `loom_tests::a_gated_notify_is_never_lost`.
+/// rule before it parks. Modelled in `loom_tests::a_gated_notify_is_never_lost`
+/// and, with an input refilling while a pop frees the output,
+/// `loom_tests::all_ready_fires_when_room_frees_after_a_refill`.
 pub(crate) struct Cell {
     pub(crate) signal: Signal,
     pub(super) activity: Arc<Activity>,
@@ -107,43 +109,5 @@ impl Cell {
         self.signal.notify_then(|| {
             self.activity.active.fetch_add(1, Ordering::AcqRel);
         });
-    }
-}
-
-/// The producer's request to hear about room (see `arm` and `took`).
-///
-/// A store-buffering pair: the producer stores the flag and then looks at the
-/// ring; the consumer changes the ring and then looks at the flag; a `SeqCst`
-/// fence between the two steps on each side means at least one of them sees
-/// the other's step — the producer sees the room, or the consumer sees the
-/// flag and notifies. So a producer never waits for room that freed
-/// unnoticed, and a consumer notifies its producer only when it asked (a
-/// notify per token would wake the producer for nothing most of the time).
-pub(crate) struct RoomFlag {
-    wants: AtomicBool,
-}
-
-impl RoomFlag {
-    pub(crate) fn new() -> RoomFlag {
-        RoomFlag {
-            wants: AtomicBool::new(false),
-        }
-    }
-
-    /// The producer saw the ring full: asks to be notified when a slot
-    /// frees; returns `still_full()` as seen after asking.
-    pub(crate) fn arm(&self, still_full: impl FnOnce() -> bool) -> bool {
-        self.wants.store(true, Ordering::Relaxed);
-        fence(Ordering::SeqCst);
-        still_full()
-    }
-
-    /// The consumer took a token: runs `notify` if the producer asked.
-    #[inline]
-    pub(crate) fn took(&self, notify: impl FnOnce()) {
-        fence(Ordering::SeqCst);
-        if self.wants.load(Ordering::Relaxed) && self.wants.swap(false, Ordering::Relaxed) {
-            notify();
-        }
     }
 }
