@@ -17,10 +17,11 @@
 //!   starts, the first in order fires.
 //! * [`fair_select`](Alt::fair_select) — priority rotates to just after the guard that
 //!   fired last, so a guard that stays ready fires within `n` selections.
-//! * [`select`](Alt::select) — any ready guard: each selection starts at a pseudo-random
-//!   guard and searches in a pseudo-random direction, so guards that stay ready fire
-//!   about equally often even when every selection uses a fresh `Alt` (as `select!`
-//!   does, like Go's `select` and crossbeam's `select!`).
+//! * [`select`](Alt::select) — any ready guard: the first selection of an `Alt` starts
+//!   at a pseudo-random guard and searches in a pseudo-random direction, later ones
+//!   rotate as `fair_select` does; so guards that stay ready fire about equally often
+//!   also when every selection uses a fresh `Alt` (as `select!` does, like Go's
+//!   `select` and crossbeam's `select!`).
 //!
 //! Each has a blocking form (`…_blocking`). Build an `Alt` once and reuse it (changing
 //! pre-conditions with [`set_when`](Alt::set_when), output values with
@@ -42,8 +43,8 @@
 //!
 //! 1. *Reset.* No waiter is queued. The owner sets `WAITING`.
 //! 2. *Look*, guard by guard in priority order (`pri`: 0, 1, …; `fair`: from the guard
-//!    after the last one fired; `select`: from a pseudo-random guard, forwards or
-//!    backwards), with nothing queued. Under a channel guard's lock, if its
+//!    after the last one fired; `select`: the same, but from a pseudo-random guard,
+//!    forwards or backwards, in an `Alt`'s first selection), with nothing queued. Under a channel guard's lock, if its
 //!    operation can complete now it completes it — takes a buffered value or a waiting
 //!    sender's value, or hands the offered value to a waiting receiver or into the
 //!    buffer, deciding that counterpart if it is waiting (an `Alt` counterpart by winning
@@ -254,7 +255,8 @@ pub(crate) enum Mode {
     Pri,
     /// Rotating priority.
     Fair,
-    /// A pseudo-random start and direction each selection.
+    /// A pseudo-random start and direction for the first selection of an `Alt`, then
+    /// rotation.
     Random,
 }
 
@@ -687,10 +689,11 @@ impl<'a> Alt<'a> {
         SelectFuture::new(self, Mode::Fair)
     }
 
-    /// Waits until any guard fires. Each selection starts its search at a pseudo-random
-    /// guard, in a pseudo-random direction, so among guards that are ready together none
-    /// is favoured — also across selections on fresh `Alt`s, which
-    /// [`fair_select`](Self::fair_select)'s rotation (kept by one `Alt`) cannot do.
+    /// Waits until any guard fires. An `Alt`'s first selection starts its search at a
+    /// pseudo-random guard, in a pseudo-random direction, and later ones rotate as in
+    /// [`fair_select`](Self::fair_select); so among guards that are ready together none
+    /// is favoured — also across selections on fresh `Alt`s (each evaluation of a
+    /// [`select!`](crate::select)), which rotation alone, kept by one `Alt`, cannot do.
     ///
     /// # Panics
     /// If the `Alt` has no guards.
@@ -847,11 +850,13 @@ impl<'a> Alt<'a> {
                 first: 0,
                 backwards: false,
             },
-            Mode::Fair => Start {
+            // A reused `Alt` rotates (cheap, and fair already); a fresh one — each
+            // evaluation of a `select!` — starts at random.
+            Mode::Random if self.last_fired == usize::MAX => Start::random(n),
+            Mode::Fair | Mode::Random => Start {
                 first: self.next % n,
                 backwards: false,
             },
-            Mode::Random => Start::random(n),
         };
         loop {
             let sel = self.selector.get();
@@ -996,7 +1001,7 @@ impl<'a> Alt<'a> {
     fn finish(&mut self, k: usize, mode: Mode) -> usize {
         self.disable_all(Some(k));
         self.in_round = false;
-        if mode == Mode::Fair {
+        if mode != Mode::Pri {
             self.next = k + 1;
         }
         self.repeated = k == self.last_fired;
