@@ -879,12 +879,18 @@ impl<'a> Alt<'a> {
     fn order(&self, start: Start) -> impl Iterator<Item = usize> {
         let n = self.guards.len();
         let Start { first, backwards } = start;
-        (0..n).map(move |j| {
-            if backwards {
-                (first + n - j) % n
-            } else {
-                (first + j) % n
-            }
+        // No division per step: a selection visits guards on its fast path.
+        let (mut next, mut left) = (first, n);
+        std::iter::from_fn(move || {
+            left = left.checked_sub(1)?;
+            let i = next;
+            next = match (backwards, i) {
+                (false, i) if i + 1 == n => 0,
+                (false, i) => i + 1,
+                (true, 0) => n - 1,
+                (true, i) => i - 1,
+            };
+            Some(i)
         })
     }
 
