@@ -23,6 +23,7 @@
 
 mod actors;
 mod bsp;
+mod radial;
 mod scenario;
 mod snapshot;
 pub mod solver;
@@ -609,6 +610,12 @@ pub fn run(a: &SweArgs) -> Result<Report, String> {
             report.param("snapshot_files", files);
         }
     }
+    if a.scenario == Scenario::RadialDamBreak {
+        if let Some(field) = last.iter().flatten().find_map(|o| o.field.as_ref()) {
+            let sym = radial::measure(&field.h, &cfg.grid, cfg.steps as f64 * cfg.dt)?;
+            report_symmetry(&mut report, &sym);
+        }
+    }
     let median = |n: &str| medians.iter().find(|m| m.0 == n).map(|m| m.1);
     let graph_name = graphs[0].0;
     if let (Some(g), Some(b)) = (median(graph_name), median("bsp")) {
@@ -648,6 +655,28 @@ pub fn run(a: &SweArgs) -> Result<Report, String> {
     });
     report.verify(verdict.iter().all(|&v| v));
     Ok(report)
+}
+
+/// The radial dam break's symmetry figures, as rows of the report.
+fn report_symmetry(report: &mut Report, s: &radial::Symmetry) {
+    report
+        .param("radial_time", s.time)
+        .param("radial_reference_cells", s.reference_cells)
+        .param("radial_front_inside", s.front_inside);
+    for (metric, value, unit) in [
+        ("front_axes", s.front_axes, "m"),
+        ("front_diagonals", s.front_diagonals, "m"),
+        ("front_ratio_diagonal_over_axis", s.front_ratio, ""),
+        ("front_reference", s.front_reference, "m"),
+        ("centre_h", s.centre_h, "m"),
+        ("centre_h_reference", s.centre_h_reference, "m"),
+        ("axis_l1_vs_reference", s.axis_l1, "m"),
+        ("axis_linf_vs_reference", s.axis_linf, "m"),
+        ("diagonal_l1_vs_reference", s.diagonal_l1, "m"),
+        ("diagonal_linf_vs_reference", s.diagonal_linf, "m"),
+    ] {
+        report.result("radial", metric, Stats::single(value), unit);
+    }
 }
 
 /// Strong (same grid) and weak (grid grows with the locations) scaling of both

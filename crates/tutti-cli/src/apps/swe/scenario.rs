@@ -7,6 +7,9 @@ use clap::ValueEnum;
 /// Side of the domain along its longer axis (m).
 pub const DOMAIN: f64 = 1000.0;
 
+/// The centre of the radial dam break (m).
+pub const DAM_CENTRE: (f64, f64) = (DOMAIN / 2.0, DOMAIN / 2.0);
+
 /// Which initial condition.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Scenario {
@@ -35,7 +38,7 @@ impl Scenario {
     pub fn at(self, x: f64, y: f64) -> [f64; 4] {
         match self {
             Scenario::RadialDamBreak => {
-                let r = ((x - DOMAIN / 2.0).powi(2) + (y - DOMAIN / 2.0).powi(2)).sqrt();
+                let r = ((x - DAM_CENTRE.0).powi(2) + (y - DAM_CENTRE.1).powi(2)).sqrt();
                 [if r < 100.0 { 15.0 } else { 10.0 }, 0.0, 0.0, 0.0]
             }
             Scenario::SeaAtRest => {
