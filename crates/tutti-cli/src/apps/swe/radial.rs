@@ -22,7 +22,7 @@
 //!   step).
 
 use super::scenario::{Grid, Scenario, DAM_CENTRE};
-use super::solver::{self, DRY};
+use super::solver::{self, Q, DRY};
 
 /// How much finer the 1-D reference's cells are than the 2-D grid's.
 pub const REFINEMENT: usize = 10;
@@ -109,13 +109,13 @@ impl Profile {
             } else {
                 (self.h[e], self.hu[e])
             };
-            let w = solver::fwave(hl, hul, 0.0, hr, hur, 0.0)
-                .ok_or("the radial reference ran dry")?;
+            let q = |h, hn| Q { h, hn, ht: 0.0, b: 0.0 };
+            let w = solver::fwave(q(hl, hul), q(hr, hur)).ok_or("the radial reference ran dry")?;
             if e > 0 {
-                left[e - 1] = (w.left_h, w.left_hu);
+                left[e - 1] = (w.left_h, w.left_hn);
             }
             if e < n {
-                right[e] = (w.right_h, w.right_hu);
+                right[e] = (w.right_h, w.right_hn);
             }
         }
         for i in 0..n {

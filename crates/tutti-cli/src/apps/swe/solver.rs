@@ -16,65 +16,96 @@ pub const G: f64 = 9.81;
 pub const DRY: f64 = 1e-3;
 
 /// Floating-point operations of one [`fwave`] call (counted by hand from the
-/// code below: 3 divisions, 2 square roots, 3 `abs`/`max`, the rest additions and
+/// code below: 6 divisions, 3 square roots, 3 `abs`/`max`, the rest additions and
 /// multiplications), as Pond counts the solver's work.
-pub const FLOPS_PER_EDGE: u64 = 44;
+pub const FLOPS_PER_EDGE: u64 = 63;
 
 /// Floating-point operations of one cell's update from its edges' net updates.
-pub const FLOPS_PER_CELL: u64 = 12;
+pub const FLOPS_PER_CELL: u64 = 18;
+
+/// The state on one side of an edge, seen from the edge: height, momentum
+/// normal to the edge, momentum along it, and bathymetry.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Q {
+    pub h: f64,
+    pub hn: f64,
+    pub ht: f64,
+    pub b: f64,
+}
 
 /// Net updates of one edge: what the left cell and the right cell get
-/// (`A⁻ΔQ` and `A⁺ΔQ` for the height and the normal momentum), and the
-/// largest wave speed.
+/// (`A⁻ΔQ` and `A⁺ΔQ` for the height, the normal and the tangential
+/// momentum), and the largest wave speed.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Edge {
     pub left_h: f64,
-    pub left_hu: f64,
+    pub left_hn: f64,
+    pub left_ht: f64,
     pub right_h: f64,
-    pub right_hu: f64,
+    pub right_hn: f64,
+    pub right_ht: f64,
     pub speed: f64,
 }
 
-/// The f-wave solution of the Riemann problem between `(hl, hul, bl)` and
-/// `(hr, hur, br)` (normal momentum `hu`). `None` if either side is dry.
+/// The f-wave solution of the Riemann problem between `l` and `r`. `None` if
+/// either side is dry.
+///
+/// The flux normal to the edge is `(h·un, h·un² + g·h²/2, h·un·ut)`; its
+/// Roe matrix has the waves `un − c` and `un + c` (eigenvectors
+/// `[1, un ∓ c, ut]`) and the shear wave `un` (eigenvector `[0, 0, 1]`),
+/// which carries the tangential momentum across the edge. Leaving the shear
+/// wave out (updating only `h` and the normal momentum, as some teaching codes
+/// do) never moves tangential momentum along the flow: the front of a radial
+/// wave then runs slower along the diagonals than along the axes, and the
+/// difference does not shrink with the cell size.
 #[inline]
-pub fn fwave(hl: f64, hul: f64, bl: f64, hr: f64, hur: f64, br: f64) -> Option<Edge> {
-    if hl < DRY || hr < DRY {
+pub fn fwave(l: Q, r: Q) -> Option<Edge> {
+    if l.h < DRY || r.h < DRY {
         return None;
     }
-    let ul = hul / hl;
-    let ur = hur / hr;
-    let (sl, sr) = (hl.sqrt(), hr.sqrt());
+    let (ul, ur) = (l.hn / l.h, r.hn / r.h);
+    let (vl, vr) = (l.ht / l.h, r.ht / r.h);
+    let (sl, sr) = (l.h.sqrt(), r.h.sqrt());
     // Roe averages.
-    let u = (ul * sl + ur * sr) / (sl + sr);
-    let c = (G * 0.5 * (hl + hr)).sqrt();
-    let (l1, l2) = (u - c, u + c);
+    let w = 1.0 / (sl + sr);
+    let u = (ul * sl + ur * sr) * w;
+    let v = (vl * sl + vr * sr) * w;
+    let c = (G * 0.5 * (l.h + r.h)).sqrt();
+    let (l1, l3) = (u - c, u + c);
     // Flux difference with the bathymetry source term; grouped so that a lake
     // at rest (h + b equal on both sides, no motion) gives exactly zero.
-    let df0 = hur - hul;
-    let df1 = (hur * ur - hul * ul) + G * 0.5 * (hl + hr) * ((hr - hl) + (br - bl));
-    // Decompose onto the eigenvectors [1, λ1] and [1, λ2].
-    let inv = 1.0 / (l2 - l1);
-    let b1 = (l2 * df0 - df1) * inv;
-    let b2 = (df1 - l1 * df0) * inv;
+    let df0 = r.hn - l.hn;
+    let df1 = (r.hn * ur - l.hn * ul) + G * 0.5 * (l.h + r.h) * ((r.h - l.h) + (r.b - l.b));
+    let df2 = r.hn * vr - l.hn * vl;
+    // Decompose onto the eigenvectors.
+    let inv = 1.0 / (l3 - l1);
+    let b1 = (l3 * df0 - df1) * inv;
+    let b3 = (df1 - l1 * df0) * inv;
+    let b2 = df2 - v * df0;
     let mut e = Edge {
-        speed: l1.abs().max(l2.abs()),
+        speed: l1.abs().max(l3.abs()),
         ..Edge::default()
     };
-    // Each wave goes to the side its speed points to.
-    if l1 < 0.0 {
-        e.left_h += b1;
-        e.left_hu += b1 * l1;
-    } else {
-        e.right_h += b1;
-        e.right_hu += b1 * l1;
+    // Each wave goes to the side its speed points to; a shear wave standing
+    // still is split evenly (so mirror-symmetric states stay symmetric).
+    for (beta, speed) in [(b1, l1), (b3, l3)] {
+        if speed < 0.0 {
+            e.left_h += beta;
+            e.left_hn += beta * speed;
+            e.left_ht += beta * v;
+        } else {
+            e.right_h += beta;
+            e.right_hn += beta * speed;
+            e.right_ht += beta * v;
+        }
     }
-    if l2 < 0.0 {
-        e.left_h += b2;
-        e.left_hu += b2 * l2;
+    if u < 0.0 {
+        e.left_ht += b2;
+    } else if u > 0.0 {
+        e.right_ht += b2;
     } else {
-        e.right_h += b2;
-        e.right_hu += b2 * l2;
+        e.left_ht += 0.5 * b2;
+        e.right_ht += 0.5 * b2;
     }
     Some(e)
 }
@@ -93,6 +124,13 @@ pub struct Patch {
     /// (`nx × (ny + 1)`).
     xe: Vec<Edge>,
     ye: Vec<Edge>,
+}
+
+/// The direction normal to an edge.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Axis {
+    X,
+    Y,
 }
 
 /// The four sides of a patch.
@@ -145,6 +183,21 @@ impl Patch {
     #[inline]
     pub fn at(&self, x: usize, y: usize) -> usize {
         y * (self.nx + 2) + x
+    }
+
+    /// Cell `i` seen from an edge across `axis`.
+    #[inline]
+    fn q(&self, i: usize, axis: Axis) -> Q {
+        let (hn, ht) = match axis {
+            Axis::X => (self.hu[i], self.hv[i]),
+            Axis::Y => (self.hv[i], self.hu[i]),
+        };
+        Q {
+            h: self.h[i],
+            hn,
+            ht,
+            b: self.b[i],
+        }
     }
 
     /// The cells along side `s` (inside the patch), as consecutive
@@ -207,9 +260,7 @@ impl Patch {
         for y in 0..ny {
             for x in 0..=nx {
                 let (l, r) = (self.at(x, y + 1), self.at(x + 1, y + 1));
-                let e = fwave(
-                    self.h[l], self.hu[l], self.b[l], self.h[r], self.hu[r], self.b[r],
-                )?;
+                let e = fwave(self.q(l, Axis::X), self.q(r, Axis::X))?;
                 speed = speed.max(e.speed);
                 self.xe[y * (nx + 1) + x] = e;
             }
@@ -217,9 +268,7 @@ impl Patch {
         for y in 0..=ny {
             for x in 0..nx {
                 let (l, r) = (self.at(x + 1, y), self.at(x + 1, y + 1));
-                let e = fwave(
-                    self.h[l], self.hv[l], self.b[l], self.h[r], self.hv[r], self.b[r],
-                )?;
+                let e = fwave(self.q(l, Axis::Y), self.q(r, Axis::Y))?;
                 speed = speed.max(e.speed);
                 self.ye[y * nx + x] = e;
             }
@@ -231,8 +280,8 @@ impl Patch {
                 let (w, e) = (&self.xe[y * (nx + 1) + x], &self.xe[y * (nx + 1) + x + 1]);
                 let (s, n) = (&self.ye[y * nx + x], &self.ye[(y + 1) * nx + x]);
                 self.h[i] -= cx * (w.right_h + e.left_h) + cy * (s.right_h + n.left_h);
-                self.hu[i] -= cx * (w.right_hu + e.left_hu);
-                self.hv[i] -= cy * (s.right_hu + n.left_hu);
+                self.hu[i] -= cx * (w.right_hn + e.left_hn) + cy * (s.right_ht + n.left_ht);
+                self.hv[i] -= cx * (w.right_ht + e.left_ht) + cy * (s.right_hn + n.left_hn);
             }
         }
         Some(speed)
@@ -273,27 +322,69 @@ impl Patch {
 mod tests {
     use super::*;
 
+    fn q(h: f64, hn: f64, ht: f64, b: f64) -> Q {
+        Q { h, hn, ht, b }
+    }
+
     #[test]
     fn a_lake_at_rest_gives_zero_updates() {
-        let e = fwave(10.0, 0.0, -10.0, 7.25, 0.0, -7.25).unwrap();
+        let e = fwave(q(10.0, 0.0, 0.0, -10.0), q(7.25, 0.0, 0.0, -7.25)).unwrap();
         assert_eq!(
-            (e.left_h, e.left_hu, e.right_h, e.right_hu),
-            (0.0, 0.0, 0.0, 0.0)
+            [e.left_h, e.left_hn, e.left_ht, e.right_h, e.right_hn, e.right_ht],
+            [0.0; 6]
         );
     }
 
     #[test]
     fn updates_sum_to_the_flux_difference() {
-        let (hl, hul, hr, hur) = (3.0, 1.5, 2.0, -0.5);
-        let e = fwave(hl, hul, 0.0, hr, hur, 0.0).unwrap();
-        let df0 = hur - hul;
-        let df1 = hur * hur / hr + 0.5 * G * hr * hr - (hul * hul / hl + 0.5 * G * hl * hl);
-        assert!((e.left_h + e.right_h - df0).abs() < 1e-12);
-        assert!((e.left_hu + e.right_hu - df1).abs() < 1e-9);
+        let (l, r) = (q(3.0, 1.5, 0.6, 0.0), q(2.0, -0.5, 1.2, 0.0));
+        let e = fwave(l, r).unwrap();
+        let flux = |s: Q| {
+            let u = s.hn / s.h;
+            [s.hn, s.hn * u + 0.5 * G * s.h * s.h, s.hn * s.ht / s.h]
+        };
+        let (fl, fr) = (flux(l), flux(r));
+        assert!((e.left_h + e.right_h - (fr[0] - fl[0])).abs() < 1e-12);
+        assert!((e.left_hn + e.right_hn - (fr[1] - fl[1])).abs() < 1e-9);
+        assert!((e.left_ht + e.right_ht - (fr[2] - fl[2])).abs() < 1e-12);
+    }
+
+    /// A uniform flow along x carrying a band of y-momentum: the band must
+    /// move downstream with the flow (the shear wave). Without the shear wave
+    /// the y-momentum never moves at all.
+    #[test]
+    fn tangential_momentum_is_carried_by_the_flow() {
+        let (n, u, h) = (40, 2.0, 10.0);
+        let band = |x: usize| if (10..15).contains(&x) { 3.0 } else { 0.0 };
+        let mut p = Patch::new(n, 1, |x, _| [h, h * u, band(x), 0.0]);
+        let (dx, dt) = (1.0, 0.04);
+        // 50 steps of dt at u = 2: the band's middle moves 4 cells on.
+        for _ in 0..50 {
+            // Every ghost copies the cell beside it: inflow and outflow along
+            // x, and no change along y.
+            let mut ghosts = vec![(p.at(0, 1), p.at(1, 1)), (p.at(n + 1, 1), p.at(n, 1))];
+            for x in 1..=n {
+                ghosts.push((p.at(x, 0), p.at(x, 1)));
+                ghosts.push((p.at(x, 2), p.at(x, 1)));
+            }
+            for (ghost, from) in ghosts {
+                (p.h[ghost], p.hu[ghost], p.hv[ghost]) = (p.h[from], p.hu[from], p.hv[from]);
+            }
+            p.step(dt, dx, dx).unwrap();
+        }
+        let [_, _, hv] = p.interior();
+        let centre = |f: &[f64]| {
+            let m: f64 = f.iter().sum();
+            f.iter().enumerate().map(|(i, v)| i as f64 * v).sum::<f64>() / m
+        };
+        let moved = centre(&hv) - 12.0;
+        assert!((moved - 4.0).abs() < 0.2, "the band moved {moved} cells, not 4");
+        // And the momentum it carries is conserved.
+        assert!((hv.iter().sum::<f64>() - 15.0).abs() < 1e-9);
     }
 
     #[test]
     fn dry_cells_are_refused() {
-        assert!(fwave(0.0, 0.0, 0.0, 1.0, 0.0, 0.0).is_none());
+        assert!(fwave(q(0.0, 0.0, 0.0, 0.0), q(1.0, 0.0, 0.0, 0.0)).is_none());
     }
 }
