@@ -12,8 +12,9 @@ use tutti::graph::{
 use tutti::msg::codec::PodVec;
 use tutti::world::Location;
 
+use super::execute::LocalResult;
 use super::solver::{Patch, Side};
-use super::{Config, LocalResult};
+use super::Config;
 
 type Halo = PodVec<f64>;
 

@@ -9,8 +9,9 @@ use std::sync::Arc;
 use tutti::graph::Placement;
 use tutti::world::{Location, LocationId};
 
+use super::execute::LocalResult;
 use super::solver::{Patch, Side};
-use super::{Config, LocalResult};
+use super::Config;
 
 /// Wire form of a boundary: `[patch u32][side u8][f64 LE…]`.
 fn encode(patch: usize, side: Side, data: &[f64], out: &mut Vec<u8>) {

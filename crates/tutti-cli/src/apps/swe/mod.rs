@@ -23,24 +23,27 @@
 
 mod actors;
 mod bsp;
+mod checks;
+mod config;
+mod execute;
 mod radial;
+mod scaling;
 mod scenario;
 mod snapshot;
 pub mod solver;
 
 use std::sync::Arc;
-use std::time::Instant;
 
 use clap::{Args, ValueEnum};
-use tutti::graph::{Curve, Partition, Placement, Scheme};
-use tutti::msg::codec::PodVec;
-use tutti::world::{Location, LocationId, World};
+use tutti::graph::Scheme;
+use tutti::world::LocationId;
 
 use crate::measure::{Progress, RunOpts};
 use crate::report::{Report, Stats};
+use checks::check;
+pub use config::Config;
+use execute::{run_once, sequential, Field, Outcome};
 pub use scenario::Scenario;
-use scenario::{Grid, DOMAIN};
-use solver::{Patch, Side};
 
 /// Which implementation(s) to run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -127,359 +130,6 @@ pub struct SweArgs {
     /// Print one JSON object instead of a table.
     #[arg(long)]
     pub json: bool,
-}
-
-/// Everything a location needs to run the simulation.
-#[derive(Clone, Debug)]
-pub struct Config {
-    pub grid: Grid,
-    pub scenario: Scenario,
-    /// Patch size in cells.
-    pub pw: usize,
-    pub ph: usize,
-    /// Patches along x and y.
-    pub px: usize,
-    pub py: usize,
-    pub steps: u64,
-    pub dt: f64,
-    /// Steps after which a snapshot of `h` is taken.
-    pub snapshots: Vec<u64>,
-}
-
-impl Config {
-    pub fn new(
-        nx: usize,
-        ny: usize,
-        patch: usize,
-        steps: u64,
-        dt: Option<f64>,
-        scenario: Scenario,
-    ) -> Result<Config, String> {
-        if !nx.is_multiple_of(patch) || !ny.is_multiple_of(patch) {
-            return Err(format!(
-                "the patch size {patch} must divide the grid ({nx} × {ny} cells)"
-            ));
-        }
-        let grid = Grid::new(nx, ny);
-        let mut cfg = Config {
-            grid,
-            scenario,
-            pw: patch,
-            ph: patch,
-            px: nx / patch,
-            py: ny / patch,
-            steps,
-            dt: 0.0,
-            snapshots: Vec::new(),
-        };
-        cfg.dt = match dt {
-            Some(dt) if dt.is_finite() && dt > 0.0 => dt,
-            Some(dt) => return Err(format!("the time step must be positive, got {dt}")),
-            None => {
-                let whole = Patch::new(nx, ny, |i, j| grid.initial(scenario, i, j));
-                0.4 * grid.dx.min(grid.dy) / whole.max_speed()
-            }
-        };
-        Ok(cfg)
-    }
-
-    /// The largest `speed × dt` a step may have (CFL number 0.5).
-    pub fn cfl_limit(&self) -> f64 {
-        0.5 * self.grid.dx.min(self.grid.dy)
-    }
-
-    /// The patch on side `s` of patch `p`, if any.
-    pub fn neighbour(&self, p: usize, s: Side) -> Option<usize> {
-        let (x, y) = (p % self.px, p / self.px);
-        match s {
-            Side::West => (x > 0).then(|| p - 1),
-            Side::East => (x + 1 < self.px).then(|| p + 1),
-            Side::South => (y > 0).then(|| p - self.px),
-            Side::North => (y + 1 < self.py).then(|| p + self.px),
-        }
-    }
-
-    /// Patch `p` in its initial state.
-    pub fn initial_patch(&self, p: usize) -> Patch {
-        let (ox, oy) = ((p % self.px) * self.pw, (p / self.px) * self.ph);
-        Patch::new(self.pw, self.ph, |x, y| {
-            self.grid.initial(self.scenario, ox + x, oy + y)
-        })
-    }
-
-    pub fn cells(&self) -> u64 {
-        (self.grid.nx * self.grid.ny) as u64
-    }
-
-    pub fn placement(&self, locations: usize, placing: Placing) -> Result<Placement, String> {
-        let pg = actors::build(self, Scheme::TwoSided)?;
-        let grid = |curve| Partition::Grid {
-            cols: self.px,
-            rows: self.py,
-            curve,
-        };
-        let how = match placing {
-            Placing::Blocks => grid(Curve::Blocks),
-            Placing::Hilbert => grid(Curve::Hilbert),
-            #[cfg(feature = "metis")]
-            Placing::Metis => Partition::Metis,
-        };
-        pg.graph
-            .partition(locations, &how)
-            .map_err(|e| e.to_string())
-    }
-}
-
-/// What one location ends a run with.
-#[derive(Debug)]
-pub struct LocalResult {
-    /// Its patches after the last step.
-    pub patches: Vec<(usize, Patch)>,
-    /// (snapshot index, patch, `h` of its cells).
-    pub snapshots: Vec<(usize, usize, Vec<f64>)>,
-    pub cfl_ok: bool,
-    pub errors: Vec<String>,
-    /// Graph runs: quiescence waves this location started.
-    pub waves: u64,
-    /// Graph runs: times a patch actor was woken.
-    pub wakeups: u64,
-}
-
-impl LocalResult {
-    pub fn new() -> LocalResult {
-        LocalResult {
-            patches: Vec::new(),
-            snapshots: Vec::new(),
-            cfl_ok: true,
-            errors: Vec::new(),
-            waves: 0,
-            wakeups: 0,
-        }
-    }
-}
-
-/// The whole grid, assembled on location 0.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Field {
-    pub h: Vec<f64>,
-    pub hu: Vec<f64>,
-    pub hv: Vec<f64>,
-}
-
-impl Field {
-    /// A digest of every bit of the field, for bit-for-bit comparison.
-    pub fn digest(&self) -> u64 {
-        let mut x: u64 = 0xcbf2_9ce4_8422_2325;
-        for v in self.h.iter().chain(&self.hu).chain(&self.hv) {
-            x = (x ^ v.to_bits()).wrapping_mul(0x0100_0000_01b3);
-        }
-        x
-    }
-}
-
-/// What a run of one implementation gives back on location 0 of rank 0.
-#[derive(Debug)]
-pub struct Outcome {
-    /// Wall time of the steps (the slowest location).
-    pub secs: f64,
-    pub field: Option<Field>,
-    pub snapshots: Vec<Vec<f64>>,
-    pub cfl_ok: bool,
-    pub errors: Vec<String>,
-    /// Quiescence waves started, summed over the locations.
-    pub waves: u64,
-    /// Actor wake-ups, summed over the locations.
-    pub wakeups: u64,
-}
-
-/// Sends this location's patches (and snapshots) to location 0, which
-/// assembles the grid. Returns it on location 0.
-async fn gather(loc: &Location, cfg: &Config, res: &LocalResult) -> Option<(Field, Vec<Vec<f64>>)> {
-    let zero = LocationId::new(0);
-    let (nx, ny) = (cfg.grid.nx, cfg.grid.ny);
-    let place = |field: &mut [f64], p: usize, data: &[f64]| {
-        let (ox, oy) = ((p % cfg.px) * cfg.pw, (p / cfg.px) * cfg.ph);
-        for y in 0..cfg.ph {
-            let row = (oy + y) * nx + ox;
-            field[row..row + cfg.pw].copy_from_slice(&data[y * cfg.pw..(y + 1) * cfg.pw]);
-        }
-    };
-    // Kind 0: a patch's h, hu, hv; kind 1: a snapshot's h.
-    type Piece = (u8, u32, u32, PodVec<f64>);
-    let mut pieces: Vec<Piece> = Vec::new();
-    for (p, patch) in &res.patches {
-        let [h, hu, hv] = patch.interior();
-        let mut all = h;
-        all.extend(hu);
-        all.extend(hv);
-        pieces.push((0, *p as u32, 0, PodVec(all)));
-    }
-    for (k, p, h) in &res.snapshots {
-        pieces.push((1, *p as u32, *k as u32, PodVec(h.clone())));
-    }
-    // Everyone learns how many pieces location 0 is to receive (a failed run
-    // may send fewer than a full grid; its errors say why).
-    let mine = if loc.id() == zero { 0 } else { pieces.len() };
-    let from_others = loc.all_reduce(mine, |a, b| a + b).await;
-    if loc.id() != zero {
-        for piece in &pieces {
-            let mut bytes = Vec::new();
-            if tutti::msg::codec::encode(piece, &mut bytes).is_ok() {
-                let _ = loc.send_bytes(zero, bytes);
-            }
-        }
-        loc.flush();
-        loc.barrier().await;
-        return None;
-    }
-    let n = cfg.px * cfg.py;
-    let mut field = Field {
-        h: vec![f64::NAN; nx * ny],
-        hu: vec![f64::NAN; nx * ny],
-        hv: vec![f64::NAN; nx * ny],
-    };
-    let mut snaps = vec![vec![f64::NAN; nx * ny]; cfg.snapshots.len()];
-    let cells = cfg.pw * cfg.ph;
-    let put = |piece: Piece, field: &mut Field, snaps: &mut Vec<Vec<f64>>| {
-        let (kind, p, k, data) = piece;
-        let (p, data) = (p as usize, data.0);
-        if kind == 0 && data.len() == 3 * cells && p < n {
-            place(&mut field.h, p, &data[..cells]);
-            place(&mut field.hu, p, &data[cells..2 * cells]);
-            place(&mut field.hv, p, &data[2 * cells..]);
-        } else if kind == 1 && data.len() == cells && (k as usize) < snaps.len() && p < n {
-            place(&mut snaps[k as usize], p, &data);
-        }
-    };
-    for piece in pieces {
-        put(piece, &mut field, &mut snaps);
-    }
-    // Cells nobody sent stay NaN and fail the verification.
-    for _ in 0..from_others {
-        let d = loc.recv().await;
-        if let Some(piece) = d
-            .bytes()
-            .and_then(|b| tutti::msg::codec::decode::<Piece>(b).ok())
-        {
-            put(piece, &mut field, &mut snaps);
-        }
-    }
-    loc.barrier().await;
-    Some((field, snaps))
-}
-
-/// Runs one implementation on every location of `world`.
-fn run_once(
-    world: &World,
-    cfg: &Arc<Config>,
-    placement: &Arc<Placement>,
-    which: Impl,
-    scheme: Scheme,
-) -> Result<Option<Outcome>, String> {
-    let pg = Arc::new(actors::build(cfg, scheme)?);
-    let outs = world.run(|loc| {
-        let (cfg, placement, pg) = (Arc::clone(cfg), Arc::clone(placement), Arc::clone(&pg));
-        async move {
-            let loc = Arc::new(loc);
-            loc.barrier().await;
-            let t0 = Instant::now();
-            let res = match which {
-                Impl::Graph => actors::run(&loc, &cfg, &pg, &placement).await,
-                _ => bsp::run(&loc, &cfg, &placement).await,
-            };
-            let secs = t0.elapsed().as_secs_f64();
-            let secs = loc.all_reduce(secs, f64::max).await;
-            let cfl_ok = loc.all_reduce(res.cfl_ok, |a, b| a && b).await;
-            let (waves, wakeups) = loc
-                .all_reduce((res.waves, res.wakeups), |a, b| (a.0 + b.0, a.1 + b.1))
-                .await;
-            let errors = loc
-                .all_reduce(res.errors.clone(), |mut a, b| {
-                    a.extend(b);
-                    a
-                })
-                .await;
-            let gathered = gather(&loc, &cfg, &res).await;
-            gathered.map(|(field, snapshots)| Outcome {
-                secs,
-                field: Some(field),
-                snapshots,
-                cfl_ok,
-                errors,
-                waves,
-                wakeups,
-            })
-        }
-    });
-    Ok(outs.into_iter().flatten().next())
-}
-
-/// The sequential reference: the whole grid as one patch.
-pub fn sequential(cfg: &Config) -> Option<Field> {
-    let (nx, ny) = (cfg.grid.nx, cfg.grid.ny);
-    let mut p = Patch::new(nx, ny, |i, j| cfg.grid.initial(cfg.scenario, i, j));
-    for _ in 0..cfg.steps {
-        for s in Side::ALL {
-            p.set_wall(s);
-        }
-        p.step(cfg.dt, cfg.grid.dx, cfg.grid.dy)?;
-    }
-    let [h, hu, hv] = p.interior();
-    Some(Field { h, hu, hv })
-}
-
-/// The checks every run prints.
-#[derive(Clone, Debug, Default, serde::Serialize)]
-pub struct Checks {
-    pub mass_start: f64,
-    pub mass_end: f64,
-    pub mass_rel_error: f64,
-    pub at_rest: Option<bool>,
-    pub bit_equal_to_sequential: bool,
-    pub cfl_ok: bool,
-    pub errors: Vec<String>,
-}
-
-impl Checks {
-    pub fn ok(&self) -> bool {
-        self.mass_rel_error <= 1e-12
-            && self.at_rest != Some(false)
-            && self.bit_equal_to_sequential
-            && self.cfl_ok
-            && self.errors.is_empty()
-    }
-}
-
-fn check(cfg: &Config, out: &Outcome, reference: &Option<Field>) -> Checks {
-    let start: f64 = (0..cfg.grid.ny)
-        .flat_map(|j| (0..cfg.grid.nx).map(move |i| (i, j)))
-        .map(|(i, j)| cfg.grid.initial(cfg.scenario, i, j)[0])
-        .sum();
-    let field = out.field.as_ref();
-    let end: f64 = field.map_or(f64::NAN, |f| f.h.iter().sum());
-    let at_rest = (cfg.scenario == Scenario::SeaAtRest).then(|| {
-        field.is_some_and(|f| {
-            (0..cfg.grid.ny)
-                .flat_map(|j| (0..cfg.grid.nx).map(move |i| (i, j)))
-                .all(|(i, j)| {
-                    let k = j * cfg.grid.nx + i;
-                    let [h0, _, _, b] = cfg.grid.initial(cfg.scenario, i, j);
-                    f.hu[k] == 0.0 && f.hv[k] == 0.0 && f.h[k] + b == h0 + b
-                })
-        })
-    });
-    Checks {
-        mass_start: start,
-        mass_end: end,
-        mass_rel_error: ((end - start) / start).abs(),
-        at_rest,
-        bit_equal_to_sequential: match (field, reference) {
-            (Some(f), Some(r)) => f.digest() == r.digest(),
-            _ => false,
-        },
-        cfl_ok: out.cfl_ok,
-        errors: out.errors.clone(),
-    }
 }
 
 /// Runs `tutti swe`.
@@ -646,7 +296,7 @@ pub fn run(a: &SweArgs) -> Result<Report, String> {
         if world.ranks() > 1 {
             return Err("--scaling runs in-process worlds; run it without mpirun".into());
         }
-        scaling(&mut report, a, max as usize, &cfg, &mut verified)?;
+        scaling::scaling(&mut report, a, max as usize, &cfg, &mut verified)?;
     }
     // Rank 0 verified; every rank reports its verdict.
     let verdict = world.run(|loc| async move {
@@ -656,7 +306,6 @@ pub fn run(a: &SweArgs) -> Result<Report, String> {
     report.verify(verdict.iter().all(|&v| v));
     Ok(report)
 }
-
 /// The radial dam break's symmetry figures, as rows of the report.
 fn report_symmetry(report: &mut Report, s: &radial::Symmetry) {
     report
@@ -676,141 +325,5 @@ fn report_symmetry(report: &mut Report, s: &radial::Symmetry) {
         ("diagonal_linf_vs_reference", s.diagonal_linf, "m"),
     ] {
         report.result("radial", metric, Stats::single(value), unit);
-    }
-}
-
-/// Strong (same grid) and weak (grid grows with the locations) scaling of both
-/// implementations over 1, 2, 4 … in-process locations (medians of three
-/// alternating rounds; only the correctness of each run is checked, not its
-/// bits).
-fn scaling(
-    report: &mut Report,
-    a: &SweArgs,
-    max: usize,
-    base: &Config,
-    verified: &mut bool,
-) -> Result<(), String> {
-    let mut l = 1;
-    while l <= max {
-        let world = World::builder()
-            .ignore_env()
-            .transport(tutti::world::TransportKind::InProcess)
-            .locations(l)
-            .workers(a.world.workers.unwrap_or_else(crate::default_workers))
-            .build()
-            .map_err(|e| format!("cannot start the world: {e}"))?;
-        for (kind, cfg) in [
-            ("strong", base.clone()),
-            (
-                "weak",
-                // A taller domain of as many cells per location: its own
-                // (CFL) time step, the same work per cell.
-                Config::new(
-                    base.grid.nx,
-                    base.grid.ny * l,
-                    base.pw,
-                    base.steps,
-                    None,
-                    base.scenario,
-                )?,
-            ),
-        ] {
-            let cfg = Arc::new(cfg);
-            let placement = Arc::new(cfg.placement(l, a.placing)?);
-            let updates = (cfg.cells() * cfg.steps) as f64;
-            let mut rates = [Vec::new(), Vec::new()];
-            // Three rounds, the two implementations alternating; medians.
-            for _ in 0..3 {
-                for (k, which) in [Impl::Graph, Impl::Bsp].into_iter().enumerate() {
-                    if let Some(o) = run_once(&world, &cfg, &placement, which, Scheme::TwoSided)? {
-                        *verified &= o.cfl_ok && o.errors.is_empty();
-                        rates[k].push(updates / o.secs / 1e6);
-                    }
-                }
-            }
-            for (k, name) in ["graph", "bsp"].into_iter().enumerate() {
-                if let Some(st) = Stats::of(&rates[k]) {
-                    report.result(&format!("{name} {kind} L={l}"), "cell_updates", st, "M/s");
-                }
-            }
-        }
-        l *= 2;
-    }
-    let _ = DOMAIN;
-    Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn cfg(s: Scenario, n: usize, patch: usize, steps: u64) -> Arc<Config> {
-        Arc::new(Config::new(n, n, patch, steps, None, s).unwrap())
-    }
-
-    #[test]
-    fn both_impls_equal_the_sequential_run_bit_for_bit() {
-        for locations in [1, 2, 3] {
-            let world = crate::apps::test_world(locations, 1);
-            for s in [
-                Scenario::RadialDamBreak,
-                Scenario::SplashingPool,
-                Scenario::SeaAtRest,
-            ] {
-                let c = cfg(s, 32, 8, 20);
-                let reference = sequential(&c);
-                let placement = Arc::new(c.placement(locations, Placing::Hilbert).unwrap());
-                for which in [Impl::Graph, Impl::Bsp] {
-                    let out = run_once(&world, &c, &placement, which, Scheme::TwoSided)
-                        .unwrap()
-                        .unwrap();
-                    let checks = check(&c, &out, &reference);
-                    assert!(checks.ok(), "{s:?} {which:?} on {locations}: {checks:?}");
-                }
-            }
-        }
-    }
-
-    /// The radial dam break's front is round to first order: on a 128² grid
-    /// at t ≈ 10 s the front along the diagonals is within 2.5% of the front
-    /// along the axes. Without the shear wave in the f-wave solver
-    /// (tangential momentum never carried across an edge) it lags by 3.8%
-    /// here, and the lag stays near 2.7% however fine the grid.
-    #[test]
-    fn the_radial_front_is_round() {
-        let c = cfg(Scenario::RadialDamBreak, 128, 128, 38);
-        let f = sequential(&c).unwrap();
-        let s = radial::measure(&f.h, &c.grid, c.steps as f64 * c.dt).unwrap();
-        assert!(
-            (s.front_ratio - 1.0).abs() < 0.025,
-            "diagonal ÷ axis front radius {}",
-            s.front_ratio
-        );
-        // And the front is where the 1-D radial reference has it, to a cell.
-        assert!((s.front_axes - s.front_reference).abs() < c.grid.dx);
-    }
-
-    #[test]
-    fn a_bad_patch_size_is_refused() {
-        assert!(Config::new(30, 30, 8, 1, None, Scenario::SeaAtRest).is_err());
-        assert!(Config::new(32, 32, 8, 1, Some(-1.0), Scenario::SeaAtRest).is_err());
-    }
-
-    #[test]
-    fn a_wrong_result_fails_the_checks() {
-        let c = cfg(Scenario::RadialDamBreak, 16, 8, 5);
-        let reference = sequential(&c);
-        let mut f = reference.clone().unwrap();
-        f.h[3] += 1e-9;
-        let out = Outcome {
-            secs: 1.0,
-            field: Some(f),
-            snapshots: Vec::new(),
-            cfl_ok: true,
-            errors: Vec::new(),
-            waves: 0,
-            wakeups: 0,
-        };
-        assert!(!check(&c, &out, &reference).ok());
     }
 }

@@ -378,7 +378,10 @@ mod tests {
             f.iter().enumerate().map(|(i, v)| i as f64 * v).sum::<f64>() / m
         };
         let moved = centre(&hv) - 12.0;
-        assert!((moved - 4.0).abs() < 0.2, "the band moved {moved} cells, not 4");
+        assert!(
+            (moved - 4.0).abs() < 0.2,
+            "the band moved {moved} cells, not 4"
+        );
         // And the momentum it carries is conserved.
         assert!((hv.iter().sum::<f64>() - 15.0).abs() < 1e-9);
     }

@@ -1,0 +1,121 @@
+//! The run's configuration: the grid, its split into patches, the time step
+//! and the snapshot steps, and where the patches are placed.
+
+use tutti::graph::{Curve, Partition, Placement, Scheme};
+
+use super::actors;
+use super::scenario::{Grid, Scenario};
+use super::solver::{Patch, Side};
+use super::Placing;
+
+/// Everything a location needs to run the simulation.
+#[derive(Clone, Debug)]
+pub struct Config {
+    pub grid: Grid,
+    pub scenario: Scenario,
+    /// Patch size in cells.
+    pub pw: usize,
+    pub ph: usize,
+    /// Patches along x and y.
+    pub px: usize,
+    pub py: usize,
+    pub steps: u64,
+    pub dt: f64,
+    /// Steps after which a snapshot of `h` is taken.
+    pub snapshots: Vec<u64>,
+}
+
+impl Config {
+    pub fn new(
+        nx: usize,
+        ny: usize,
+        patch: usize,
+        steps: u64,
+        dt: Option<f64>,
+        scenario: Scenario,
+    ) -> Result<Config, String> {
+        if !nx.is_multiple_of(patch) || !ny.is_multiple_of(patch) {
+            return Err(format!(
+                "the patch size {patch} must divide the grid ({nx} × {ny} cells)"
+            ));
+        }
+        let grid = Grid::new(nx, ny);
+        let mut cfg = Config {
+            grid,
+            scenario,
+            pw: patch,
+            ph: patch,
+            px: nx / patch,
+            py: ny / patch,
+            steps,
+            dt: 0.0,
+            snapshots: Vec::new(),
+        };
+        cfg.dt = match dt {
+            Some(dt) if dt.is_finite() && dt > 0.0 => dt,
+            Some(dt) => return Err(format!("the time step must be positive, got {dt}")),
+            None => {
+                let whole = Patch::new(nx, ny, |i, j| grid.initial(scenario, i, j));
+                0.4 * grid.dx.min(grid.dy) / whole.max_speed()
+            }
+        };
+        Ok(cfg)
+    }
+
+    /// The largest `speed × dt` a step may have (CFL number 0.5).
+    pub fn cfl_limit(&self) -> f64 {
+        0.5 * self.grid.dx.min(self.grid.dy)
+    }
+
+    /// The patch on side `s` of patch `p`, if any.
+    pub fn neighbour(&self, p: usize, s: Side) -> Option<usize> {
+        let (x, y) = (p % self.px, p / self.px);
+        match s {
+            Side::West => (x > 0).then(|| p - 1),
+            Side::East => (x + 1 < self.px).then(|| p + 1),
+            Side::South => (y > 0).then(|| p - self.px),
+            Side::North => (y + 1 < self.py).then(|| p + self.px),
+        }
+    }
+
+    /// Patch `p` in its initial state.
+    pub fn initial_patch(&self, p: usize) -> Patch {
+        let (ox, oy) = ((p % self.px) * self.pw, (p / self.px) * self.ph);
+        Patch::new(self.pw, self.ph, |x, y| {
+            self.grid.initial(self.scenario, ox + x, oy + y)
+        })
+    }
+
+    pub fn cells(&self) -> u64 {
+        (self.grid.nx * self.grid.ny) as u64
+    }
+
+    pub fn placement(&self, locations: usize, placing: Placing) -> Result<Placement, String> {
+        let pg = actors::build(self, Scheme::TwoSided)?;
+        let grid = |curve| Partition::Grid {
+            cols: self.px,
+            rows: self.py,
+            curve,
+        };
+        let how = match placing {
+            Placing::Blocks => grid(Curve::Blocks),
+            Placing::Hilbert => grid(Curve::Hilbert),
+            #[cfg(feature = "metis")]
+            Placing::Metis => Partition::Metis,
+        };
+        pg.graph
+            .partition(locations, &how)
+            .map_err(|e| e.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bad_patch_size_is_refused() {
+        assert!(Config::new(30, 30, 8, 1, None, Scenario::SeaAtRest).is_err());
+        assert!(Config::new(32, 32, 8, 1, Some(-1.0), Scenario::SeaAtRest).is_err());
+    }
+}
