@@ -62,6 +62,30 @@ impl Config {
         Ok(cfg)
     }
 
+    /// Runs until `t_end` (s) instead: as many steps as it takes with at most
+    /// the current time step, shortened so that the last one ends exactly at
+    /// `t_end`.
+    pub fn until(&mut self, t_end: f64) -> Result<(), String> {
+        if !(t_end.is_finite() && t_end > 0.0) {
+            return Err(format!("the end time must be positive, got {t_end}"));
+        }
+        let steps = (t_end / self.dt * (1.0 - 1e-12)).ceil().max(1.0);
+        if steps > 1e7 {
+            return Err(format!(
+                "{t_end} s takes {steps} steps of {:.3e} s: more than 10 million",
+                self.dt
+            ));
+        }
+        self.steps = steps as u64;
+        self.dt = t_end / steps;
+        Ok(())
+    }
+
+    /// The simulated time at the end of the run (s).
+    pub fn end_time(&self) -> f64 {
+        self.steps as f64 * self.dt
+    }
+
     /// The largest `speed × dt` a step may have (CFL number 0.5).
     pub fn cfl_limit(&self) -> f64 {
         0.5 * self.grid.dx.min(self.grid.dy)
@@ -117,5 +141,17 @@ mod tests {
     fn a_bad_patch_size_is_refused() {
         assert!(Config::new(30, 30, 8, 1, None, Scenario::SeaAtRest).is_err());
         assert!(Config::new(32, 32, 8, 1, Some(-1.0), Scenario::SeaAtRest).is_err());
+    }
+
+    #[test]
+    fn an_end_time_is_met_by_whole_steps_no_longer_than_the_step() {
+        let mut c = Config::new(32, 32, 8, 1, Some(0.3), Scenario::SeaAtRest).unwrap();
+        c.until(1.0).unwrap();
+        assert_eq!(c.steps, 4);
+        assert!((c.end_time() - 1.0).abs() < 1e-12 && c.dt <= 0.3);
+        c.until(0.5).unwrap();
+        assert_eq!((c.steps, c.dt), (2, 0.25));
+        assert!(c.until(-1.0).is_err() && c.until(f64::NAN).is_err());
+        assert!(c.until(1e9).is_err());
     }
 }

@@ -25,12 +25,14 @@ mod actors;
 mod bsp;
 mod checks;
 mod config;
+mod exact;
 mod execute;
 mod radial;
 mod scaling;
 mod scenario;
 mod snapshot;
 pub mod solver;
+mod validation;
 
 use std::sync::Arc;
 
@@ -95,6 +97,10 @@ pub struct SweArgs {
     /// Time steps.
     #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
     steps: u64,
+    /// Simulate until this time (s) instead of a number of steps: the time
+    /// step is shortened so that a whole number of steps ends there.
+    #[arg(long, conflicts_with = "steps")]
+    end_time: Option<f64>,
     /// Fixed time step (s) [default: 0.4 × cell size ÷ the initial largest wave speed].
     #[arg(long)]
     dt: Option<f64>,
@@ -119,6 +125,12 @@ pub struct SweArgs {
     /// Folder for the snapshots.
     #[arg(long, default_value = "swe-snapshots")]
     out_dir: String,
+    /// With `--scenario dam-break-1d`: a refinement series, the cells along x
+    /// of each grid (e.g. 128,256,512,1024), each run to the same end time;
+    /// reports the error against the exact solution at each and the observed
+    /// convergence order.
+    #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u64).range(2..=65_536))]
+    convergence: Vec<u64>,
     /// A strong- and weak-scaling table over 1, 2, 4 … locations (in-process
     /// only), up to this many.
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=64))]
@@ -137,6 +149,37 @@ pub fn run(a: &SweArgs) -> Result<Report, String> {
     let nx = a.nx as usize;
     let ny = a.ny.unwrap_or(a.nx) as usize;
     let mut cfg = Config::new(nx, ny, a.patch as usize, a.steps, a.dt, a.scenario)?;
+    if let Some(t) = a.end_time {
+        cfg.until(t)?;
+    }
+    if a.scenario == Scenario::DamBreak1d && ny > nx {
+        return Err(format!(
+            "the planar dam break runs along x: --ny ({ny}) may not exceed --nx ({nx})"
+        ));
+    }
+    if !a.convergence.is_empty() {
+        if a.scenario != Scenario::DamBreak1d {
+            return Err(
+                "--convergence needs --scenario dam-break-1d (the one with an exact solution)"
+                    .into(),
+            );
+        }
+        if a.convergence.windows(2).any(|w| w[1] <= w[0]) {
+            return Err(
+                "--convergence lists grids from coarse to fine, each finer than the one before"
+                    .into(),
+            );
+        }
+        if let Some(&n) = a
+            .convergence
+            .iter()
+            .find(|&&n| a.ny.is_some_and(|ny| ny > n))
+        {
+            return Err(format!(
+                "--convergence: {n} cells along x is fewer than --ny"
+            ));
+        }
+    }
     for &t in &a.snapshots {
         if !(t.is_finite() && t > 0.0) {
             return Err(format!("a snapshot time must be positive, got {t}"));
@@ -159,7 +202,7 @@ pub fn run(a: &SweArgs) -> Result<Report, String> {
         .param("ny", ny)
         .param("patch", a.patch)
         .param("patches", cfg.px * cfg.py)
-        .param("steps", a.steps)
+        .param("steps", cfg.steps)
         .param("dt", cfg.dt)
         .param("solver", "f-wave")
         .param("ranks", world.ranks())
@@ -260,11 +303,29 @@ pub fn run(a: &SweArgs) -> Result<Report, String> {
             report.param("snapshot_files", files);
         }
     }
-    if a.scenario == Scenario::RadialDamBreak {
-        if let Some(field) = last.iter().flatten().find_map(|o| o.field.as_ref()) {
-            let sym = radial::measure(&field.h, &cfg.grid, cfg.steps as f64 * cfg.dt)?;
-            report_symmetry(&mut report, &sym);
+    let final_field = last.iter().flatten().find_map(|o| o.field.as_ref());
+    match a.scenario {
+        Scenario::RadialDamBreak => {
+            if let Some(field) = final_field {
+                let sym = radial::measure(&field.h, &cfg.grid, cfg.end_time())?;
+                validation::report_symmetry(&mut report, &sym);
+            }
         }
+        Scenario::DamBreak1d => {
+            let series = validation::Series {
+                world: &world,
+                placing: a.placing,
+                patch: a.patch as usize,
+                ny: a.ny.map(|n| n as usize),
+                levels: &a
+                    .convergence
+                    .iter()
+                    .map(|&n| n as usize)
+                    .collect::<Vec<_>>(),
+            };
+            verified &= validation::dam_break(&mut report, &cfg, final_field, &series)?;
+        }
+        _ => {}
     }
     let median = |n: &str| medians.iter().find(|m| m.0 == n).map(|m| m.1);
     let graph_name = graphs[0].0;
@@ -305,25 +366,4 @@ pub fn run(a: &SweArgs) -> Result<Report, String> {
     });
     report.verify(verdict.iter().all(|&v| v));
     Ok(report)
-}
-/// The radial dam break's symmetry figures, as rows of the report.
-fn report_symmetry(report: &mut Report, s: &radial::Symmetry) {
-    report
-        .param("radial_time", s.time)
-        .param("radial_reference_cells", s.reference_cells)
-        .param("radial_front_inside", s.front_inside);
-    for (metric, value, unit) in [
-        ("front_axes", s.front_axes, "m"),
-        ("front_diagonals", s.front_diagonals, "m"),
-        ("front_ratio_diagonal_over_axis", s.front_ratio, ""),
-        ("front_reference", s.front_reference, "m"),
-        ("centre_h", s.centre_h, "m"),
-        ("centre_h_reference", s.centre_h_reference, "m"),
-        ("axis_l1_vs_reference", s.axis_l1, "m"),
-        ("axis_linf_vs_reference", s.axis_linf, "m"),
-        ("diagonal_l1_vs_reference", s.diagonal_l1, "m"),
-        ("diagonal_linf_vs_reference", s.diagonal_linf, "m"),
-    ] {
-        report.result("radial", metric, Stats::single(value), unit);
-    }
 }

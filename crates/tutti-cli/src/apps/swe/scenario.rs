@@ -7,6 +7,9 @@ use clap::ValueEnum;
 /// Side of the domain along its longer axis (m).
 pub const DOMAIN: f64 = 1000.0;
 
+/// Where the planar dam stands (m along x).
+pub const DAM_X: f64 = DOMAIN / 2.0;
+
 /// The centre of the radial dam break (m).
 pub const DAM_CENTRE: (f64, f64) = (DOMAIN / 2.0, DOMAIN / 2.0);
 
@@ -16,6 +19,10 @@ pub enum Scenario {
     /// A cylinder of water 15 m high, 100 m in radius, in the middle of a flat
     /// 10 m deep pool, released at t = 0.
     RadialDamBreak,
+    /// A planar dam along x: 15 m deep for x < 500 m, 10 m beyond, released
+    /// at t = 0; checked against the exact solution.
+    #[value(name = "dam-break-1d")]
+    DamBreak1d,
     /// A lake at rest over an uneven sea floor (depth 30–70 m, surface flat):
     /// nothing may move.
     SeaAtRest,
@@ -29,6 +36,7 @@ impl Scenario {
     pub fn name(self) -> &'static str {
         match self {
             Scenario::RadialDamBreak => "radial-dam-break",
+            Scenario::DamBreak1d => "dam-break-1d",
             Scenario::SeaAtRest => "sea-at-rest",
             Scenario::SplashingPool => "splashing-pool",
         }
@@ -41,6 +49,7 @@ impl Scenario {
                 let r = ((x - DAM_CENTRE.0).powi(2) + (y - DAM_CENTRE.1).powi(2)).sqrt();
                 [if r < 100.0 { 15.0 } else { 10.0 }, 0.0, 0.0, 0.0]
             }
+            Scenario::DamBreak1d => [if x < DAM_X { 15.0 } else { 10.0 }, 0.0, 0.0, 0.0],
             Scenario::SeaAtRest => {
                 let k = 2.0 * std::f64::consts::PI / DOMAIN;
                 let b = -(50.0 + 20.0 * (k * x).sin() * (k * y).cos());
