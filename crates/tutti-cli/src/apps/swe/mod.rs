@@ -308,7 +308,7 @@ pub fn run(a: &SweArgs) -> Result<Report, String> {
         Scenario::RadialDamBreak => {
             if let Some(field) = final_field {
                 let sym = radial::measure(&field.h, &cfg.grid, cfg.end_time())?;
-                validation::report_symmetry(&mut report, &sym);
+                verified &= validation::symmetry(&mut report, &sym, &cfg.grid);
             }
         }
         Scenario::DamBreak1d => {

@@ -11,7 +11,7 @@ use tutti::world::World;
 use super::exact::{self, Errors};
 use super::execute::run_once;
 use super::radial::Symmetry;
-use super::scenario::Scenario;
+use super::scenario::{Grid, Scenario};
 use super::{Config, Field, Impl, Placing};
 use crate::report::{Report, Stats};
 
@@ -182,8 +182,12 @@ fn lake(report: &mut Report, like: &Config, series: &Series<'_>) -> Result<bool,
     Ok(out.cfl_ok && out.errors.is_empty() && surface == 0.0 && momentum == 0.0)
 }
 
-/// The radial dam break's symmetry figures, as rows of the report.
-pub fn report_symmetry(report: &mut Report, s: &Symmetry) {
+/// The radial dam break's symmetry figures, as rows of the report. Returns
+/// whether the front is round and where the 1-D reference has it, both to
+/// within two cells (a first-order scheme's front is off by less than a cell
+/// along any direction); without a check when the front has reached the
+/// walls.
+pub fn symmetry(report: &mut Report, s: &Symmetry, grid: &Grid) -> bool {
     report
         .param("radial_time", s.time)
         .param("radial_reference_cells", s.reference_cells)
@@ -202,6 +206,10 @@ pub fn report_symmetry(report: &mut Report, s: &Symmetry) {
     ] {
         report.result("radial", metric, Stats::single(value), unit);
     }
+    let cells = 2.0 * grid.dx.max(grid.dy);
+    !s.front_inside
+        || ((s.front_diagonals - s.front_axes).abs() <= cells
+            && (s.front_axes - s.front_reference).abs() <= cells)
 }
 
 #[cfg(test)]
