@@ -60,10 +60,10 @@ pub fn first_rank() -> bool {
 }
 
 /// The font family every picture uses.
-const FONT: &str = "sans-serif";
+pub const FONT: &str = "sans-serif";
 
 /// Registers the embedded font once.
-fn fonts() {
+pub fn fonts() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
         // Failing here means the embedded font does not parse: a broken build.
@@ -248,6 +248,18 @@ pub type Curve = (String, Vec<(f64, f64)>);
 /// Draws speedup curves over `x_desc` (workers, locations) into `path`, with
 /// the ideal (linear) speedup as a dashed line.
 pub fn speedup(path: &Path, title: &str, x_desc: &str, curves: &[Curve]) -> Result<(), String> {
+    speedup_on(path, title, x_desc, None, curves)
+}
+
+/// [`speedup`] for counts that may exceed the cores the run had (locations
+/// sharing `cores` workers): the ideal line is `min(count, cores)`.
+pub fn speedup_on(
+    path: &Path,
+    title: &str,
+    x_desc: &str,
+    cores: Option<usize>,
+    curves: &[Curve],
+) -> Result<(), String> {
     fonts();
     let x_max = curves
         .iter()
@@ -257,7 +269,7 @@ pub fn speedup(path: &Path, title: &str, x_desc: &str, curves: &[Curve]) -> Resu
         .iter()
         .flat_map(|(_, pts)| pts.iter().map(|p| p.1))
         .filter(|v| v.is_finite())
-        .fold(x_max, f64::max)
+        .fold(x_max.min(cap(cores)), f64::max)
         * 1.1;
     let root = BitMapBackend::new(path, (900, 620)).into_drawing_area();
     root.fill(&WHITE).map_err(err)?;
@@ -285,15 +297,24 @@ pub fn speedup(path: &Path, title: &str, x_desc: &str, curves: &[Curve]) -> Resu
         .axis_desc_style((FONT, 16))
         .draw()
         .map_err(err)?;
+    let c = cap(cores);
+    let ideal = match cores {
+        Some(n) => format!("ideal ({n} cores)"),
+        None => "ideal".to_string(),
+    };
     chart
         .draw_series(DashedLineSeries::new(
-            [(0.0, 0.0), (x_max, x_max)],
+            [
+                (0.0, 0.0),
+                (x_max.min(c), x_max.min(c)),
+                (x_max, x_max.min(c)),
+            ],
             8,
             6,
             BLACK.mix(0.6).stroke_width(1),
         ))
         .map_err(err)?
-        .label("ideal")
+        .label(ideal)
         .legend(|(x, y)| PathElement::new([(x, y), (x + 20, y)], BLACK.mix(0.6)));
     let mut others = 0;
     for (name, pts) in curves {
@@ -333,6 +354,11 @@ pub fn speedup(path: &Path, title: &str, x_desc: &str, curves: &[Curve]) -> Resu
         .map_err(err)?;
     root.present()
         .map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
+
+/// The speedup no count can pass: the cores, or none.
+fn cap(cores: Option<usize>) -> f64 {
+    cores.map_or(f64::INFINITY, |n| n as f64)
 }
 
 #[cfg(test)]

@@ -122,13 +122,13 @@ impl PortActor for PatchActor {
             None => return self.fail("a cell ran dry"),
         }
         self.step += 1;
-        if let Some(k) = self.cfg.snapshots.iter().position(|&s| s == self.step) {
-            let h = self.patch.interior()[0].clone();
+        for (k, all) in self.cfg.captures_at(self.step) {
+            let data = self.patch.capture(all);
             self.out
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .snapshots
-                .push((k, self.id, h));
+                .push((k, self.id, data));
         }
         self.send_boundaries(p)
     }

@@ -118,10 +118,9 @@ pub async fn run(loc: &Arc<Location>, cfg: &Arc<Config>, placement: &Placement) 
         if global * cfg.dt > cfg.cfl_limit() {
             res.cfl_ok = false;
         }
-        if let Some(k) = cfg.snapshots.iter().position(|&s| s == step) {
+        for (k, all) in cfg.captures_at(step) {
             for (slot, &p) in mine.iter().enumerate() {
-                res.snapshots
-                    .push((k, p, patches[slot].interior()[0].clone()));
+                res.snapshots.push((k, p, patches[slot].capture(all)));
             }
         }
         if !res.errors.is_empty() {

@@ -29,7 +29,7 @@ impl Checks {
 pub fn check(cfg: &Config, out: &Outcome, reference: &Option<Field>) -> Checks {
     let start: f64 = (0..cfg.grid.ny)
         .flat_map(|j| (0..cfg.grid.nx).map(move |i| (i, j)))
-        .map(|(i, j)| cfg.grid.initial(cfg.scenario, i, j)[0])
+        .map(|(i, j)| cfg.initial(i, j)[0])
         .sum();
     let field = out.field.as_ref();
     let end: f64 = field.map_or(f64::NAN, |f| f.h.iter().sum());
@@ -39,7 +39,7 @@ pub fn check(cfg: &Config, out: &Outcome, reference: &Option<Field>) -> Checks {
                 .flat_map(|j| (0..cfg.grid.nx).map(move |i| (i, j)))
                 .all(|(i, j)| {
                     let k = j * cfg.grid.nx + i;
-                    let [h0, _, _, b] = cfg.grid.initial(cfg.scenario, i, j);
+                    let [h0, _, _, b] = cfg.initial(i, j);
                     f.hu[k] == 0.0 && f.hv[k] == 0.0 && f.h[k] + b == h0 + b
                 })
         })

@@ -21,8 +21,17 @@ pub struct Config {
     pub py: usize,
     pub steps: u64,
     pub dt: f64,
-    /// Steps after which a snapshot of `h` is taken.
-    pub snapshots: Vec<u64>,
+    /// Steps after which the patches' state is captured, in the order of
+    /// the run's snapshots and frames.
+    pub snapshots: Vec<Capture>,
+}
+
+/// A capture of the patches' state after a step.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Capture {
+    pub step: u64,
+    /// The momenta too (for a file), not only the height (for a picture).
+    pub all: bool,
 }
 
 impl Config {
@@ -62,6 +71,11 @@ impl Config {
         Ok(cfg)
     }
 
+    /// The initial `[h, hu, hv, b]` of global cell `(i, j)`.
+    pub fn initial(&self, i: usize, j: usize) -> [f64; 4] {
+        self.grid.initial(self.scenario, i, j)
+    }
+
     /// Runs until `t_end` (s) instead: as many steps as it takes with at most
     /// the current time step, shortened so that the last one ends exactly at
     /// `t_end`.
@@ -86,6 +100,16 @@ impl Config {
         self.steps as f64 * self.dt
     }
 
+    /// The captures after `step`: their indices and whether they take the
+    /// momenta too.
+    pub fn captures_at(&self, step: u64) -> impl Iterator<Item = (usize, bool)> + '_ {
+        self.snapshots
+            .iter()
+            .enumerate()
+            .filter(move |(_, c)| c.step == step)
+            .map(|(k, c)| (k, c.all))
+    }
+
     /// The largest `speed × dt` a step may have (CFL number 0.5).
     pub fn cfl_limit(&self) -> f64 {
         0.5 * self.grid.dx.min(self.grid.dy)
@@ -105,9 +129,7 @@ impl Config {
     /// Patch `p` in its initial state.
     pub fn initial_patch(&self, p: usize) -> Patch {
         let (ox, oy) = ((p % self.px) * self.pw, (p / self.px) * self.ph);
-        Patch::new(self.pw, self.ph, |x, y| {
-            self.grid.initial(self.scenario, ox + x, oy + y)
-        })
+        Patch::new(self.pw, self.ph, |x, y| self.initial(ox + x, oy + y))
     }
 
     pub fn cells(&self) -> u64 {

@@ -64,7 +64,9 @@ pub struct Outcome {
     /// Wall time of the steps (the slowest location).
     pub secs: f64,
     pub field: Option<Field>,
-    pub snapshots: Vec<Vec<f64>>,
+    /// The captures, in the order of [`Config::snapshots`]; `hu` and `hv`
+    /// are empty where only `h` was captured.
+    pub snapshots: Vec<Field>,
     pub cfl_ok: bool,
     pub errors: Vec<String>,
     /// Quiescence waves started, summed over the locations.
@@ -75,7 +77,7 @@ pub struct Outcome {
 
 /// Sends this location's patches (and snapshots) to location 0, which
 /// assembles the grid. Returns it on location 0.
-async fn gather(loc: &Location, cfg: &Config, res: &LocalResult) -> Option<(Field, Vec<Vec<f64>>)> {
+async fn gather(loc: &Location, cfg: &Config, res: &LocalResult) -> Option<(Field, Vec<Field>)> {
     let zero = LocationId::new(0);
     let (nx, ny) = (cfg.grid.nx, cfg.grid.ny);
     let place = |field: &mut [f64], p: usize, data: &[f64]| {
@@ -85,7 +87,7 @@ async fn gather(loc: &Location, cfg: &Config, res: &LocalResult) -> Option<(Fiel
             field[row..row + cfg.pw].copy_from_slice(&data[y * cfg.pw..(y + 1) * cfg.pw]);
         }
     };
-    // Kind 0: a patch's h, hu, hv; kind 1: a snapshot's h.
+    // Kind 0: a patch's h, hu, hv; kind 1: a capture's h (and hu, hv).
     type Piece = (u8, u32, u32, PodVec<f64>);
     let mut pieces: Vec<Piece> = Vec::new();
     for (p, patch) in &res.patches {
@@ -119,17 +121,36 @@ async fn gather(loc: &Location, cfg: &Config, res: &LocalResult) -> Option<(Fiel
         hu: vec![f64::NAN; nx * ny],
         hv: vec![f64::NAN; nx * ny],
     };
-    let mut snaps = vec![vec![f64::NAN; nx * ny]; cfg.snapshots.len()];
+    let mut snaps: Vec<Field> = cfg
+        .snapshots
+        .iter()
+        .map(|c| {
+            let grid = |on: bool| vec![f64::NAN; if on { nx * ny } else { 0 }];
+            Field {
+                h: grid(true),
+                hu: grid(c.all),
+                hv: grid(c.all),
+            }
+        })
+        .collect();
     let cells = cfg.pw * cfg.ph;
-    let put = |piece: Piece, field: &mut Field, snaps: &mut Vec<Vec<f64>>| {
+    let put = |piece: Piece, field: &mut Field, snaps: &mut Vec<Field>| {
         let (kind, p, k, data) = piece;
         let (p, data) = (p as usize, data.0);
-        if kind == 0 && data.len() == 3 * cells && p < n {
-            place(&mut field.h, p, &data[..cells]);
-            place(&mut field.hu, p, &data[cells..2 * cells]);
-            place(&mut field.hv, p, &data[2 * cells..]);
-        } else if kind == 1 && data.len() == cells && (k as usize) < snaps.len() && p < n {
-            place(&mut snaps[k as usize], p, &data);
+        let whole = |f: &mut Field, data: &[f64]| {
+            place(&mut f.h, p, &data[..cells]);
+            place(&mut f.hu, p, &data[cells..2 * cells]);
+            place(&mut f.hv, p, &data[2 * cells..]);
+        };
+        if p >= n {
+            return;
+        }
+        match (kind, snaps.get_mut(k as usize)) {
+            (0, _) if data.len() == 3 * cells => whole(field, &data),
+            (1, Some(f)) if data.len() == 3 * cells && !f.hu.is_empty() => whole(f, &data),
+            (1, Some(f)) if data.len() == cells && f.hu.is_empty() => place(&mut f.h, p, &data),
+            // A piece of the wrong shape leaves its cells NaN: the checks fail.
+            _ => {}
         }
     };
     for piece in pieces {
@@ -198,7 +219,7 @@ pub fn run_once(
 /// The sequential reference: the whole grid as one patch.
 pub fn sequential(cfg: &Config) -> Option<Field> {
     let (nx, ny) = (cfg.grid.nx, cfg.grid.ny);
-    let mut p = Patch::new(nx, ny, |i, j| cfg.grid.initial(cfg.scenario, i, j));
+    let mut p = Patch::new(nx, ny, |i, j| cfg.initial(i, j));
     for _ in 0..cfg.steps {
         for s in Side::ALL {
             p.set_wall(s);

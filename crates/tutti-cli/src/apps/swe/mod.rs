@@ -27,6 +27,7 @@ mod checks;
 mod config;
 mod exact;
 mod execute;
+mod output;
 mod radial;
 mod scaling;
 mod scenario;
@@ -43,7 +44,7 @@ use tutti::world::LocationId;
 use crate::measure::{Progress, RunOpts};
 use crate::report::{Report, Stats};
 use checks::check;
-pub use config::Config;
+pub use config::{Capture, Config};
 use execute::{run_once, sequential, Field, Outcome};
 pub use scenario::Scenario;
 
@@ -119,12 +120,19 @@ pub struct SweArgs {
     /// How patches are placed on locations.
     #[arg(long, value_enum, default_value_t = Placing::Blocks)]
     placing: Placing,
-    /// Simulated times (s) at which to write a PNG of the water height.
+    /// Simulated times (s) at which to write a PNG of the water surface.
     #[arg(long, value_delimiter = ',')]
     snapshots: Vec<f64>,
     /// Folder for the snapshots.
     #[arg(long, default_value = "swe-snapshots")]
     out_dir: String,
+    /// Write an animated GIF of the run to this file (`--frames` pictures
+    /// from the start to the end, in one colour range).
+    #[arg(long)]
+    animation: Option<String>,
+    /// Pictures in the `--animation`, evenly spaced in time after the start.
+    #[arg(long, default_value_t = 40, value_parser = clap::value_parser!(u64).range(1..=1000))]
+    frames: u64,
     /// With `--scenario dam-break-1d`: a refinement series, the cells along x
     /// of each grid (e.g. 128,256,512,1024), each run to the same end time;
     /// reports the error against the exact solution at each and the observed
@@ -135,6 +143,9 @@ pub struct SweArgs {
     /// only), up to this many.
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=64))]
     scaling: Option<u64>,
+    /// With `--scaling`: draw the speedup curves into this PNG file.
+    #[arg(long, requires = "scaling", value_name = "FILE.png", value_parser = crate::plot::parse_png)]
+    plot: Option<std::path::PathBuf>,
     #[command(flatten)]
     world: crate::apps::WorldOpts,
     #[command(flatten)]
@@ -191,7 +202,14 @@ pub fn run(a: &SweArgs) -> Result<Report, String> {
                 cfg.steps, cfg.dt
             ));
         }
-        cfg.snapshots.push(step);
+        cfg.snapshots.push(Capture { step, all: false });
+    }
+    if a.animation.is_some() {
+        let frames = a.frames.min(cfg.steps);
+        for k in 1..=frames {
+            let step = (k * cfg.steps).div_ceil(frames);
+            cfg.snapshots.push(Capture { step, all: false });
+        }
     }
     let world = a.world.world()?;
     let cfg = Arc::new(cfg);
@@ -298,9 +316,8 @@ pub fn run(a: &SweArgs) -> Result<Report, String> {
         if let Some(s) = Stats::of(&secs[k].iter().map(|t| flops / t / 1e9).collect::<Vec<_>>()) {
             report.result(name, "flops", s, "GFLOP/s");
         }
-        if k == 0 && !out.snapshots.is_empty() {
-            let files = snapshot::write_all(&a.out_dir, &cfg, &a.snapshots, &out.snapshots)?;
-            report.param("snapshot_files", files);
+        if k == 0 {
+            output::write(a, &cfg, out, &mut report)?;
         }
     }
     let final_field = last.iter().flatten().find_map(|o| o.field.as_ref());

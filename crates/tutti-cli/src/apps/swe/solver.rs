@@ -303,6 +303,17 @@ impl Patch {
         s
     }
 
+    /// The cells' `h` (ghosts left out), row by row, followed by their `hu`
+    /// and `hv` if `all`.
+    pub fn capture(&self, all: bool) -> Vec<f64> {
+        let [mut h, hu, hv] = self.interior();
+        if all {
+            h.extend(hu);
+            h.extend(hv);
+        }
+        h
+    }
+
     /// The cells' values (ghosts left out), row by row: `h`, `hu`, `hv`.
     pub fn interior(&self) -> [Vec<f64>; 3] {
         let mut out = [Vec::new(), Vec::new(), Vec::new()];
