@@ -1,6 +1,8 @@
 //! The run's configuration: the grid, its split into patches, the time step
 //! and the snapshot steps, and where the patches are placed.
 
+use std::sync::Arc;
+
 use tutti::graph::{Curve, Partition, Placement, Scheme};
 
 use super::actors;
@@ -24,6 +26,8 @@ pub struct Config {
     /// Steps after which the patches' state is captured, in the order of
     /// the run's snapshots and frames.
     pub snapshots: Vec<Capture>,
+    /// A scenario from files: every cell's initial `[h, hu, hv, b]`, row-major.
+    pub cells: Option<Arc<Vec<[f64; 4]>>>,
 }
 
 /// A capture of the patches' state after a step.
@@ -43,12 +47,50 @@ impl Config {
         dt: Option<f64>,
         scenario: Scenario,
     ) -> Result<Config, String> {
+        Config::build(Grid::new(nx, ny), None, patch, steps, dt, scenario)
+    }
+
+    /// A run from files: `cells` holds the initial `[h, hu, hv, b]` of every
+    /// cell of `grid`, row-major.
+    pub fn from_cells(
+        grid: Grid,
+        cells: Vec<[f64; 4]>,
+        patch: usize,
+        steps: u64,
+        dt: Option<f64>,
+    ) -> Result<Config, String> {
+        if cells.len() != grid.nx * grid.ny {
+            return Err(format!(
+                "{} initial cells for a grid of {} × {}",
+                cells.len(),
+                grid.nx,
+                grid.ny
+            ));
+        }
+        Config::build(
+            grid,
+            Some(Arc::new(cells)),
+            patch,
+            steps,
+            dt,
+            Scenario::FromFile,
+        )
+    }
+
+    fn build(
+        grid: Grid,
+        cells: Option<Arc<Vec<[f64; 4]>>>,
+        patch: usize,
+        steps: u64,
+        dt: Option<f64>,
+        scenario: Scenario,
+    ) -> Result<Config, String> {
+        let (nx, ny) = (grid.nx, grid.ny);
         if !nx.is_multiple_of(patch) || !ny.is_multiple_of(patch) {
             return Err(format!(
                 "the patch size {patch} must divide the grid ({nx} × {ny} cells)"
             ));
         }
-        let grid = Grid::new(nx, ny);
         let mut cfg = Config {
             grid,
             scenario,
@@ -59,12 +101,13 @@ impl Config {
             steps,
             dt: 0.0,
             snapshots: Vec::new(),
+            cells,
         };
         cfg.dt = match dt {
             Some(dt) if dt.is_finite() && dt > 0.0 => dt,
             Some(dt) => return Err(format!("the time step must be positive, got {dt}")),
             None => {
-                let whole = Patch::new(nx, ny, |i, j| grid.initial(scenario, i, j));
+                let whole = Patch::new(nx, ny, |i, j| cfg.initial(i, j));
                 0.4 * grid.dx.min(grid.dy) / whole.max_speed()
             }
         };
@@ -73,7 +116,10 @@ impl Config {
 
     /// The initial `[h, hu, hv, b]` of global cell `(i, j)`.
     pub fn initial(&self, i: usize, j: usize) -> [f64; 4] {
-        self.grid.initial(self.scenario, i, j)
+        match &self.cells {
+            Some(cells) => cells[j * self.grid.nx + i],
+            None => self.grid.initial(self.scenario, i, j),
+        }
     }
 
     /// Runs until `t_end` (s) instead: as many steps as it takes with at most

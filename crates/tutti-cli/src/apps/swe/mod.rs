@@ -27,6 +27,8 @@ mod checks;
 mod config;
 mod exact;
 mod execute;
+mod input;
+mod netcdf;
 mod output;
 mod radial;
 mod scaling;
@@ -143,6 +145,25 @@ pub struct SweArgs {
     /// only), up to this many.
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=64))]
     scaling: Option<u64>,
+    /// Write the height, momenta and surface at the start, at each
+    /// `--snapshots` time and at the end into this NetCDF file (CF
+    /// conventions; needs the `netcdf` feature).
+    #[arg(long)]
+    netcdf: Option<String>,
+    /// Start from this NetCDF file's bathymetry `z(y, x)` (coordinates `x`,
+    /// `y` in metres; the domain is its extent), the water at rest with its
+    /// surface at 0 (needs the `netcdf` feature).
+    #[arg(long, conflicts_with = "scenario")]
+    bathymetry: Option<String>,
+    /// With `--bathymetry`: lift the sea floor and the water on it at t = 0 by
+    /// this NetCDF file's `z(y, x)` (zero outside its grid).
+    #[arg(long, requires = "bathymetry")]
+    displacement: Option<String>,
+    /// Write the project's synthetic input (a Gaussian seamount and a
+    /// displacement beside it) as two NetCDF files into this folder, read
+    /// them back to check, and stop.
+    #[arg(long)]
+    write_seamount: Option<String>,
     /// With `--scaling`: draw the speedup curves into this PNG file.
     #[arg(long, requires = "scaling", value_name = "FILE.png", value_parser = crate::plot::parse_png)]
     plot: Option<std::path::PathBuf>,
@@ -157,19 +178,60 @@ pub struct SweArgs {
 
 /// Runs `tutti swe`.
 pub fn run(a: &SweArgs) -> Result<Report, String> {
-    let nx = a.nx as usize;
-    let ny = a.ny.unwrap_or(a.nx) as usize;
-    let mut cfg = Config::new(nx, ny, a.patch as usize, a.steps, a.dt, a.scenario)?;
+    if a.netcdf.is_some() {
+        // Before the run, not after it.
+        netcdf::require()?;
+    }
+    if let Some(dir) = &a.write_seamount {
+        let files = netcdf::write_seamount(dir)?;
+        let mut report = Report::new("swe");
+        report.param("seamount_files", files);
+        report.verify(true);
+        return Ok(report);
+    }
+    let mut cfg = match &a.bathymetry {
+        Some(path) => {
+            let bathymetry = netcdf::read_gridded(path)?;
+            let displacement = a
+                .displacement
+                .as_deref()
+                .map(netcdf::read_gridded)
+                .transpose()?;
+            let (grid, cells) = input::initial(
+                &bathymetry,
+                displacement.as_ref(),
+                a.nx as usize,
+                a.ny.map(|n| n as usize),
+            )?;
+            Config::from_cells(grid, cells, a.patch as usize, a.steps, a.dt)?
+        }
+        None => {
+            let ny = a.ny.unwrap_or(a.nx) as usize;
+            Config::new(
+                a.nx as usize,
+                ny,
+                a.patch as usize,
+                a.steps,
+                a.dt,
+                a.scenario,
+            )?
+        }
+    };
+    let (nx, ny) = (cfg.grid.nx, cfg.grid.ny);
+    let scenario = cfg.scenario;
     if let Some(t) = a.end_time {
         cfg.until(t)?;
     }
-    if a.scenario == Scenario::DamBreak1d && ny > nx {
+    if a.scaling.is_some() && scenario == Scenario::FromFile {
+        return Err("--scaling runs the built-in scenarios, not --bathymetry".into());
+    }
+    if scenario == Scenario::DamBreak1d && ny > nx {
         return Err(format!(
             "the planar dam break runs along x: --ny ({ny}) may not exceed --nx ({nx})"
         ));
     }
     if !a.convergence.is_empty() {
-        if a.scenario != Scenario::DamBreak1d {
+        if scenario != Scenario::DamBreak1d {
             return Err(
                 "--convergence needs --scenario dam-break-1d (the one with an exact solution)"
                     .into(),
@@ -202,7 +264,10 @@ pub fn run(a: &SweArgs) -> Result<Report, String> {
                 cfg.steps, cfg.dt
             ));
         }
-        cfg.snapshots.push(Capture { step, all: false });
+        cfg.snapshots.push(Capture {
+            step,
+            all: a.netcdf.is_some(),
+        });
     }
     if a.animation.is_some() {
         let frames = a.frames.min(cfg.steps);
@@ -215,7 +280,9 @@ pub fn run(a: &SweArgs) -> Result<Report, String> {
     let cfg = Arc::new(cfg);
     let mut report = Report::new("swe");
     report
-        .param("scenario", a.scenario.name())
+        .param("scenario", scenario.name())
+        .param("bathymetry", &a.bathymetry)
+        .param("displacement", &a.displacement)
         .param("nx", nx)
         .param("ny", ny)
         .param("patch", a.patch)
@@ -321,7 +388,7 @@ pub fn run(a: &SweArgs) -> Result<Report, String> {
         }
     }
     let final_field = last.iter().flatten().find_map(|o| o.field.as_ref());
-    match a.scenario {
+    match scenario {
         Scenario::RadialDamBreak => {
             if let Some(field) = final_field {
                 let sym = radial::measure(&field.h, &cfg.grid, cfg.end_time())?;

@@ -1,14 +1,53 @@
-//! What a run writes besides its report: the snapshots' pictures and the
-//! animation.
+//! What a run writes besides its report: the snapshots' pictures, the
+//! animation and the NetCDF file.
 
 use super::execute::Outcome;
+use super::netcdf::{self, Record};
 use super::snapshot::{self, Frame};
 use super::{Config, SweArgs};
 use crate::report::Report;
 
-/// Writes the pictures `a` asks for from the captures of `out` (location 0
-/// of rank 0 only: the others have none), naming the files in the report.
+/// Writes the pictures and the file `a` asks for from the captures of `out`
+/// (on location 0 of rank 0: the others have nothing to write), naming the
+/// files in the report.
 pub fn write(a: &SweArgs, cfg: &Config, out: &Outcome, report: &mut Report) -> Result<(), String> {
+    if let (Some(path), Some(end)) = (&a.netcdf, &out.field) {
+        let nx = cfg.grid.nx;
+        let cells = cfg.cells() as usize;
+        let start: [Vec<f64>; 3] =
+            std::array::from_fn(|q| (0..cells).map(|k| cfg.initial(k % nx, k / nx)[q]).collect());
+        let mut records = vec![Record {
+            time: 0.0,
+            h: &start[0],
+            hu: &start[1],
+            hv: &start[2],
+        }];
+        for (k, snap) in out.snapshots.iter().enumerate().take(a.snapshots.len()) {
+            records.push(Record {
+                time: cfg.snapshots[k].step as f64 * cfg.dt,
+                h: &snap.h,
+                hu: &snap.hu,
+                hv: &snap.hv,
+            });
+        }
+        if records.iter().all(|r| r.time < cfg.end_time()) {
+            records.push(Record {
+                time: cfg.end_time(),
+                h: &end.h,
+                hu: &end.hu,
+                hv: &end.hv,
+            });
+        }
+        records.sort_by(|x, y| x.time.total_cmp(&y.time));
+        records.dedup_by(|x, y| x.time == y.time);
+        snapshot::create_parent(path)?;
+        netcdf::write_run(path, cfg, &records)?;
+        report.param("netcdf_file", path);
+        report.param(
+            "netcdf_times",
+            records.iter().map(|r| r.time).collect::<Vec<_>>(),
+        );
+    }
     if out.snapshots.is_empty() {
         return Ok(());
     }

@@ -29,6 +29,10 @@ pub enum Scenario {
     /// A flat-bottomed pool whose surface is tilted (250 m deep in the middle,
     /// ±5 m along the diagonal), sloshing between the walls.
     SplashingPool,
+    /// Read from files (`--bathymetry`, `--displacement`): not a choice of
+    /// `--scenario`; its cells' values are in the run's configuration.
+    #[value(skip)]
+    FromFile,
 }
 
 impl Scenario {
@@ -39,6 +43,7 @@ impl Scenario {
             Scenario::DamBreak1d => "dam-break-1d",
             Scenario::SeaAtRest => "sea-at-rest",
             Scenario::SplashingPool => "splashing-pool",
+            Scenario::FromFile => "from-file",
         }
     }
 
@@ -57,20 +62,28 @@ impl Scenario {
                 [-b, 0.0, 0.0, b]
             }
             Scenario::SplashingPool => [250.0 + 5.0 - (x + y) / 200.0, 0.0, 0.0, 0.0],
+            // Not a formula: `Config::initial` reads the file's cells. NaN
+            // makes any use of this arm fail the run's checks.
+            Scenario::FromFile => [f64::NAN; 4],
         }
     }
 }
 
-/// The grid: `nx × ny` cells of `dx × dy` metres.
+/// The grid: `nx × ny` cells of `dx × dy` metres, its lower-left corner at
+/// `(x0, y0)`.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Grid {
     pub nx: usize,
     pub ny: usize,
     pub dx: f64,
     pub dy: f64,
+    pub x0: f64,
+    pub y0: f64,
 }
 
 impl Grid {
+    /// The grid of the built-in scenarios: square cells, the longer side
+    /// [`DOMAIN`] long, the corner at the origin.
     pub fn new(nx: usize, ny: usize) -> Grid {
         let d = DOMAIN / nx.max(ny) as f64;
         Grid {
@@ -78,11 +91,22 @@ impl Grid {
             ny,
             dx: d,
             dy: d,
+            x0: 0.0,
+            y0: 0.0,
         }
+    }
+
+    /// The centre of cell `(i, j)` (m).
+    pub fn centre(&self, i: usize, j: usize) -> (f64, f64) {
+        (
+            self.x0 + (i as f64 + 0.5) * self.dx,
+            self.y0 + (j as f64 + 0.5) * self.dy,
+        )
     }
 
     /// The initial `[h, hu, hv, b]` of global cell `(i, j)`.
     pub fn initial(&self, s: Scenario, i: usize, j: usize) -> [f64; 4] {
-        s.at((i as f64 + 0.5) * self.dx, (j as f64 + 0.5) * self.dy)
+        let (x, y) = self.centre(i, j);
+        s.at(x, y)
     }
 }

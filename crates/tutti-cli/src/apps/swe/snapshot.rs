@@ -98,12 +98,7 @@ pub fn write_gif(
     range: (f64, f64),
     delay_ms: u32,
 ) -> Result<(), String> {
-    if let Some(dir) = std::path::Path::new(path).parent() {
-        if !dir.as_os_str().is_empty() {
-            std::fs::create_dir_all(dir)
-                .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-        }
-    }
+    create_parent(path)?;
     fonts();
     let (w, h, _) = size(cfg);
     let root = BitMapBackend::gif(path, (w + RIGHT + 2 * MARGIN, h + TOP + MARGIN), delay_ms)
@@ -115,6 +110,15 @@ pub fn write_gif(
             .map_err(|e| format!("cannot write {path}: {e}"))?;
     }
     Ok(())
+}
+
+/// Creates the folder `path` is to be written into, if it names one.
+pub fn create_parent(path: &str) -> Result<(), String> {
+    match std::path::Path::new(path).parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => std::fs::create_dir_all(dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display())),
+        _ => Ok(()),
+    }
 }
 
 /// Draws one frame: title and time, the map, the colour bar.
