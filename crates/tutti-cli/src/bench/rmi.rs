@@ -1,5 +1,5 @@
 //! `tutti bench rmi`: the cost of ARMI's remote method invocation on the
-//! in-process world (seed 004, Tables II–III and Figures 10–11, threads mode).
+//! in-process world (Saunders 2003, Tables II–III and Figures 10–11, threads mode).
 //!
 //! * **empty method** (Table II): `--calls` calls of a method that does
 //!   nothing, made directly, through a function pointer, and as a local

@@ -1,4 +1,4 @@
-//! The aggregation sweep of `tutti bench rmi` (seed 004, Figures 8–9):
+//! The aggregation sweep of `tutti bench rmi` (Saunders 2003, Figures 8–9):
 //! location 0 sends `k` empty `async_rmi` pings to location 1, which answers
 //! the `k`-th with one pong; repeated until `--sweep-messages` pings have
 //! gone, for every aggregation factor of `--aggregation` (set on both locations

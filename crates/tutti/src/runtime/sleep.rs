@@ -1,5 +1,5 @@
 //! Sleep and wake: how idle workers park and how new work wakes them
-//! (Blip's starvation manager; thesis 000's `immediate`/`wait`/`notify`
+//! (Blip's starvation manager; the C task framework's `immediate`/`wait`/`notify`
 //! message strategies map onto [`IdleStrategy`](super::IdleStrategy)).
 //!
 //! # State

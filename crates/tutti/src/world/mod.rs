@@ -1,5 +1,5 @@
 //! Layer 3: the world — processes (ranks) × locations, transports, aggregation,
-//! collectives and quiescence detection (ARMI's transfer layer, thesis 002's
+//! collectives and quiescence detection (ARMI's transfer layer, Miguel's
 //! funneled MPI, Blip's MPI level with a local implementation).
 //!
 //! A program is `P` ranks × `L` locations (ARMI's flat view): location ids run

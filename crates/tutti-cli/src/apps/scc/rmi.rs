@@ -1,4 +1,4 @@
-//! Strongly connected components with fine-grain RMI (seed 004 §V.D, after
+//! Strongly connected components with fine-grain RMI (Saunders 2003 §V.D, after
 //! McLendon, Hendrickson, Plimpton and Rauchwerger): trim, pivot and mark
 //! rounds over a block-distributed graph, one `async_rmi` per edge
 //! operation, `fence` as the termination detection of every cascade.

@@ -14,7 +14,7 @@
 //! with `--workers` threads; each is built before and dropped after its own
 //! measurements so an idle pool never competes with the one being measured.
 //!
-//! `rmi` and `alltoall` are the SPMD sample sorts of seed 004 §II.D on a
+//! `rmi` and `alltoall` are the SPMD sample sorts of Saunders 2003 §II.D on a
 //! `tutti::world::World` (see [`spmd`]): one location per worker in one
 //! process, or under `mpirun` one world over the ranks (then only these two
 //! run, since the others are single-process).

@@ -1,5 +1,5 @@
 //! `--impl graph`: one actor per patch; ghost layers travel through ports
-//! (seed 002 ch. 7, Pond). A patch steps as soon as its four neighbours'
+//! (Miguel 2019, ch. 7, Pond). A patch steps as soon as its four neighbours'
 //! boundaries for that step have arrived: no global synchronization. The
 //! patches fire under Pond's rule (`Firing::AllReady`), evaluated where the
 //! halos arrive, so a patch is woken once per step, not once per halo.

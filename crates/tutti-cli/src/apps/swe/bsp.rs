@@ -1,5 +1,5 @@
 //! `--impl bsp`: the same patches on the same locations as the graph, run in
-//! bulk-synchronous supersteps (seed 002 §7.3 item 4): every location sends
+//! bulk-synchronous supersteps (Miguel 2019, §7.3 item 4): every location sends
 //! its patches' boundaries, receives its neighbours', updates all its patches,
 //! and then the world all-reduces the largest wave speed (the global
 //! synchronization of each step, and its CFL check).

@@ -1,4 +1,4 @@
-//! `tutti swe`: the shallow-water tsunami proxy of seed 002 ch. 7 (Pond).
+//! `tutti swe`: the shallow-water tsunami proxy of Miguel 2019, ch. 7 (Pond).
 //!
 //! A finite-volume solver of the shallow water equations on a Cartesian grid
 //! (f-wave Riemann solver with the bathymetry source term, unsplit wave
