@@ -99,7 +99,7 @@ struct BenchArgs {
 
 #[derive(Subcommand, Debug)]
 enum BenchCommand {
-    /// Fork-join overhead: fib with tutti::join vs rayon::join vs recursion.
+    /// Fork-join overhead: fib and a tree sum with tutti::join vs rayon::join vs chili vs recursion.
     Fib(bench::fib::FibArgs),
     /// Async tasks: spawn+await and ping-pong, tutti vs tokio.
     Spawn(bench::spawn::SpawnArgs),

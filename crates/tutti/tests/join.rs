@@ -184,3 +184,75 @@ fn install_from_many_threads_at_once() {
         }
     });
 }
+
+/// A `join` records its second half privately and offers it to other workers
+/// only while one of them is idle, at its own `join`s: a first half that keeps
+/// joining while it waits for the second half gets it run by the idle worker.
+#[test]
+fn an_idle_worker_takes_the_second_half_of_a_busy_join() {
+    use std::sync::atomic::AtomicBool;
+    let rt = rt(2);
+    for _ in 0..20 {
+        let started = AtomicBool::new(false);
+        let (waited, ()) = rt.join(
+            || {
+                let mut joins = 0u64;
+                while !started.load(Ordering::Acquire) {
+                    // A join point: where a private half can be promoted.
+                    let (x, y) = tutti::join(|| 1u64, || 1u64);
+                    joins += x + y;
+                }
+                joins
+            },
+            || started.store(true, Ordering::Release),
+        );
+        assert!(waited > 0);
+    }
+}
+
+/// The second half runs even when a wait inside the first half needs it: the
+/// waiting worker runs its own private halves (newest first, then older ones),
+/// on one worker as on two.
+#[test]
+fn a_first_half_that_waits_for_an_outer_second_half_completes() {
+    for w in [1, 2] {
+        let rt = rt(w);
+        let v = tutti::DataflowVar::new();
+        let ((got, inner), ()) = rt.install(|| {
+            tutti::join(
+                // The inner first half blocks until the outer second half ran.
+                || tutti::join(|| *v.get(), || fib(10)),
+                || v.set(7).unwrap(),
+            )
+        });
+        assert_eq!((got, inner), (7, 55), "{w} workers");
+    }
+}
+
+/// Deep recursion (hundreds of nested joins) and a panic deep inside it:
+/// every pending half still runs, and the panic reaches the top.
+#[test]
+fn a_panic_deep_in_a_chain_of_joins_reaches_the_top_after_every_half_ran() {
+    fn chain(depth: u32, ran: &AtomicUsize) -> u32 {
+        if depth == 0 {
+            panic!("bottom of the chain");
+        }
+        let (a, ()) = tutti::join(
+            || chain(depth - 1, ran),
+            || {
+                ran.fetch_add(1, Ordering::Relaxed);
+            },
+        );
+        a
+    }
+    for w in [1, 2] {
+        let rt = rt(w);
+        let ran = AtomicUsize::new(0);
+        let r = catch_unwind(AssertUnwindSafe(|| rt.install(|| chain(500, &ran))));
+        assert_eq!(
+            *r.unwrap_err().downcast::<&str>().unwrap(),
+            "bottom of the chain"
+        );
+        assert_eq!(ran.into_inner(), 500, "{w} workers");
+    }
+}

@@ -1,19 +1,34 @@
-//! `tutti bench fib`: the cost of one fork-join, measured by a naive
-//! recursive Fibonacci with no sequential cut-off, so almost all the time is
-//! spent in `join` itself.
+//! `tutti bench fib`: the cost of one fork-join, measured two ways where
+//! almost all the time is spent in `join` itself:
 //!
-//! `tutti::join` on a `tutti::Runtime` and `rayon::join` on a rayon pool run
-//! for every worker count in `--workers` (a fresh runtime and pool per
-//! count), beside plain sequential recursion. A "task" is one `join` call,
-//! i.e. one internal node of the call tree: `fib(n + 1) − 1` of them.
+//! * **fib** — a naive recursive Fibonacci with no sequential cut-off; a
+//!   "task" is one `join` call, i.e. one internal node of the call tree:
+//!   `fib(n + 1) − 1` of them;
+//! * **tree** — the sum of the values of a balanced binary tree of boxed
+//!   nodes, one `join` per node (chili's own benchmark): `2^layers − 1`
+//!   nodes, and the work per node is one pointer chase and one addition.
+//!
+//! `tutti::join` on a `tutti::Runtime`, `rayon::join` on a rayon pool and
+//! chili's `Scope::join` on a chili pool (heartbeat scheduling: a join is
+//! offered to other threads only when a periodic heartbeat asks for it) run
+//! for every worker count in `--workers` (a fresh runtime and pools per
+//! count), beside plain sequential recursion. A chili pool of `w` threads is
+//! the calling thread plus `w − 1` workers, so it computes on `w` threads like
+//! the others.
+
+use std::num::NonZeroUsize;
+use std::time::Duration;
 
 use clap::Args;
 
-use crate::measure::{repeat, timed, Measurement, Progress, Run, RunOpts};
+use crate::measure::{check_memory, repeat, timed, Measurement, Progress, Run, RunOpts};
 use crate::report::{Report, Stats};
 
 /// Measured runs when `--runs` is not given (shown in `--help`).
 pub const RUNS: usize = 15;
+
+/// chili's default heartbeat interval (its `Config::default`).
+const CHILI_HEARTBEAT: Duration = Duration::from_micros(100);
 
 /// Arguments of `tutti bench fib`.
 #[derive(Args, Debug)]
@@ -21,6 +36,10 @@ pub struct FibArgs {
     /// Which Fibonacci number to compute.
     #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..=45))]
     n: u32,
+    /// Layers of the balanced binary tree of the tree-sum case (`2^layers − 1`
+    /// nodes, about 40 bytes each); 0 skips the case.
+    #[arg(long, default_value_t = 22, value_parser = clap::value_parser!(u32).range(0..=28))]
+    tree_layers: u32,
     /// Worker counts to measure: one (`2`), a list (`1,2,4`) or a range (`1..4`).
     #[arg(long, default_value = "1,2", value_parser = crate::args::parse_worker_counts)]
     workers: crate::args::Counts,
@@ -72,24 +91,158 @@ fn fib_rayon(n: u32) -> u64 {
     a + b
 }
 
+fn fib_chili(n: u32, s: &mut chili::Scope<'_>) -> u64 {
+    if n < 2 {
+        return u64::from(n);
+    }
+    let (a, b) = s.join(|s| fib_chili(n - 1, s), |s| fib_chili(n - 2, s));
+    a + b
+}
+
+/// A node of the tree-sum case.
+struct Node {
+    value: u64,
+    left: Option<Box<Node>>,
+    right: Option<Box<Node>>,
+}
+
+impl Node {
+    /// A balanced tree of `layers` layers (at least one); node values count
+    /// 1, 2, 3, … in pre-order from `first`, so that the sum checks that every
+    /// node was visited once.
+    fn tree(layers: u32, first: u64) -> Node {
+        let child = |first| (layers > 1).then(|| Box::new(Node::tree(layers - 1, first)));
+        let half = (1u64 << (layers - 1)) - 1;
+        Node {
+            value: first,
+            left: child(first + 1),
+            right: child(first + 1 + half),
+        }
+    }
+}
+
+/// Nodes of a balanced tree of `layers` layers.
+fn tree_nodes(layers: u32) -> u64 {
+    (1u64 << layers) - 1
+}
+
+/// The sum of the values 1..=nodes.
+fn tree_expected(layers: u32) -> u64 {
+    let nodes = tree_nodes(layers);
+    nodes * (nodes + 1) / 2
+}
+
+fn sum_seq(node: &Node) -> u64 {
+    let left = node.left.as_deref().map(sum_seq).unwrap_or_default();
+    let right = node.right.as_deref().map(sum_seq).unwrap_or_default();
+    node.value + left + right
+}
+
+fn sum_tutti(node: &Node) -> u64 {
+    let (left, right) = tutti::join(
+        || node.left.as_deref().map(sum_tutti).unwrap_or_default(),
+        || node.right.as_deref().map(sum_tutti).unwrap_or_default(),
+    );
+    node.value + left + right
+}
+
+fn sum_rayon(node: &Node) -> u64 {
+    let (left, right) = rayon::join(
+        || node.left.as_deref().map(sum_rayon).unwrap_or_default(),
+        || node.right.as_deref().map(sum_rayon).unwrap_or_default(),
+    );
+    node.value + left + right
+}
+
+fn sum_chili(node: &Node, s: &mut chili::Scope<'_>) -> u64 {
+    let (left, right) = s.join(
+        |s| {
+            node.left
+                .as_deref()
+                .map(|n| sum_chili(n, s))
+                .unwrap_or_default()
+        },
+        |s| {
+            node.right
+                .as_deref()
+                .map(|n| sum_chili(n, s))
+                .unwrap_or_default()
+        },
+    );
+    node.value + left + right
+}
+
+/// One case: its name in the report (empty for fib, whose rows and ratios keep
+/// their historical names), what a "task" is, and the four ways to compute it.
+struct Case<'a> {
+    /// Prefix of the metrics (`tree_time`) and suffix of the ratios (`_tree_w2`).
+    name: &'static str,
+    /// The per-task metric and how many tasks one run does.
+    per_task: &'static str,
+    tasks: u64,
+    expected: u64,
+    seq: Box<dyn Fn() -> u64 + 'a>,
+    tutti: Box<dyn Fn() -> u64 + Sync + 'a>,
+    rayon: Box<dyn Fn() -> u64 + Sync + 'a>,
+    chili: Box<dyn Fn(&mut chili::Scope<'_>) -> u64 + 'a>,
+}
+
 /// Runs `tutti bench fib`.
 pub fn run(args: &FibArgs) -> Result<Report, String> {
     let n = args.n;
+    let layers = args.tree_layers;
     let plan = args.run.plan();
-    let expected = fib_iter(n);
-    let tasks = joins(n);
     let lists = args.workers.0.clone();
 
     let mut report = Report::new("fib");
     report
         .param("n", n)
+        .param("tree_layers", layers)
         .param("workers", args.workers.to_string())
-        .param("tasks", tasks)
+        .param("tasks", joins(n))
+        .param(
+            "tree_nodes",
+            if layers > 0 { tree_nodes(layers) } else { 0 },
+        )
         .param("runs", plan.runs)
         .param("warmup", plan.warmup);
 
-    let progress = Progress::new((1 + 2 * lists.len()) * plan.total(), args.json);
-    let measure = |f: &dyn Fn() -> u64| -> Measurement {
+    let tree = if layers > 0 {
+        // A node is 24 bytes; the allocator rounds it up to 32 and keeps a
+        // word of its own.
+        check_memory(u128::from(tree_nodes(layers)) * 40, "the tree-sum case")?;
+        Some(Node::tree(layers, 1))
+    } else {
+        None
+    };
+    let mut cases = vec![Case {
+        name: "",
+        per_task: "time_per_task",
+        tasks: joins(n),
+        expected: fib_iter(n),
+        seq: Box::new(move || fib_seq(std::hint::black_box(n))),
+        tutti: Box::new(move || fib_tutti(std::hint::black_box(n))),
+        rayon: Box::new(move || fib_rayon(std::hint::black_box(n))),
+        chili: Box::new(move |s| fib_chili(std::hint::black_box(n), s)),
+    }];
+    if let Some(tree) = &tree {
+        cases.push(Case {
+            name: "tree",
+            per_task: "tree_time_per_node",
+            tasks: tree_nodes(layers),
+            expected: tree_expected(layers),
+            seq: Box::new(|| sum_seq(std::hint::black_box(tree))),
+            tutti: Box::new(|| sum_tutti(std::hint::black_box(tree))),
+            rayon: Box::new(|| sum_rayon(std::hint::black_box(tree))),
+            chili: Box::new(|s| sum_chili(std::hint::black_box(tree), s)),
+        });
+    }
+
+    let progress = Progress::new(
+        cases.len() * (1 + 3 * lists.len()) * plan.total(),
+        args.json,
+    );
+    let measure = |expected: u64, f: &dyn Fn() -> u64| -> Measurement {
         repeat(plan, &progress, || {
             let (value, elapsed) = timed(f);
             Run {
@@ -99,46 +252,79 @@ pub fn run(args: &FibArgs) -> Result<Report, String> {
         })
     };
 
-    progress.stage("sequential");
-    let seq = measure(&|| fib_seq(std::hint::black_box(n)));
-    let mut rows = vec![("seq".to_string(), seq.clone())];
-    for &w in &lists {
-        progress.stage(&format!("tutti, {w} workers"));
-        let rt = tutti::Runtime::builder()
-            .workers(w)
-            .build()
-            .map_err(|e| format!("cannot build a tutti runtime with {w} workers: {e}"))?;
-        let tutti_m = measure(&|| rt.install(|| fib_tutti(std::hint::black_box(n))));
-        drop(rt);
+    let mut rows: Vec<(&Case, String, Measurement)> = Vec::new();
+    for case in &cases {
+        let label = if case.name.is_empty() {
+            "fib"
+        } else {
+            case.name
+        };
+        progress.stage(&format!("{label}: sequential"));
+        let seq = measure(case.expected, &*case.seq);
+        rows.push((case, "seq".to_string(), seq.clone()));
+        for &w in &lists {
+            progress.stage(&format!("{label}: tutti, {w} workers"));
+            let rt = tutti::Runtime::builder()
+                .workers(w)
+                .build()
+                .map_err(|e| format!("cannot build a tutti runtime with {w} workers: {e}"))?;
+            let tutti_m = measure(case.expected, &|| rt.install(&*case.tutti));
+            drop(rt);
 
-        progress.stage(&format!("rayon, {w} threads"));
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(w)
-            .build()
-            .map_err(|e| format!("cannot build a rayon pool with {w} threads: {e}"))?;
-        let rayon_m = measure(&|| pool.install(|| fib_rayon(std::hint::black_box(n))));
-        drop(pool);
+            progress.stage(&format!("{label}: rayon, {w} threads"));
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(w)
+                .build()
+                .map_err(|e| format!("cannot build a rayon pool with {w} threads: {e}"))?;
+            let rayon_m = measure(case.expected, &|| pool.install(&*case.rayon));
+            drop(pool);
 
-        report.ratio(
-            &format!("time_tutti_over_rayon_w{w}"),
-            tutti_m.median_secs() / rayon_m.median_secs(),
-        );
-        report.ratio(
-            &format!("time_tutti_over_seq_w{w}"),
-            tutti_m.median_secs() / seq.median_secs(),
-        );
-        rows.push((format!("tutti_w{w}"), tutti_m));
-        rows.push((format!("rayon_w{w}"), rayon_m));
+            progress.stage(&format!("{label}: chili, {w} threads"));
+            let threads = NonZeroUsize::new(w).ok_or("a chili pool needs at least one thread")?;
+            let pool = chili::ThreadPool::with_config(chili::Config {
+                thread_count: Some(threads),
+                heartbeat_interval: CHILI_HEARTBEAT,
+            });
+            let chili_m = measure(case.expected, &|| (case.chili)(&mut pool.scope()));
+            drop(pool);
+
+            let suffix = if case.name.is_empty() {
+                format!("w{w}")
+            } else {
+                format!("{}_w{w}", case.name)
+            };
+            let tutti_s = tutti_m.median_secs();
+            report.ratio(
+                &format!("time_tutti_over_rayon_{suffix}"),
+                tutti_s / rayon_m.median_secs(),
+            );
+            report.ratio(
+                &format!("time_tutti_over_chili_{suffix}"),
+                tutti_s / chili_m.median_secs(),
+            );
+            report.ratio(
+                &format!("time_tutti_over_seq_{suffix}"),
+                tutti_s / seq.median_secs(),
+            );
+            rows.push((case, format!("tutti_w{w}"), tutti_m));
+            rows.push((case, format!("rayon_w{w}"), rayon_m));
+            rows.push((case, format!("chili_w{w}"), chili_m));
+        }
     }
     progress.finish();
 
-    for (name, m) in &rows {
+    for (case, name, m) in &rows {
         report.verify(m.ok);
+        let time = if case.name.is_empty() {
+            "time".to_string()
+        } else {
+            format!("{}_time", case.name)
+        };
         if let Some(t) = Stats::of(&m.map(|s| s * 1e3)) {
-            report.result(name, "time", t, "ms");
+            report.result(name, &time, t, "ms");
         }
-        if let Some(t) = Stats::of(&m.map(|s| s * 1e9 / tasks.max(1) as f64)) {
-            report.result(name, "time_per_task", t, "ns");
+        if let Some(t) = Stats::of(&m.map(|s| s * 1e9 / case.tasks.max(1) as f64)) {
+            report.result(name, case.per_task, t, "ns");
         }
     }
     Ok(report)
@@ -176,5 +362,27 @@ mod tests {
         let rt = tutti::Runtime::builder().workers(2).build().unwrap();
         assert_eq!(rt.install(|| fib_tutti(18)), fib_iter(18));
         assert_eq!(fib_rayon(18), fib_iter(18));
+        let pool = chili::ThreadPool::with_config(chili::Config {
+            thread_count: NonZeroUsize::new(2),
+            heartbeat_interval: CHILI_HEARTBEAT,
+        });
+        assert_eq!(fib_chili(18, &mut pool.scope()), fib_iter(18));
+    }
+
+    #[test]
+    fn tree_sums_agree() {
+        for layers in 1..12 {
+            let tree = Node::tree(layers, 1);
+            assert_eq!(sum_seq(&tree), tree_expected(layers), "layers={layers}");
+        }
+        let tree = Node::tree(12, 1);
+        let rt = tutti::Runtime::builder().workers(2).build().unwrap();
+        assert_eq!(rt.install(|| sum_tutti(&tree)), tree_expected(12));
+        assert_eq!(sum_rayon(&tree), tree_expected(12));
+        let pool = chili::ThreadPool::with_config(chili::Config {
+            thread_count: NonZeroUsize::new(2),
+            heartbeat_interval: CHILI_HEARTBEAT,
+        });
+        assert_eq!(sum_chili(&tree, &mut pool.scope()), tree_expected(12));
     }
 }

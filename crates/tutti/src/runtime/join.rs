@@ -1,12 +1,17 @@
 //! `join`: run two closures, potentially in parallel (recursive work).
 //!
-//! The calling worker pushes `b` onto its own deque, runs `a`, then takes `b`
-//! back and runs it inline unless a thief stole it meanwhile, in which case it
-//! executes other work until `b`'s latch is set. No heap allocation: `b` lives
-//! in this stack frame, which cannot return before `b` has run.
+//! The calling worker records `b` in its private list (`lazy.rs`), runs `a`,
+//! then takes `b` back and runs it inline: a few plain stores, a load and a
+//! compare when nobody wanted `b`. While another worker of the runtime is idle,
+//! each `join` promotes the worker's oldest private half to its deque, where
+//! the idle worker steals it. If `b` was promoted (or run by a wait inside `a`),
+//! the caller takes it back from its deque or, if a thief stole it, executes
+//! other work until `b`'s latch is set. No heap allocation: `b` lives in this
+//! stack frame, which cannot return before `b` has run.
 
 use super::job::StackJob;
 use super::latch::SpinLatch;
+use super::lazy::LazyNode;
 use super::registry::with_current_registry;
 use super::unwind::{halt_unwinding, resume_unwinding, Payload};
 use super::worker::WorkerThread;
@@ -63,20 +68,43 @@ where
     // take it back and run it inline or wait for its latch, and a panic of `a`
     // is caught so the frame cannot unwind before that.
     let job_b_ref = unsafe { job_b.as_job_ref() };
-    worker.push(job_b_ref);
+    let node = LazyNode::new(job_b_ref);
+    // SAFETY: `node` stays in this frame, which does not return before the
+    // node has left the list: `take_lazy` below takes it back or finds it gone
+    // (`lazy.rs` L3), and a panic of `a` is caught.
+    unsafe { worker.push_lazy(&node) };
 
     let result_a = match halt_unwinding(a) {
         Ok(r) => r,
         Err(p) => join_recover_from_panic(worker, &job_b.latch, p),
     };
 
+    if worker.take_lazy(&node) || join_published(worker, &job_b, job_b_ref) {
+        // Not seen by anybody else (still private, or taken back from the
+        // deque): run it right here, no latch involved.
+        return (result_a, job_b.run_inline());
+    }
+    (result_a, job_b.into_result())
+}
+
+/// The second half of a `join` left the private list: it was promoted to the
+/// deque (perhaps stolen) or already run by a wait inside the first half.
+/// Returns `true` if the caller took it back from the deque and must run it,
+/// `false` once its latch is set. (`job_b` is borrowed, not moved: a thief may
+/// be writing its result into this very frame.)
+#[cold]
+fn join_published<F, RB>(
+    worker: &WorkerThread,
+    job_b: &StackJob<SpinLatch<'_>, F, RB>,
+    job_b_ref: super::job::JobRef,
+) -> bool
+where
+    F: FnOnce() -> RB + Send,
+    RB: Send,
+{
     while !job_b.latch.probe() {
         match worker.take_local_job() {
-            Some(job) if job == job_b_ref => {
-                // Not stolen: run it right here, no latch involved.
-                let result_b = job_b.run_inline();
-                return (result_a, result_b);
-            }
+            Some(job) if job == job_b_ref => return true,
             // Something pushed before `b` (b was stolen): run it meanwhile.
             Some(job) => worker.execute(job),
             None => {
@@ -85,7 +113,7 @@ where
             }
         }
     }
-    (result_a, job_b.into_result())
+    false
 }
 
 /// `a` panicked: `b` may still be running on another worker and borrow this

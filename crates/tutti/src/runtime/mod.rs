@@ -29,6 +29,7 @@ mod ids;
 mod job;
 mod join;
 mod latch;
+mod lazy;
 mod owned;
 mod par_for;
 mod registry;

@@ -129,7 +129,10 @@ impl Counters {
     }
 }
 
-/// The shared counter word with named transitions.
+/// The shared counter word with named transitions. Alone in its cache line:
+/// every `join` reads it ([`Sleep::any_idle`]), so a write to a neighbour
+/// must not evict it.
+#[repr(align(128))]
 struct CounterWord(AtomicU64);
 
 impl CounterWord {
@@ -244,6 +247,15 @@ impl Sleep {
     /// A snapshot of the counters.
     pub(crate) fn counters(&self) -> Counters {
         self.counters.load()
+    }
+
+    /// Some worker is idle (searching or parked): work that only the calling
+    /// worker can see should be published. Read by every `join` that records a
+    /// private half; a stale answer costs parallelism for one `join`, never
+    /// progress (the caller runs what it keeps private itself).
+    #[inline]
+    pub(crate) fn any_idle(&self) -> bool {
+        self.counters.0.load(Ordering::Relaxed) >> 16 & FIELD_MASK != 0
     }
 
     /// The calling worker ran out of work and starts searching.

@@ -5,11 +5,14 @@
 //!
 //! Each worker owns three places for work:
 //!
-//! * `deque` — a Chase–Lev deque for **recursive** work (`join`, `scope`).
-//!   The owner pushes and pops at the back (depth-first); thieves steal from
-//!   the front, i.e. the oldest and largest pieces. A runtime with a single
-//!   worker has no thieves, so it keeps recursive work in a plain local stack
-//!   instead and its `join` costs no atomic operations.
+//! * `lazy` — the private list of `join` halves (`lazy.rs`): recorded and
+//!   taken back without atomic operations; the oldest is promoted to `deque`
+//!   when another worker is idle. A runtime with a single worker has no
+//!   thieves and never promotes.
+//! * `deque` — a Chase–Lev deque for **recursive** work (promoted `join`
+//!   halves, `scope` spawns). The owner pushes and pops at the back
+//!   (depth-first); thieves steal from the front, i.e. the oldest and largest
+//!   pieces.
 //! * `fifo` — a FIFO queue for **independent** tasks (`spawn`). New tasks
 //!   join its back; thieves steal batches from its front.
 //! * `run_next` — one slot for the task most recently woken *by this worker*.
@@ -23,13 +26,14 @@
 //!   long-running tasks that met once (SPMD locations at a collective) do not
 //!   stay on one worker while the others idle.
 //!
-//! `find_work` serves: `run_next`, then the own deque, then the own FIFO, then
+//! `find_work` serves: `run_next`, then the own list and deque (newest first),
+//! then the own FIFO, then
 //! the global injector, then other workers (deque first, then FIFO). Every
 //! [`INJECTOR_INTERVAL`] calls the injector is looked at before the own FIFO,
 //! so tasks injected from outside the runtime cannot be starved by a worker
 //! that keeps feeding its own FIFO.
 
-use std::cell::{Cell, RefCell};
+use std::cell::Cell;
 use std::ptr;
 
 use crossbeam_deque::{Steal, Worker};
@@ -37,6 +41,7 @@ use crossbeam_deque::{Steal, Worker};
 use super::builder::IdleStrategy;
 use super::job::JobRef;
 use super::latch::CoreLatch;
+use super::lazy::{LazyJobs, LazyNode};
 use super::registry::{IdlePollers, Registry};
 use std::sync::Arc;
 
@@ -56,10 +61,11 @@ std::thread_local! {
 /// The per-thread half of a worker. Lives on the worker thread's stack for
 /// the thread's whole life; `CURRENT` points at it meanwhile.
 pub(crate) struct WorkerThread {
+    /// `join` halves no other worker can see yet (`lazy.rs`).
+    lazy: LazyJobs,
+    /// Whether other workers exist that could steal a promoted half.
+    thieves: bool,
     deque: Worker<JobRef>,
-    /// With a single worker nobody can steal, so recursive work goes to this
-    /// unsynchronised stack instead of `deque` and `join` pays no fences.
-    solo: Option<RefCell<Vec<JobRef>>>,
     fifo: Worker<JobRef>,
     run_next: Cell<Option<JobRef>>,
     run_next_streak: Cell<u32>,
@@ -99,10 +105,10 @@ impl WorkerThread {
         deque: Worker<JobRef>,
         fifo: Worker<JobRef>,
     ) {
-        let solo = (registry.num_workers() == 1).then(|| RefCell::new(Vec::with_capacity(64)));
         let worker = WorkerThread {
+            lazy: LazyJobs::new(),
+            thieves: registry.num_workers() > 1,
             deque,
-            solo,
             fifo,
             run_next: Cell::new(None),
             run_next_streak: Cell::new(0),
@@ -165,15 +171,45 @@ impl WorkerThread {
         self.task_depth.set(self.task_depth.get() - 1);
     }
 
-    /// Pushes recursive work onto the own deque.
+    /// Pushes recursive work onto the own deque, where thieves see it.
     #[inline]
     pub(crate) fn push(&self, job: JobRef) {
-        match &self.solo {
-            Some(stack) => stack.borrow_mut().push(job),
-            None => {
-                self.deque.push(job);
-                self.registry.sleep.new_internal_jobs();
-            }
+        self.deque.push(job);
+        self.registry.sleep.new_internal_jobs();
+    }
+
+    /// Records a `join`'s second half privately (`lazy.rs`); promotes the
+    /// oldest private half if another worker is idle, so that it can steal.
+    ///
+    /// # Safety
+    /// As [`LazyJobs::push`]: `node` stays put until it has left the list.
+    #[inline]
+    pub(crate) unsafe fn push_lazy(&self, node: &LazyNode) {
+        // SAFETY: the caller's contract.
+        unsafe { self.lazy.push(node) };
+        if self.thieves && self.registry.sleep.any_idle() {
+            self.promote_oldest();
+        }
+    }
+
+    /// Takes a `join`'s half back if it is still private (then the caller runs
+    /// it inline); `false` if it was promoted or already run.
+    #[inline]
+    pub(crate) fn take_lazy(&self, node: &LazyNode) -> bool {
+        let taken = self.lazy.take_newest_if(node);
+        // The first half may have run for long without a `join` of its own:
+        // an idle worker may be waiting for the older halves.
+        if self.thieves && self.registry.sleep.any_idle() {
+            self.promote_oldest();
+        }
+        taken
+    }
+
+    /// Moves the oldest private half to the deque, where thieves take it.
+    #[cold]
+    fn promote_oldest(&self) {
+        if let Some(job) = self.lazy.pop_oldest() {
+            self.push(job);
         }
     }
 
@@ -204,11 +240,12 @@ impl WorkerThread {
         }
     }
 
-    /// Pops the newest job of the own deque (`join` taking its half back).
+    /// Takes the newest recursive job of this worker: a private `join` half,
+    /// else the back of the own deque (whose halves are older, `lazy.rs` L2).
     #[inline]
     pub(crate) fn take_local_job(&self) -> Option<JobRef> {
-        match &self.solo {
-            Some(stack) => stack.borrow_mut().pop(),
+        match self.lazy.pop_newest() {
+            Some(job) => Some(job),
             None => self.deque.pop(),
         }
     }
@@ -487,11 +524,7 @@ impl WorkerThread {
         let next = self.run_next.take();
         let has = next.is_some();
         self.run_next.set(next);
-        has || !self.fifo.is_empty()
-            || match &self.solo {
-                Some(stack) => !stack.borrow().is_empty(),
-                None => !self.deque.is_empty(),
-            }
+        has || !self.fifo.is_empty() || !self.lazy.is_empty() || !self.deque.is_empty()
     }
 
     /// Drops whatever is left in this worker's queues at shutdown.
