@@ -9,6 +9,7 @@
 //! | `alt` | a process selecting over 2, 8, 64 rendezvous channels fed by another; and over ready buffered channels | crossbeam `Select`, between two threads / on one |
 //! | `fair` | a thread fair-selecting over 2 and 4 rendezvous channels, each fed by its own thread: the split and the longest wait of a sender | crossbeam `Select`, the same threads |
 //! | `select` | `select!` evaluated in a loop: over 3 ready channels (cost, and the split among the arms), and a send arm streaming over a rendezvous channel | crossbeam `select!`, on one thread / between two |
+//! | `live` | 10^7 processes blocked in `recv` at once, then released: resident bytes per process, spawn rate | — (KRoC, occam-π's runtime, reports about 56 bytes per process) |
 //!
 //! Every figure is the median of `--runs` runs after `--warmup` unrecorded
 //! ones; ratios are tutti ÷ peer for times (below 1: tutti is faster). tutti
@@ -22,6 +23,7 @@ mod buffered;
 mod fair;
 mod go;
 mod hello;
+mod live;
 pub(crate) mod pingpong;
 mod select;
 
@@ -50,6 +52,8 @@ pub enum Which {
     Fair,
     /// `select!` in a loop (ready arms: cost and split; a send arm) vs crossbeam `select!`.
     Select,
+    /// 10^7 processes blocked at once: resident bytes per process and spawn rate.
+    Live,
     /// Every one of the above.
     All,
 }
@@ -106,6 +110,12 @@ pub struct CspArgs {
     /// Select: evaluations of `select!` per run.
     #[arg(long, default_value_t = 100_000, value_parser = clap::value_parser!(u64).range(1..=100_000_000))]
     select_evaluations: u64,
+    /// Live: processes blocked at once.
+    #[arg(long, default_value_t = 10_000_000, value_parser = clap::value_parser!(u64).range(1..=1_000_000_000))]
+    live_n: u64,
+    /// Live: processes receiving on one channel (1: a channel of its own for each).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=4_294_967_295))]
+    live_per_channel: u64,
     /// Seed of the random channel choices of the Alt benchmark.
     #[arg(long, default_value_t = 7)]
     seed: u64,
@@ -224,6 +234,9 @@ pub fn run(args: &CspArgs) -> Result<Report, String> {
     }
     if all || args.which == Which::Hello {
         hello::run(&ctx, &mut report)?;
+    }
+    if all || args.which == Which::Live {
+        live::run(&ctx, &mut report)?;
     }
     Ok(report)
 }
