@@ -186,3 +186,186 @@ mod tests {
         assert!(list.is_empty());
     }
 }
+
+/// Lazy splitting against the sleep protocol: a worker runs two nested
+/// `join`s while a second worker goes idle and parks. The owner promotes a
+/// half only when it sees the other idle, publishes it as internal work
+/// (`Sleep::new_internal_jobs`, no fence), takes it back from its deque or
+/// waits for its latch (parking), and the thief steals, runs and sets the
+/// latch. Checked: every half runs exactly once and neither worker is left
+/// parked for ever (a lost wake-up deadlocks the model). The owner's steps
+/// are those of `WorkerThread::{push_lazy, take_lazy, take_local_job}`,
+/// `join_on` and `wait_until_cold`; the deque is a locked double-ended queue.
+#[cfg(all(test, loom))]
+mod loom_tests {
+    use super::*;
+    use crate::loom::{lock, thread, Arc, AtomicUsize, Mutex, Ordering};
+    use crate::runtime::job::JobVTable;
+    use crate::runtime::latch::CoreLatch;
+    use crate::runtime::sleep::Sleep;
+    use std::collections::VecDeque;
+    use std::ptr::NonNull;
+
+    const DEPTH: usize = 2;
+
+    static VTABLE: JobVTable = JobVTable {
+        execute: |_, _| {},
+        discard: |_| {},
+    };
+
+    /// The job reference of the half of the `join` at `depth` (1-based).
+    fn job(depth: usize) -> JobRef {
+        // SAFETY: these job references are only compared, never executed.
+        unsafe { JobRef::new(NonNull::new((depth * 8) as *mut ()).unwrap(), &VTABLE) }
+    }
+
+    fn depth_of(job: JobRef) -> usize {
+        (1..=DEPTH).find(|&d| self::job(d) == job).unwrap()
+    }
+
+    struct Shared {
+        sleep: Sleep,
+        deque: Mutex<VecDeque<JobRef>>,
+        /// The latch of each half (index: depth − 1), set by whoever runs it
+        /// from a queue.
+        latches: [CoreLatch; DEPTH],
+        ran: [AtomicUsize; DEPTH],
+        /// Ends the thief's loop.
+        stop: CoreLatch,
+    }
+
+    impl Shared {
+        /// Runs a half taken from a queue: as `StackJob::execute`, sets its
+        /// latch and wakes the owner (worker 0) if it sleeps on it.
+        fn execute(&self, job: JobRef) {
+            let d = depth_of(job);
+            self.ran[d - 1].fetch_add(1, Ordering::Relaxed);
+            // SAFETY: the latch lives in `self` for the whole model.
+            if unsafe { CoreLatch::set(&self.latches[d - 1]) } {
+                self.sleep.wake_specific_thread(0);
+            }
+        }
+    }
+
+    struct Owner<'s> {
+        s: &'s Shared,
+        lazy: LazyJobs,
+    }
+
+    impl Owner<'_> {
+        fn promote_if_idle(&self) {
+            if self.s.sleep.any_idle() {
+                if let Some(job) = self.lazy.pop_oldest() {
+                    lock(&self.s.deque).push_back(job);
+                    self.s.sleep.new_internal_jobs();
+                }
+            }
+        }
+
+        fn take_local_job(&self) -> Option<JobRef> {
+            self.lazy
+                .pop_newest()
+                .or_else(|| lock(&self.s.deque).pop_back())
+        }
+
+        /// `join_on`, with a nested `join` as its first half down to depth 1.
+        fn join(&self, depth: usize) {
+            let node = LazyNode::new(job(depth));
+            // SAFETY: `node` outlives its stay in the list: it is taken back
+            // or found gone below, before this frame returns.
+            unsafe { self.lazy.push(&node) };
+            self.promote_if_idle();
+            if depth > 1 {
+                self.join(depth - 1);
+            }
+            let taken = self.lazy.take_newest_if(&node);
+            self.promote_if_idle();
+            if taken {
+                self.s.ran[depth - 1].fetch_add(1, Ordering::Relaxed);
+                return;
+            }
+            // `join_published`.
+            let latch = &self.s.latches[depth - 1];
+            while !latch.probe() {
+                match self.take_local_job() {
+                    Some(j) if j == job(depth) => {
+                        self.s.ran[depth - 1].fetch_add(1, Ordering::Relaxed);
+                        return;
+                    }
+                    Some(j) => self.s.execute(j),
+                    None => {
+                        self.wait_until(latch);
+                        break;
+                    }
+                }
+            }
+        }
+
+        /// `wait_until_cold` with the park strategy and no spinning.
+        fn wait_until(&self, latch: &CoreLatch) {
+            let sleep = &self.s.sleep;
+            sleep.start_looking();
+            while !latch.probe() {
+                if let Some(j) = self.take_local_job() {
+                    sleep.stop_looking();
+                    self.s.execute(j);
+                    sleep.start_looking();
+                    continue;
+                }
+                sleep.sleep(0, latch, None, None, || !lock(&self.s.deque).is_empty());
+            }
+            sleep.stop_looking();
+        }
+    }
+
+    #[test]
+    fn promoted_halves_run_once_and_no_wake_up_is_lost() {
+        let mut model = loom::model::Builder::new();
+        model.preemption_bound = Some(3);
+        model.check(|| {
+            let s = Arc::new(Shared {
+                sleep: Sleep::new(2),
+                deque: Mutex::new(VecDeque::new()),
+                latches: std::array::from_fn(|_| CoreLatch::new()),
+                ran: std::array::from_fn(|_| AtomicUsize::new(0)),
+                stop: CoreLatch::new(),
+            });
+            let thief = {
+                let s = s.clone();
+                thread::spawn(move || {
+                    s.sleep.start_looking();
+                    while !s.stop.probe() {
+                        let stolen = lock(&s.deque).pop_front();
+                        match stolen {
+                            Some(job) => {
+                                s.sleep.stop_looking();
+                                s.execute(job);
+                                s.sleep.start_looking();
+                            }
+                            None => s
+                                .sleep
+                                .sleep(1, &s.stop, None, None, || !lock(&s.deque).is_empty()),
+                        }
+                    }
+                    s.sleep.stop_looking();
+                })
+            };
+            let owner = Owner {
+                s: &s,
+                lazy: LazyJobs::new(),
+            };
+            owner.join(DEPTH);
+            assert!(owner.lazy.is_empty());
+            // SAFETY: the latch lives in `s` for the whole model.
+            if unsafe { CoreLatch::set(&s.stop) } {
+                s.sleep.wake_specific_thread(1);
+            }
+            thief.join().unwrap();
+            for (d, ran) in s.ran.iter().enumerate() {
+                assert_eq!(ran.load(Ordering::Relaxed), 1, "half {} ran once", d + 1);
+            }
+            assert_eq!(s.sleep.counters().idle(), 0);
+            assert_eq!(s.sleep.counters().sleeping(), 0);
+        });
+    }
+}
