@@ -19,7 +19,7 @@
 //!   only by threads that have observed `bound == true` with `Acquire`.
 //! * `waiters: Mutex<Waiters>` — a slab of the wakers of pending [`Read`] futures, each
 //!   future owning one slot that it overwrites when re-polled with a different waker and
-//!   frees when dropped. So the slab never holds more slots than there are live `Read`
+//!   frees when dropped (the first slot inline, so one pending reader allocates nothing). So the slab never holds more slots than there are live `Read`
 //!   futures that were polled before the binding. The binding `set` empties it.
 //!
 //! # Protocol and why no wake-up is lost
@@ -183,9 +183,7 @@ impl<T> DataflowVar<T> {
         self.bound.store(true, Ordering::Release);
         let woken = waiters.take_all();
         drop(waiters);
-        for waker in woken {
-            waker.wake();
-        }
+        woken.wake();
         Ok(())
     }
 
@@ -427,38 +425,76 @@ impl<T> fmt::Debug for Read<'_, T> {
 
 /// The wakers of pending readers: a slab in which each registered [`Read`] owns a slot.
 ///
-/// Invariant: `free` lists exactly the `None` slots of `slots`. When every slot is free
-/// both vectors are cleared, so the slab shrinks back to nothing when its readers leave.
+/// Slot 0 is kept inline (`first`), so that a variable with one pending reader — the
+/// common case, a value handed from one task to another — allocates nothing; slots
+/// 1.. live in `rest` (`rest[i]` is slot `i + 1`).
+///
+/// Invariant: `first_owned` says whether a reader owns slot 0; `free` lists exactly the
+/// `None` slots of `rest`. When every slot of `rest` is free both vectors are cleared,
+/// so the slab shrinks back to nothing when its readers leave.
 struct Waiters {
-    slots: Vec<Option<Waker>>,
+    first: Option<Waker>,
+    first_owned: bool,
+    rest: Vec<Option<Waker>>,
     free: Vec<usize>,
+}
+
+/// The wakers a binding takes out of the slab, woken after the lock is released.
+struct Woken {
+    first: Option<Waker>,
+    rest: Vec<Option<Waker>>,
+}
+
+impl Woken {
+    fn wake(self) {
+        if let Some(w) = self.first {
+            w.wake();
+        }
+        for w in self.rest.into_iter().flatten() {
+            w.wake();
+        }
+    }
 }
 
 impl Waiters {
     const fn new() -> Self {
         Waiters {
-            slots: Vec::new(),
+            first: None,
+            first_owned: false,
+            rest: Vec::new(),
             free: Vec::new(),
         }
     }
 
     /// Stores `waker` in a free slot; returns the slot's index.
     fn insert(&mut self, waker: Waker) -> usize {
+        if !self.first_owned {
+            self.first_owned = true;
+            self.first = Some(waker);
+            return 0;
+        }
         match self.free.pop() {
             Some(slot) => {
-                self.slots[slot] = Some(waker);
+                self.rest[slot - 1] = Some(waker);
                 slot
             }
             None => {
-                self.slots.push(Some(waker));
-                self.slots.len() - 1
+                self.rest.push(Some(waker));
+                self.rest.len()
             }
+        }
+    }
+
+    fn entry(&mut self, slot: usize) -> &mut Option<Waker> {
+        match slot {
+            0 => &mut self.first,
+            _ => &mut self.rest[slot - 1],
         }
     }
 
     /// Replaces the waker in `slot` unless it would wake the same task.
     fn replace(&mut self, slot: usize, waker: &Waker) {
-        match &mut self.slots[slot] {
+        match self.entry(slot) {
             Some(stored) if stored.will_wake(waker) => {}
             entry => *entry = Some(waker.clone()),
         }
@@ -466,28 +502,33 @@ impl Waiters {
 
     /// Frees `slot`; returns its waker so the caller can drop it after unlocking.
     fn remove(&mut self, slot: usize) -> Option<Waker> {
-        let waker = self.slots[slot].take();
+        let waker = self.entry(slot).take();
+        if slot == 0 {
+            self.first_owned = false;
+            return waker;
+        }
         self.free.push(slot);
-        if self.free.len() == self.slots.len() {
-            self.slots.clear();
+        if self.free.len() == self.rest.len() {
+            self.rest.clear();
             self.free.clear();
         }
         waker
     }
 
     /// Empties the slab, returning every waker.
-    fn take_all(&mut self) -> Vec<Waker> {
+    fn take_all(&mut self) -> Woken {
+        self.first_owned = false;
         self.free = Vec::new();
-        std::mem::take(&mut self.slots)
-            .into_iter()
-            .flatten()
-            .collect()
+        Woken {
+            first: self.first.take(),
+            rest: std::mem::take(&mut self.rest),
+        }
     }
 
     /// Number of occupied slots.
     #[cfg(all(test, not(loom)))]
     fn len(&self) -> usize {
-        self.slots.len() - self.free.len()
+        usize::from(self.first_owned) + self.rest.len() - self.free.len()
     }
 }
 
@@ -684,7 +725,8 @@ mod tests {
                 .collect();
             drop(odd);
             assert_eq!(v.waiting(), 0);
-            assert!(lock(&v.waiters).slots.is_empty());
+            let waiters = lock(&v.waiters);
+            assert!(!waiters.first_owned && waiters.rest.is_empty() && waiters.free.is_empty());
         }
         let mut a = v.read();
         let mut b = v.read();
@@ -693,7 +735,11 @@ mod tests {
         drop(a);
         let mut c = v.read();
         assert!(poll_read(&mut c, &w1).is_pending());
-        assert_eq!(lock(&v.waiters).slots.len(), 2, "a freed slot is reused");
+        assert_eq!(
+            lock(&v.waiters).rest.len(),
+            1,
+            "the slot a freed (the inline one) is reused by c"
+        );
         drop((b, c));
         assert_eq!(v.waiting(), 0);
     }
@@ -836,7 +882,7 @@ mod loom_tests {
             drop(read);
             setter.join().unwrap();
             let waiters = lock(&v.waiters);
-            assert!(waiters.slots.is_empty() && waiters.free.is_empty());
+            assert!(!waiters.first_owned && waiters.rest.is_empty() && waiters.free.is_empty());
         });
     }
 }
