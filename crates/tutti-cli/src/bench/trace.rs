@@ -7,7 +7,9 @@
 //! the RMI workloads: until the last location's body returned); writing the
 //! events out (formatting JSON, at the end of `World::run` and in
 //! `trace::stop`) is timed apart, shown as "trace write-out" per message and
-//! left out of the ratio.
+//! left out of the ratio. "per event" rows divide what tracing adds to a
+//! message (on − off, per round) by the events a message records (counted in
+//! the checked run below): the cost of recording one event.
 //!
 //! Verification: every run checks its own result, and one small traced run of
 //! each workload leaves a file that `tutti::diag::trace::check` accepts (slices
@@ -131,14 +133,19 @@ pub fn run(a: &TraceArgs) -> Result<Report, String> {
         },
     ];
 
-    // A small traced run of each, checked.
-    for l in loads.iter_mut() {
+    // A small traced run of each, checked; its events per message turn the time
+    // tracing adds into a cost per recorded event.
+    let mut events_per_message = vec![0.0; loads.len()];
+    for (k, l) in loads.iter_mut().enumerate() {
         let n = (l.n / 20).max(2) / 2 * 2;
         let (run, _) = traced(&scratch, true, || (l.run)(n))?;
         let checked = trace::check(&scratch);
         std::fs::remove_file(&scratch).map_err(|e| format!("{}: {e}", scratch.display()))?;
         match checked {
-            Ok(s) if s.slices > 0 => report.verify(run.ok),
+            Ok(s) if s.slices > 0 => {
+                events_per_message[k] = s.events as f64 / n as f64;
+                report.verify(run.ok);
+            }
             Ok(_) => {
                 eprintln!("tutti bench trace: {}: the trace holds no slices", l.name);
                 report.verify(false);
@@ -187,6 +194,18 @@ pub fn run(a: &TraceArgs) -> Result<Report, String> {
         report.result("trace on", l.name, s_on, "ns/message");
         if let Some(w) = Stats::of(&write_out[k]) {
             report.result("trace write-out", l.name, w, "ns/message");
+        }
+        // What tracing adds to a message, over the events it records per message
+        // (one sample per round: the on and off runs of that round).
+        if events_per_message[k] > 0.0 {
+            let per_event: Vec<f64> = on[k]
+                .iter()
+                .zip(&off[k])
+                .map(|(on, off)| (on - off) / events_per_message[k])
+                .collect();
+            if let Some(e) = Stats::of(&per_event) {
+                report.result("trace on", &format!("{} per event", l.name), e, "ns/event");
+            }
         }
         report.ratio(
             &format!("time_trace_on_over_off_{}", l.name.replace(' ', "_")),
