@@ -112,10 +112,10 @@ impl LazyJobs {
 
     /// Takes the oldest half, to promote it.
     pub(crate) fn pop_oldest(&self) -> Option<JobRef> {
-        // SAFETY (both derefs): linked nodes are alive (the contract of `push`).
+        // SAFETY: a linked node is alive (the contract of `push`).
         let mut oldest = unsafe { self.newest.get().as_ref() }?;
         let mut younger: Option<&LazyNode> = None;
-        // SAFETY: as above.
+        // SAFETY: as above: `prev` of a linked node is linked (or null).
         while let Some(prev) = unsafe { oldest.prev.get().as_ref() } {
             younger = Some(oldest);
             oldest = prev;
