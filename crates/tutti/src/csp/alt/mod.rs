@@ -226,11 +226,10 @@ pub struct Alt<'a> {
 
 /// The longest a blocking fair selection on a plain thread waits for the other active
 /// guards before it fires the guard that fired last again (module docs, "Fairness among
-/// threads that are not running"). Long enough for a woken thread to get the core that
-/// the selecting thread gives up; paid once by a party that stopped, which is then
-/// marked inactive. (A wait of 1 ms served four sender threads on two cores no more
-/// evenly than this one.)
-pub(crate) const FAIR_GRACE: Duration = Duration::from_micros(100);
+/// threads that are not running"). Long enough for a woken thread to get a core on a
+/// machine with more running threads than cores (a scheduler's time slice is a few
+/// milliseconds); paid once by a party that stopped, which is then marked inactive.
+pub(crate) const FAIR_GRACE: Duration = Duration::from_millis(1);
 
 /// One guard and its per-round bookkeeping.
 struct Entry<'a> {
