@@ -125,20 +125,9 @@
 //! ready one; a counterpart can decide a registered round only for a guard that was not
 //! ready in the look. With rotation, if guard `j` stays ready, each round fires a guard
 //! between the start and `j` and the next start moves past it, so `j` fires within `n`
-//! rounds.
-//!
-//! *Fairness among threads that are not running.* A guard is ready only while its party
-//! has offered; a sender thread that the selection just served (and so woke) offers again
-//! only once the operating system runs it, which on a busy machine can take a whole time
-//! slice while the selecting thread keeps serving the one party that never stops running.
-//! A blocking fair selection on a plain thread therefore keeps, per guard, whether it is
-//! *active* (fired since the selection last waited for it in vain). When the guard that
-//! fired last is the only one ready and another guard is active, the selection first
-//! waits for the others — parked, giving its core away, at most [`FAIR_GRACE`] — before it
-//! fires the same guard again (`grace_round`); a wait that ends without another guard
-//! firing marks the others inactive, so an idle party costs one such wait, not one per
-//! selection. The wait is an ordinary round with that one guard left out, so the commit
-//! protocol above covers it.
+//! rounds. A blocking fair selection on a plain thread that fired the same guard twice in
+//! a row yields its thread first (`select_blocking_in`): the parties of the other guards
+//! may be threads it woke that wait for a core, and they cannot be ready before they run.
 //!
 //! The `loom_tests` module model-checks a selection racing two senders, a selection
 //! abandoned while a sender commits, an output guard abandoned while a receiver takes, an
@@ -218,18 +207,11 @@ pub struct Alt<'a> {
     next: usize,
     /// A round is under way: waiters may be queued, timers armed.
     in_round: bool,
-    /// The guard that fired last (`usize::MAX`: none yet; see `grace_round`), and
-    /// whether the one before was the same (see `select_blocking_in`).
+    /// The guard that fired last (`usize::MAX`: none yet), and whether the one before
+    /// was the same (see `select_blocking_in`).
     last_fired: usize,
     repeated: bool,
 }
-
-/// The longest a blocking fair selection on a plain thread waits for the other active
-/// guards before it fires the guard that fired last again (module docs, "Fairness among
-/// threads that are not running"). Long enough for a woken thread to get a core on a
-/// machine with more running threads than cores (a scheduler's time slice is a few
-/// milliseconds); paid once by a party that stopped, which is then marked inactive.
-pub(crate) const FAIR_GRACE: Duration = Duration::from_millis(1);
 
 /// One guard and its per-round bookkeeping.
 struct Entry<'a> {
@@ -238,9 +220,6 @@ struct Entry<'a> {
     enabled: bool,
     /// Enabled this round and left a waiter or armed timer behind (owner-side note).
     waiting: bool,
-    /// A channel guard that fired since a blocking fair selection last waited for it
-    /// in vain (`grace_round`).
-    active: bool,
 }
 
 /// The kinds of guard.
@@ -360,7 +339,6 @@ impl<'a> Alt<'a> {
             kind,
             enabled: true,
             waiting: false,
-            active: false,
         });
         self
     }
@@ -775,84 +753,26 @@ impl<'a> Alt<'a> {
 
     /// The blocking forms. On a plain thread, look-only rounds are retried with back-off
     /// first, so that a selector that is about to be served does not queue on (and then
-    /// remove itself from) every guarded channel; see `csp/blocking.rs`. A fair selection
-    /// on a plain thread first gives the other active guards their turn (`grace_round`).
+    /// remove itself from) every guarded channel; see `csp/blocking.rs`.
+    ///
+    /// A fair selection on a plain thread that fired the same guard twice in a row first
+    /// gives up its time slice: the parties of the other guards may be threads that it
+    /// woke (by taking their values) and that wait for a core, while the party it keeps
+    /// serving never stops running. Rotation serves every guard that is ready within `n`
+    /// selections; yielding lets a woken party become ready at all on a machine with
+    /// more running threads than cores (see `tutti bench csp fair`).
     fn select_blocking_in(&mut self, mode: Mode) -> Selected<'_, 'a> {
-        if mode == Mode::Fair && crate::runtime::worker_index().is_none() {
-            if let Some(index) = self.grace_round() {
-                return Selected::new(self, index);
-            }
-        } else if mode != Mode::Pri
+        if mode != Mode::Pri
             && self.repeated
             && self.guards.len() > 1
             && crate::runtime::worker_index().is_none()
         {
-            // A randomly started selection has no grace round: it gives up its time
-            // slice after a repeat, so that a woken party may become ready.
             std::thread::yield_now();
         }
         if let Ok(index) = super::blocking::retry((), |()| self.try_round(mode).ok_or(())) {
             return Selected::new(self, index);
         }
         super::blocking::wait(std::pin::pin!(SelectFuture::new(self, mode)))
-    }
-
-    /// A fair blocking selection on a plain thread, before it may fire again the guard
-    /// `k` that fired last: if another guard is ready it fires (as the rotation would);
-    /// if none is but another is active, a round without `k` waits for them, parked, at
-    /// most [`FAIR_GRACE`]. `None` to go on with an ordinary round (no other guard is
-    /// active, or the wait ended in vain — then the others are marked inactive).
-    fn grace_round(&mut self) -> Option<usize> {
-        let k = self.last_fired;
-        if self.guards.get(k).is_none_or(|e| !e.enabled)
-            || !self
-                .guards
-                .iter()
-                .enumerate()
-                .any(|(i, e)| i != k && e.enabled && e.active)
-        {
-            return None;
-        }
-        self.abandon();
-        self.guards[k].enabled = false;
-        let fired = match self.try_round(Mode::Fair) {
-            Some(i) => Some(i),
-            None => self.wait_round_until(Instant::now() + FAIR_GRACE),
-        };
-        self.guards[k].enabled = true;
-        if fired.is_none() {
-            for e in &mut self.guards {
-                e.active = false;
-            }
-        }
-        fired
-    }
-
-    /// A registered fair round, parked (no spinning: the point is to give the core
-    /// away) until a guard fires or `deadline` passes; `None` on the deadline, with the
-    /// round withdrawn (a guard decided at that very moment still fires).
-    fn wait_round_until(&mut self, deadline: Instant) -> Option<usize> {
-        struct Round<'s, 'a>(&'s mut Alt<'a>);
-        impl std::future::Future for Round<'_, '_> {
-            type Output = usize;
-            fn poll(self: std::pin::Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<usize> {
-                self.get_mut().0.poll_round(Mode::Fair, cx)
-            }
-        }
-        if let Ok(k) = crate::runtime::block_on(crate::runtime::timeout_at(deadline, Round(self))) {
-            return Some(k);
-        }
-        if !self.in_round {
-            return None;
-        }
-        match self.selector.get().abort() {
-            Ok(()) => {
-                self.disable_all(None);
-                self.in_round = false;
-                None
-            }
-            Err(k) => Some(self.finish(k, Mode::Fair)),
-        }
     }
 
     // ---- the round (see the commit protocol) -------------------------------------------
@@ -1092,9 +1012,6 @@ impl<'a> Alt<'a> {
         }
         self.repeated = k == self.last_fired;
         self.last_fired = k;
-        // Only a channel's party can be a thread waiting for a core; a timeout or
-        // SKIP guard is never waited for.
-        self.guards[k].active = matches!(self.guards[k].kind, Kind::Event(_));
         k
     }
 
