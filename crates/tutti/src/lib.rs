@@ -69,6 +69,7 @@ pub mod diag;
 pub mod graph;
 pub(crate) mod loom;
 pub mod msg;
+pub mod par;
 pub mod remote;
 pub mod rmi;
 pub mod rpc;
@@ -77,6 +78,12 @@ pub mod sync;
 #[cfg(test)]
 pub(crate) mod test_util;
 pub mod world;
+
+/// The traits of the parallel iterators and parallel sorts ([`par`]):
+/// `use tutti::prelude::*` makes `par_iter()`, `into_par_iter()`, `par_sort()`, … available.
+pub mod prelude {
+    pub use crate::par::prelude::*;
+}
 
 pub use rmi::spmd;
 pub use runtime::{

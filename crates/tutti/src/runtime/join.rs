@@ -54,6 +54,33 @@ where
     }
 }
 
+/// `join` for splitting work adaptively (the parallel iterators): each closure is told
+/// whether it runs on a worker other than the one that called `join_context` — `b` was
+/// stolen — which is the sign that other workers are idle and the work should be cut
+/// finer. `a` always runs on the calling worker (`false`). Off the workers the whole
+/// `join` first moves onto the current runtime, as [`join`] does.
+#[inline]
+pub(crate) fn join_context<A, B, RA, RB>(a: A, b: B) -> (RA, RB)
+where
+    A: FnOnce(bool) -> RA + Send,
+    B: FnOnce(bool) -> RB + Send,
+    RA: Send,
+    RB: Send,
+{
+    let on = |w: &WorkerThread| {
+        let owner = w.index();
+        join_on(
+            w,
+            || a(false),
+            move || b(WorkerThread::current().is_none_or(|w| w.index() != owner)),
+        )
+    };
+    match WorkerThread::current() {
+        Some(w) => on(w),
+        None => with_current_registry(|r| r.in_worker(|w, _| on(w))),
+    }
+}
+
 /// `join` on a known worker.
 #[inline]
 pub(crate) fn join_on<A, B, RA, RB>(worker: &WorkerThread, a: A, b: B) -> (RA, RB)

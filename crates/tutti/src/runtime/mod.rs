@@ -51,6 +51,7 @@ pub use builder::{BuildError, Builder, IdleStrategy};
 pub use join::join;
 #[allow(unused_imports)] // the deadline facility for `csp::Alt` timeouts
 pub(crate) use owned::{CellOwner, TaskCell};
+pub(crate) use join::join_context;
 pub use par_for::{par_chunks_mut, par_for};
 pub use scope::{scope, Scope};
 pub use sequential::SequentialGroup;
@@ -323,6 +324,21 @@ pub(crate) fn work_waiting() -> bool {
 pub(crate) fn share_woken() {
     if let Some(w) = WorkerThread::current() {
         w.share_run_next();
+    }
+}
+
+/// Runs `op` on a worker of the current runtime and returns its result: at once on a
+/// worker, else moved onto the runtime while the calling thread blocks (as the free
+/// [`join`] does). For operations that split work among the workers from the start.
+#[inline]
+pub(crate) fn in_worker<OP, R>(op: OP) -> R
+where
+    OP: FnOnce() -> R + Send,
+    R: Send,
+{
+    match WorkerThread::current() {
+        Some(_) => op(),
+        None => registry::with_current_registry(|r| r.in_worker(|_, _| op())),
     }
 }
 
