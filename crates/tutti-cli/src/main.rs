@@ -101,6 +101,8 @@ struct BenchArgs {
 enum BenchCommand {
     /// Fork-join overhead: fib and a tree sum with tutti::join vs rayon::join vs chili vs recursion.
     Fib(bench::fib::FibArgs),
+    /// Parallel iterators and the parallel sort: tutti vs rayon, the same pipelines.
+    ParIter(bench::par_iter::ParIterArgs),
     /// Async tasks: spawn+await and ping-pong, tutti vs tokio.
     Spawn(bench::spawn::SpawnArgs),
     /// CPU use of an idle runtime: tutti vs tokio vs rayon.
@@ -229,6 +231,7 @@ fn main() {
             plot_to = b.plot.clone();
             match &b.command {
                 BenchCommand::Fib(a) => (a.json, bench::fib::run(a)),
+                BenchCommand::ParIter(a) => (a.json, bench::par_iter::run(a)),
                 BenchCommand::Spawn(a) => (a.json, bench::spawn::run(a)),
                 BenchCommand::Idle(a) => (a.json, bench::idle::run(a)),
                 BenchCommand::Csp(a) => (a.json, bench::csp::run(a)),
@@ -395,6 +398,8 @@ mod tests {
             &["tutti", "bench", "actor", "pingpong"],
             &["tutti", "bench", "actor", "tell", "--actors", "0"],
             &["tutti", "bench", "actor", "all", "--peers", "akka"],
+            &["tutti", "bench", "par-iter", "--cases", "sum"],
+            &["tutti", "bench", "par-iter", "--large", "0"],
         ] {
             assert!(parse(args).is_err(), "{args:?} was accepted");
         }
@@ -491,6 +496,15 @@ mod tests {
                 "wait",
             ],
             &["tutti", "db", "--clients", "1..16", "--peers", "uds"],
+            &[
+                "tutti",
+                "bench",
+                "par-iter",
+                "--cases",
+                "sum-squares,sort",
+                "--workers",
+                "1..2",
+            ],
             &[
                 "tutti", "bench", "actor", "memory", "--idle", "10", "--peers", "kameo",
             ],

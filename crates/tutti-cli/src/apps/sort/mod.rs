@@ -5,10 +5,11 @@
 //! The input is generated once (untimed); every run sorts a fresh copy of
 //! it and checks that the output is sorted and a permutation of the input.
 //!
-//! The sample sort is out of place: it needs a scratch copy of the keys and
-//! a bucket id per key. `tutti` keeps that workspace in a [`SampleSorter`]
-//! across runs (it is allocated during the warm-up), as a program sorting
-//! repeatedly would; `tutti_fresh` allocates it in every call, so its time
+//! The sample sort is the library's (`tutti::par`): it is out of place and
+//! needs a scratch copy of the keys and a bucket id per key. `tutti` keeps
+//! that workspace in a `tutti::par::Sorter` across runs (it is allocated
+//! during the warm-up), as a program sorting repeatedly would; `tutti_fresh`
+//! is `par_sort_unstable`, which allocates it in every call, so its time
 //! includes faulting in about 9 bytes of fresh memory per key.
 //! tutti runs on a `tutti::Runtime` and rayon on a `rayon::ThreadPool`, both
 //! with `--workers` threads; each is built before and dropped after its own
@@ -20,7 +21,6 @@
 //! run, since the others are single-process).
 
 pub mod data;
-pub mod sample_sort;
 pub mod spmd;
 
 use std::sync::Arc;
@@ -32,7 +32,6 @@ use rayon::slice::ParallelSliceMut;
 use crate::measure::{check_memory, repeat, timed, Measurement, Progress, Run, RunOpts};
 use crate::report::{Report, Stats};
 use data::{Dist, Fingerprint};
-use sample_sort::{sample_sort, Config, SampleSorter};
 
 /// Arguments of `tutti sort`.
 #[derive(Args, Debug)]
@@ -158,22 +157,24 @@ pub fn run(args: &SortArgs) -> Result<Report, String> {
             .workers(w)
             .build()
             .map_err(|e| format!("cannot build a tutti runtime with {w} workers: {e}"))?;
-        let mut cfg = Config::for_workers(w);
-        if let Some(b) = args.buckets {
-            cfg.buckets = b as usize;
-        }
-        report.param("buckets", cfg.buckets);
+        let make_sorter = || match args.buckets {
+            Some(b) => tutti::par::Sorter::new().key_ranges(b as usize),
+            None => tutti::par::Sorter::new(),
+        };
+        report.param("buckets", make_sorter().ranges());
         if chosen(Impl::Tasks) {
             report.param("tutti_workspace", "reused across runs");
         }
         if chosen(Impl::Tasks) {
             progress.stage("tutti sample sort");
-            let mut sorter = SampleSorter::new(cfg.clone());
-            tutti_m = Some(measure(&mut |v| rt.install(|| sorter.sort(v))));
+            let mut sorter = make_sorter();
+            tutti_m = Some(measure(&mut |v| rt.install(|| sorter.sort_unstable(v))));
         }
         if chosen(Impl::TasksFresh) {
             progress.stage("tutti sample sort, fresh workspace");
-            fresh_m = Some(measure(&mut |v| rt.install(|| sample_sort(v, &cfg))));
+            fresh_m = Some(measure(&mut |v| {
+                rt.install(|| make_sorter().sort_unstable(v))
+            }));
         }
     }
     let mut rayon_m = None;
