@@ -9,6 +9,11 @@
 //!   until that happens.
 //! * a **bounded** channel (capacity ≥ 1) holds up to `capacity` values; a sender waits
 //!   only when it is full.
+//! * an **unbounded** channel (capacity `usize::MAX`) never makes a sender wait. Its
+//!   buffer is allocated on the first value and grows as needed; once a burst has grown
+//!   it past [`KEEP`] slots, it halves whenever it drains below a quarter full, so memory
+//!   taken by a burst is given back (each value is moved at most once per halving, so
+//!   this costs O(1) per value over time).
 //!
 //! Both are one FIFO behind a pointer, so a channel pays one word for its buffer (a
 //! rendezvous channel of a process network — `tutti hello` has 5·10^6 of them — pays
@@ -21,6 +26,9 @@ use std::collections::VecDeque;
 /// Values allocated up front at most; larger buffers grow on demand.
 const PREALLOCATE: usize = if cfg!(loom) { 2 } else { 4096 };
 
+/// Slots an unbounded buffer keeps however far it drains.
+const KEEP: usize = if cfg!(loom) { 2 } else { 4096 };
+
 /// The buffered values of one channel; see the module docs. The box is the point: a
 /// `VecDeque` inline would cost every rendezvous channel three more words.
 #[allow(clippy::box_collection)]
@@ -29,7 +37,7 @@ pub(crate) struct Buffer<T>(Option<Box<VecDeque<T>>>);
 impl<T> Buffer<T> {
     /// The buffer of a channel of `capacity` (0: a rendezvous, allocated on demand).
     pub(crate) fn new(capacity: usize) -> Self {
-        if capacity == 0 {
+        if capacity == 0 || capacity == super::channel::UNBOUNDED {
             Buffer(None)
         } else {
             Buffer(Some(Box::new(VecDeque::with_capacity(
@@ -73,6 +81,21 @@ impl<T> Buffer<T> {
         self.0.as_mut()?.pop_front()
     }
 
+    /// An unbounded buffer's memory follows its length down (module docs).
+    #[inline]
+    pub(crate) fn trim(&mut self) {
+        if let Some(v) = &mut self.0 {
+            if v.capacity() > KEEP && v.len() < v.capacity() / 4 {
+                Self::halve(v);
+            }
+        }
+    }
+
+    #[cold]
+    fn halve(v: &mut VecDeque<T>) {
+        v.shrink_to((v.capacity() / 2).max(KEEP));
+    }
+
     /// Empties the buffer (poison, or every receiver gone); the caller drops the values
     /// after unlocking.
     pub(crate) fn take_all(&mut self) -> VecDeque<T> {
@@ -84,5 +107,30 @@ impl<T> Buffer<T> {
 
     fn values(&mut self) -> &mut VecDeque<T> {
         self.0.get_or_insert_with(Box::default)
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::{Buffer, KEEP};
+    use crate::csp::channel::UNBOUNDED;
+
+    #[test]
+    fn an_unbounded_buffer_gives_a_burst_back_as_it_drains() {
+        let mut b: Buffer<u64> = Buffer::new(UNBOUNDED);
+        assert!(b.0.is_none(), "allocated on the first value only");
+        for i in 0..100_000 {
+            assert!(b.has_room(UNBOUNDED));
+            b.push(i);
+        }
+        let grown = b.0.as_ref().unwrap().capacity();
+        assert!(grown >= 100_000);
+        for i in 0..100_000 {
+            assert_eq!(b.pop(), Some(i));
+            b.trim();
+            let v = b.0.as_ref().unwrap();
+            assert!(v.capacity() <= (4 * v.len()).max(2 * KEEP).max(grown / 2 + 1));
+        }
+        assert!(b.0.as_ref().unwrap().capacity() <= 2 * KEEP);
     }
 }

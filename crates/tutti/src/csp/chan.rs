@@ -301,6 +301,10 @@ impl<T> State<'_, T> {
             return Take::Poisoned;
         }
         if let Some(value) = self.inner.buffer.pop() {
+            if self.chan.capacity == super::channel::UNBOUNDED {
+                self.inner.buffer.trim();
+                return Take::Value(value, None); // no sender ever waits
+            }
             let waker = if self.inner.buffer.has_room(self.chan.capacity) {
                 self.refill()
             } else {
@@ -924,7 +928,10 @@ impl<T> fmt::Debug for Chan<T> {
         let flags = st.flags();
         f.debug_struct("Chan")
             .field("name", &self.home.name())
-            .field("capacity", &self.capacity)
+            .field(
+                "capacity",
+                &(self.capacity != super::channel::UNBOUNDED).then_some(self.capacity),
+            )
             .field("buffered", &st.inner.buffer.len())
             .field("waiting_senders", &st.inner.senders.len())
             .field("waiting_receivers", &st.inner.receivers.len())

@@ -1,4 +1,4 @@
-//! Making channels: [`channel`] (rendezvous) and [`buffered`].
+//! Making channels: [`channel`] (rendezvous), [`buffered`] and [`unbounded`].
 
 use std::borrow::Cow;
 
@@ -67,6 +67,45 @@ pub fn channel_named<T>(name: impl Into<Cow<'static, str>>) -> (Tx<T>, Rx<T>) {
 /// ```
 pub fn buffered_named<T>(capacity: usize, name: impl Into<Cow<'static, str>>) -> (Tx<T>, Rx<T>) {
     make(capacity, Some(name.into()))
+}
+
+/// The capacity of an unbounded channel: its buffer never runs out of room.
+pub(crate) const UNBOUNDED: usize = usize::MAX;
+
+/// An unbounded channel: a send completes at once, buffering the value when no receiver
+/// is waiting; receivers wait while it is empty. What `std::sync::mpsc::channel`,
+/// `crossbeam_channel::unbounded` and `tokio::sync::mpsc::unbounded_channel` make,
+/// except that both ends clone (any-to-any).
+///
+/// Nothing slows a sender that outpaces its receivers: the buffer grows (and gives the
+/// memory back as it drains). Where that is a risk, a [`buffered`] channel makes
+/// senders wait instead. [`capacity`](Tx::capacity) reports `usize::MAX`, and
+/// `buffered(usize::MAX)` is the same channel.
+///
+/// ```
+/// use tutti::csp::unbounded;
+///
+/// let (tx, rx) = unbounded::<u32>();
+/// for i in 0..1000 {
+///     tx.send_blocking(i).unwrap(); // never waits
+/// }
+/// assert_eq!(rx.len(), 1000);
+/// drop(tx);
+/// assert_eq!(rx.iter().sum::<u32>(), 999 * 1000 / 2);
+/// ```
+pub fn unbounded<T>() -> (Tx<T>, Rx<T>) {
+    make(UNBOUNDED, None)
+}
+
+/// An unbounded channel with a name, used in deadlock reports and `Debug` output.
+///
+/// ```
+/// let (tx, rx) = tutti::csp::unbounded_named::<u8>("events");
+/// tx.try_send(1).unwrap();
+/// assert!(format!("{rx:?}").contains("events"));
+/// ```
+pub fn unbounded_named<T>(name: impl Into<Cow<'static, str>>) -> (Tx<T>, Rx<T>) {
+    make(UNBOUNDED, Some(name.into()))
 }
 
 fn make<T>(capacity: usize, name: Option<Cow<'static, str>>) -> (Tx<T>, Rx<T>) {

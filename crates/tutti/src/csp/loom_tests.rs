@@ -365,3 +365,69 @@ fn send_guard_races_close() {
         }
     });
 }
+
+/// Unbounded: two senders that never wait and a receiver that waits while the channel is
+/// empty; every value arrives once, each sender's in order, and the buffer's growing and
+/// giving memory back (two slots kept under loom) happen under the same lock.
+#[test]
+fn unbounded_two_senders_one_receiver() {
+    bounded(|| {
+        let (tx, rx) = unbounded::<u32>();
+        let tx2 = tx.clone();
+        let a = thread::spawn(move || {
+            block_on(tx.send(1)).unwrap();
+            block_on(tx.send(2)).unwrap();
+        });
+        let b = thread::spawn(move || block_on(tx2.send(10)).unwrap());
+        let got: Vec<u32> = (0..3).map(|_| block_on(rx.recv()).unwrap()).collect();
+        let ones: Vec<u32> = got.iter().copied().filter(|&v| v < 10).collect();
+        assert_eq!(ones, [1, 2], "{got:?}");
+        assert!(got.contains(&10), "{got:?}");
+        a.join().unwrap();
+        b.join().unwrap();
+        assert_eq!(rx.try_recv(), Err(TryRecvError::Closed));
+    });
+}
+
+/// Unbounded: a close races a send and a waiting receive. The receiver gets what was
+/// sent before the close, then `Closed`; a send after the close gets its value back; no
+/// value is lost or received twice.
+#[test]
+fn unbounded_close_races_send_and_receive() {
+    loom::model(|| {
+        let (tx, rx) = unbounded::<u32>();
+        let closer = tx.clone();
+        let sender = thread::spawn(move || block_on(tx.send(1)));
+        let receiver = thread::spawn(move || {
+            let mut got = Vec::new();
+            while let Ok(v) = block_on(rx.recv()) {
+                got.push(v);
+            }
+            got
+        });
+        closer.close();
+        let sent = sender.join().unwrap();
+        let got = receiver.join().unwrap();
+        match sent {
+            Ok(()) => assert_eq!(got, [1]),
+            Err(SendError::Closed(1)) => assert!(got.is_empty()),
+            Err(e) => panic!("{e:?}"),
+        }
+    });
+}
+
+/// Unbounded in an `Alt`: a selection waiting on an empty unbounded channel (and a
+/// rendezvous nobody uses) is committed by a plain send, with its value.
+#[test]
+fn unbounded_send_commits_a_waiting_alt() {
+    loom::model(|| {
+        let (tx, rx) = unbounded::<u32>();
+        let (_quiet_tx, quiet) = channel::<u32>();
+        let sender = thread::spawn(move || block_on(tx.send(5)).unwrap());
+        let mut alt = Alt::new().recv(&quiet).recv(&rx);
+        let sel = block_on(alt.select());
+        assert_eq!(sel.index(), 1);
+        assert_eq!(sel.recv(&rx), Ok(5));
+        sender.join().unwrap();
+    });
+}

@@ -5,7 +5,8 @@
 //! (or the [`select!`](crate::select) macro).
 //!
 //! * [`channel`] — synchronous (rendezvous): a send completes only when a receiver has
-//!   taken the value. [`buffered`] — up to `n` values in flight.
+//!   taken the value. [`buffered`] — up to `n` values in flight. [`unbounded`] — a send
+//!   never waits.
 //! * [`Tx`] / [`Rx`] — typed ends. Both clone (occam `SHARED`): any-to-one, one-to-any
 //!   and any-to-any channels. Each value goes to exactly one receiver; waiting senders and
 //!   waiting receivers are each served first come, first served.
@@ -33,6 +34,29 @@
 //! * Cancellation safety: dropping a send or receive future, or an `Alt` selection,
 //!   never loses or duplicates a value (proof in `chan.rs`; the ALT commit protocol in
 //!   the [`alt`](Alt) module docs).
+//!
+//! # Coming from std, crossbeam or tokio
+//!
+//! **`channel()` here is a rendezvous**: a send waits until a receiver has taken the
+//! value (occam's and Go's unbuffered channel, `sync_channel(0)` in std), where
+//! `std::sync::mpsc::channel()` never waits. The channel that never makes a sender wait
+//! is [`unbounded`].
+//!
+//! | you know | in `tutti::csp` |
+//! |---|---|
+//! | `std::sync::mpsc::channel()`, `crossbeam_channel::unbounded()`, `tokio::sync::mpsc::unbounded_channel()` | [`unbounded()`](unbounded) |
+//! | `std::sync::mpsc::sync_channel(0)`, `crossbeam_channel::bounded(0)` | [`channel()`](channel) |
+//! | `sync_channel(n)`, `crossbeam_channel::bounded(n)`, `tokio::sync::mpsc::channel(n)` | [`buffered(n)`](buffered) |
+//! | `Sender`, `Receiver` (crossbeam: both clone; std, tokio: only the sender) | [`Tx`], [`Rx`] — both clone |
+//! | `send` on a thread (std, crossbeam) / `send(..).await` (tokio) | [`Tx::send_blocking`] / [`Tx::send`]`.await` |
+//! | `recv` on a thread / `recv().await` | [`Rx::recv_blocking`] / [`Rx::recv`]`.await` |
+//! | `try_send`, `try_recv`, `send_timeout`, `recv_timeout`, `recv_deadline` | the same names |
+//! | `iter`, `try_iter`, `for v in &rx` | the same |
+//! | `len`, `is_empty`, `is_full`, `capacity` | the same (`capacity()` is `usize::MAX` for an unbounded channel) |
+//! | every sender dropped: "disconnected" (`RecvError`, `None` in tokio) | every `Tx` dropped or [`Tx::close`]: the receivers drain the buffer, then get `Closed` |
+//! | every receiver dropped: `SendError(v)` | `Closed(v)` (also from a closed channel); [`poison`](Tx::poison) ends a network |
+//! | `crossbeam_channel::select!`, `Select`; `tokio::select!` | [`select!`](crate::select), [`select_blocking!`](crate::select_blocking), [`Alt`] |
+//! | `crossbeam_channel::after`, `tick`, `never` | [`after`], [`tick`], [`never`] (and [`at`]) |
 //!
 //! Waiting costs no thread: a task that waits gives its worker back, and the runtime runs
 //! the task it wakes next on the same core, so a ping-pong between two processes stays on
@@ -94,7 +118,7 @@ use std::sync::Arc;
 
 pub use alt::{Alt, SelectFuture, Selected};
 pub use barrier::{Arrival, Barrier, Enrollment, SyncFuture};
-pub use channel::{buffered, buffered_named, channel, channel_named};
+pub use channel::{buffered, buffered_named, channel, channel_named, unbounded, unbounded_named};
 pub use deadlock::{deadlock_detection, run, set_deadlock_detection, BlockedProcess, Deadlock};
 pub use error::{
     RecvError, RecvTimeoutError, SendError, SendTimeoutError, TryRecvError, TrySendError,

@@ -277,10 +277,12 @@ impl<T> Rx<T> {
         self.len() == 0
     }
 
-    /// The channel's capacity: 0 for a rendezvous channel.
+    /// The channel's capacity: 0 for a rendezvous channel, `usize::MAX` for an unbounded
+    /// one.
     ///
     /// ```
     /// assert_eq!(tutti::csp::buffered::<u8>(3).1.capacity(), 3);
+    /// assert_eq!(tutti::csp::unbounded::<u8>().1.capacity(), usize::MAX);
     /// ```
     pub fn capacity(&self) -> usize {
         self.chan().capacity()

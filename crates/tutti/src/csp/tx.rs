@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use super::blocking::{self, Settle};
 use super::chan::{wake, Chan, Offer};
+use super::channel::UNBOUNDED;
 use super::deadlock::{self, Wait};
 use super::error::{SendError, SendTimeoutError, TrySendError};
 use super::waiter::{Phase, PlainWaiter};
@@ -294,7 +295,7 @@ impl<T> Tx<T> {
     }
 
     /// Whether the buffer is full right now, so that a send would wait (unless a receiver
-    /// is waiting). A rendezvous channel is always full.
+    /// is waiting). A rendezvous channel is always full, an unbounded one never.
     ///
     /// ```
     /// let (tx, _rx) = tutti::csp::buffered::<u8>(1);
@@ -307,11 +308,13 @@ impl<T> Tx<T> {
         self.len() >= self.capacity()
     }
 
-    /// The channel's capacity: 0 for a rendezvous channel.
+    /// The channel's capacity: 0 for a rendezvous channel, `usize::MAX` for an unbounded
+    /// one.
     ///
     /// ```
     /// assert_eq!(tutti::csp::channel::<u8>().0.capacity(), 0);
     /// assert_eq!(tutti::csp::buffered::<u8>(8).0.capacity(), 8);
+    /// assert_eq!(tutti::csp::unbounded::<u8>().0.capacity(), usize::MAX);
     /// ```
     pub fn capacity(&self) -> usize {
         self.chan().capacity()
@@ -419,6 +422,13 @@ impl<T> SendFuture<'_, T> {
     }
 
     fn start(&self, cx: &mut Context<'_>) -> Poll<Result<(), SendError<T>>> {
+        // A send on an unbounded channel never waits, so a task sending in a loop would
+        // keep its worker: it yields once per budget (`runtime::budget_spent`), before
+        // its value is offered (the value stays in the future meanwhile).
+        if self.chan.capacity() == UNBOUNDED && crate::runtime::budget_spent() {
+            cx.waker().wake_by_ref();
+            return Poll::Pending;
+        }
         // SAFETY: phase `Start`: not queued, the slot is ours.
         let value = unsafe { self.waiter.take_slot() }
             .expect("tutti: SendFuture lost its value before sending");

@@ -49,9 +49,9 @@ pub use block_on::block_on;
 pub(crate) use builder::available_cores;
 pub use builder::{BuildError, Builder, IdleStrategy};
 pub use join::join;
+pub(crate) use join::join_context;
 #[allow(unused_imports)] // the deadline facility for `csp::Alt` timeouts
 pub(crate) use owned::{CellOwner, TaskCell};
-pub(crate) use join::join_context;
 pub use par_for::{par_chunks_mut, par_for};
 pub use scope::{scope, Scope};
 pub use sequential::SequentialGroup;
@@ -340,6 +340,15 @@ where
         Some(_) => op(),
         None => registry::with_current_registry(|r| r.in_worker(|_, _| op())),
     }
+}
+
+/// Called by an operation that would complete at once inside an async task: true when
+/// the task has done its budget of such operations in this poll and should yield (wake
+/// itself and return `Pending`) before doing this one. Always false off the workers and
+/// outside tasks.
+#[inline]
+pub(crate) fn budget_spent() -> bool {
+    WorkerThread::current().is_some_and(|w| w.spend_budget())
 }
 
 /// Number of workers of the current runtime.

@@ -45,6 +45,12 @@ use super::lazy::{LazyJobs, LazyNode};
 use super::registry::{IdlePollers, Registry};
 use std::sync::Arc;
 
+/// Operations that complete at once (sends on unbounded channels) one poll of a task may
+/// do before it yields: a task that never has to wait would otherwise keep its worker
+/// for as long as it runs, and the tasks queued behind it (the receiver draining its
+/// channel, say) would wait for all of it.
+pub(crate) const TASK_BUDGET: u32 = 128;
+
 /// Consecutive `run_next` turns before the slot yields to the FIFO.
 pub(crate) const RUN_NEXT_BOUND: u32 = 32;
 /// Every this many `find_work` calls the injector is checked first.
@@ -72,6 +78,9 @@ pub(crate) struct WorkerThread {
     tick: Cell<u32>,
     /// How many task polls are on this thread's stack right now.
     task_depth: Cell<u32>,
+    /// Operations that completed at once the task being polled may still do before it
+    /// gives the worker back ([`WorkerThread::spend_budget`]).
+    budget: Cell<u32>,
     /// Idle pollers: polls by this worker that moved nothing since traffic was
     /// last seen, and the pollers' move count when it was.
     quiet_polls: Cell<u32>,
@@ -114,6 +123,7 @@ impl WorkerThread {
             run_next_streak: Cell::new(0),
             tick: Cell::new(0),
             task_depth: Cell::new(0),
+            budget: Cell::new(TASK_BUDGET),
             quiet_polls: Cell::new(u32::MAX / 2),
             seen_moves: Cell::new(0),
             spin_budget: Cell::new(IdlePollers::SPIN_POLLS),
@@ -161,9 +171,30 @@ impl WorkerThread {
     /// A task's poll starts; returns whether another task's poll is on the stack below.
     #[inline]
     pub(crate) fn enter_task(&self) -> bool {
+        self.budget.set(TASK_BUDGET);
         let depth = self.task_depth.get();
         self.task_depth.set(depth + 1);
         depth > 0
+    }
+
+    /// The task being polled is about to do an operation that would complete at once
+    /// (a send on an unbounded channel); returns true when it has done
+    /// [`TASK_BUDGET`] of them in this poll and should give the worker back first.
+    #[inline]
+    pub(crate) fn spend_budget(&self) -> bool {
+        if !self.in_task() {
+            return false;
+        }
+        match self.budget.get() {
+            0 => {
+                self.budget.set(TASK_BUDGET);
+                true
+            }
+            left => {
+                self.budget.set(left - 1);
+                false
+            }
+        }
     }
 
     #[inline]

@@ -10,6 +10,7 @@
 //! | `fair` | a thread fair-selecting over 2 and 4 rendezvous channels, each fed by its own thread: the split and the longest wait of a sender | crossbeam `Select`, the same threads |
 //! | `select` | `select!` evaluated in a loop: over 3 ready channels (cost, and the split among the arms), and a send arm streaming over a rendezvous channel | crossbeam `select!`, on one thread / between two |
 //! | `live` | 10^7 processes blocked in `recv` at once, then released: resident bytes per process, spawn rate | — (KRoC, occam-π's runtime, reports about 56 bytes per process) |
+//! | `unbounded` | 1 and 4 producers into one unbounded channel, one consumer: processes, and threads | crossbeam-channel `unbounded` and std `mpsc::channel` between threads |
 //!
 //! Every figure is the median of `--runs` runs after `--warmup` unrecorded
 //! ones; ratios are tutti ÷ peer for times (below 1: tutti is faster). tutti
@@ -26,6 +27,7 @@ mod hello;
 mod live;
 pub(crate) mod pingpong;
 mod select;
+mod unbounded;
 
 use std::path::PathBuf;
 
@@ -54,6 +56,8 @@ pub enum Which {
     Select,
     /// 10^7 processes blocked at once: resident bytes per process and spawn rate.
     Live,
+    /// Unbounded channel throughput, 1 and 4 producers, vs crossbeam-channel and std mpsc.
+    Unbounded,
     /// Every one of the above.
     All,
 }
@@ -116,6 +120,12 @@ pub struct CspArgs {
     /// Live: processes receiving on one channel (1: a channel of its own for each).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=4_294_967_295))]
     live_per_channel: u64,
+    /// Unbounded: messages in all (shared out among the producers).
+    #[arg(long, default_value_t = 4_000_000, value_parser = clap::value_parser!(u64).range(1..=10_000_000_000))]
+    unbounded_messages: u64,
+    /// Unbounded: producer counts to measure, comma-separated.
+    #[arg(long, value_delimiter = ',', default_values_t = [1, 4], value_parser = clap::value_parser!(u64).range(1..=256))]
+    producers: Vec<u64>,
     /// Seed of the random channel choices of the Alt benchmark.
     #[arg(long, default_value_t = 7)]
     seed: u64,
@@ -231,6 +241,9 @@ pub fn run(args: &CspArgs) -> Result<Report, String> {
     }
     if all || args.which == Which::Select {
         select::run(&ctx, &mut report)?;
+    }
+    if all || args.which == Which::Unbounded {
+        unbounded::run(&ctx, &mut report)?;
     }
     if all || args.which == Which::Hello {
         hello::run(&ctx, &mut report)?;

@@ -13,7 +13,7 @@ use super::network::Network;
 /// What kind of object a [`Home`] belongs to (for reports).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Object {
-    /// A channel of this capacity (0: rendezvous).
+    /// A channel of this capacity (0: rendezvous, `usize::MAX`: unbounded).
     Channel(usize),
     /// A barrier.
     Barrier,

@@ -308,6 +308,7 @@ fn describe(members: &[&Member]) -> Deadlock {
         };
         let what = match h.object {
             Object::Channel(0) => "channel",
+            Object::Channel(crate::csp::channel::UNBOUNDED) => "unbounded channel",
             Object::Channel(_) => "buffered channel",
             Object::Barrier => "barrier",
             Object::Timer => "timer channel",
