@@ -275,7 +275,7 @@ fn measure_pair(
 pub fn run(args: &ParIterArgs) -> Result<Report, String> {
     let large = usize::try_from(args.large).map_err(|_| "--large is too large")?;
     let n = usize::try_from(args.n).map_err(|_| "--n is too large")?;
-    let plan = args.run.plan(5);
+    let plan = args.run.plan();
     let cases: Vec<Case> = if args.cases.is_empty() {
         Case::ALL.to_vec()
     } else {

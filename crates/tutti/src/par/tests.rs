@@ -2,9 +2,9 @@
 //! many shapes (proptest), on empty and one-element inputs, with panics, nested in the
 //! runtime's other forms of parallelism, and from plain threads and workers.
 
+use crate::loom::{AtomicUsize, Ordering::Relaxed};
 use std::cmp::Ordering;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::sync::{Arc, OnceLock};
 
 use proptest::prelude::*;
