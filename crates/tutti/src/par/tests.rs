@@ -299,7 +299,7 @@ fn full_width_ranges() {
     assert_eq!(s, (i64::MIN..i64::MIN + 1000).map(i128::from).sum());
     let too_long = catch_unwind(|| (0..=u64::MAX).into_par_iter());
     let message = too_long.unwrap_err();
-    assert!(crate::runtime::payload_text(&message).contains("more than usize::MAX"));
+    assert!(crate::runtime::payload_text(&*message).contains("more than usize::MAX"));
 }
 
 /// Counts the drops of its values, to catch leaks and double drops.
@@ -328,7 +328,7 @@ fn a_panic_propagates_and_owned_items_are_dropped_once() {
         }));
         let payload = r.err().expect("the panic reached the caller");
         assert_eq!(
-            crate::runtime::payload_text(&payload),
+            crate::runtime::payload_text(&*payload),
             format!("boom at {at}")
         );
         assert_eq!(drops.load(Relaxed), 1000, "every item dropped exactly once");
@@ -370,7 +370,8 @@ fn a_panicking_comparison_leaves_every_element_in_place_once() {
     let keys: Vec<u32> = (0..20_000u32)
         .map(|i| i.wrapping_mul(2_654_435_761) % 50_000)
         .collect();
-    // The number of comparisons a whole sort makes (the same in every run).
+    // About the number of comparisons a whole sort makes (it varies a little with how
+    // the work was shared out, so the last panic comes well before the end).
     let total = AtomicUsize::new(0);
     let mut dry = keys.clone();
     rt().install(|| {
@@ -381,7 +382,7 @@ fn a_panicking_comparison_leaves_every_element_in_place_once() {
     });
     let total = total.into_inner();
     // Early (choosing splitters, classifying) and late (sorting the buckets).
-    for at in [10, total / 2, total - 100] {
+    for at in [10, total / 2, total * 3 / 4] {
         let drops = Arc::new(AtomicUsize::new(0));
         let calls = AtomicUsize::new(0);
         let mut v: Vec<Counted> = keys.iter().map(|&k| Counted(drops.clone(), k)).collect();
@@ -547,7 +548,7 @@ fn chunks_of_size_zero_are_refused_clearly() {
     let v = [1, 2, 3];
     let r = catch_unwind(|| v.par_chunks(0).count());
     let text = r.unwrap_err();
-    assert!(crate::runtime::payload_text(&text).contains("chunks of size 0"));
+    assert!(crate::runtime::payload_text(&*text).contains("chunks of size 0"));
 }
 
 #[test]
