@@ -369,7 +369,7 @@ mod tests {
             &["tutti", "csp-demo", "client-server", "--clients", "0"],
             &["tutti", "csp-demo", "nbbarrier", "--processes", "0"],
             &["tutti", "bench", "csp"],
-            &["tutti", "bench", "csp", "select"],
+            &["tutti", "bench", "csp", "no-such-case"],
             &["tutti", "bench", "csp", "alt", "--alt-guards", "2,0"],
             &[
                 "tutti",
