@@ -27,9 +27,10 @@
 //! | layer | module | what it owns | key types |
 //! |---|---|---|---|
 //! | 0 | [`runtime`] | the workers, their deques and the idle path; `join`/`scope` for recursive work, `spawn` for independent tasks, `block_on`, timers, parallel loops, sequential groups | [`Runtime`], [`Builder`], [`JoinHandle`], [`Scope`], [`SequentialGroup`] |
+//! | 0 | [`par`] | parallel iterators (`par_iter`, `into_par_iter`, `map`/`filter`/`sum`/`collect`, …) and parallel sorts on `join`, split only as finely as idle workers ask | [`prelude`], [`par::ParallelIterator`], [`par::Sorter`] |
 //! | 0′ | [`diag`] | the wait-for graph every blocking operation reports into, deadlock verdicts and reports, dumps on demand or on a signal, the timeline trace | [`diag::Deadlock`], [`diag::DeadlockMode`], [`diag::trace`] |
 //! | 1 | [`sync`] | dataflow variables | [`DataflowVar`] |
-//! | 1 | [`csp`] | channels (rendezvous, buffered), shared ends, `Alt`/`select!`, barriers, `par`, poison, deadlock detection among processes | [`csp::Tx`], [`csp::Rx`], [`csp::Alt`], [`csp::Barrier`], [`csp::par`] |
+//! | 1 | [`csp`] | channels (rendezvous, buffered, unbounded), shared ends, `Alt`/`select!`, barriers, `par`, poison, deadlock detection among processes | [`csp::Tx`], [`csp::Rx`], [`csp::Alt`], [`csp::Barrier`], [`csp::par`] |
 //! | 2 | [`msg`] | the message core: message types, handlers, envelopes and replies, stable message ids, the codec for what crosses a process | [`msg::Message`], [`msg::Handler`], [`msg::Remote`], [`msg::Dispatch`] |
 //! | 2 | [`actor`] | mailbox actors: addresses, `tell`/`ask`, the registry, monitors and links, supervision, actor systems | [`actor::Actor`], [`actor::Addr`], [`actor::Context`], [`actor::Supervisor`] |
 //! | 3 | [`world`] | ranks × locations; transports (in-process, shared memory, MPI); aggregation, collectives, quiescence (fences) and the cross-rank stall check | [`world::World`], [`world::Location`], [`world::LocationId`], [`world::Delivery`] |

@@ -56,7 +56,7 @@
 //! | every sender dropped: "disconnected" (`RecvError`, `None` in tokio) | every `Tx` dropped or [`Tx::close`]: the receivers drain the buffer, then get `Closed` |
 //! | every receiver dropped: `SendError(v)` | `Closed(v)` (also from a closed channel); [`poison`](Tx::poison) ends a network |
 //! | `crossbeam_channel::select!`, `Select`; `tokio::select!` | [`select!`](crate::select), [`select_blocking!`](crate::select_blocking), [`Alt`] |
-//! | `crossbeam_channel::after`, `tick`, `never` | [`after`], [`tick`], [`never`] (and [`at`]) |
+//! | `crossbeam_channel::after`, `tick`, `never` | [`after`], [`tick`], [`never`](fn@never) (and [`at`]) |
 //!
 //! Waiting costs no thread: a task that waits gives its worker back, and the runtime runs
 //! the task it wakes next on the same core, so a ping-pong between two processes stays on
