@@ -296,11 +296,10 @@ pub trait ParallelIterator: Sized {
     /// Calls `f` on every item.
     ///
     /// ```
-    /// use std::sync::atomic::{AtomicU64, Ordering};
     /// use tutti::prelude::*;
-    /// let total = AtomicU64::new(0);
-    /// (1..=100u64).into_par_iter().for_each(|x| { total.fetch_add(x, Ordering::Relaxed); });
-    /// assert_eq!(total.into_inner(), 5050);
+    /// let mut v: Vec<u64> = (1..=100).collect();
+    /// v.par_iter_mut().for_each(|x| *x *= 2);
+    /// assert_eq!(v.iter().sum::<u64>(), 10_100);
     /// ```
     fn for_each<F>(mut self, f: F)
     where
