@@ -1,7 +1,7 @@
 //! `enumerate`: every item paired with its index, which a piece knows from where it was
 //! split off.
 
-use super::plumbing::Producer;
+use super::plumbing::{Adapted, Adaptor, Producer};
 use super::{IndexedParallelIterator, ParallelIterator};
 
 /// The iterator of [`IndexedParallelIterator::enumerate`].
@@ -20,15 +20,12 @@ impl<I> Enumerate<I> {
 impl<I: IndexedParallelIterator> ParallelIterator for Enumerate<I> {
     type Item = (usize, I::Item);
     type Producer<'p>
-        = EnumerateProducer<I::Producer<'p>>
+        = Adapted<I::Producer<'p>, EnumeratePiece>
     where
         Self: 'p;
 
     fn producer(&mut self) -> Self::Producer<'_> {
-        EnumerateProducer {
-            base: self.base.producer(),
-            offset: 0,
-        }
+        Adapted::new(self.base.producer(), EnumeratePiece { offset: 0 })
     }
 }
 
@@ -38,40 +35,26 @@ impl<I: IndexedParallelIterator> IndexedParallelIterator for Enumerate<I> {
     }
 }
 
-/// The producer of [`Enumerate`]: `offset` is the index of its first item.
-pub struct EnumerateProducer<P> {
-    base: P,
+/// What [`Enumerate`] does to a piece: numbers its items from `offset`, the index of
+/// its first item.
+#[derive(Clone, Copy)]
+pub struct EnumeratePiece {
     offset: usize,
 }
 
-impl<P: Producer> Producer for EnumerateProducer<P> {
+impl<P: Producer> Adaptor<P> for EnumeratePiece {
     type Item = (usize, P::Item);
     type IntoIter = std::iter::Zip<std::ops::RangeFrom<usize>, P::IntoIter>;
     const EXACT: bool = P::EXACT;
 
-    fn len(&self) -> usize {
-        self.base.len()
-    }
-
-    fn min_len(&self) -> usize {
-        self.base.min_len()
-    }
-
     fn split_at(self, index: usize) -> (Self, Self) {
-        let (l, r) = self.base.split_at(index);
-        (
-            EnumerateProducer {
-                base: l,
-                offset: self.offset,
-            },
-            EnumerateProducer {
-                base: r,
-                offset: self.offset + index,
-            },
-        )
+        let right = EnumeratePiece {
+            offset: self.offset + index,
+        };
+        (self, right)
     }
 
-    fn into_iter(self) -> Self::IntoIter {
-        (self.offset..).zip(self.base.into_iter())
+    fn adapt(self, items: P::IntoIter) -> Self::IntoIter {
+        (self.offset..).zip(items)
     }
 }

@@ -1,7 +1,7 @@
 //! `filter` and `filter_map`: fewer items than positions, so the result is not indexed
 //! (it still splits by the positions of its source).
 
-use super::plumbing::Producer;
+use super::plumbing::{Adapted, Adaptor, Producer};
 use super::ParallelIterator;
 
 /// The iterator of [`ParallelIterator::filter`].
@@ -25,25 +25,27 @@ where
 {
     type Item = I::Item;
     type Producer<'p>
-        = FilterProducer<'p, I::Producer<'p>, P>
+        = Adapted<I::Producer<'p>, FilterPiece<'p, P>>
     where
         Self: 'p;
 
     fn producer(&mut self) -> Self::Producer<'_> {
-        FilterProducer {
-            base: self.base.producer(),
-            predicate: &self.predicate,
-        }
+        Adapted::new(self.base.producer(), FilterPiece(&self.predicate))
     }
 }
 
-/// The producer of [`Filter`].
-pub struct FilterProducer<'p, B, P> {
-    base: B,
-    predicate: &'p P,
+/// What [`Filter`] does to a piece: keeps the items `predicate` accepts.
+pub struct FilterPiece<'p, P>(&'p P);
+
+impl<P> Clone for FilterPiece<'_, P> {
+    fn clone(&self) -> Self {
+        *self
+    }
 }
 
-impl<'p, B, P> Producer for FilterProducer<'p, B, P>
+impl<P> Copy for FilterPiece<'_, P> {}
+
+impl<'p, B, P> Adaptor<B> for FilterPiece<'p, P>
 where
     B: Producer,
     P: Fn(&B::Item) -> bool + Sync,
@@ -52,25 +54,8 @@ where
     type IntoIter = std::iter::Filter<B::IntoIter, &'p P>;
     const EXACT: bool = false;
 
-    fn len(&self) -> usize {
-        self.base.len()
-    }
-
-    fn min_len(&self) -> usize {
-        self.base.min_len()
-    }
-
-    fn split_at(self, index: usize) -> (Self, Self) {
-        let (l, r) = self.base.split_at(index);
-        let predicate = self.predicate;
-        (
-            FilterProducer { base: l, predicate },
-            FilterProducer { base: r, predicate },
-        )
-    }
-
-    fn into_iter(self) -> Self::IntoIter {
-        self.base.into_iter().filter(self.predicate)
+    fn adapt(self, items: B::IntoIter) -> Self::IntoIter {
+        items.filter(self.0)
     }
 }
 
@@ -96,25 +81,27 @@ where
 {
     type Item = R;
     type Producer<'p>
-        = FilterMapProducer<'p, I::Producer<'p>, F>
+        = Adapted<I::Producer<'p>, FilterMapPiece<'p, F>>
     where
         Self: 'p;
 
     fn producer(&mut self) -> Self::Producer<'_> {
-        FilterMapProducer {
-            base: self.base.producer(),
-            f: &self.f,
-        }
+        Adapted::new(self.base.producer(), FilterMapPiece(&self.f))
     }
 }
 
-/// The producer of [`FilterMap`].
-pub struct FilterMapProducer<'p, B, F> {
-    base: B,
-    f: &'p F,
+/// What [`FilterMap`] does to a piece: keeps the `Some` results of `f`.
+pub struct FilterMapPiece<'p, F>(&'p F);
+
+impl<F> Clone for FilterMapPiece<'_, F> {
+    fn clone(&self) -> Self {
+        *self
+    }
 }
 
-impl<'p, B, F, R> Producer for FilterMapProducer<'p, B, F>
+impl<F> Copy for FilterMapPiece<'_, F> {}
+
+impl<'p, B, F, R> Adaptor<B> for FilterMapPiece<'p, F>
 where
     B: Producer,
     F: Fn(B::Item) -> Option<R> + Sync,
@@ -123,23 +110,7 @@ where
     type IntoIter = std::iter::FilterMap<B::IntoIter, &'p F>;
     const EXACT: bool = false;
 
-    fn len(&self) -> usize {
-        self.base.len()
-    }
-
-    fn min_len(&self) -> usize {
-        self.base.min_len()
-    }
-
-    fn split_at(self, index: usize) -> (Self, Self) {
-        let (l, r) = self.base.split_at(index);
-        (
-            FilterMapProducer { base: l, f: self.f },
-            FilterMapProducer { base: r, f: self.f },
-        )
-    }
-
-    fn into_iter(self) -> Self::IntoIter {
-        self.base.into_iter().filter_map(self.f)
+    fn adapt(self, items: B::IntoIter) -> Self::IntoIter {
+        items.filter_map(self.0)
     }
 }

@@ -1,6 +1,6 @@
 //! `flat_map_iter`: every item becomes a sequential iterator whose items follow in order.
 
-use super::plumbing::Producer;
+use super::plumbing::{Adapted, Adaptor, Producer};
 use super::ParallelIterator;
 
 /// The iterator of [`ParallelIterator::flat_map_iter`].
@@ -26,25 +26,27 @@ where
 {
     type Item = U::Item;
     type Producer<'p>
-        = FlatMapProducer<'p, I::Producer<'p>, F>
+        = Adapted<I::Producer<'p>, FlatMapPiece<'p, F>>
     where
         Self: 'p;
 
     fn producer(&mut self) -> Self::Producer<'_> {
-        FlatMapProducer {
-            base: self.base.producer(),
-            f: &self.f,
-        }
+        Adapted::new(self.base.producer(), FlatMapPiece(&self.f))
     }
 }
 
-/// The producer of [`FlatMapIter`].
-pub struct FlatMapProducer<'p, B, F> {
-    base: B,
-    f: &'p F,
+/// What [`FlatMapIter`] does to a piece: the items of `f`'s iterators, one after another.
+pub struct FlatMapPiece<'p, F>(&'p F);
+
+impl<F> Clone for FlatMapPiece<'_, F> {
+    fn clone(&self) -> Self {
+        *self
+    }
 }
 
-impl<'p, B, F, U> Producer for FlatMapProducer<'p, B, F>
+impl<F> Copy for FlatMapPiece<'_, F> {}
+
+impl<'p, B, F, U> Adaptor<B> for FlatMapPiece<'p, F>
 where
     B: Producer,
     F: Fn(B::Item) -> U + Sync,
@@ -54,23 +56,7 @@ where
     type IntoIter = std::iter::FlatMap<B::IntoIter, U, &'p F>;
     const EXACT: bool = false;
 
-    fn len(&self) -> usize {
-        self.base.len()
-    }
-
-    fn min_len(&self) -> usize {
-        self.base.min_len()
-    }
-
-    fn split_at(self, index: usize) -> (Self, Self) {
-        let (l, r) = self.base.split_at(index);
-        (
-            FlatMapProducer { base: l, f: self.f },
-            FlatMapProducer { base: r, f: self.f },
-        )
-    }
-
-    fn into_iter(self) -> Self::IntoIter {
-        self.base.into_iter().flat_map(self.f)
+    fn adapt(self, items: B::IntoIter) -> Self::IntoIter {
+        items.flat_map(self.0)
     }
 }

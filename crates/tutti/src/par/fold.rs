@@ -1,7 +1,7 @@
 //! `fold`: each piece folds its items into one accumulator; the result iterates over the
 //! pieces' accumulators, in order.
 
-use super::plumbing::Producer;
+use super::plumbing::{Adapted, Adaptor, Producer};
 use super::ParallelIterator;
 
 /// The iterator of [`ParallelIterator::fold`].
@@ -32,27 +32,35 @@ where
 {
     type Item = T;
     type Producer<'p>
-        = FoldProducer<'p, I::Producer<'p>, ID, F>
+        = Adapted<I::Producer<'p>, FoldPiece<'p, ID, F>>
     where
         Self: 'p;
 
     fn producer(&mut self) -> Self::Producer<'_> {
-        FoldProducer {
-            base: self.base.producer(),
+        let piece = FoldPiece {
             identity: &self.identity,
             fold_op: &self.fold_op,
-        }
+        };
+        Adapted::new(self.base.producer(), piece)
     }
 }
 
-/// The producer of [`Fold`]: a piece yields one item, its accumulator.
-pub struct FoldProducer<'p, B, ID, F> {
-    base: B,
+/// What [`Fold`] does to a piece: folds its items into one accumulator, the piece's
+/// only item.
+pub struct FoldPiece<'p, ID, F> {
     identity: &'p ID,
     fold_op: &'p F,
 }
 
-impl<B, ID, F, T> Producer for FoldProducer<'_, B, ID, F>
+impl<ID, F> Clone for FoldPiece<'_, ID, F> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<ID, F> Copy for FoldPiece<'_, ID, F> {}
+
+impl<B, ID, F, T> Adaptor<B> for FoldPiece<'_, ID, F>
 where
     B: Producer,
     ID: Fn() -> T + Sync,
@@ -62,32 +70,7 @@ where
     type IntoIter = std::iter::Once<T>;
     const EXACT: bool = false;
 
-    fn len(&self) -> usize {
-        self.base.len()
-    }
-
-    fn min_len(&self) -> usize {
-        self.base.min_len()
-    }
-
-    fn split_at(self, index: usize) -> (Self, Self) {
-        let (l, r) = self.base.split_at(index);
-        let (identity, fold_op) = (self.identity, self.fold_op);
-        (
-            FoldProducer {
-                base: l,
-                identity,
-                fold_op,
-            },
-            FoldProducer {
-                base: r,
-                identity,
-                fold_op,
-            },
-        )
-    }
-
-    fn into_iter(self) -> Self::IntoIter {
-        std::iter::once(self.base.into_iter().fold((self.identity)(), self.fold_op))
+    fn adapt(self, items: B::IntoIter) -> Self::IntoIter {
+        std::iter::once(items.fold((self.identity)(), self.fold_op))
     }
 }

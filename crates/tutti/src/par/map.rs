@@ -1,7 +1,7 @@
 //! `map`, `copied` and `cloned`: one item out per item in, so they keep an iterator
 //! indexed.
 
-use super::plumbing::Producer;
+use super::plumbing::{Adapted, Adaptor, Producer};
 use super::{IndexedParallelIterator, ParallelIterator};
 
 /// The iterator of [`ParallelIterator::map`].
@@ -26,15 +26,12 @@ where
 {
     type Item = R;
     type Producer<'p>
-        = MapProducer<'p, I::Producer<'p>, F>
+        = Adapted<I::Producer<'p>, MapPiece<'p, F>>
     where
         Self: 'p;
 
     fn producer(&mut self) -> Self::Producer<'_> {
-        MapProducer {
-            base: self.base.producer(),
-            f: &self.f,
-        }
+        Adapted::new(self.base.producer(), MapPiece(&self.f))
     }
 }
 
@@ -49,13 +46,18 @@ where
     }
 }
 
-/// The producer of [`Map`].
-pub struct MapProducer<'p, P, F> {
-    base: P,
-    f: &'p F,
+/// What [`Map`] does to a piece: `f` on every item.
+pub struct MapPiece<'p, F>(&'p F);
+
+impl<F> Clone for MapPiece<'_, F> {
+    fn clone(&self) -> Self {
+        *self
+    }
 }
 
-impl<'p, P, F, R> Producer for MapProducer<'p, P, F>
+impl<F> Copy for MapPiece<'_, F> {}
+
+impl<'p, P, F, R> Adaptor<P> for MapPiece<'p, F>
 where
     P: Producer,
     F: Fn(P::Item) -> R + Sync,
@@ -64,24 +66,8 @@ where
     type IntoIter = std::iter::Map<P::IntoIter, &'p F>;
     const EXACT: bool = P::EXACT;
 
-    fn len(&self) -> usize {
-        self.base.len()
-    }
-
-    fn min_len(&self) -> usize {
-        self.base.min_len()
-    }
-
-    fn split_at(self, index: usize) -> (Self, Self) {
-        let (l, r) = self.base.split_at(index);
-        (
-            MapProducer { base: l, f: self.f },
-            MapProducer { base: r, f: self.f },
-        )
-    }
-
-    fn into_iter(self) -> Self::IntoIter {
-        self.base.into_iter().map(self.f)
+    fn adapt(self, items: P::IntoIter) -> Self::IntoIter {
+        items.map(self.0)
     }
 }
 
@@ -105,12 +91,12 @@ where
 {
     type Item = T;
     type Producer<'p>
-        = CopiedProducer<I::Producer<'p>>
+        = Adapted<I::Producer<'p>, CopiedPiece>
     where
         Self: 'p;
 
     fn producer(&mut self) -> Self::Producer<'_> {
-        CopiedProducer(self.base.producer())
+        Adapted::new(self.base.producer(), CopiedPiece)
     }
 }
 
@@ -124,10 +110,11 @@ where
     }
 }
 
-/// The producer of [`Copied`].
-pub struct CopiedProducer<P>(P);
+/// What [`Copied`] does to a piece.
+#[derive(Clone, Copy)]
+pub struct CopiedPiece;
 
-impl<'a, T, P> Producer for CopiedProducer<P>
+impl<'a, T, P> Adaptor<P> for CopiedPiece
 where
     P: Producer<Item = &'a T>,
     T: 'a + Copy,
@@ -136,21 +123,8 @@ where
     type IntoIter = std::iter::Copied<P::IntoIter>;
     const EXACT: bool = P::EXACT;
 
-    fn len(&self) -> usize {
-        self.0.len()
-    }
-
-    fn min_len(&self) -> usize {
-        self.0.min_len()
-    }
-
-    fn split_at(self, index: usize) -> (Self, Self) {
-        let (l, r) = self.0.split_at(index);
-        (CopiedProducer(l), CopiedProducer(r))
-    }
-
-    fn into_iter(self) -> Self::IntoIter {
-        self.0.into_iter().copied()
+    fn adapt(self, items: P::IntoIter) -> Self::IntoIter {
+        items.copied()
     }
 }
 
@@ -174,12 +148,12 @@ where
 {
     type Item = T;
     type Producer<'p>
-        = ClonedProducer<I::Producer<'p>>
+        = Adapted<I::Producer<'p>, ClonedPiece>
     where
         Self: 'p;
 
     fn producer(&mut self) -> Self::Producer<'_> {
-        ClonedProducer(self.base.producer())
+        Adapted::new(self.base.producer(), ClonedPiece)
     }
 }
 
@@ -193,10 +167,11 @@ where
     }
 }
 
-/// The producer of [`Cloned`].
-pub struct ClonedProducer<P>(P);
+/// What [`Cloned`] does to a piece.
+#[derive(Clone, Copy)]
+pub struct ClonedPiece;
 
-impl<'a, T, P> Producer for ClonedProducer<P>
+impl<'a, T, P> Adaptor<P> for ClonedPiece
 where
     P: Producer<Item = &'a T>,
     T: 'a + Clone,
@@ -205,20 +180,7 @@ where
     type IntoIter = std::iter::Cloned<P::IntoIter>;
     const EXACT: bool = P::EXACT;
 
-    fn len(&self) -> usize {
-        self.0.len()
-    }
-
-    fn min_len(&self) -> usize {
-        self.0.min_len()
-    }
-
-    fn split_at(self, index: usize) -> (Self, Self) {
-        let (l, r) = self.0.split_at(index);
-        (ClonedProducer(l), ClonedProducer(r))
-    }
-
-    fn into_iter(self) -> Self::IntoIter {
-        self.0.into_iter().cloned()
+    fn adapt(self, items: P::IntoIter) -> Self::IntoIter {
+        items.cloned()
     }
 }

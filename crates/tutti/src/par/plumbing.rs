@@ -85,6 +85,66 @@ pub trait Reducer<R> {
     fn reduce(self, left: R, right: R) -> R;
 }
 
+/// What an adaptor does to each piece of its base producer: the per-piece half of
+/// `map`, `filter`, `enumerate`, `fold`, … (the other half, [`Adapted`], splits and
+/// counts positions as the base does, the same for all of them).
+///
+/// An adaptor is a few references to the user's closures, so both halves of a split get
+/// a copy; only a positional adaptor (`enumerate`) tells its halves apart.
+pub trait Adaptor<P: Producer>: Copy + Send {
+    /// What a piece yields.
+    type Item;
+    /// The sequential iterator over one piece: the base's, adapted.
+    type IntoIter: Iterator<Item = Self::Item>;
+    /// Whether every position still yields exactly one item.
+    const EXACT: bool;
+
+    /// The adaptors of positions `..index` and `index..`.
+    fn split_at(self, _index: usize) -> (Self, Self) {
+        (self, self)
+    }
+
+    /// Adapts the items of one piece of the base.
+    fn adapt(self, items: P::IntoIter) -> Self::IntoIter;
+}
+
+/// The producer of an adaptor: the positions of `base`, each piece's items passed
+/// through `adaptor`.
+pub struct Adapted<P, A> {
+    base: P,
+    adaptor: A,
+}
+
+impl<P, A> Adapted<P, A> {
+    pub(super) fn new(base: P, adaptor: A) -> Self {
+        Adapted { base, adaptor }
+    }
+}
+
+impl<P: Producer, A: Adaptor<P>> Producer for Adapted<P, A> {
+    type Item = A::Item;
+    type IntoIter = A::IntoIter;
+    const EXACT: bool = A::EXACT;
+
+    fn len(&self) -> usize {
+        self.base.len()
+    }
+
+    fn min_len(&self) -> usize {
+        self.base.min_len()
+    }
+
+    fn split_at(self, index: usize) -> (Self, Self) {
+        let (l, r) = self.base.split_at(index);
+        let (la, ra) = self.adaptor.split_at(index);
+        (Adapted::new(l, la), Adapted::new(r, ra))
+    }
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.adaptor.adapt(self.base.into_iter())
+    }
+}
+
 /// The split budget of one piece (module docs, "Adaptive splitting").
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Splitter {
