@@ -390,11 +390,11 @@ pub trait ParallelIterator: Sized {
     /// use tutti::prelude::*;
     /// assert_eq!([3, 1, 2].par_iter().min(), Some(&1));
     /// ```
-    fn min(mut self) -> Option<Self::Item>
+    fn min(self) -> Option<Self::Item>
     where
         Self::Item: Ord,
     {
-        drive(self.producer(), Leafwise::new(&Pick(reduce::Min)))
+        self.min_by(Ord::cmp)
     }
 
     /// The largest item (the last of equal ones); `None` if there are none.
@@ -403,11 +403,11 @@ pub trait ParallelIterator: Sized {
     /// use tutti::prelude::*;
     /// assert_eq!([3, 1, 2].par_iter().max(), Some(&3));
     /// ```
-    fn max(mut self) -> Option<Self::Item>
+    fn max(self) -> Option<Self::Item>
     where
         Self::Item: Ord,
     {
-        drive(self.producer(), Leafwise::new(&Pick(reduce::Max)))
+        self.max_by(Ord::cmp)
     }
 
     /// The smallest item by `compare` (the first of equal ones).

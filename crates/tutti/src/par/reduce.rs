@@ -191,39 +191,7 @@ impl<T, OP: Fn(T, T) -> T + Sync> Choose<T> for With<OP> {
     }
 }
 
-/// `min()`: the first of equal items.
-pub(crate) struct Min;
-
-impl<T: Ord> Choose<T> for Min {
-    fn leaf<I: Iterator<Item = T>>(&self, items: I) -> Option<T> {
-        items.min()
-    }
-    fn choose(&self, left: T, right: T) -> T {
-        if right < left {
-            right
-        } else {
-            left
-        }
-    }
-}
-
-/// `max()`: the last of equal items.
-pub(crate) struct Max;
-
-impl<T: Ord> Choose<T> for Max {
-    fn leaf<I: Iterator<Item = T>>(&self, items: I) -> Option<T> {
-        items.max()
-    }
-    fn choose(&self, left: T, right: T) -> T {
-        if right < left {
-            left
-        } else {
-            right
-        }
-    }
-}
-
-/// `min_by(compare)`.
+/// `min_by(compare)`, and `min()` by `Ord::cmp`: the first of equal items.
 pub(crate) struct MinBy<F>(pub(crate) F);
 
 impl<T, F: Fn(&T, &T) -> Ordering + Sync> Choose<T> for MinBy<F> {
@@ -239,7 +207,7 @@ impl<T, F: Fn(&T, &T) -> Ordering + Sync> Choose<T> for MinBy<F> {
     }
 }
 
-/// `max_by(compare)`.
+/// `max_by(compare)`, and `max()` by `Ord::cmp`: the last of equal items.
 pub(crate) struct MaxBy<F>(pub(crate) F);
 
 impl<T, F: Fn(&T, &T) -> Ordering + Sync> Choose<T> for MaxBy<F> {

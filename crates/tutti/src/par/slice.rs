@@ -361,12 +361,7 @@ pub trait ParallelSliceMut<T: Send> {
     where
         T: Ord + Sync,
     {
-        sort::sort_by(
-            self.as_parallel_slice_mut(),
-            &T::cmp,
-            Stability::Stable,
-            None,
-        );
+        self.par_sort_by(T::cmp);
     }
 
     /// Sorts in parallel by `compare`, keeping equal elements in their order (stable).
@@ -405,12 +400,7 @@ pub trait ParallelSliceMut<T: Send> {
         K: Ord,
         F: Fn(&T) -> K + Sync,
     {
-        sort::sort_by(
-            self.as_parallel_slice_mut(),
-            &|a: &T, b: &T| f(a).cmp(&f(b)),
-            Stability::Stable,
-            None,
-        );
+        self.par_sort_by(|a, b| f(a).cmp(&f(b)));
     }
 
     /// Sorts in parallel; equal elements may be reordered (unstable).
@@ -425,12 +415,7 @@ pub trait ParallelSliceMut<T: Send> {
     where
         T: Ord + Sync,
     {
-        sort::sort_by(
-            self.as_parallel_slice_mut(),
-            &T::cmp,
-            Stability::Unstable,
-            None,
-        );
+        self.par_sort_unstable_by(T::cmp);
     }
 
     /// Sorts in parallel by `compare`; equal elements may be reordered (unstable).
@@ -469,12 +454,7 @@ pub trait ParallelSliceMut<T: Send> {
         K: Ord,
         F: Fn(&T) -> K + Sync,
     {
-        sort::sort_by(
-            self.as_parallel_slice_mut(),
-            &|a: &T, b: &T| f(a).cmp(&f(b)),
-            Stability::Unstable,
-            None,
-        );
+        self.par_sort_unstable_by(|a, b| f(a).cmp(&f(b)));
     }
 }
 
