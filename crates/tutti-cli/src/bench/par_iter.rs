@@ -149,61 +149,48 @@ trait Side {
     fn sort(&self, v: &mut [u64]);
 }
 
-/// tutti's side: its prelude only (rayon's has methods of the same names).
-mod ours {
-    use tutti::prelude::*;
+/// The cases of one side, written once: each side's module takes only its own prelude,
+/// whose methods have the same names, so both run the very same pipelines.
+macro_rules! side {
+    ($(#[$doc:meta])* $module:ident, $krate:ident, $side:ident($pool:ty)) => {
+        $(#[$doc])*
+        mod $module {
+            use $krate::prelude::*;
 
-    pub(super) struct Tutti(pub(super) tutti::Runtime);
+            pub(super) struct $side(pub(super) $pool);
 
-    impl super::Side for Tutti {
-        fn sum_squares(&self, v: &[u64]) -> u64 {
-            self.0.install(|| v.par_iter().map(|&x| x * x).sum())
+            impl super::Side for $side {
+                fn sum_squares(&self, v: &[u64]) -> u64 {
+                    self.0.install(|| v.par_iter().map(|&x| x * x).sum())
+                }
+                fn map_collect(&self, v: &[u64]) -> Vec<u64> {
+                    self.0
+                        .install(|| v.par_iter().map(|&x| 3 * x + 1).collect())
+                }
+                fn filter_count(&self, v: &[u64]) -> usize {
+                    self.0
+                        .install(|| v.par_iter().filter(|&&x| x % 3 == 0).count())
+                }
+                fn zip_sum(&self, a: &[u64], b: &[u64]) -> u64 {
+                    self.0
+                        .install(|| a.par_iter().zip(b).map(|(x, y)| x * y).sum())
+                }
+                fn sort(&self, v: &mut [u64]) {
+                    self.0.install(|| v.par_sort_unstable());
+                }
+            }
         }
-        fn map_collect(&self, v: &[u64]) -> Vec<u64> {
-            self.0
-                .install(|| v.par_iter().map(|&x| 3 * x + 1).collect())
-        }
-        fn filter_count(&self, v: &[u64]) -> usize {
-            self.0
-                .install(|| v.par_iter().filter(|&&x| x % 3 == 0).count())
-        }
-        fn zip_sum(&self, a: &[u64], b: &[u64]) -> u64 {
-            self.0
-                .install(|| a.par_iter().zip(b).map(|(x, y)| x * y).sum())
-        }
-        fn sort(&self, v: &mut [u64]) {
-            self.0.install(|| v.par_sort_unstable());
-        }
-    }
+    };
 }
 
-/// rayon's side: the same pipelines.
-mod theirs {
-    use rayon::prelude::*;
-
-    pub(super) struct Rayon(pub(super) rayon::ThreadPool);
-
-    impl super::Side for Rayon {
-        fn sum_squares(&self, v: &[u64]) -> u64 {
-            self.0.install(|| v.par_iter().map(|&x| x * x).sum())
-        }
-        fn map_collect(&self, v: &[u64]) -> Vec<u64> {
-            self.0
-                .install(|| v.par_iter().map(|&x| 3 * x + 1).collect())
-        }
-        fn filter_count(&self, v: &[u64]) -> usize {
-            self.0
-                .install(|| v.par_iter().filter(|&&x| x % 3 == 0).count())
-        }
-        fn zip_sum(&self, a: &[u64], b: &[u64]) -> u64 {
-            self.0
-                .install(|| a.par_iter().zip(b).map(|(x, y)| x * y).sum())
-        }
-        fn sort(&self, v: &mut [u64]) {
-            self.0.install(|| v.par_sort_unstable());
-        }
-    }
-}
+side!(
+    /// tutti's side: its prelude only (rayon's has methods of the same names).
+    ours, tutti, Tutti(tutti::Runtime)
+);
+side!(
+    /// rayon's side: the same pipelines.
+    theirs, rayon, Rayon(rayon::ThreadPool)
+);
 
 use ours::Tutti;
 use theirs::Rayon;
