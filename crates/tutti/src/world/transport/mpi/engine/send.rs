@@ -96,34 +96,9 @@ impl Engine {
         self.stats.frames_sent += 1;
         let Frame { head, body } = frame;
         match body {
-            None => {
-                if head.len() > EAGER {
-                    self.abort(&format!(
-                        "a frame head of {} bytes exceeds {EAGER} (broken invariant)",
-                        head.len()
-                    ));
-                }
-                // SAFETY: `head` moves into `sending` beside its request (the heap
-                // buffer does not move) and is dropped only once the request
-                // completed (`complete_sends`, `shutdown`).
-                let req = unsafe { raw::isend(&head, to, TAG_FRAME, self.data.as_raw()) };
-                self.send_reqs.push(req);
-                self.sending.push(Keep::Head(head));
-            }
+            None => self.start_head(to, head, None),
             Some(body) => {
-                let mut ann = Vec::with_capacity(8 + head.len());
-                ann.extend_from_slice(&(body.len() as u64).to_le_bytes());
-                ann.extend_from_slice(&head);
-                if ann.len() > EAGER {
-                    self.abort(&format!(
-                        "a frame head of {} bytes exceeds {EAGER} (broken invariant)",
-                        head.len()
-                    ));
-                }
-                // SAFETY: as above, for the announcement.
-                let req = unsafe { raw::isend(&ann, to, TAG_FRAME_BODY, self.data.as_raw()) };
-                self.send_reqs.push(req);
-                self.sending.push(Keep::Head(ann));
+                self.start_head(to, head, Some(body.len()));
                 let body = Arc::new(body);
                 let mut off = 0;
                 while off < body.len() {
@@ -141,6 +116,33 @@ impl Engine {
         }
     }
 
+    /// Starts the eager part of a frame: its head alone (`TAG_FRAME`), or, for a frame
+    /// with a body of `body_len` bytes, the announcement (`TAG_FRAME_BODY`): the body's
+    /// length, then the head. The body's chunks follow.
+    fn start_head(&mut self, to: usize, head: Vec<u8>, body_len: Option<usize>) {
+        let head_len = head.len();
+        let (buf, tag) = match body_len {
+            None => (head, TAG_FRAME),
+            Some(len) => {
+                let mut ann = Vec::with_capacity(8 + head_len);
+                ann.extend_from_slice(&(len as u64).to_le_bytes());
+                ann.extend_from_slice(&head);
+                (ann, TAG_FRAME_BODY)
+            }
+        };
+        if buf.len() > EAGER {
+            self.abort(&format!(
+                "a frame head of {head_len} bytes exceeds {EAGER} (broken invariant)"
+            ));
+        }
+        // SAFETY: `buf` moves into `sending` beside its request (the heap buffer does
+        // not move) and is dropped only once the request completed (`complete_sends`,
+        // `shutdown`).
+        let req = unsafe { raw::isend(&buf, to, tag, self.data.as_raw()) };
+        self.send_reqs.push(req);
+        self.sending.push(Keep::Head(buf));
+    }
+
     /// Starts a frame whose body is lent ([`Lent`]): the announcement, then
     /// the body's chunks straight from the sender's memory.
     pub(super) fn start_lent(&mut self, to: usize, head: Vec<u8>, body: Lent) {
@@ -149,19 +151,7 @@ impl Engine {
         }
         self.frames_to[to] += 1;
         self.stats.frames_sent += 1;
-        let mut ann = Vec::with_capacity(8 + head.len());
-        ann.extend_from_slice(&(body.len as u64).to_le_bytes());
-        ann.extend_from_slice(&head);
-        if ann.len() > EAGER {
-            self.abort(&format!(
-                "a frame head of {} bytes exceeds {EAGER} (broken invariant)",
-                head.len()
-            ));
-        }
-        // SAFETY: as in `start_send`, for the announcement.
-        let req = unsafe { raw::isend(&ann, to, TAG_FRAME_BODY, self.data.as_raw()) };
-        self.send_reqs.push(req);
-        self.sending.push(Keep::Head(ann));
+        self.start_head(to, head, Some(body.len));
         body.left
             .store(body.len.div_ceil(self.chunk), Ordering::Relaxed);
         let mut off = 0;
