@@ -318,3 +318,59 @@ fn self_waking_tasks_complete() {
         h.join();
     }
 }
+
+/// A task given a name at spawn is listed by that name in the dump (text and JSON),
+/// with its state; unnamed tasks are only counted.
+#[test]
+fn a_named_task_shows_in_the_dump() {
+    let rt = rt(1);
+    let (tx, rx) = mpsc::channel::<()>();
+    let gate = Arc::new(Mutex::new(None::<Waker>));
+    let g = gate.clone();
+    let h = rt.spawn_named(
+        String::from("ingest-loop"),
+        std::future::poll_fn(move |cx| {
+            *g.lock().unwrap() = Some(cx.waker().clone());
+            let _ = tx.send(());
+            if Arc::strong_count(&g) == 1 {
+                Poll::Ready(5)
+            } else {
+                Poll::Pending
+            }
+        }),
+    );
+    let unnamed = rt.spawn(std::future::pending::<()>());
+    rx.recv().unwrap();
+    let _enter = rt.enter();
+    // The poll that signalled may not have returned yet: wait until it has.
+    let mut text = tutti::diag::dump();
+    for _ in 0..10_000 {
+        if !text.contains("task `ingest-loop`: running") {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
+        text = tutti::diag::dump();
+    }
+    assert!(
+        text.contains("task `ingest-loop`: parked"),
+        "the dump lacks the named task:\n{text}"
+    );
+    assert_eq!(text.matches("task `").count(), 1, "{text}");
+    let json: serde_json::Value = serde_json::from_str(&tutti::diag::dump_json()).unwrap();
+    let tasks: Vec<_> = json["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["kind"] == "task")
+        .collect();
+    assert_eq!(tasks.len(), 1, "{json}");
+    assert_eq!(tasks[0]["name"], "ingest-loop");
+    assert_eq!(tasks[0]["state"], "parked");
+    // Let it finish: drop our hold, wake it.
+    let waker = gate.lock().unwrap().take().unwrap();
+    drop(gate);
+    waker.wake();
+    assert_eq!(rt.block_on(h), 5);
+    assert!(!tutti::diag::dump().contains("ingest-loop"));
+    unnamed.abort();
+}

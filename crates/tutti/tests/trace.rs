@@ -327,4 +327,49 @@ fn block_on_on_a_worker() {
     let block_on_polls = block_on_polls.len();
     assert!(s.categories["task"] > 4 * rounds as usize, "{s:?}");
     println!("trace suite: block_on on a worker: {block_on_polls} block_on polls, ok");
+    named_tasks();
+}
+
+/// A task given a name at spawn shows that name on its slices (as given, paths and
+/// all); an unnamed one its future's type.
+fn named_tasks() {
+    let rt = tutti::Runtime::builder().workers(2).build().unwrap();
+    let path = std::env::temp_dir().join(format!("tutti-trace-named-{}.json", std::process::id()));
+    trace::start(&path).unwrap();
+    let n = rt.block_on(async {
+        let a = tutti::spawn_named("acceptor::main", async {
+            tutti::yield_now().await;
+            1u32
+        });
+        let b = tutti::spawn_named(format!("conn-{}", 7), async { 2u32 });
+        let c = tutti::spawn(async { 3u32 });
+        a.await + b.await + c.await
+    });
+    assert_eq!(n, 6);
+    drop(rt);
+    trace::stop().unwrap();
+    trace::check(&path).unwrap_or_else(|e| panic!("{e}"));
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    let v: Value = serde_json::from_str(&text).unwrap();
+    let names: Vec<&str> = v["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["ph"] == "X" && e["cat"] == "task")
+        .filter_map(|e| e["name"].as_str())
+        .collect();
+    let polls = |n: &str| names.iter().filter(|x| **x == n).count();
+    assert_eq!(polls("acceptor::main"), 2, "{names:?}"); // it yielded once
+    assert_eq!(polls("conn-7"), 1, "{names:?}");
+    // The unnamed task's slice is named by its future's type.
+    assert_eq!(
+        names
+            .iter()
+            .filter(|x| !x.starts_with("block_on ") && **x != "acceptor::main" && **x != "conn-7")
+            .count(),
+        1,
+        "{names:?}"
+    );
+    println!("trace suite: named tasks: ok");
 }

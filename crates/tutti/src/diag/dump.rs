@@ -12,13 +12,16 @@ use crate::runtime::context::RuntimeRef;
 /// One entry of a dump: a live participant, its state and what it waits on.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Entry {
-    /// `actor`, `location` or `process`.
+    /// `actor`, `location`, `process` or `task` (a task given a name at spawn, see
+    /// [`spawn_named`](crate::runtime::spawn_named)).
     pub kind: &'static str,
     /// Its name (as in deadlock reports).
     pub name: String,
     /// Its rank.
     pub rank: usize,
-    /// `running`, `blocked` (waiting on `waits`) or `idle` (waiting for work).
+    /// `running`, `blocked` (waiting on `waits`) or `idle` (waiting for work); for a task
+    /// `running`, `queued` (woken, waiting for a worker) or `parked` (waiting for its
+    /// waker).
     pub state: &'static str,
     /// What it waits on, when blocked.
     pub waits: Option<String>,
@@ -47,6 +50,7 @@ pub(crate) fn entries() -> (Vec<Entry>, Vec<(u16, usize, usize)>) {
     }
     let mut runtimes: Vec<(u16, usize, usize)> = Vec::new();
     let here = RuntimeRef::current();
+    let rank = super::rank();
     for r in nodes
         .iter()
         .map(|n| &n.runtime)
@@ -55,6 +59,13 @@ pub(crate) fn entries() -> (Vec<Entry>, Vec<(u16, usize, usize)>) {
         if let Some(t) = r.live_tasks() {
             if !runtimes.iter().any(|x| x.0 == t.0) {
                 runtimes.push(t);
+                out.extend(r.named_tasks().into_iter().map(|(name, state)| Entry {
+                    kind: "task",
+                    name: name.to_string(),
+                    rank,
+                    state,
+                    waits: None,
+                }));
             }
         }
     }

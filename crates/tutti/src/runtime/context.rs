@@ -137,6 +137,15 @@ impl RuntimeRef {
         Some((r.id(), r.live.len(), r.num_workers()))
     }
 
+    /// The names and states of that runtime's live named tasks (for dumps); empty if the
+    /// runtime is gone.
+    pub(crate) fn named_tasks(&self) -> Vec<(&'static str, &'static str)> {
+        self.0
+            .upgrade()
+            .map(|r| super::task::named_tasks(&r))
+            .unwrap_or_default()
+    }
+
     /// Runs `f` with that runtime's tagged live tasks (the third seam: tasks a layer above
     /// spawned with [`spawn_tagged`](super::task::spawn_tagged)), during which no task of
     /// the runtime starts or stops being live; `None` if the runtime is gone.

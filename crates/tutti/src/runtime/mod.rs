@@ -55,7 +55,9 @@ pub(crate) use owned::{CellOwner, TaskCell};
 pub use par_for::{par_chunks_mut, par_for};
 pub use scope::{scope, Scope};
 pub use sequential::SequentialGroup;
-pub use task::{spawn, yield_now, JoinError, JoinHandle, Outcome, TaskResult, YieldNow};
+pub use task::{
+    spawn, spawn_named, yield_now, JoinError, JoinHandle, Outcome, TaskResult, YieldNow,
+};
 pub(crate) use timer::Deadline;
 pub use timer::{sleep, sleep_until, timeout, timeout_at, Elapsed, Sleep, Timeout};
 pub(crate) use unwind::payload_text;
@@ -194,6 +196,19 @@ impl Runtime {
         F::Output: Send + 'static,
     {
         task::spawn_on(&self.registry, future)
+    }
+
+    /// [`spawn_named`] on this runtime.
+    pub fn spawn_named<F>(
+        &self,
+        name: impl Into<std::borrow::Cow<'static, str>>,
+        future: F,
+    ) -> JoinHandle<F::Output>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        task::spawn_named_on(&self.registry, name.into(), future)
     }
 
     /// [`block_on`] with this runtime entered: free functions called by the

@@ -101,8 +101,9 @@ struct Polls {
     /// Polls running (a worker polls tasks inside a poll while it waits).
     depth: u32,
     /// An outermost poll that has ended, with its end waiting for the next
-    /// reading: start, the task's type, the trace generation it belongs to.
-    open: Option<(u64, &'static str, u64)>,
+    /// reading: start, the task (its type or name), the trace generation it
+    /// belongs to.
+    open: Option<(u64, What, u64)>,
 }
 
 std::thread_local! {
@@ -134,13 +135,19 @@ fn poll_begin_on() -> u64 {
     t
 }
 
-/// The poll of a task of type `name` begun at `ts` (by [`poll_begin`])
-/// returned: an outermost poll stays open until the next reading on this
-/// thread (the next poll, or [`poll_gap`]); a nested one ends now.
+/// The poll of a task begun at `ts` (by [`poll_begin`]) returned: an
+/// outermost poll stays open until the next reading on this thread (the next
+/// poll, or [`poll_gap`]); a nested one ends now. `name` is the name given to
+/// the task at spawn if `named`, else the future's type.
 #[inline(always)]
-pub(crate) fn poll_end(ts: u64, name: &'static str) {
+pub(crate) fn poll_end(ts: u64, name: &'static str, named: bool) {
     if ts != 0 {
-        poll_end_on(ts, name, true);
+        let what = if named {
+            What::NamedTask(name)
+        } else {
+            What::Task(name)
+        };
+        poll_end_on(ts, what);
     }
 }
 
@@ -150,12 +157,13 @@ pub(crate) fn poll_end(ts: u64, name: &'static str) {
 #[inline(always)]
 pub(crate) fn block_on_end(ts: u64, name: &'static str) {
     if ts != 0 {
-        poll_end_on(ts, name, false);
+        poll_end_on(ts, What::BlockOn(name));
     }
 }
 
 #[inline(never)]
-fn poll_end_on(ts: u64, name: &'static str, task: bool) {
+fn poll_end_on(ts: u64, what: What) {
+    let task = !matches!(what, What::BlockOn(_));
     let kept = POLLS.try_with(|p| {
         let mut s = p.get();
         s.depth = s.depth.saturating_sub(1);
@@ -165,17 +173,12 @@ fn poll_end_on(ts: u64, name: &'static str, task: bool) {
         }
         let kept = task && s.depth == 0;
         if kept {
-            s.open = Some((ts, name, buffer::generation()));
+            s.open = Some((ts, what, buffer::generation()));
         }
         p.set(s);
         kept
     });
     if !matches!(kept, Ok(true)) {
-        let what = if task {
-            What::Task(name)
-        } else {
-            What::BlockOn(name)
-        };
         end_at((ts, what, 0), now());
     }
 }
@@ -203,8 +206,8 @@ fn poll_gap_on() {
 
 /// Records an open poll that ends at `t`, unless it belongs to an earlier
 /// trace.
-fn end_poll((ts, name, generation): (u64, &'static str, u64), t: u64) {
+fn end_poll((ts, what, generation): (u64, What, u64), t: u64) {
     if generation == buffer::generation() {
-        end_at((ts, What::Task(name), 0), t);
+        end_at((ts, what, 0), t);
     }
 }

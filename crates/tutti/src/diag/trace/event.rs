@@ -12,6 +12,8 @@
 pub(crate) enum What {
     /// One poll of a spawned task: the future's type.
     Task(&'static str),
+    /// One poll of a task given a name at spawn: that name (written as it is).
+    NamedTask(&'static str),
     /// One poll of a `block_on` future on its thread: the future's type.
     BlockOn(&'static str),
     /// One actor turn on one message: the actor's type and the message's
@@ -45,6 +47,7 @@ const ACT: u64 = 4;
 const FLOW_OUT: u64 = 5;
 const WORLD_OUT: u64 = 6;
 const WORLD_IN: u64 = 7;
+const NAMED_TASK: u64 = 8;
 
 impl What {
     /// The kind and two words naming it: a string's address and length, or
@@ -53,6 +56,7 @@ impl What {
     pub(crate) fn pack(self) -> (u64, usize, usize) {
         match self {
             What::Task(s) => (TASK, s.as_ptr() as usize, s.len()),
+            What::NamedTask(s) => (NAMED_TASK, s.as_ptr() as usize, s.len()),
             What::BlockOn(s) => (BLOCK_ON, s.as_ptr() as usize, s.len()),
             What::Turn { actor, message } => (TURN, actor as usize, message as usize),
             What::Method(s) => (METHOD, s.as_ptr() as usize, s.len()),
@@ -109,6 +113,7 @@ impl Event {
         };
         match self.kind {
             TASK => What::Task(text()),
+            NAMED_TASK => What::NamedTask(text()),
             BLOCK_ON => What::BlockOn(text()),
             TURN => {
                 // SAFETY: `a` and `b` are the addresses of two
@@ -151,6 +156,7 @@ mod tests {
         }
         let cases = [
             What::Task("app::Job"),
+            What::NamedTask("acceptor"),
             What::BlockOn("app::Main"),
             What::Turn { actor, message },
             What::Method("app::Add"),

@@ -178,6 +178,10 @@ fn slice_name(what: What) -> (&'static str, String) {
             short_type(ty, &mut name);
             "task"
         }
+        What::NamedTask(given) => {
+            name.push_str(given);
+            "task"
+        }
         What::BlockOn(ty) => {
             name.push_str("block_on ");
             short_type(ty, &mut name);

@@ -194,6 +194,34 @@ impl LiveTasks {
         r
     }
 
+    /// The name and state (`running`, `queued` or `parked`) of every linked task that
+    /// was given a name at spawn.
+    pub(crate) fn named(&self) -> Vec<(&'static str, &'static str)> {
+        let mut out = Vec::new();
+        for shard in self.shards.iter() {
+            let shard = lock(shard);
+            let mut p = shard.head;
+            while let Some(h) = NonNull::new(p.cast_mut()) {
+                // SAFETY: linked, so alive, and the shard's lock is held (see `drain`).
+                let (header, task) = unsafe { (h.as_ref(), RawTask::from_ptr(h.cast())) };
+                // SAFETY: as above.
+                p = unsafe { header.links.next() };
+                if task.is_named() {
+                    let state = task.state();
+                    let what = if state.has(super::state::RUNNING) {
+                        "running"
+                    } else if state.has(super::state::SCHEDULED) {
+                        "queued"
+                    } else {
+                        "parked"
+                    };
+                    out.push((task.name(), what));
+                }
+            }
+        }
+        out
+    }
+
     /// Number of live tasks (linked or not).
     pub(crate) fn len(&self) -> usize {
         self.shards.iter().map(|s| lock(s).live).sum()

@@ -22,12 +22,14 @@
 mod compact;
 mod join;
 mod live;
+mod name;
 mod raw;
 mod state;
 
 #[cfg(all(test, loom))]
 mod loom_tests;
 
+use std::borrow::Cow;
 use std::future::Future;
 use std::pin::Pin;
 use std::ptr::NonNull;
@@ -42,6 +44,7 @@ use super::worker::WorkerThread;
 pub(crate) use compact::CompactWaker;
 pub use join::{JoinError, JoinHandle, Outcome, TaskResult};
 pub(crate) use live::{LiveTasks, Tagged};
+use raw::NameSlot;
 pub(crate) use raw::RawTask;
 pub(crate) use state::RUNTIME_BITS;
 
@@ -139,8 +142,33 @@ where
     F::Output: Send + 'static,
 {
     match WorkerThread::current() {
-        Some(w) => spawn_with(w.registry(), Some(w), future, false),
-        None => with_current_registry(|r| spawn_with(r, None, future, false)),
+        Some(w) => spawn_with(w.registry(), Some(w), future, (), false),
+        None => with_current_registry(|r| spawn_with(r, None, future, (), false)),
+    }
+}
+
+/// [`spawn`] with a name: trace slices of the task and its entry in
+/// [`diag::dump`](crate::diag::dump) show `name` instead of the future's type (an
+/// `async` block's type reads like `{async_block#0}` inside a chain of combinators).
+///
+/// A `&'static str` is kept as it is. A `String` is interned: each distinct name is
+/// stored once for the life of the process (the trace records names as `'static`
+/// strings), so name tasks by role (`"acceptor"`, `"conn"`), not by a number that
+/// grows without bound. An unnamed task stores no name at all.
+///
+/// ```
+/// let h = tutti::runtime::spawn_named("answer", async { 6 * 7 });
+/// assert_eq!(h.join(), 42);
+/// ```
+pub fn spawn_named<F>(name: impl Into<Cow<'static, str>>, future: F) -> JoinHandle<F::Output>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    let name = name::intern(name.into());
+    match WorkerThread::current() {
+        Some(w) => spawn_with(w.registry(), Some(w), future, name, false),
+        None => with_current_registry(|r| spawn_with(r, None, future, name, false)),
     }
 }
 
@@ -151,7 +179,26 @@ where
     F::Output: Send + 'static,
 {
     let worker = WorkerThread::current().filter(|w| Arc::ptr_eq(w.registry(), registry));
-    spawn_with(registry, worker, future, false)
+    spawn_with(registry, worker, future, (), false)
+}
+
+/// [`spawn_named`] on `registry` (from any thread).
+pub(crate) fn spawn_named_on<F>(
+    registry: &Arc<Registry>,
+    name: Cow<'static, str>,
+    future: F,
+) -> JoinHandle<F::Output>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    let worker = WorkerThread::current().filter(|w| Arc::ptr_eq(w.registry(), registry));
+    spawn_with(registry, worker, future, name::intern(name), false)
+}
+
+/// The names and states of the named live tasks of `registry`, for dumps.
+pub(crate) fn named_tasks(registry: &Registry) -> Vec<(&'static str, &'static str)> {
+    registry.live.named()
 }
 
 /// Spawns a task marked for the layer above (a CSP process, found again through
@@ -162,8 +209,8 @@ where
     F::Output: Send + 'static,
 {
     match WorkerThread::current() {
-        Some(w) => spawn_with(w.registry(), Some(w), future, true),
-        None => with_current_registry(|r| spawn_with(r, None, future, true)),
+        Some(w) => spawn_with(w.registry(), Some(w), future, (), true),
+        None => with_current_registry(|r| spawn_with(r, None, future, (), true)),
     }
 }
 
@@ -175,10 +222,11 @@ pub(crate) fn with_tagged_tasks<R>(registry: &Registry, f: impl FnOnce(&Tagged<'
 
 /// `worker`: the calling worker, if it belongs to `registry`.
 #[inline]
-fn spawn_with<F>(
+fn spawn_with<F, N: NameSlot>(
     registry: &Arc<Registry>,
     worker: Option<&WorkerThread>,
     future: F,
+    name: N,
     tagged: bool,
 ) -> JoinHandle<F::Output>
 where
@@ -186,7 +234,8 @@ where
     F::Output: Send + 'static,
 {
     let shard = registry.live.shard_for(worker.map_or(0, |w| w.index() + 1));
-    let task = raw::allocate(future, state::State::new(registry.id(), shard, tagged));
+    let state = state::State::new(registry.id(), shard, tagged);
+    let task = raw::allocate(future, name, state);
     registry.live.insert(registry, task);
     let job = task_job(task);
     match worker {

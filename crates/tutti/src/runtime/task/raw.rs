@@ -74,15 +74,46 @@ pub(crate) struct TaskVTable {
     pub(super) dealloc: unsafe fn(NonNull<Header>),
     /// The address of the future, for the layer that tagged the task.
     pub(super) future: unsafe fn(NonNull<Header>) -> *const (),
-    /// The future's type, naming the task's slices in a trace.
-    pub(super) name: fn() -> &'static str,
+    /// The task's name (given at spawn, else the future's type), naming its slices in
+    /// a trace and its entry in a dump. Valid for as long as the allocation is.
+    pub(super) name: unsafe fn(NonNull<Header>) -> &'static str,
+    /// Whether the task was given a name at spawn.
+    pub(super) named: bool,
 }
 
-/// A task allocation of future type `F`.
+/// Where a task keeps the name given at spawn: nowhere for an unnamed task (`()`, no
+/// byte and no allocation: its name is its future's type), one `&'static str` for a
+/// named one (`task/name.rs` interns names given as `String`s).
+pub(crate) trait NameSlot: Send + 'static {
+    /// Whether this slot holds a name given at spawn.
+    const NAMED: bool;
+    /// The name, or `type_name` if the slot holds none.
+    fn get(&self, type_name: &'static str) -> &'static str;
+}
+
+impl NameSlot for () {
+    const NAMED: bool = false;
+    #[inline]
+    fn get(&self, type_name: &'static str) -> &'static str {
+        type_name
+    }
+}
+
+impl NameSlot for &'static str {
+    const NAMED: bool = true;
+    #[inline]
+    fn get(&self, _: &'static str) -> &'static str {
+        self
+    }
+}
+
+/// A task allocation of future type `F`, its name in `N` (after the stage, so the header
+/// stays five words and its place does not depend on `N`).
 #[repr(C)]
-struct Cell<F: Future> {
+struct Cell<F: Future, N: NameSlot> {
     header: Header,
     stage: UnsafeCell<Stage<F>>,
+    name: N,
 }
 
 /// The future until it is dropped, then (if it completed) its output.
@@ -91,7 +122,7 @@ union Stage<F: Future> {
     output: ManuallyDrop<Result<F::Output, Payload>>,
 }
 
-impl<F: Future> Cell<F> {
+impl<F: Future, N: NameSlot> Cell<F, N> {
     const VTABLE: TaskVTable = TaskVTable {
         poll: Self::poll,
         drop_future: Self::drop_future,
@@ -99,15 +130,24 @@ impl<F: Future> Cell<F> {
         drop_output: Self::drop_output,
         dealloc: Self::dealloc,
         future: Self::future,
-        name: std::any::type_name::<F>,
+        name: Self::name,
+        named: N::NAMED,
     };
+
+    unsafe fn name(ptr: NonNull<Header>) -> &'static str {
+        // SAFETY: the caller holds a right to the task, so the allocation is alive; the
+        // name is written once at allocation and never changed, so it may be read
+        // beside any user of the stage.
+        let cell = unsafe { ptr.cast::<Cell<F, N>>().as_ref() };
+        cell.name.get(std::any::type_name::<F>())
+    }
 
     /// # Safety (of every function below)
     /// `ptr` points to a live `Cell<F>`, and the caller has the right the state word grants
     /// for the operation (T2, T3 of `state.rs`).
     unsafe fn stage<R>(ptr: NonNull<Header>, f: impl FnOnce(*mut Stage<F>) -> R) -> R {
         // SAFETY: the header is the first field of the `repr(C)` cell.
-        let cell = unsafe { ptr.cast::<Cell<F>>().as_ref() };
+        let cell = unsafe { ptr.cast::<Cell<F, N>>().as_ref() };
         cell.stage.with_mut(f)
     }
 
@@ -169,13 +209,15 @@ impl<F: Future> Cell<F> {
     }
 
     unsafe fn dealloc(ptr: NonNull<Header>) {
-        let cell = ptr.cast::<Cell<F>>().as_ptr();
-        // SAFETY: the stage is empty (settled and claimed), so only the header needs
-        // dropping (it owns loom objects under loom); the allocation came from `allocate`.
+        let cell = ptr.cast::<Cell<F, N>>().as_ptr();
+        // SAFETY: the stage is empty (settled and claimed), so only the header and the
+        // name need dropping (the header owns loom objects under loom); the allocation
+        // came from `allocate`.
         unsafe {
             std::ptr::drop_in_place(std::ptr::addr_of_mut!((*cell).header));
             std::ptr::drop_in_place(std::ptr::addr_of_mut!((*cell).stage));
-            std::alloc::dealloc(cell.cast(), Layout::new::<Cell<F>>());
+            std::ptr::drop_in_place(std::ptr::addr_of_mut!((*cell).name));
+            std::alloc::dealloc(cell.cast(), Layout::new::<Cell<F, N>>());
         }
     }
 
@@ -199,11 +241,11 @@ unsafe fn drop_future_in<F: Future>(stage: *mut Stage<F>) {
     }
 }
 
-/// Allocates a task holding `future`, with the state word `state`.
-pub(super) fn allocate<F: Future>(future: F, state: State) -> RawTask {
-    let layout = Layout::new::<Cell<F>>();
+/// Allocates a task holding `future` and its name, with the state word `state`.
+pub(super) fn allocate<F: Future, N: NameSlot>(future: F, name: N, state: State) -> RawTask {
+    let layout = Layout::new::<Cell<F, N>>();
     // SAFETY: the layout has a non-zero size (the header).
-    let ptr = unsafe { std::alloc::alloc(layout) }.cast::<Cell<F>>();
+    let ptr = unsafe { std::alloc::alloc(layout) }.cast::<Cell<F, N>>();
     let Some(ptr) = NonNull::new(ptr) else {
         std::alloc::handle_alloc_error(layout);
     };
@@ -212,13 +254,14 @@ pub(super) fn allocate<F: Future>(future: F, state: State) -> RawTask {
         ptr.as_ptr().write(Cell {
             header: Header {
                 state: AtomicU64::new(state.0),
-                vtable: &Cell::<F>::VTABLE,
+                vtable: &Cell::<F, N>::VTABLE,
                 join: JoinWord::new(),
                 links: Links::new(),
             },
             stage: UnsafeCell::new(Stage {
                 future: ManuallyDrop::new(future),
             }),
+            name,
         });
     }
     #[cfg(loom)]
@@ -302,7 +345,7 @@ impl RawTask {
         // SAFETY: we hold the job and the future is present (T2).
         let polled = unsafe { (self.header().vtable.poll)(self.0, &mut cx) };
         if traced != 0 {
-            crate::diag::trace::poll_end(traced, (self.header().vtable.name)());
+            crate::diag::trace::poll_end(traced, self.name(), self.is_named());
         }
         match polled {
             Polled::Pending => self.after_pending(),
@@ -481,6 +524,19 @@ impl RawTask {
                 Err(s) => state = s,
             }
         }
+    }
+
+    /// The task's name: the one given at spawn, else its future's type.
+    #[inline]
+    pub(crate) fn name(self) -> &'static str {
+        // SAFETY: the caller holds a right to the task (see `header`).
+        unsafe { (self.header().vtable.name)(self.0) }
+    }
+
+    /// Whether the task was given a name at spawn.
+    #[inline]
+    pub(crate) fn is_named(self) -> bool {
+        self.header().vtable.named
     }
 
     /// Takes one more reference.
