@@ -40,15 +40,18 @@ pub(crate) fn add_source(source: Source) {
     }
 }
 
+/// A runtime in a dump: its id, live tasks, workers and blocking threads.
+type RuntimeLine = (u16, usize, usize, usize);
+
 /// Every entry now.
-pub(crate) fn entries() -> (Vec<Entry>, Vec<(u16, usize, usize)>) {
+pub(crate) fn entries() -> (Vec<Entry>, Vec<RuntimeLine>) {
     let nodes = node::all();
     let mut out: Vec<Entry> = nodes.iter().filter_map(|n| entry(n)).collect();
     let sources: Vec<Source> = lock(&SOURCES).clone();
     for s in sources {
         s(&mut out);
     }
-    let mut runtimes: Vec<(u16, usize, usize)> = Vec::new();
+    let mut runtimes: Vec<RuntimeLine> = Vec::new();
     let here = RuntimeRef::current();
     let rank = super::rank();
     for r in nodes
@@ -103,8 +106,12 @@ fn entry(n: &Node) -> Option<Entry> {
 pub(crate) fn text() -> String {
     let (entries, runtimes) = entries();
     let mut s = String::from("tutti: dump\n");
-    for (id, tasks, workers) in runtimes {
-        let _ = writeln!(s, "  runtime #{id}: {workers} workers, {tasks} live tasks");
+    for (id, tasks, workers, blocking) in runtimes {
+        let _ = write!(s, "  runtime #{id}: {workers} workers, {tasks} live tasks");
+        if blocking > 0 {
+            let _ = write!(s, ", {blocking} blocking threads");
+        }
+        s.push('\n');
     }
     for e in &entries {
         let _ = write!(
@@ -139,8 +146,11 @@ pub(crate) fn json() -> String {
         .collect();
     let runtimes: Vec<serde_json::Value> = runtimes
         .iter()
-        .map(|&(id, tasks, workers)| {
-            serde_json::json!({"runtime": id, "live_tasks": tasks, "workers": workers})
+        .map(|&(id, tasks, workers, blocking)| {
+            serde_json::json!({
+                "runtime": id, "live_tasks": tasks, "workers": workers,
+                "blocking_threads": blocking,
+            })
         })
         .collect();
     serde_json::json!({

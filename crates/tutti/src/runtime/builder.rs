@@ -67,6 +67,9 @@ impl IdleStrategy {
 pub enum BuildError {
     /// Zero workers were requested.
     ZeroWorkers,
+    /// A cap of zero blocking threads was requested
+    /// ([`Builder::max_blocking_threads`]): blocking closures could never run.
+    ZeroBlockingThreads,
     /// More workers than one runtime supports were requested.
     TooManyWorkers {
         /// The number asked for.
@@ -98,6 +101,9 @@ impl fmt::Display for BuildError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             BuildError::ZeroWorkers => f.write_str("a runtime needs at least one worker"),
+            BuildError::ZeroBlockingThreads => f.write_str(
+                "max_blocking_threads(0): a runtime needs at least one thread for blocking closures",
+            ),
             BuildError::TooManyWorkers { requested, max } => {
                 write!(
                     f,
@@ -150,6 +156,8 @@ pub struct Builder {
     pin: bool,
     trace: Option<std::path::PathBuf>,
     deadlock: Option<DeadlockMode>,
+    max_blocking: Option<usize>,
+    blocking_keep_alive: Option<std::time::Duration>,
 }
 
 impl fmt::Debug for Builder {
@@ -160,6 +168,8 @@ impl fmt::Debug for Builder {
             .field("idle", &self.idle)
             .field("pin", &self.pin)
             .field("deadlock", &self.deadlock)
+            .field("max_blocking_threads", &self.max_blocking)
+            .field("blocking_keep_alive", &self.blocking_keep_alive)
             .finish_non_exhaustive()
     }
 }
@@ -278,11 +288,54 @@ impl Builder {
         self.deadlock
     }
 
+    /// Most threads the runtime starts for [`spawn_blocking`](crate::spawn_blocking)
+    /// closures at once (default 512); more closures wait for one of them in FIFO
+    /// order. The threads are started on demand, apart from the workers.
+    ///
+    /// ```
+    /// let rt = tutti::Runtime::builder().workers(1).max_blocking_threads(2).build().unwrap();
+    /// let hs: Vec<_> = (0..4).map(|i| rt.spawn_blocking(move || i * 10)).collect();
+    /// assert_eq!(hs.into_iter().map(|h| h.join()).sum::<i32>(), 60);
+    /// ```
+    pub fn max_blocking_threads(mut self, n: usize) -> Builder {
+        self.max_blocking = Some(n);
+        self
+    }
+
+    /// How long a blocking thread with nothing to do waits for another closure before it
+    /// exits (default 10 s).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let rt = tutti::Runtime::builder()
+    ///     .blocking_keep_alive(Duration::from_millis(100))
+    ///     .build()
+    ///     .unwrap();
+    /// assert_eq!(rt.block_on(rt.spawn_blocking(|| 7)), 7);
+    /// ```
+    pub fn blocking_keep_alive(mut self, idle: std::time::Duration) -> Builder {
+        self.blocking_keep_alive = Some(idle);
+        self
+    }
+
+    pub(crate) fn max_blocking_threads_value(&self) -> usize {
+        self.max_blocking
+            .unwrap_or(super::blocking::DEFAULT_MAX_THREADS)
+    }
+
+    pub(crate) fn blocking_keep_alive_value(&self) -> std::time::Duration {
+        self.blocking_keep_alive
+            .unwrap_or(super::blocking::DEFAULT_KEEP_ALIVE)
+    }
+
     /// Starts the runtime.
     pub fn build(self) -> Result<Runtime, BuildError> {
         let n = self.resolved_workers();
         if n == 0 {
             return Err(BuildError::ZeroWorkers);
+        }
+        if self.max_blocking == Some(0) {
+            return Err(BuildError::ZeroBlockingThreads);
         }
         if n > MAX_WORKERS {
             return Err(BuildError::TooManyWorkers {

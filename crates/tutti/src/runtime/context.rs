@@ -130,11 +130,16 @@ impl RuntimeRef {
         self.0.upgrade().is_some_and(|r| is_quiet(&r))
     }
 
-    /// The runtime's id and its number of live tasks and workers; `None` if it is gone
-    /// (for dumps).
-    pub(crate) fn live_tasks(&self) -> Option<(u16, usize, usize)> {
+    /// The runtime's id and its number of live tasks, workers and blocking threads;
+    /// `None` if it is gone (for dumps).
+    pub(crate) fn live_tasks(&self) -> Option<(u16, usize, usize, usize)> {
         let r = self.0.upgrade()?;
-        Some((r.id(), r.live.len(), r.num_workers()))
+        Some((
+            r.id(),
+            r.live.len(),
+            r.num_workers(),
+            r.blocking.threads().0,
+        ))
     }
 
     /// The names and states of that runtime's live named tasks (for dumps); empty if the

@@ -12,6 +12,9 @@
 //!   delay/resubmit); the most recently woken task runs next on the waking
 //!   worker, bounded so two tasks cannot monopolise it.
 //!
+//! Closures that block (files, foreign calls) go to [`spawn_blocking`]: a bounded pool
+//! of threads apart from the workers (`blocking.rs`).
+//!
 //! Idle workers spin briefly, then park (see `sleep.rs` for the protocol and
 //! its proof sketch); [`IdleStrategy`] selects the policy. Timers
 //! ([`sleep`], [`timeout`]) run on one lazily started timer thread.
@@ -23,6 +26,7 @@
 //! `TUTTI_IDLE`, see [`Builder::from_env`]).
 
 mod block_on;
+mod blocking;
 mod builder;
 pub(crate) mod context;
 mod ids;
@@ -46,6 +50,7 @@ use std::future::Future;
 use std::ops::Range;
 
 pub use block_on::block_on;
+pub use blocking::spawn_blocking;
 pub(crate) use builder::available_cores;
 pub use builder::{BuildError, Builder, IdleStrategy};
 pub use join::join;
@@ -196,6 +201,15 @@ impl Runtime {
         F::Output: Send + 'static,
     {
         task::spawn_on(&self.registry, future)
+    }
+
+    /// [`spawn_blocking`] on this runtime.
+    pub fn spawn_blocking<F, R>(&self, f: F) -> JoinHandle<R>
+    where
+        F: FnOnce() -> R + Send + 'static,
+        R: Send + 'static,
+    {
+        task::spawn_blocking_on(&self.registry, f)
     }
 
     /// [`spawn_named`] on this runtime.

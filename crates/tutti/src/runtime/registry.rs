@@ -44,6 +44,8 @@ pub(crate) struct Registry {
     handles: Mutex<Vec<ThreadHandle<()>>>,
     /// Idle workers inside a search for work (see [`Registry::all_idle`]).
     searching: AtomicUsize,
+    /// Threads for blocking closures (`blocking.rs`).
+    pub(crate) blocking: super::blocking::BlockingPool,
 }
 
 impl Registry {
@@ -69,6 +71,7 @@ impl Registry {
             });
             locals.push((deque, fifo));
         }
+        let runtime_id = id.get();
         let registry = Arc::new(Registry {
             thread_infos: infos.into_boxed_slice(),
             injector: Injector::new(),
@@ -80,6 +83,11 @@ impl Registry {
             terminated: AtomicBool::new(false),
             handles: Mutex::new(Vec::with_capacity(n)),
             searching: AtomicUsize::new(0),
+            blocking: super::blocking::BlockingPool::new(
+                builder.max_blocking_threads_value(),
+                builder.blocking_keep_alive_value(),
+                runtime_id,
+            ),
         });
         registry.id.publish(Arc::as_ptr(&registry));
         for (index, (deque, fifo)) in locals.into_iter().enumerate() {
@@ -242,6 +250,7 @@ impl Registry {
     /// loop once it runs out of work at hand.
     pub(crate) fn terminate(&self) {
         self.terminated.store(true, Ordering::SeqCst);
+        self.blocking.shutdown();
         for (i, info) in self.thread_infos.iter().enumerate() {
             // SAFETY: the latch lives in the registry, which outlives this call.
             if unsafe { CoreLatch::set(&info.terminate) } {

@@ -196,6 +196,39 @@ where
     spawn_with(registry, worker, future, name::intern(name), false)
 }
 
+/// Runs the blocking closure `f` on a thread of `registry`'s blocking pool, as a task
+/// whose one poll calls `f` (`runtime/blocking.rs`).
+pub(crate) fn spawn_blocking_on<F, R>(registry: &Arc<Registry>, f: F) -> JoinHandle<R>
+where
+    F: FnOnce() -> R + Send + 'static,
+    R: Send + 'static,
+{
+    let worker = WorkerThread::current().filter(|w| Arc::ptr_eq(w.registry(), registry));
+    let shard = registry.live.shard_for(worker.map_or(0, |w| w.index() + 1));
+    let state = state::State::new(registry.id(), shard, false);
+    let task = raw::allocate(Blocking(Some(f)), (), state);
+    registry.live.insert(registry, task);
+    registry.blocking.submit(registry, task);
+    JoinHandle::new(task)
+}
+
+/// The future of a blocking task: its one poll calls the closure.
+struct Blocking<F>(Option<F>);
+
+impl<F> Unpin for Blocking<F> {}
+
+impl<F: FnOnce() -> R, R> Future for Blocking<F> {
+    type Output = R;
+
+    fn poll(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<R> {
+        let f = self
+            .0
+            .take()
+            .unwrap_or_else(|| unreachable!("a blocking task is polled once"));
+        Poll::Ready(f())
+    }
+}
+
 /// The names and states of the named live tasks of `registry`, for dumps.
 pub(crate) fn named_tasks(registry: &Registry) -> Vec<(&'static str, &'static str)> {
     registry.live.named()
