@@ -9,6 +9,13 @@
 //!   chain is built in chunks so memory stays bounded, and building it is
 //!   timed), tokio through two `mpsc::channel(1)`s. Reported per message.
 //!
+//! * **spawn_blocking**: one driver task hands `--blocking` tiny closures to
+//!   the runtime's blocking pool (`spawn_blocking`, both runtimes with their
+//!   default cap of 512 threads and the pool warm from the warm-up runs), keeps
+//!   the handles and awaits them in order. Reported per call: the cost of the
+//!   hand-off to another thread and of the wake-up back, which is what a
+//!   program pays on top of the blocking call itself.
+//!
 //! Both drivers run as a task on their runtime (`block_on` of a spawned
 //! task), so every spawn and wake-up happens on a worker thread.
 
@@ -28,6 +35,9 @@ pub struct SpawnArgs {
     /// Messages of the ping-pong (one per direction of each hop).
     #[arg(long = "pingpong", default_value_t = 100_000, value_parser = clap::value_parser!(u64).range(1..=1_000_000_000))]
     messages: u64,
+    /// Closures handed to the blocking pool.
+    #[arg(long, default_value_t = 20_000, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
+    blocking: u64,
     /// Worker threads of both runtimes.
     #[arg(long, env = "TUTTI_WORKERS", default_value_t = 2, value_parser = crate::parse_workers)]
     workers: usize,
@@ -63,6 +73,29 @@ async fn spawn_all_tokio(tasks: u64) -> u64 {
     let mut sum = 0;
     for h in handles {
         // A failed task cannot reach the expected sum.
+        sum += h.await.unwrap_or(u64::MAX / 2);
+    }
+    sum
+}
+
+async fn spawn_blocking_tutti(calls: u64) -> u64 {
+    let handles: Vec<tutti::JoinHandle<u64>> = (0..calls)
+        .map(|i| tutti::spawn_blocking(move || std::hint::black_box(i)))
+        .collect();
+    let mut sum = 0;
+    for h in handles {
+        sum += h.await;
+    }
+    sum
+}
+
+async fn spawn_blocking_tokio(calls: u64) -> u64 {
+    let handles: Vec<tokio::task::JoinHandle<u64>> = (0..calls)
+        .map(|i| tokio::task::spawn_blocking(move || std::hint::black_box(i)))
+        .collect();
+    let mut sum = 0;
+    for h in handles {
+        // A failed call cannot reach the expected sum.
         sum += h.await.unwrap_or(u64::MAX / 2);
     }
     sum
@@ -139,16 +172,18 @@ async fn pingpong_tokio(messages: u64) -> Option<u64> {
 /// Runs `tutti bench spawn`.
 pub fn run(args: &SpawnArgs) -> Result<Report, String> {
     let (tasks, messages, w) = (args.tasks, args.messages, args.workers);
+    let calls = args.blocking;
     let plan = args.run.plan();
     let mut report = Report::new("spawn");
     report
         .param("tasks", tasks)
         .param("pingpong", messages)
+        .param("blocking", calls)
         .param("workers", w)
         .param("runs", plan.runs)
         .param("warmup", plan.warmup);
 
-    let progress = Progress::new(4 * plan.total(), args.json);
+    let progress = Progress::new(6 * plan.total(), args.json);
     let measure = |f: &dyn Fn() -> bool| -> Measurement {
         repeat(plan, &progress, || {
             let (ok, elapsed) = timed(f);
@@ -165,6 +200,9 @@ pub fn run(args: &SpawnArgs) -> Result<Report, String> {
         measure(&|| rt.block_on(rt.spawn(spawn_all_tutti(tasks))) == expected_sum(tasks));
     progress.stage("tutti ping-pong");
     let tutti_pp = measure(&|| rt.block_on(rt.spawn(pingpong_tutti(messages))) == Some(messages));
+    progress.stage("tutti spawn_blocking");
+    let tutti_blocking =
+        measure(&|| rt.block_on(rt.spawn(spawn_blocking_tutti(calls))) == expected_sum(calls));
     drop(rt);
 
     let tokio_rt = tokio::runtime::Builder::new_multi_thread()
@@ -179,6 +217,10 @@ pub fn run(args: &SpawnArgs) -> Result<Report, String> {
     let tokio_pp = measure(
         &|| matches!(tokio_rt.block_on(tokio_rt.spawn(pingpong_tokio(messages))), Ok(Some(v)) if v == messages),
     );
+    progress.stage("tokio spawn_blocking");
+    let tokio_blocking = measure(
+        &|| matches!(tokio_rt.block_on(tokio_rt.spawn(spawn_blocking_tokio(calls))), Ok(v) if v == expected_sum(calls)),
+    );
     drop(tokio_rt);
     progress.finish();
 
@@ -188,13 +230,15 @@ pub fn run(args: &SpawnArgs) -> Result<Report, String> {
         ("tokio", "spawn_await", &tokio_spawn, tasks),
         ("tutti", "pingpong", &tutti_pp, messages),
         ("tokio", "pingpong", &tokio_pp, messages),
+        ("tutti", "spawn_blocking", &tutti_blocking, calls),
+        ("tokio", "spawn_blocking", &tokio_blocking, calls),
     ] {
         report.verify(m.ok);
         if let Some(t) = per(m, count) {
-            let unit = if metric == "pingpong" {
-                "ns/message"
-            } else {
-                "ns/task"
+            let unit = match metric {
+                "pingpong" => "ns/message",
+                "spawn_blocking" => "ns/call",
+                _ => "ns/task",
             };
             report.result(name, metric, t, unit);
         }
@@ -206,6 +250,10 @@ pub fn run(args: &SpawnArgs) -> Result<Report, String> {
     report.ratio(
         "time_tutti_over_tokio_pingpong",
         tutti_pp.median_secs() / tokio_pp.median_secs(),
+    );
+    report.ratio(
+        "time_tutti_over_tokio_spawn_blocking",
+        tutti_blocking.median_secs() / tokio_blocking.median_secs(),
     );
     Ok(report)
 }
@@ -241,6 +289,21 @@ mod tests {
         let rt = tutti::Runtime::builder().workers(2).build().unwrap();
         let m = CHAIN_CHUNK + 3;
         assert_eq!(rt.block_on(rt.spawn(pingpong_tutti(m))), Some(m));
+    }
+
+    #[test]
+    fn spawn_blocking_sums() {
+        let rt = tutti::Runtime::builder().workers(1).build().unwrap();
+        assert_eq!(
+            rt.block_on(rt.spawn(spawn_blocking_tutti(100))),
+            expected_sum(100)
+        );
+        let tokio_rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .build()
+            .unwrap();
+        let got = tokio_rt.block_on(tokio_rt.spawn(spawn_blocking_tokio(100)));
+        assert_eq!(got.ok(), Some(expected_sum(100)));
     }
 
     #[test]
