@@ -89,8 +89,8 @@ pub mod prelude {
 pub use rmi::spmd;
 pub use runtime::{
     block_on, join, par_chunks_mut, par_for, scope, sleep, sleep_until, spawn, spawn_blocking,
-    spawn_named, timeout, timeout_at, yield_now, BuildError, Builder, Elapsed, IdleStrategy,
-    JoinError, JoinHandle, Outcome, Runtime, Scope, SequentialGroup,
+    spawn_named, spawn_with_priority, timeout, timeout_at, yield_now, BuildError, Builder, Elapsed,
+    IdleStrategy, JoinError, JoinHandle, Outcome, Priority, Runtime, Scope, SequentialGroup,
 };
 pub use sync::{DataflowError, DataflowVar};
 

@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 
 use super::node::{self, Kind, Node, On, BLOCKED, ENDED, IDLE};
 use crate::loom::lock;
-use crate::runtime::context::RuntimeRef;
+use crate::runtime::context::{LiveTasksView, RuntimeRef};
 
 /// One entry of a dump: a live participant, its state and what it waits on.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -21,7 +21,8 @@ pub struct Entry {
     pub rank: usize,
     /// `running`, `blocked` (waiting on `waits`) or `idle` (waiting for work); for a task
     /// `running`, `queued` (woken, waiting for a worker) or `parked` (waiting for its
-    /// waker).
+    /// waker), followed by ` (high priority)` or ` (low priority)` for a task spawned with
+    /// one of those.
     pub state: &'static str,
     /// What it waits on, when blocked.
     pub waits: Option<String>,
@@ -40,18 +41,15 @@ pub(crate) fn add_source(source: Source) {
     }
 }
 
-/// A runtime in a dump: its id, live tasks, workers and blocking threads.
-type RuntimeLine = (u16, usize, usize, usize);
-
 /// Every entry now.
-pub(crate) fn entries() -> (Vec<Entry>, Vec<RuntimeLine>) {
+pub(crate) fn entries() -> (Vec<Entry>, Vec<LiveTasksView>) {
     let nodes = node::all();
     let mut out: Vec<Entry> = nodes.iter().filter_map(|n| entry(n)).collect();
     let sources: Vec<Source> = lock(&SOURCES).clone();
     for s in sources {
         s(&mut out);
     }
-    let mut runtimes: Vec<RuntimeLine> = Vec::new();
+    let mut runtimes: Vec<LiveTasksView> = Vec::new();
     let here = RuntimeRef::current();
     let rank = super::rank();
     for r in nodes
@@ -60,7 +58,7 @@ pub(crate) fn entries() -> (Vec<Entry>, Vec<RuntimeLine>) {
         .chain(std::iter::once(&here))
     {
         if let Some(t) = r.live_tasks() {
-            if !runtimes.iter().any(|x| x.0 == t.0) {
+            if !runtimes.iter().any(|x| x.runtime == t.runtime) {
                 runtimes.push(t);
                 out.extend(r.named_tasks().into_iter().map(|(name, state)| Entry {
                     kind: "task",
@@ -106,10 +104,22 @@ fn entry(n: &Node) -> Option<Entry> {
 pub(crate) fn text() -> String {
     let (entries, runtimes) = entries();
     let mut s = String::from("tutti: dump\n");
-    for (id, tasks, workers, blocking) in runtimes {
-        let _ = write!(s, "  runtime #{id}: {workers} workers, {tasks} live tasks");
-        if blocking > 0 {
-            let _ = write!(s, ", {blocking} blocking threads");
+    for r in runtimes {
+        let _ = write!(
+            s,
+            "  runtime #{}: {} workers, {} live tasks",
+            r.runtime, r.workers, r.tasks
+        );
+        if r.high + r.low > 0 {
+            let normal = r.tasks.saturating_sub(r.high + r.low);
+            let _ = write!(
+                s,
+                " ({} high, {normal} normal, {} low priority)",
+                r.high, r.low
+            );
+        }
+        if r.blocking > 0 {
+            let _ = write!(s, ", {} blocking threads", r.blocking);
         }
         s.push('\n');
     }
@@ -146,10 +156,12 @@ pub(crate) fn json() -> String {
         .collect();
     let runtimes: Vec<serde_json::Value> = runtimes
         .iter()
-        .map(|&(id, tasks, workers, blocking)| {
+        .map(|r| {
+            let normal = r.tasks.saturating_sub(r.high + r.low);
             serde_json::json!({
-                "runtime": id, "live_tasks": tasks, "workers": workers,
-                "blocking_threads": blocking,
+                "runtime": r.runtime, "live_tasks": r.tasks, "workers": r.workers,
+                "blocking_threads": r.blocking,
+                "by_priority": {"high": r.high, "normal": normal, "low": r.low},
             })
         })
         .collect();

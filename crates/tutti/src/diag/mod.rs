@@ -101,7 +101,8 @@ pub fn dump() -> String {
     dump::text()
 }
 
-/// [`dump`] as one JSON object: `{"runtimes": [{"runtime", "live_tasks", "workers"}],
+/// [`dump`] as one JSON object: `{"runtimes": [{"runtime", "live_tasks", "workers",
+/// "by_priority": {"high", "normal", "low"}}],
 /// "entries": [{"kind", "name", "rank", "state", "waits"}], "last_deadlock"}`.
 ///
 /// ```

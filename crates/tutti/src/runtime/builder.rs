@@ -4,6 +4,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use super::context::DeadlockMode;
+use super::priority::Priority;
 use super::sleep::MAX_WORKERS;
 use super::Runtime;
 
@@ -158,6 +159,7 @@ pub struct Builder {
     deadlock: Option<DeadlockMode>,
     max_blocking: Option<usize>,
     blocking_keep_alive: Option<std::time::Duration>,
+    priority: Priority,
 }
 
 impl fmt::Debug for Builder {
@@ -170,6 +172,7 @@ impl fmt::Debug for Builder {
             .field("deadlock", &self.deadlock)
             .field("max_blocking_threads", &self.max_blocking)
             .field("blocking_keep_alive", &self.blocking_keep_alive)
+            .field("default_priority", &self.priority)
             .finish_non_exhaustive()
     }
 }
@@ -326,6 +329,27 @@ impl Builder {
     pub(crate) fn blocking_keep_alive_value(&self) -> std::time::Duration {
         self.blocking_keep_alive
             .unwrap_or(super::blocking::DEFAULT_KEEP_ALIVE)
+    }
+
+    /// The priority of tasks spawned on this runtime without one ([`spawn`](crate::spawn),
+    /// [`Runtime::spawn`], and the tasks the layers above spawn: actors, CSP processes,
+    /// RMI and RPC handlers); [`Priority::Normal`] unless set. A runtime dedicated to
+    /// background work can make everything low, and give the few tasks that must answer
+    /// promptly [`Priority::High`] with [`Runtime::spawn_with_priority`].
+    ///
+    /// ```
+    /// use tutti::Priority;
+    /// let rt = tutti::Runtime::builder().workers(1).default_priority(Priority::Low).build().unwrap();
+    /// assert_eq!(rt.default_priority(), Priority::Low);
+    /// assert_eq!(rt.spawn(async {}).priority(), Priority::Low);
+    /// ```
+    pub fn default_priority(mut self, priority: Priority) -> Builder {
+        self.priority = priority;
+        self
+    }
+
+    pub(crate) fn default_priority_value(&self) -> Priority {
+        self.priority
     }
 
     /// Starts the runtime.

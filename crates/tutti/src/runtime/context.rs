@@ -130,16 +130,19 @@ impl RuntimeRef {
         self.0.upgrade().is_some_and(|r| is_quiet(&r))
     }
 
-    /// The runtime's id and its number of live tasks, workers and blocking threads;
-    /// `None` if it is gone (for dumps).
-    pub(crate) fn live_tasks(&self) -> Option<(u16, usize, usize, usize)> {
+    /// The runtime's id, workers, blocking threads and live tasks; `None` if it is gone
+    /// (for dumps).
+    pub(crate) fn live_tasks(&self) -> Option<LiveTasksView> {
         let r = self.0.upgrade()?;
-        Some((
-            r.id(),
-            r.live.len(),
-            r.num_workers(),
-            r.blocking.threads().0,
-        ))
+        let (high, low) = r.live.high_and_low();
+        Some(LiveTasksView {
+            runtime: r.id(),
+            workers: r.num_workers(),
+            blocking: r.blocking.threads().0,
+            tasks: r.live.len(),
+            high,
+            low,
+        })
     }
 
     /// The names and states of that runtime's live named tasks (for dumps); empty if the
@@ -158,6 +161,20 @@ impl RuntimeRef {
         let registry = self.0.upgrade()?;
         Some(super::task::with_tagged_tasks(&registry, f))
     }
+}
+
+/// A runtime as a dump shows it: its workers, blocking threads and live tasks, by
+/// priority.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct LiveTasksView {
+    pub(crate) runtime: u16,
+    pub(crate) workers: usize,
+    pub(crate) blocking: usize,
+    /// Live tasks, of every priority.
+    pub(crate) tasks: usize,
+    /// Of which high priority, and low priority (the rest are normal).
+    pub(crate) high: usize,
+    pub(crate) low: usize,
 }
 
 /// What happens when a deadlock is detected. Set it with

@@ -15,6 +15,10 @@
 //! Closures that block (files, foreign calls) go to [`spawn_blocking`]: a bounded pool
 //! of threads apart from the workers (`blocking.rs`).
 //!
+//! Independent tasks have a [`Priority`] ([`spawn_with_priority`]): high-priority tasks
+//! are taken before queued normal work, low-priority ones after it, with an aging rule
+//! so that neither starves the other (`priority.rs`).
+//!
 //! Idle workers spin briefly, then park (see `sleep.rs` for the protocol and
 //! its proof sketch); [`IdleStrategy`] selects the policy. Timers
 //! ([`sleep`], [`timeout`]) run on one lazily started timer thread.
@@ -36,6 +40,7 @@ mod latch;
 mod lazy;
 mod owned;
 mod par_for;
+mod priority;
 mod registry;
 mod scope;
 mod sequential;
@@ -58,10 +63,12 @@ pub(crate) use join::join_context;
 #[allow(unused_imports)] // the deadline facility for `csp::Alt` timeouts
 pub(crate) use owned::{CellOwner, TaskCell};
 pub use par_for::{par_chunks_mut, par_for};
+pub use priority::{Priority, HIGH_BURST, LOW_EVERY};
 pub use scope::{scope, Scope};
 pub use sequential::SequentialGroup;
 pub use task::{
-    spawn, spawn_named, yield_now, JoinError, JoinHandle, Outcome, TaskResult, YieldNow,
+    spawn, spawn_named, spawn_with_priority, yield_now, JoinError, JoinHandle, Outcome, TaskResult,
+    YieldNow,
 };
 pub(crate) use timer::Deadline;
 pub use timer::{sleep, sleep_until, timeout, timeout_at, Elapsed, Sleep, Timeout};
@@ -200,7 +207,29 @@ impl Runtime {
         F: Future + Send + 'static,
         F::Output: Send + 'static,
     {
-        task::spawn_on(&self.registry, future)
+        task::spawn_on(&self.registry, future, None)
+    }
+
+    /// [`spawn_with_priority`] on this runtime.
+    ///
+    /// ```
+    /// use tutti::Priority;
+    /// let rt = tutti::Runtime::builder().workers(1).build().unwrap();
+    /// let h = rt.spawn_with_priority(Priority::High, async { 7 });
+    /// assert_eq!(rt.block_on(h), 7);
+    /// ```
+    pub fn spawn_with_priority<F>(&self, priority: Priority, future: F) -> JoinHandle<F::Output>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        task::spawn_on(&self.registry, future, Some(priority))
+    }
+
+    /// The priority of tasks spawned on this runtime without one (see
+    /// [`Builder::default_priority`]).
+    pub fn default_priority(&self) -> Priority {
+        self.registry.default_priority
     }
 
     /// [`spawn_blocking`] on this runtime.

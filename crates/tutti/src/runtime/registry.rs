@@ -1,5 +1,5 @@
 //! The shared state of one runtime: the workers' stealers, the global
-//! injector, sleep/wake, and the entry points that move work from outside
+//! injectors (normal, high and low priority), sleep/wake, and the entry points that move work from outside
 //! threads onto the workers.
 
 use std::sync::OnceLock;
@@ -11,6 +11,7 @@ use super::builder::{BuildError, Builder, IdleStrategy};
 use super::ids::RuntimeId;
 use super::job::{JobRef, StackJob};
 use super::latch::{CoreLatch, LockLatch, SpinLatch};
+use super::priority::Priority;
 use super::sleep::Sleep;
 use super::task::LiveTasks;
 use super::worker::WorkerThread;
@@ -24,6 +25,8 @@ pub(crate) struct ThreadInfo {
     pub(crate) deque: Stealer<JobRef>,
     /// Steals independent tasks from the worker's FIFO.
     pub(crate) fifo: Stealer<JobRef>,
+    /// Steals low-priority tasks from the worker's low FIFO.
+    pub(crate) low: Stealer<JobRef>,
     /// Set when the runtime shuts down; the worker's main loop waits on it.
     pub(crate) terminate: CoreLatch,
 }
@@ -32,6 +35,12 @@ pub(crate) struct ThreadInfo {
 pub(crate) struct Registry {
     pub(crate) thread_infos: Box<[ThreadInfo]>,
     pub(crate) injector: Injector<JobRef>,
+    /// Every high-priority task waiting to run (`priority.rs`).
+    pub(crate) high: Injector<JobRef>,
+    /// Low-priority tasks queued from outside the workers.
+    pub(crate) low_injector: Injector<JobRef>,
+    /// The priority of tasks spawned without one.
+    pub(crate) default_priority: Priority,
     pub(crate) sleep: Sleep,
     pub(crate) idle: IdleStrategy,
     /// Live async tasks, cancelled at shutdown.
@@ -64,17 +73,22 @@ impl Registry {
         for _ in 0..n {
             let deque = Worker::new_lifo();
             let fifo = Worker::new_fifo();
+            let low = Worker::new_fifo();
             infos.push(ThreadInfo {
                 deque: deque.stealer(),
                 fifo: fifo.stealer(),
+                low: low.stealer(),
                 terminate: CoreLatch::new(),
             });
-            locals.push((deque, fifo));
+            locals.push((deque, fifo, low));
         }
         let runtime_id = id.get();
         let registry = Arc::new(Registry {
             thread_infos: infos.into_boxed_slice(),
             injector: Injector::new(),
+            high: Injector::new(),
+            low_injector: Injector::new(),
+            default_priority: builder.default_priority_value(),
             sleep: Sleep::new(n),
             idle: builder.idle_strategy_value(),
             live: LiveTasks::new(n + 1),
@@ -90,7 +104,7 @@ impl Registry {
             ),
         });
         registry.id.publish(Arc::as_ptr(&registry));
-        for (index, (deque, fifo)) in locals.into_iter().enumerate() {
+        for (index, queues) in locals.into_iter().enumerate() {
             let mut thread = std::thread::Builder::new().name(builder.name_of(index));
             if let Some(size) = builder.stack_size_bytes() {
                 thread = thread.stack_size(size);
@@ -101,7 +115,7 @@ impl Registry {
                 if let Some(core) = pin {
                     super::builder::pin_current_thread(core);
                 }
-                WorkerThread::run(reg, index, deque, fifo);
+                WorkerThread::run(reg, index, queues);
             });
             match spawned {
                 Ok(h) => lock(&registry.handles).push(h),
@@ -129,7 +143,24 @@ impl Registry {
 
     /// Pushes a job from a thread that will not run it itself.
     pub(crate) fn inject(&self, job: JobRef) {
-        self.injector.push(job);
+        self.inject_into(&self.injector, job);
+    }
+
+    /// Pushes a task's job, by its priority, from a thread that will not run it itself
+    /// (or, for a high-priority task, from any thread: `priority.rs`).
+    #[inline]
+    pub(crate) fn inject_with(&self, job: JobRef, priority: Priority) {
+        let queue = match priority {
+            Priority::Normal => &self.injector,
+            Priority::High => &self.high,
+            Priority::Low => &self.low_injector,
+        };
+        self.inject_into(queue, job);
+    }
+
+    #[inline]
+    fn inject_into(&self, queue: &Injector<JobRef>, job: JobRef) {
+        queue.push(job);
         self.sleep.new_injected_jobs();
         // `new_injected_jobs` issued a SeqCst fence after the push; paired
         // with the one in `shutdown`, either we see `terminated` here or the
@@ -176,17 +207,31 @@ impl Registry {
     /// final scan before parking.
     pub(crate) fn has_visible_work(&self) -> bool {
         !self.injector.is_empty()
+            || !self.high.is_empty()
+            || !self.low_injector.is_empty()
             || self
                 .thread_infos
                 .iter()
-                .any(|t| !t.deque.is_empty() || !t.fifo.is_empty())
+                .any(|t| !t.deque.is_empty() || !t.fifo.is_empty() || !t.low.is_empty())
     }
 
     /// Moves a batch from the injector into `dest`, returning one job.
     #[inline]
     pub(crate) fn steal_injected(&self, dest: &Worker<JobRef>) -> Option<JobRef> {
+        steal_batch(&self.injector, dest)
+    }
+
+    /// Moves a batch from the low injector into `dest`, returning one job.
+    pub(crate) fn steal_low_injected(&self, dest: &Worker<JobRef>) -> Option<JobRef> {
+        steal_batch(&self.low_injector, dest)
+    }
+
+    /// Takes the oldest high-priority job. One at a time: a batch moved into one
+    /// worker's queue would wait there behind the job it runs.
+    #[cold]
+    pub(crate) fn steal_high(&self) -> Option<JobRef> {
         loop {
-            match self.injector.steal_batch_and_pop(dest) {
+            match self.high.steal() {
                 Steal::Success(job) => return Some(job),
                 Steal::Empty => return None,
                 Steal::Retry => {}
@@ -288,14 +333,28 @@ impl Registry {
     }
 
     fn discard_injected(&self) {
-        loop {
-            match self.injector.steal() {
-                // SAFETY: the job was stolen exclusively from the injector,
-                // so it is discarded exactly once.
-                Steal::Success(job) => unsafe { job.discard() },
-                Steal::Empty => break,
-                Steal::Retry => {}
+        for queue in [&self.injector, &self.high, &self.low_injector] {
+            loop {
+                match queue.steal() {
+                    // SAFETY: the job was stolen exclusively from the injector,
+                    // so it is discarded exactly once.
+                    Steal::Success(job) => unsafe { job.discard() },
+                    Steal::Empty => break,
+                    Steal::Retry => {}
+                }
             }
+        }
+    }
+}
+
+/// Moves a batch from `queue` into `dest`, returning one job.
+#[inline]
+fn steal_batch(queue: &Injector<JobRef>, dest: &Worker<JobRef>) -> Option<JobRef> {
+    loop {
+        match queue.steal_batch_and_pop(dest) {
+            Steal::Success(job) => return Some(job),
+            Steal::Empty => return None,
+            Steal::Retry => {}
         }
     }
 }

@@ -26,12 +26,16 @@
 //!   long-running tasks that met once (SPMD locations at a collective) do not
 //!   stay on one worker while the others idle.
 //!
-//! `find_work` serves: `run_next`, then the own list and deque (newest first),
-//! then the own FIFO, then
-//! the global injector, then other workers (deque first, then FIFO). Every
-//! [`INJECTOR_INTERVAL`] calls the injector is looked at before the own FIFO,
-//! so tasks injected from outside the runtime cannot be starved by a worker
-//! that keeps feeding its own FIFO.
+//! * `low` — a FIFO for **low-priority** tasks, stolen in batches like `fifo`.
+//!
+//! `find_work` serves: the runtime's high-priority queue, then `run_next`, then
+//! the own list and deque (newest first), then the own FIFO, then
+//! the global injector, then other workers (deque first, then FIFO), and only
+//! then low-priority tasks (the own low FIFO, the low injector, other workers'
+//! low FIFOs). Every [`INJECTOR_INTERVAL`] calls the injector is looked at
+//! before the own FIFO, so tasks injected from outside the runtime cannot be
+//! starved by a worker that keeps feeding its own FIFO; the aging rules of
+//! `priority.rs` ([`HIGH_BURST`], [`LOW_EVERY`]) do the same for priorities.
 
 use std::cell::Cell;
 use std::ptr;
@@ -42,6 +46,7 @@ use super::builder::IdleStrategy;
 use super::job::JobRef;
 use super::latch::CoreLatch;
 use super::lazy::{LazyJobs, LazyNode};
+use super::priority::{Priority, HIGH_BURST, LOW_EVERY};
 use super::registry::{IdlePollers, Registry};
 use std::sync::Arc;
 
@@ -73,7 +78,11 @@ pub(crate) struct WorkerThread {
     thieves: bool,
     deque: Worker<JobRef>,
     fifo: Worker<JobRef>,
+    low: Worker<JobRef>,
     run_next: Cell<Option<JobRef>>,
+    /// High-priority jobs taken in a row while the high queue never ran dry
+    /// (bounded by [`HIGH_BURST`]).
+    high_streak: Cell<u32>,
     run_next_streak: Cell<u32>,
     tick: Cell<u32>,
     /// How many task polls are on this thread's stack right now.
@@ -111,15 +120,16 @@ impl WorkerThread {
     pub(crate) fn run(
         registry: Arc<Registry>,
         index: usize,
-        deque: Worker<JobRef>,
-        fifo: Worker<JobRef>,
+        (deque, fifo, low): (Worker<JobRef>, Worker<JobRef>, Worker<JobRef>),
     ) {
         let worker = WorkerThread {
             lazy: LazyJobs::new(),
             thieves: registry.num_workers() > 1,
             deque,
             fifo,
+            low,
             run_next: Cell::new(None),
+            high_streak: Cell::new(0),
             run_next_streak: Cell::new(0),
             tick: Cell::new(0),
             task_depth: Cell::new(0),
@@ -251,6 +261,20 @@ impl WorkerThread {
         self.registry.sleep.new_internal_jobs();
     }
 
+    /// Queues the job of a task of high or low priority, spawned or woken on
+    /// this worker: a high one where every worker looks first, a low one at
+    /// the back of the own low FIFO.
+    #[cold]
+    pub(crate) fn push_prioritized(&self, job: JobRef, priority: Priority) {
+        match priority {
+            Priority::Low => {
+                self.low.push(job);
+                self.registry.sleep.new_internal_jobs();
+            }
+            _ => self.registry.inject_with(job, priority),
+        }
+    }
+
     /// Makes `job` the next thing this worker runs; a task already in the
     /// slot moves to the back of the FIFO.
     #[inline]
@@ -298,7 +322,11 @@ impl WorkerThread {
             return Some(job);
         }
         self.run_next_streak.set(0);
-        if self.fifo.is_empty() && self.registry.injector.is_empty() {
+        if self.fifo.is_empty()
+            && self.registry.injector.is_empty()
+            && self.low.is_empty()
+            && self.registry.low_injector.is_empty()
+        {
             // Nothing queued here is waiting for a turn: demoting the task
             // would only hand a ping-pong pair to a thief and split it across
             // cores.
@@ -311,6 +339,14 @@ impl WorkerThread {
     /// The next job for this worker, or `None` if no queue anywhere has one.
     #[inline]
     pub(crate) fn find_work(&self) -> Option<JobRef> {
+        if !self.registry.high.is_empty() {
+            if let Some(job) = self.take_high() {
+                return Some(job);
+            }
+        } else if self.high_streak.get() != 0 {
+            // The high queue ran dry: this search serves the other queues.
+            self.high_streak.set(0);
+        }
         if let Some(job) = self.take_run_next() {
             return Some(job);
         }
@@ -321,12 +357,33 @@ impl WorkerThread {
         self.find_work_cold()
     }
 
+    /// The oldest high-priority job, unless this worker has taken
+    /// [`HIGH_BURST`] in a row: then `None` once, so that the search goes on to
+    /// the other queues (`priority.rs`, aging).
+    #[cold]
+    fn take_high(&self) -> Option<JobRef> {
+        let streak = self.high_streak.get();
+        if streak >= HIGH_BURST {
+            self.high_streak.set(0);
+            return None;
+        }
+        let job = self.registry.steal_high()?;
+        self.high_streak.set(streak + 1);
+        Some(job)
+    }
+
     #[cold]
     fn find_work_cold(&self) -> Option<JobRef> {
         // Beyond the own queues: the trace's open poll slice ends here.
         crate::diag::trace::poll_gap();
         let tick = self.tick.get().wrapping_add(1);
         self.tick.set(tick);
+        if tick % LOW_EVERY == 0 {
+            // Aging: a worker kept busy by normal tasks still runs low ones.
+            if let Some(job) = self.take_low() {
+                return Some(job);
+            }
+        }
         if tick % INJECTOR_INTERVAL == 0 {
             if let Some(job) = self.registry.steal_injected(&self.fifo) {
                 return Some(job);
@@ -338,7 +395,44 @@ impl WorkerThread {
         if let Some(job) = self.registry.steal_injected(&self.fifo) {
             return Some(job);
         }
-        self.steal()
+        if let Some(job) = self.steal() {
+            return Some(job);
+        }
+        self.take_low().or_else(|| self.steal_low())
+    }
+
+    /// A low-priority job from the own low FIFO, else a batch of them from the
+    /// low injector.
+    fn take_low(&self) -> Option<JobRef> {
+        self.low
+            .pop()
+            .or_else(|| self.registry.steal_low_injected(&self.low))
+    }
+
+    /// Steals a batch of low-priority jobs from another worker's low FIFO.
+    fn steal_low(&self) -> Option<JobRef> {
+        let infos = &self.registry.thread_infos;
+        let n = infos.len();
+        if n <= 1 {
+            return None;
+        }
+        let start = (self.next_random() % n as u64) as usize;
+        loop {
+            let mut retry = false;
+            for i in (start..n).chain(0..start) {
+                if i == self.index {
+                    continue;
+                }
+                match infos[i].low.steal_batch_and_pop(&self.low) {
+                    Steal::Success(job) => return Some(job),
+                    Steal::Retry => retry = true,
+                    Steal::Empty => {}
+                }
+            }
+            if !retry {
+                return None;
+            }
+        }
     }
 
     fn next_random(&self) -> u64 {
@@ -555,7 +649,10 @@ impl WorkerThread {
         let next = self.run_next.take();
         let has = next.is_some();
         self.run_next.set(next);
-        has || !self.fifo.is_empty() || !self.lazy.is_empty() || !self.deque.is_empty()
+        has || !self.fifo.is_empty()
+            || !self.low.is_empty()
+            || !self.lazy.is_empty()
+            || !self.deque.is_empty()
     }
 
     /// Drops whatever is left in this worker's queues at shutdown.
@@ -565,7 +662,7 @@ impl WorkerThread {
         loop {
             let mut left = Vec::new();
             left.extend(self.run_next.take());
-            while let Some(job) = self.fifo.pop() {
+            while let Some(job) = self.fifo.pop().or_else(|| self.low.pop()) {
                 left.push(job);
             }
             if left.is_empty() {

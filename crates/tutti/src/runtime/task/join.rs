@@ -315,6 +315,16 @@ impl<T> JoinHandle<T> {
         self.task.header().join.is_done()
     }
 
+    /// The priority the task was spawned with (it never changes).
+    ///
+    /// ```
+    /// let h = tutti::spawn_with_priority(tutti::Priority::Low, async {});
+    /// assert_eq!(h.priority(), tutti::Priority::Low);
+    /// ```
+    pub fn priority(&self) -> crate::runtime::Priority {
+        self.task.state().priority()
+    }
+
     /// Runs `f` when the task ends (Blip's `appendOnFinish`), on the thread that finishes
     /// it, or right away if it already has. Callbacks run in registration order; a
     /// panicking callback is reported on stderr.
@@ -463,7 +473,7 @@ fn drop_handle(task: RawTask) {
         ) {
             Ok(_) => {
                 if closing {
-                    super::schedule(task, next.runtime(), false);
+                    super::schedule(task, next, false);
                 } else if last {
                     task.dealloc();
                 }

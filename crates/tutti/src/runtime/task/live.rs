@@ -30,6 +30,7 @@ use std::sync::Arc;
 
 use super::raw::{Header, RawTask};
 use crate::loom::{lock, Mutex, UnsafeCell};
+use crate::runtime::priority::Priority;
 use crate::runtime::registry::Registry;
 
 /// The links of a task header; touched only under its shard's lock.
@@ -208,12 +209,18 @@ impl LiveTasks {
                 p = unsafe { header.links.next() };
                 if task.is_named() {
                     let state = task.state();
-                    let what = if state.has(super::state::RUNNING) {
-                        "running"
-                    } else if state.has(super::state::SCHEDULED) {
-                        "queued"
-                    } else {
-                        "parked"
+                    let running = state.has(super::state::RUNNING);
+                    let queued = state.has(super::state::SCHEDULED);
+                    let what = match (state.priority(), running, queued) {
+                        (Priority::Normal, true, _) => "running",
+                        (Priority::Normal, false, true) => "queued",
+                        (Priority::Normal, false, false) => "parked",
+                        (Priority::High, true, _) => "running (high priority)",
+                        (Priority::High, false, true) => "queued (high priority)",
+                        (Priority::High, false, false) => "parked (high priority)",
+                        (Priority::Low, true, _) => "running (low priority)",
+                        (Priority::Low, false, true) => "queued (low priority)",
+                        (Priority::Low, false, false) => "parked (low priority)",
                     };
                     out.push((task.name(), what));
                 }
@@ -225,6 +232,28 @@ impl LiveTasks {
     /// Number of live tasks (linked or not).
     pub(crate) fn len(&self) -> usize {
         self.shards.iter().map(|s| lock(s).live).sum()
+    }
+
+    /// Linked live tasks of high and of low priority (the rest are normal), one shard
+    /// at a time: a snapshot for a dump, not an atomic one.
+    pub(crate) fn high_and_low(&self) -> (usize, usize) {
+        let (mut high, mut low) = (0, 0);
+        for shard in self.shards.iter() {
+            let shard = lock(shard);
+            let mut p = shard.head;
+            while let Some(h) = NonNull::new(p.cast_mut()) {
+                // SAFETY: linked, so alive, and the shard's lock is held.
+                let (header, task) = unsafe { (h.as_ref(), RawTask::from_ptr(h.cast())) };
+                match task.state().priority() {
+                    Priority::High => high += 1,
+                    Priority::Low => low += 1,
+                    Priority::Normal => {}
+                }
+                // SAFETY: as above.
+                p = unsafe { header.links.next() };
+            }
+        }
+        (high, low)
     }
 }
 

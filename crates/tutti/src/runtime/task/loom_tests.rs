@@ -69,7 +69,11 @@ fn park_once(slot: &Arc<Mutex<Option<Waker>>>) -> (ParkOnce, Counts) {
 
 /// A new task without a runtime; it starts with its first job, run by the model.
 fn task_of<F: Future + Send + 'static>(f: F) -> (RawTask, JoinHandle<F::Output>) {
-    let task = allocate(f, (), State::new(0, 0, false));
+    let task = allocate(
+        f,
+        (),
+        State::new(0, 0, false, crate::runtime::Priority::Normal),
+    );
     (task, JoinHandle::new(task))
 }
 

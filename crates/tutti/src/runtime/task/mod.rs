@@ -9,7 +9,8 @@
 //! Scheduling policy (Blip's fairness between independent tasks, and delay/resubmit):
 //!
 //! * a new task goes to the back of the spawning worker's FIFO (or the global injector
-//!   from outside the runtime);
+//!   from outside the runtime); a task of high or low priority goes to the queues of its
+//!   priority instead, on spawn and on every wake-up (`runtime/priority.rs`);
 //! * a task that returns `Pending` gives its worker back; whoever wakes it resubmits it:
 //!   a worker of the same runtime puts it in its `run_next` slot (the ping-pong fast
 //!   path, bounded: see `worker.rs`), a task that woke itself (`yield_now`) goes to the
@@ -38,6 +39,7 @@ use std::task::{Context, Poll};
 
 use super::context::{self, TaskContext};
 use super::job::{JobRef, JobVTable};
+use super::priority::Priority;
 use super::registry::{with_current_registry, Registry};
 use super::worker::WorkerThread;
 
@@ -78,31 +80,34 @@ unsafe fn discard_task(ptr: NonNull<()>) {
     unsafe { RawTask::from_ptr(ptr).discard() };
 }
 
-/// Queues the job of `task`, which the caller just created (it set `SCHEDULED`; the job
-/// owns a reference). `runtime` is the task's runtime id; `yielded`: the task woke itself
-/// while running.
-fn schedule(task: RawTask, runtime: u16, yielded: bool) {
+/// Queues the job of `task`, whose state word just became `state` with `SCHEDULED` set
+/// (the job owns a reference). `yielded`: the task woke itself while running.
+fn schedule(task: RawTask, state: state::State, yielded: bool) {
+    let runtime = state.runtime();
     #[cfg(loom)]
     if runtime == 0 {
         loom_queue::push(task);
         return;
     }
     let job = task_job(task);
+    let priority = state.priority();
     match WorkerThread::current() {
         Some(w) if w.registry().id() == runtime => {
-            if yielded {
+            if priority != Priority::Normal {
+                w.push_prioritized(job, priority);
+            } else if yielded {
                 w.push_fifo(job);
             } else {
                 w.push_run_next(job);
             }
         }
-        _ => schedule_remote(job, runtime),
+        _ => schedule_remote(job, runtime, priority),
     }
 }
 
 /// Injects a job into its runtime from a thread that is not one of its workers.
 #[cold]
-fn schedule_remote(job: JobRef, runtime: u16) {
+fn schedule_remote(job: JobRef, runtime: u16, priority: Priority) {
     // SAFETY: the task is live (it has a job), so its runtime is allocated (T5).
     let registry = unsafe { super::ids::registry(runtime) };
     // Hold the runtime across the injection: once queued, the task may run, end and
@@ -114,7 +119,7 @@ fn schedule_remote(job: JobRef, runtime: u16) {
         Arc::increment_strong_count(registry);
         Arc::from_raw(registry)
     };
-    registry.inject(job);
+    registry.inject_with(job, priority);
 }
 
 /// Spawns an independent task on the current runtime: the runtime of the calling worker,
@@ -142,8 +147,36 @@ where
     F::Output: Send + 'static,
 {
     match WorkerThread::current() {
-        Some(w) => spawn_with(w.registry(), Some(w), future, (), false),
-        None => with_current_registry(|r| spawn_with(r, None, future, (), false)),
+        Some(w) => spawn_with(w.registry(), Some(w), future, (), false, None),
+        None => with_current_registry(|r| spawn_with(r, None, future, (), false, None)),
+    }
+}
+
+/// Spawns an independent task with `priority` on the current runtime (see [`spawn`]).
+///
+/// A high-priority task is taken before every queued normal and low task of its
+/// runtime, each time it is spawned or woken; a low-priority one only when no normal
+/// work is queued (and at least once every [`LOW_EVERY`](crate::runtime::LOW_EVERY)
+/// normal tasks a worker takes, so that it is never starved). The priority stays the
+/// task's for its whole life; tasks it spawns get the runtime's default unless they say
+/// otherwise.
+///
+/// ```
+/// use tutti::Priority;
+/// let urgent = tutti::spawn_with_priority(Priority::High, async { 1 });
+/// let background = tutti::spawn_with_priority(Priority::Low, async { 2 });
+/// assert_eq!(urgent.priority(), Priority::High);
+/// assert_eq!(urgent.join() + background.join(), 3);
+/// ```
+pub fn spawn_with_priority<F>(priority: Priority, future: F) -> JoinHandle<F::Output>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    let p = Some(priority);
+    match WorkerThread::current() {
+        Some(w) => spawn_with(w.registry(), Some(w), future, (), false, p),
+        None => with_current_registry(|r| spawn_with(r, None, future, (), false, p)),
     }
 }
 
@@ -167,19 +200,23 @@ where
 {
     let name = name::intern(name.into());
     match WorkerThread::current() {
-        Some(w) => spawn_with(w.registry(), Some(w), future, name, false),
-        None => with_current_registry(|r| spawn_with(r, None, future, name, false)),
+        Some(w) => spawn_with(w.registry(), Some(w), future, name, false, None),
+        None => with_current_registry(|r| spawn_with(r, None, future, name, false, None)),
     }
 }
 
 /// Spawns on `registry` (from any thread).
-pub(crate) fn spawn_on<F>(registry: &Arc<Registry>, future: F) -> JoinHandle<F::Output>
+pub(crate) fn spawn_on<F>(
+    registry: &Arc<Registry>,
+    future: F,
+    priority: Option<Priority>,
+) -> JoinHandle<F::Output>
 where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
 {
     let worker = WorkerThread::current().filter(|w| Arc::ptr_eq(w.registry(), registry));
-    spawn_with(registry, worker, future, (), false)
+    spawn_with(registry, worker, future, (), false, priority)
 }
 
 /// [`spawn_named`] on `registry` (from any thread).
@@ -193,7 +230,7 @@ where
     F::Output: Send + 'static,
 {
     let worker = WorkerThread::current().filter(|w| Arc::ptr_eq(w.registry(), registry));
-    spawn_with(registry, worker, future, name::intern(name), false)
+    spawn_with(registry, worker, future, name::intern(name), false, None)
 }
 
 /// Runs the blocking closure `f` on a thread of `registry`'s blocking pool, as a task
@@ -205,7 +242,8 @@ where
 {
     let worker = WorkerThread::current().filter(|w| Arc::ptr_eq(w.registry(), registry));
     let shard = registry.live.shard_for(worker.map_or(0, |w| w.index() + 1));
-    let state = state::State::new(registry.id(), shard, false);
+    // The pool runs it; its priority would only order a wake-up, which it never gets.
+    let state = state::State::new(registry.id(), shard, false, Priority::Normal);
     let task = raw::allocate(Blocking(Some(f)), (), state);
     registry.live.insert(registry, task);
     registry.blocking.submit(registry, task);
@@ -242,8 +280,8 @@ where
     F::Output: Send + 'static,
 {
     match WorkerThread::current() {
-        Some(w) => spawn_with(w.registry(), Some(w), future, (), true),
-        None => with_current_registry(|r| spawn_with(r, None, future, (), true)),
+        Some(w) => spawn_with(w.registry(), Some(w), future, (), true, None),
+        None => with_current_registry(|r| spawn_with(r, None, future, (), true, None)),
     }
 }
 
@@ -253,7 +291,8 @@ pub(crate) fn with_tagged_tasks<R>(registry: &Registry, f: impl FnOnce(&Tagged<'
     registry.live.with_tagged(f)
 }
 
-/// `worker`: the calling worker, if it belongs to `registry`.
+/// `worker`: the calling worker, if it belongs to `registry`; `priority`: the task's, if
+/// not the runtime's default.
 #[inline]
 fn spawn_with<F, N: NameSlot>(
     registry: &Arc<Registry>,
@@ -261,19 +300,22 @@ fn spawn_with<F, N: NameSlot>(
     future: F,
     name: N,
     tagged: bool,
+    priority: Option<Priority>,
 ) -> JoinHandle<F::Output>
 where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
 {
+    let priority = priority.unwrap_or(registry.default_priority);
     let shard = registry.live.shard_for(worker.map_or(0, |w| w.index() + 1));
-    let state = state::State::new(registry.id(), shard, tagged);
+    let state = state::State::new(registry.id(), shard, tagged, priority);
     let task = raw::allocate(future, name, state);
     registry.live.insert(registry, task);
     let job = task_job(task);
     match worker {
-        Some(w) => w.push_fifo(job),
-        None => registry.inject(job),
+        Some(w) if priority == Priority::Normal => w.push_fifo(job),
+        Some(w) => w.push_prioritized(job, priority),
+        None => registry.inject_with(job, priority),
     }
     JoinHandle::new(task)
 }

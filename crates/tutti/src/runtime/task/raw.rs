@@ -373,7 +373,7 @@ impl RawTask {
             };
             match self.cas(state, next) {
                 Ok(next) if next.has(SCHEDULED) => {
-                    super::schedule(self, next.runtime(), true);
+                    super::schedule(self, next, true);
                     return;
                 }
                 Ok(next) if next.has(CLOSED) => {
@@ -461,7 +461,7 @@ impl RawTask {
             match self.cas(state, next) {
                 Ok(next) => {
                     if !next.has(RUNNING) {
-                        super::schedule(self, next.runtime(), false);
+                        super::schedule(self, next, false);
                     }
                     return;
                 }
@@ -487,7 +487,7 @@ impl RawTask {
             match self.cas(state, next) {
                 Ok(next) => {
                     if !next.has(RUNNING) {
-                        super::schedule(self, next.runtime(), false);
+                        super::schedule(self, next, false);
                     }
                     return;
                 }
@@ -517,7 +517,7 @@ impl RawTask {
             match self.cas(state, next) {
                 Ok(next) => {
                     if state.is_idle() {
-                        super::schedule(self, next.runtime(), false);
+                        super::schedule(self, next, false);
                     }
                     return;
                 }
@@ -561,7 +561,7 @@ impl RawTask {
             match self.cas(state, next) {
                 Ok(next) => {
                     if closing {
-                        super::schedule(self, next.runtime(), false);
+                        super::schedule(self, next, false);
                     } else if next.refs() == 0 && !next.has(HANDLE) {
                         self.dealloc();
                     }

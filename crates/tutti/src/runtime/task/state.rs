@@ -11,7 +11,8 @@
 //! | 5 | `TAGGED` | the layer above marked the task at spawn (a CSP process) | at spawn; never changes |
 //! | 6..18 | runtime id | the runtime the task is scheduled on (`runtime/ids.rs`) | at spawn |
 //! | 18..24 | shard | the live-task shard holding the task (`live.rs`) | at spawn |
-//! | 24..64 | references | wakers, plus one while a job exists (`SCHEDULED` or `RUNNING`) | clone/drop of wakers; jobs |
+//! | 24..26 | priority | the queue the task waits in (`runtime/priority.rs`: 0 normal, 1 high, 2 low) | at spawn; never changes |
+//! | 26..64 | references | wakers, plus one while a job exists (`SCHEDULED` or `RUNNING`) | clone/drop of wakers; jobs |
 //!
 //! # Invariants
 //!
@@ -30,6 +31,8 @@
 //! * **T5, live.** A task is on its runtime's live list from its spawn until its future
 //!   is gone; the runtime stays allocated while any task is live (`live.rs`), so every
 //!   operation that schedules (which requires a live task) may use it.
+
+use crate::runtime::priority::Priority;
 
 /// A job for the task is queued or about to be.
 pub(crate) const SCHEDULED: u64 = 1 << 0;
@@ -50,7 +53,9 @@ pub(crate) const RUNTIME_BITS: u32 = 12;
 const SHARD_SHIFT: u32 = RUNTIME_SHIFT + RUNTIME_BITS;
 /// Bits of the live-list shard.
 pub(crate) const SHARD_BITS: u32 = 6;
-const REF_SHIFT: u32 = SHARD_SHIFT + SHARD_BITS;
+const PRIORITY_SHIFT: u32 = SHARD_SHIFT + SHARD_BITS;
+const PRIORITY_BITS: u32 = 2;
+const REF_SHIFT: u32 = PRIORITY_SHIFT + PRIORITY_BITS;
 /// One reference.
 pub(crate) const REF: u64 = 1 << REF_SHIFT;
 /// More references than this is a leak of wakers; the count aborts before it overflows.
@@ -61,8 +66,9 @@ const MAX_REFS: u64 = (1 << (63 - REF_SHIFT)) - 1;
 pub(crate) struct State(pub(crate) u64);
 
 impl State {
-    /// The word of a task being spawned: one job, a handle, on `runtime` and `shard`.
-    pub(crate) fn new(runtime: u16, shard: usize, tagged: bool) -> State {
+    /// The word of a task being spawned: one job, a handle, on `runtime` and `shard`,
+    /// queued by `priority`.
+    pub(crate) fn new(runtime: u16, shard: usize, tagged: bool, priority: Priority) -> State {
         debug_assert!(u32::from(runtime) < 1 << RUNTIME_BITS);
         debug_assert!(shard < 1 << SHARD_BITS);
         let tag = if tagged { TAGGED } else { 0 };
@@ -72,6 +78,7 @@ impl State {
                 | tag
                 | (u64::from(runtime) << RUNTIME_SHIFT)
                 | ((shard as u64) << SHARD_SHIFT)
+                | (priority.bits() << PRIORITY_SHIFT)
                 | REF,
         )
     }
@@ -106,6 +113,11 @@ impl State {
     #[inline]
     pub(crate) fn shard(self) -> usize {
         ((self.0 >> SHARD_SHIFT) & ((1 << SHARD_BITS) - 1)) as usize
+    }
+
+    #[inline]
+    pub(crate) fn priority(self) -> Priority {
+        Priority::from_bits((self.0 >> PRIORITY_SHIFT) & ((1 << PRIORITY_BITS) - 1))
     }
 
     #[inline]
@@ -158,11 +170,12 @@ impl std::fmt::Debug for State {
         }
         write!(
             f,
-            "{} refs={} runtime={} shard={}",
+            "{} refs={} runtime={} shard={} priority={}",
             flags.join("|"),
             self.refs(),
             self.runtime(),
-            self.shard()
+            self.shard(),
+            self.priority()
         )
     }
 }
@@ -173,8 +186,14 @@ mod tests {
 
     #[test]
     fn fields_round_trip() {
-        let s = State::new((1 << RUNTIME_BITS) - 1, (1 << SHARD_BITS) - 1, true);
+        let s = State::new(
+            (1 << RUNTIME_BITS) - 1,
+            (1 << SHARD_BITS) - 1,
+            true,
+            Priority::Low,
+        );
         assert_eq!(s.runtime(), (1 << RUNTIME_BITS) - 1);
+        assert_eq!(s.priority(), Priority::Low);
         assert_eq!(s.shard(), (1 << SHARD_BITS) - 1);
         assert_eq!(s.refs(), 1);
         assert!(s.has(SCHEDULED) && s.has(HANDLE) && s.has(TAGGED));
@@ -185,7 +204,11 @@ mod tests {
             (1 << RUNTIME_BITS) - 1,
             "the count does not spill"
         );
+        assert_eq!(s.priority(), Priority::Low, "nor into the priority");
         assert!(!s.overflowed());
+        for p in [Priority::High, Priority::Normal, Priority::Low] {
+            assert_eq!(State::new(1, 0, false, p).priority(), p);
+        }
         assert!(State(u64::MAX).overflowed());
         assert!(format!("{s:?}").contains("SCHEDULED|HANDLE|TAGGED refs=2"));
     }
