@@ -105,6 +105,8 @@ enum BenchCommand {
     ParIter(bench::par_iter::ParIterArgs),
     /// Async tasks: spawn+await and ping-pong, tutti vs tokio.
     Spawn(bench::spawn::SpawnArgs),
+    /// Task priorities: wake-up lateness of a 1 kHz high-priority loop beside a flood of low-priority tasks, tutti vs tokio.
+    Priority(bench::priority::PriorityArgs),
     /// CPU use of an idle runtime: tutti vs tokio vs rayon.
     Idle(bench::idle::IdleArgs),
     /// CSP channels, barriers and Alt: tutti vs Go and crossbeam-channel.
@@ -138,7 +140,7 @@ pub use args::{parse_seconds, parse_workers};
 
 /// Measured runs when `--runs` is not given, for the commands whose default is
 /// not 5 (each command's own constant; `swe`'s lives in its module's `run`).
-fn runs_defaults() -> [(&'static [&'static str], usize); 9] {
+fn runs_defaults() -> [(&'static [&'static str], usize); 10] {
     [
         (&["gauss"], apps::gauss::RUNS),
         (&["jacobi"], apps::jacobi::RUNS),
@@ -149,6 +151,7 @@ fn runs_defaults() -> [(&'static [&'static str], usize); 9] {
         (&["bench", "fib"], bench::fib::RUNS),
         (&["bench", "codec"], bench::codec::RUNS),
         (&["bench", "diag"], bench::diag::RUNS),
+        (&["bench", "priority"], bench::priority::RUNS),
     ]
 }
 
@@ -233,6 +236,7 @@ fn main() {
                 BenchCommand::Fib(a) => (a.json, bench::fib::run(a)),
                 BenchCommand::ParIter(a) => (a.json, bench::par_iter::run(a)),
                 BenchCommand::Spawn(a) => (a.json, bench::spawn::run(a)),
+                BenchCommand::Priority(a) => (a.json, bench::priority::run(a)),
                 BenchCommand::Idle(a) => (a.json, bench::idle::run(a)),
                 BenchCommand::Csp(a) => (a.json, bench::csp::run(a)),
                 BenchCommand::Codec(a) => (a.json, bench::codec::run(a)),

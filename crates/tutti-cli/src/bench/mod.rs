@@ -8,6 +8,7 @@ pub mod fib;
 pub mod graph;
 pub mod idle;
 pub mod par_iter;
+pub mod priority;
 pub mod rmi;
 pub mod rmi_sweep;
 pub mod rpc;
