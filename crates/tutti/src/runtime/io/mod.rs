@@ -23,9 +23,10 @@
 //!   bound: the timer thread injects the tasks it wakes, and that injection
 //!   wakes the parked worker through `unblock`.
 //!
-//! The park protocol with the driver in it is the one `sleep.rs` proves and
-//! model-checks for any waiter whose wake-up is armed before `stay` is asked;
-//! the driver's own protocol — readiness set by the driver against readiness
+//! The park protocol with the driver in it is the one `sleep.rs` proves for
+//! any waiter whose wake-up is armed before `stay` is asked; `loom_tests`
+//! below model-checks it with the driver's kind of wake-up (an eventfd
+//! counter that a write before the wait leaves pending); the driver's own protocol — readiness set by the driver against readiness
 //! cleared by a task, and the task's waker — is in `readiness.rs` with its
 //! loom model.
 //!
@@ -343,5 +344,122 @@ impl<S: Source> Drop for Evented<S> {
         // A task of another half still waiting on this socket polls again
         // and meets the closed socket itself.
         self.reg.io.wake_all();
+    }
+}
+
+#[cfg(all(test, loom))]
+mod loom_tests {
+    //! The park protocol of `sleep.rs` with the driver as the idle waiter.
+    //! The driver's `epoll_wait` on its eventfd is modelled by a counter
+    //! (the eventfd: written by `unblock` and by a socket event, never
+    //! cleared by a reader before it returns) and a condvar: what matters is
+    //! that the wake-up is armed from the start, so a write before the wait
+    //! ends it at once.
+
+    use super::super::latch::CoreLatch;
+    use super::super::sleep::{IdleWaiter, Sleep};
+    use crate::loom::{fence, lock, thread, Arc, AtomicBool, Condvar, Mutex, Ordering};
+    use std::time::Duration;
+
+    struct EpollModel {
+        /// Pending eventfd writes and socket events.
+        pending: Mutex<u32>,
+        cond: Condvar,
+        /// A socket became ready (what the worker's poll then finds).
+        socket: AtomicBool,
+    }
+
+    impl EpollModel {
+        fn new() -> Self {
+            EpollModel {
+                pending: Mutex::new(0),
+                cond: Condvar::new(),
+                socket: AtomicBool::new(false),
+            }
+        }
+
+        /// The OS reports a socket ready to whoever waits in the epoll set.
+        fn socket_ready(&self) {
+            self.socket.store(true, Ordering::Release);
+            fence(Ordering::SeqCst);
+            *lock(&self.pending) += 1;
+            self.cond.notify_all();
+        }
+    }
+
+    impl IdleWaiter for EpollModel {
+        fn block(&self, _max: Duration, stay: &dyn Fn() -> bool) {
+            if !stay() {
+                return;
+            }
+            // No timeout in the model: a lost wake-up blocks for ever.
+            let mut pending = lock(&self.pending);
+            while *pending == 0 {
+                pending = self.cond.wait(pending).unwrap();
+            }
+            *pending = 0;
+        }
+
+        fn unblock(&self) {
+            *lock(&self.pending) += 1;
+            self.cond.notify_all();
+        }
+    }
+
+    /// A worker about to block in the driver races new work injected for it:
+    /// it sees the work or the eventfd write ends its wait; no count of it as
+    /// sleeping is left behind.
+    #[test]
+    fn a_worker_in_the_driver_is_woken_by_new_work() {
+        loom::model(|| {
+            let sleep = Arc::new(Sleep::new(1));
+            assert!(sleep.set_waiter(std::sync::Arc::new(EpollModel::new())));
+            let job = Arc::new(AtomicBool::new(false));
+            let latch = Arc::new(CoreLatch::new());
+            let worker = {
+                let (sleep, job, latch) = (sleep.clone(), job.clone(), latch.clone());
+                thread::spawn(move || {
+                    sleep.start_looking();
+                    while !job.load(Ordering::Acquire) {
+                        let w = sleep.claim_waiter();
+                        sleep.sleep(0, &latch, None, w, || job.load(Ordering::Acquire));
+                        sleep.release_waiter();
+                    }
+                    sleep.stop_looking();
+                })
+            };
+            job.store(true, Ordering::Release);
+            sleep.new_injected_jobs();
+            worker.join().unwrap();
+            assert_eq!(sleep.counters().sleeping(), 0);
+            assert_eq!(sleep.counters().idle(), 0);
+        });
+    }
+
+    /// A worker about to block in the driver races a socket becoming ready:
+    /// the event ends its wait (or it never starts), and it withdraws itself.
+    #[test]
+    fn a_socket_event_wakes_the_worker_in_the_driver() {
+        loom::model(|| {
+            let sleep = Arc::new(Sleep::new(1));
+            let epoll = std::sync::Arc::new(EpollModel::new());
+            assert!(sleep.set_waiter(epoll.clone()));
+            let latch = Arc::new(CoreLatch::new());
+            let worker = {
+                let (sleep, latch, epoll) = (sleep.clone(), latch.clone(), epoll.clone());
+                thread::spawn(move || {
+                    sleep.start_looking();
+                    while !epoll.socket.load(Ordering::Acquire) {
+                        let w = sleep.claim_waiter();
+                        sleep.sleep(0, &latch, None, w, || false);
+                        sleep.release_waiter();
+                    }
+                    sleep.stop_looking();
+                })
+            };
+            epoll.socket_ready();
+            worker.join().unwrap();
+            assert_eq!(sleep.counters().sleeping(), 0);
+        });
     }
 }
