@@ -361,3 +361,68 @@ fn sockets_work_from_outside_the_workers() {
     });
     t.join().unwrap();
 }
+
+#[test]
+fn the_futures_io_traits_read_and_write() {
+    use futures_io::{AsyncRead, AsyncWrite};
+    use std::pin::Pin;
+    run(1, async {
+        let (a, b) = UnixStream::pair().unwrap();
+        let (mut r, mut w) = b.into_split();
+        let mut a = a;
+        let n = std::future::poll_fn(|cx| Pin::new(&mut a).poll_write(cx, b"traits"))
+            .await
+            .unwrap();
+        assert_eq!(n, 6);
+        std::future::poll_fn(|cx| Pin::new(&mut a).poll_close(cx))
+            .await
+            .unwrap();
+        let mut buf = [0u8; 16];
+        let mut got = Vec::new();
+        loop {
+            let n = std::future::poll_fn(|cx| Pin::new(&mut r).poll_read(cx, &mut buf))
+                .await
+                .unwrap();
+            if n == 0 {
+                break;
+            }
+            got.extend_from_slice(&buf[..n]);
+        }
+        assert_eq!(got, b"traits");
+        std::future::poll_fn(|cx| Pin::new(&mut w).poll_flush(cx))
+            .await
+            .unwrap();
+    });
+}
+
+#[cfg(feature = "tokio-io")]
+#[test]
+fn the_tokio_traits_read_and_write() {
+    use std::pin::Pin;
+    use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+    run(1, async {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let mut c = TcpStream::connect(addr).await.unwrap();
+        let (mut s, _) = listener.accept().await.unwrap();
+        std::future::poll_fn(|cx| Pin::new(&mut c).poll_write(cx, b"tokio"))
+            .await
+            .unwrap();
+        std::future::poll_fn(|cx| Pin::new(&mut c).poll_shutdown(cx))
+            .await
+            .unwrap();
+        let mut got = Vec::new();
+        loop {
+            let mut storage = [0u8; 3];
+            let mut buf = ReadBuf::new(&mut storage);
+            std::future::poll_fn(|cx| Pin::new(&mut s).poll_read(cx, &mut buf))
+                .await
+                .unwrap();
+            if buf.filled().is_empty() {
+                break;
+            }
+            got.extend_from_slice(buf.filled());
+        }
+        assert_eq!(got, b"tokio");
+    });
+}
