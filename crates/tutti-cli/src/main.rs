@@ -125,6 +125,8 @@ enum BenchCommand {
     Graph(bench::graph::GraphArgs),
     /// Processes of one host: an 8-byte ping-pong over tutti's shared memory vs a Unix socket and a pipe.
     Shm(bench::shm::ShmArgs),
+    /// TCP echo on loopback, 64 B and 16 KiB messages: tutti::net vs tokio.
+    Net(bench::net::NetArgs),
     /// URL-addressed RPC: the cost of each way to call, from a local call to loopback TCP, vs tarpc and remoc.
     Rpc(bench::rpc::RpcArgs),
     /// Timeline tracing: actor tell, CSP ping-pong and RMI with tracing off vs on.
@@ -247,6 +249,7 @@ fn main() {
                 BenchCommand::Rmi(a) => (a.json, bench::rmi::run(a)),
                 BenchCommand::Graph(a) => (a.json, bench::graph::run(a)),
                 BenchCommand::Rpc(a) => (a.json, bench::rpc::run(a)),
+                BenchCommand::Net(a) => (a.json, bench::net::run(a)),
                 BenchCommand::Trace(a) => (a.json, bench::trace::run(a)),
             }
         }

@@ -31,6 +31,7 @@
 //! | 0′ | [`diag`] | the wait-for graph every blocking operation reports into, deadlock verdicts and reports, dumps on demand or on a signal, the timeline trace | [`diag::Deadlock`], [`diag::DeadlockMode`], [`diag::trace`] |
 //! | 1 | [`sync`] | dataflow variables | [`DataflowVar`] |
 //! | 1 | [`csp`] | channels (rendezvous, buffered, unbounded), shared ends, `Alt`/`select!`, barriers, `par`, poison, deadlock detection among processes | [`csp::Tx`], [`csp::Rx`], [`csp::Alt`], [`csp::Barrier`], [`csp::par`] |
+//! | 1 | [`net`] | async sockets on the runtime's I/O driver, polled by idle workers: TCP (with halves), UDP, Unix streams; `futures-io` traits (tokio's with `tokio-io`) | [`net::TcpListener`], [`net::TcpStream`], [`net::UdpSocket`], [`net::UnixStream`] |
 //! | 2 | [`msg`] | the message core: message types, handlers, envelopes and replies, stable message ids, the codec for what crosses a process | [`msg::Message`], [`msg::Handler`], [`msg::Remote`], [`msg::Dispatch`] |
 //! | 2 | [`actor`] | mailbox actors: addresses, `tell`/`ask`, the registry, monitors and links, supervision, actor systems | [`actor::Actor`], [`actor::Addr`], [`actor::Context`], [`actor::Supervisor`] |
 //! | 3 | [`world`] | ranks × locations; transports (in-process, shared memory, MPI); aggregation, collectives, quiescence (fences) and the cross-rank stall check | [`world::World`], [`world::Location`], [`world::LocationId`], [`world::Delivery`] |
@@ -70,6 +71,7 @@ pub mod diag;
 pub mod graph;
 pub(crate) mod loom;
 pub mod msg;
+pub mod net;
 pub mod par;
 pub mod remote;
 pub mod rmi;

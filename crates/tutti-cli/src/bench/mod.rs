@@ -7,6 +7,7 @@ pub mod diag;
 pub mod fib;
 pub mod graph;
 pub mod idle;
+pub mod net;
 pub mod par_iter;
 pub mod priority;
 pub mod rmi;

@@ -95,9 +95,12 @@ pub(crate) const IDLE_RECHECK: std::time::Duration = std::time::Duration::from_m
 
 /// Every worker of `registry` idle with empty queues, and no timer armed that could wake
 /// one of its tasks (one of its own, or one armed off the workers: `timer.rs`, "Whose
-/// timer"; a timer another runtime keeps armed does not count).
+/// timer"; a timer another runtime keeps armed does not count), and no socket registered
+/// with its I/O driver (a task may wait for the outside world).
 fn is_quiet(registry: &Registry) -> bool {
-    registry.all_idle() && super::timer::pending_timers_for(registry.id()) == 0
+    registry.all_idle()
+        && super::timer::pending_timers_for(registry.id()) == 0
+        && !registry.io.get().is_some_and(|d| d.has_sources())
 }
 
 /// Names a runtime, to ask later whether it is quiet. It does not keep the runtime

@@ -34,6 +34,7 @@ mod blocking;
 mod builder;
 pub(crate) mod context;
 mod ids;
+pub(crate) mod io;
 mod job;
 mod join;
 mod latch;

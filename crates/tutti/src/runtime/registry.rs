@@ -55,6 +55,8 @@ pub(crate) struct Registry {
     searching: AtomicUsize,
     /// Threads for blocking closures (`blocking.rs`).
     pub(crate) blocking: super::blocking::BlockingPool,
+    /// The I/O driver, created by the first socket (`io.rs`).
+    pub(crate) io: std::sync::OnceLock<Arc<super::io::Driver>>,
 }
 
 impl Registry {
@@ -102,6 +104,7 @@ impl Registry {
                 builder.blocking_keep_alive_value(),
                 runtime_id,
             ),
+            io: std::sync::OnceLock::new(),
         });
         registry.id.publish(Arc::as_ptr(&registry));
         for (index, queues) in locals.into_iter().enumerate() {
