@@ -46,6 +46,14 @@ const BODIES: &[(&str, Body)] = &[
         time_bound_flushes_a_waiting_buffer,
     ),
     ("typed_values_within_a_rank", typed_values_within_a_rank),
+    (
+        "typed_values_to_every_location",
+        typed_values_to_every_location,
+    ),
+    (
+        "typed_receive_names_both_types",
+        typed_receive_names_both_types,
+    ),
 ];
 
 fn main() {
@@ -463,10 +471,10 @@ fn typed_values_within_a_rank(world: &World) {
         for &to in &mine {
             loc.send(to, (me, vec![me.index(); 3])).unwrap();
         }
-        // A typed value cannot go to another rank.
+        // A value sent with `send_value` (not serialized) cannot go to another rank.
         if w.ranks() > 1 {
             let other = id((loc.world().rank() + 1) % w.ranks() * w.locations_per_rank());
-            let e = loc.send(other, 5u8).unwrap_err();
+            let e = loc.send_value(other, 5u8).unwrap_err();
             assert!(matches!(e, tutti::world::SendError::NotLocal(_, 5)));
         }
         let mut from = Vec::new();
@@ -509,5 +517,75 @@ fn message_above_2_gib(world: &World) {
                 .all(|(i, &x)| x == (i % 251) as u8));
         }
         loc.barrier().await;
+    });
+}
+
+/// A record with owned fields, sent with one call to every location: moved
+/// within a rank, serialized across ranks.
+#[derive(Serialize, Deserialize, Debug, PartialEq)]
+struct Note {
+    from: u32,
+    to: u32,
+    words: Vec<String>,
+}
+
+fn typed_values_to_every_location(world: &World) {
+    world.run(|loc| async move {
+        let n = loc.world().locations();
+        let me = loc.id().index() as u32;
+        for to in 0..n as u32 {
+            let note = Note {
+                from: me,
+                to,
+                words: vec![format!("{me}->{to}"); (to % 3) as usize],
+            };
+            loc.send(id(to as usize), note).unwrap();
+            // Two messages per destination: their order must be kept.
+            loc.send(id(to as usize), (me, u64::from(to) << 32))
+                .unwrap();
+        }
+        let mut seen = vec![0u8; n];
+        for _ in 0..2 * n {
+            let mut d = loc.recv().await;
+            let from = d.from().index();
+            if seen[from] == 0 {
+                let note = d.typed::<Note>().unwrap();
+                assert_eq!((note.from as usize, note.to), (from, me));
+                assert_eq!(note.words, vec![format!("{from}->{me}"); (me % 3) as usize]);
+            } else {
+                assert_eq!(
+                    d.typed::<(u32, u64)>().unwrap(),
+                    (from as u32, u64::from(me) << 32)
+                );
+            }
+            seen[from] += 1;
+        }
+        assert!(seen.iter().all(|&s| s == 2), "{seen:?}");
+    });
+}
+
+fn typed_receive_names_both_types(world: &World) {
+    world.run(|loc| async move {
+        let n = loc.world().locations();
+        let right = id((loc.id().index() + 1) % n);
+        let left = id((loc.id().index() + n - 1) % n);
+        loc.send(right, String::from("not a number")).unwrap();
+        loc.send_bytes(right, vec![1, 2, 3]).unwrap();
+        let mut d = loc.recv().await;
+        let e = d.typed::<u64>().unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "tutti::world: the message from {left} is a alloc::string::String, received as a u64"
+            )
+        );
+        // The message stays: taken as the right type it is there.
+        assert_eq!(d.typed::<String>().unwrap(), "not a number");
+        assert!(matches!(d.typed::<String>(), Err(tutti::world::TakeError::Taken { .. })));
+        drop(d);
+        let mut d = loc.recv().await;
+        let e = d.typed::<String>().unwrap_err();
+        assert!(e.to_string().contains("is a plain bytes"), "{e}");
+        assert_eq!(d.typed::<Vec<u8>>().unwrap(), [1, 2, 3]);
     });
 }

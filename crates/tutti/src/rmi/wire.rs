@@ -192,7 +192,7 @@ impl Rmi {
                     self.with_state(|st| st.own.push_back(req));
                     return;
                 }
-                if let Err(e) = self.world().send(to, req) {
+                if let Err(e) = self.world().send_value(to, req) {
                     panic!("tutti::rmi: cannot send to location {dest}: {e}");
                 }
             }
@@ -224,7 +224,7 @@ impl Rmi {
                 call: invoke::<T, M>(msg),
                 chain: None,
             };
-            if let Err(e) = self.world().send(to, req) {
+            if let Err(e) = self.world().send_value(to, req) {
                 panic!("tutti::rmi: cannot send to location {dest}: {e}");
             }
         } else if let Err(e) = self.conv().tell(to, u64::from(object), M::ID, &msg) {
@@ -296,7 +296,7 @@ impl Rmi {
             };
             if dest == me {
                 self.with_state(|st| st.own.push_back(req));
-            } else if let Err(e) = self.world().send(to, req) {
+            } else if let Err(e) = self.world().send_value(to, req) {
                 panic!("tutti::rmi: cannot send to location {dest}: {e}");
             }
             return corr;
@@ -391,7 +391,7 @@ impl Rmi {
                     .complete(corr, me, Ok(ReplyBody::Value(v)));
             }
             MethodReply::Value(reply) if within_rank => {
-                if let Err(e) = self.world().send(to, Response { corr, reply }) {
+                if let Err(e) = self.world().send_value(to, Response { corr, reply }) {
                     panic!("tutti::rmi: cannot answer {to}: {e}");
                 }
             }

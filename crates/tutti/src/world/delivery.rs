@@ -5,14 +5,17 @@ use std::fmt;
 use std::ops::Range;
 use std::sync::Arc;
 
+use serde::de::DeserializeOwned;
+
 use super::pool::{Pool, POOL_MIN};
+use super::typed::{self, TakeError};
 use super::{cast, LocationId};
 use crate::loom::{AtomicU64, Ordering};
 
 /// What a delivery holds.
 pub(crate) enum Content {
-    /// A typed value from a location of this rank.
-    Value(Box<dyn Any + Send>),
+    /// A typed value from a location of this rank, with its type's name.
+    Value(Box<dyn Any + Send>, &'static str),
     /// Bytes owned by this delivery.
     Bytes(Vec<u8>),
     /// Bytes inside a frame from another rank, shared with its other messages.
@@ -82,7 +85,7 @@ impl<'a> Delivery<'a> {
     /// The message as a `T`, if it is a typed value of that type.
     pub fn value<T: Any>(&self) -> Option<&T> {
         match &self.content {
-            Content::Value(v) => v.downcast_ref(),
+            Content::Value(v, _) => v.downcast_ref(),
             _ => None,
         }
     }
@@ -95,16 +98,66 @@ impl<'a> Delivery<'a> {
             return self.take_bytes().and_then(|b| cast::<Vec<u8>, T>(b).ok());
         }
         match std::mem::replace(&mut self.content, Content::Taken) {
-            Content::Value(v) => match v.downcast::<T>() {
+            Content::Value(v, name) => match v.downcast::<T>() {
                 Ok(t) => Some(*t),
                 Err(v) => {
-                    self.content = Content::Value(v);
+                    self.content = Content::Value(v, name);
                     None
                 }
             },
             other => {
                 self.content = other;
                 None
+            }
+        }
+    }
+
+    /// Moves the message out as a `T`, wherever it came from: a value sent
+    /// with [`send`](super::Location::send) by a location of this rank moves
+    /// as it is; one from another rank is decoded from the codec's bytes (see
+    /// `typed.rs`); a message sent as bytes is taken as a `Vec<u8>`. If the
+    /// message is of another type the error names both types, and the message
+    /// stays in the delivery (take it as the right type, or drop it).
+    ///
+    /// ```
+    /// use tutti::world::{LocationId, World};
+    /// let world = World::builder().locations(2).workers(1).build().unwrap();
+    /// let got = world.run(|loc| async move {
+    ///     let next = LocationId::new(((loc.id().index() + 1) % 2) as u32);
+    ///     loc.send(next, (loc.id().index() as u32, vec![1.5f64])).unwrap();
+    ///     loc.recv().await.typed::<(u32, Vec<f64>)>().unwrap()
+    /// });
+    /// assert_eq!(got, [(1, vec![1.5]), (0, vec![1.5])]);
+    /// ```
+    pub fn typed<T: DeserializeOwned + Any>(&mut self) -> Result<T, TakeError> {
+        let from = self.from;
+        let expected = std::any::type_name::<T>();
+        match &self.content {
+            Content::Value(_, name) => {
+                let found = *name;
+                self.take::<T>().ok_or_else(|| TakeError::Mismatch {
+                    from,
+                    expected,
+                    found: found.to_string(),
+                })
+            }
+            Content::Taken => Err(TakeError::Taken { from }),
+            Content::Bytes(_) | Content::Shared(..) => {
+                let plain = typed::split(self.bytes().unwrap_or_default()).is_none();
+                if plain && TypeId::of::<T>() == TypeId::of::<Vec<u8>>() {
+                    // Plain bytes: a `Vec<u8>` is what was sent.
+                    if let Some(t) = self.take::<T>() {
+                        return Ok(t);
+                    }
+                }
+                let bytes = self.bytes().unwrap_or_default();
+                let value = typed::decode::<T>(from, bytes)?;
+                if let Content::Bytes(b) = std::mem::replace(&mut self.content, Content::Taken) {
+                    if b.capacity() >= POOL_MIN {
+                        self.pool.put(b);
+                    }
+                }
+                Ok(value)
             }
         }
     }
@@ -139,7 +192,7 @@ impl Drop for Delivery<'_> {
 impl fmt::Debug for Delivery<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let what = match &self.content {
-            Content::Value(_) => "value".to_string(),
+            Content::Value(_, name) => format!("a {name}"),
             Content::Bytes(b) => format!("{} bytes", b.len()),
             Content::Shared(_, r) => format!("{} bytes", r.len()),
             Content::Taken => "taken".to_string(),

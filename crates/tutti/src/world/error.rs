@@ -100,12 +100,16 @@ impl Error for WorldError {
 pub enum SendError<T> {
     /// No location has this id.
     NoSuchLocation(LocationId, T),
-    /// The destination is on another rank and the value is not bytes: only
-    /// serialized messages cross a process boundary.
+    /// The destination is on another rank and the value was sent with
+    /// [`Location::send_value`](super::Location::send_value), which moves
+    /// values only within a rank.
     NotLocal(LocationId, T),
     /// The destination's process died without leaving (shared-memory systems:
     /// killed or crashed; detected by pid liveness).
     RankDied(LocationId, T),
+    /// The destination is on another rank and the value's `Serialize`
+    /// implementation failed (the codec's reason is the string).
+    Encode(LocationId, T, String),
 }
 
 impl<T> SendError<T> {
@@ -114,7 +118,8 @@ impl<T> SendError<T> {
         match self {
             SendError::NoSuchLocation(_, v)
             | SendError::NotLocal(_, v)
-            | SendError::RankDied(_, v) => v,
+            | SendError::RankDied(_, v)
+            | SendError::Encode(_, v, _) => v,
         }
     }
 }
@@ -125,6 +130,7 @@ impl<T> fmt::Debug for SendError<T> {
             SendError::NoSuchLocation(id, _) => write!(f, "NoSuchLocation({id:?}, ..)"),
             SendError::NotLocal(id, _) => write!(f, "NotLocal({id:?}, ..)"),
             SendError::RankDied(id, _) => write!(f, "RankDied({id:?}, ..)"),
+            SendError::Encode(id, _, why) => write!(f, "Encode({id:?}, .., {why:?})"),
         }
     }
 }
@@ -135,11 +141,15 @@ impl<T> fmt::Display for SendError<T> {
             SendError::NoSuchLocation(id, _) => write!(f, "tutti::world: there is no {id} in this world"),
             SendError::NotLocal(id, _) => write!(
                 f,
-                "tutti::world: {id} is on another rank: only serialized messages (bytes) cross processes"
+                "tutti::world: {id} is on another rank: a value sent with send_value cannot cross processes (use send)"
             ),
             SendError::RankDied(id, _) => {
                 write!(f, "tutti::world: {id} is on a process that died (killed or crashed)")
             }
+            SendError::Encode(id, _, why) => write!(
+                f,
+                "tutti::world: the message for {id} (on another rank) does not serialize: {why}"
+            ),
         }
     }
 }

@@ -16,7 +16,9 @@ use std::fmt;
 /// assert_eq!(id.local(4), 3);
 /// assert_eq!(id.to_string(), "location 7");
 /// ```
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(
+    Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
 pub struct LocationId(u32);
 
 impl LocationId {

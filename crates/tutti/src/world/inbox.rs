@@ -33,8 +33,9 @@ use super::LocationId;
 
 /// One message's content between locations.
 pub(crate) enum Payload {
-    /// A typed value from a location of this rank: moved, never serialized.
-    Value(Box<dyn Any + Send>),
+    /// A typed value from a location of this rank: moved, never serialized
+    /// (with its type's name, for a typed receive's error).
+    Value(Box<dyn Any + Send>, &'static str),
     /// Bytes (from this rank, or a large message's body from another).
     Bytes(Vec<u8>),
 }

@@ -17,10 +17,9 @@
 //!     let n = loc.world().locations();
 //!     // Everyone tells its right neighbour its id…
 //!     let right = LocationId::new(((loc.id().index() + 1) % n) as u32);
+//!     // (within a rank the value moves; to another rank it is serialized).
 //!     loc.send(right, loc.id().index() as u64).unwrap();
-//!     let mut d = loc.recv().await;
-//!     let left = d.take::<u64>().unwrap();
-//!     drop(d);
+//!     let left = loc.recv().await.typed::<u64>().unwrap();
 //!     // …and the world sums what it heard.
 //!     loc.all_reduce(left, |a, b| a + b).await
 //! });
@@ -29,10 +28,14 @@
 //!
 //! # Messages
 //!
-//! Between locations of one rank, messages move as typed values (nothing is
-//! serialized: the value is boxed and its pointer queued). Across ranks only bytes
-//! travel ([`Location::send_bytes`]; the `msg` codec turns typed messages into
-//! bytes). Messages from one location to another arrive in order. A received
+//! [`Location::send`] sends a typed value to any location. Between locations
+//! of one rank it moves as it is (nothing is serialized: the value is boxed and
+//! its pointer queued). Across ranks only bytes travel: `send` serializes the
+//! value with the `msg` codec, with its type's name (`typed.rs`), and the
+//! receiver's [`Delivery::typed`] decodes it — or says which type arrived
+//! instead ([`TakeError`]). [`Location::send_bytes`] and its relatives send
+//! bytes as they are; [`Location::send_value`] moves values that cannot be
+//! serialized within a rank. Messages from one location to another arrive in order. A received
 //! [`Delivery`] counts as handled when it is dropped.
 //!
 //! Every byte that crosses ranks is in the `msg` codec's wire form: frames are
@@ -149,6 +152,7 @@ mod rank;
 mod receive;
 mod stall;
 mod transport;
+mod typed;
 #[allow(clippy::module_inception)]
 mod world;
 
@@ -172,6 +176,7 @@ pub(crate) use rank::RankDeath;
 pub(crate) use transport::mpi::Window;
 #[cfg(not(loom))]
 pub use transport::shm::launch;
+pub use typed::TakeError;
 pub use world::World;
 
 use std::any::Any;

@@ -256,35 +256,19 @@ pub fn alltoall_sort(
             for &k in keys {
                 out[bucket_of(&split, k)].push(k);
             }
-            let per_rank = loc.world().locations_per_rank();
+            // One call for every destination: within the rank the keys move,
+            // to another rank they are serialized and decoded on arrival.
             for (dest, keys) in out.into_iter().enumerate() {
-                let to = LocationId::new(dest as u32);
-                let sent = if to.rank(per_rank) == loc.rank() {
-                    loc.send(to, keys).map_err(|e| e.to_string())
-                } else {
-                    loc.send_bytes(to, to_bytes(&keys))
-                        .map_err(|e| e.to_string())
-                };
-                if let Err(e) = sent {
+                if let Err(e) = loc.send(LocationId::new(dest as u32), keys) {
                     panic!("sort alltoall: location {me} cannot send to {dest}: {e}");
                 }
             }
             let mut bucket = Vec::new();
             for _ in 0..p {
                 let mut d = loc.recv().await;
-                if let Some(keys) = d.take::<Vec<u64>>() {
-                    bucket.extend_from_slice(&keys);
-                } else if let Some(bytes) = d.bytes() {
-                    match from_bytes(bytes) {
-                        Some(keys) => bucket.extend_from_slice(&keys),
-                        None => panic!(
-                            "sort alltoall: {} bytes from {} are not whole keys",
-                            bytes.len(),
-                            d.from()
-                        ),
-                    }
-                } else {
-                    panic!("sort alltoall: an unexpected message from {}", d.from());
+                match d.typed::<Vec<u64>>() {
+                    Ok(keys) => bucket.extend_from_slice(&keys),
+                    Err(e) => panic!("sort alltoall: {e}"),
                 }
             }
             bucket.sort_unstable();
@@ -292,28 +276,6 @@ pub fn alltoall_sort(
             finish(&loc, &bucket, secs, fingerprint).await
         }
     })
-}
-
-/// Keys as little-endian bytes.
-fn to_bytes(keys: &[u64]) -> Vec<u8> {
-    let mut v = Vec::with_capacity(keys.len() * 8);
-    for k in keys {
-        v.extend_from_slice(&k.to_le_bytes());
-    }
-    v
-}
-
-/// Keys from little-endian bytes (`None` if the length is not a multiple of 8).
-fn from_bytes(bytes: &[u8]) -> Option<Vec<u64>> {
-    if !bytes.len().is_multiple_of(8) {
-        return None;
-    }
-    Some(
-        bytes
-            .chunks_exact(8)
-            .map(|c| u64::from_le_bytes(c.try_into().unwrap_or([0; 8])))
-            .collect(),
-    )
 }
 
 #[cfg(test)]
@@ -384,10 +346,5 @@ mod tests {
         assert_eq!(bucket_of(&[3, 5], 3), 1);
         assert_eq!(bucket_of(&[3, 5], 9), 2);
         assert_eq!(block(10, 3, 2), 6..10);
-        assert_eq!(
-            from_bytes(&to_bytes(&[1, u64::MAX])),
-            Some(vec![1, u64::MAX])
-        );
-        assert_eq!(from_bytes(&[1, 2, 3]), None);
     }
 }

@@ -269,7 +269,7 @@ impl<T: Token> OutEnd<T> {
                         credits: 0,
                         value: Some(Box::new(v)),
                     };
-                    if loc.send(*to, carry).is_err() {
+                    if loc.send_value(*to, carry).is_err() {
                         loc.world()
                             .abort("tutti graph: a channel's location vanished");
                     }

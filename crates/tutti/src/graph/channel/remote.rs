@@ -77,7 +77,7 @@ pub(crate) fn send_control(
     credits: u32,
 ) {
     let ok = if same_rank {
-        loc.send(
+        loc.send_value(
             to,
             Carry {
                 channel,

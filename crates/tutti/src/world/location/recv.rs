@@ -146,7 +146,7 @@ impl Location {
 
     fn delivery(&self, from: LocationId, p: Payload) -> Delivery<'_> {
         let content = match p {
-            Payload::Value(v) => Content::Value(v),
+            Payload::Value(v, name) => Content::Value(v, name),
             Payload::Bytes(b) => Content::Bytes(b),
         };
         Delivery::new(

@@ -1,10 +1,12 @@
-//! Sending from a location: typed values to locations of this rank (moved,
-//! never serialized), bytes and slices to any location, and the outbox that
+//! Sending from a location: typed values to any location (moved within a
+//! rank, serialized across ranks), bytes and slices to any location, and the outbox that
 //! aggregates them per destination (`outbox.rs`) with its flush. Every send
 //! counts the message for quiescence (`Slot::sent`) when it is called, so
 //! buffered messages count; a send to a rank that died is refused.
 
-use std::any::Any;
+use std::any::{type_name, Any};
+
+use serde::Serialize;
 
 use super::Location;
 use crate::loom::{lock, Ordering};
@@ -12,18 +14,78 @@ use crate::world::error::SendError;
 use crate::world::inbox::{Parcel, Payload};
 use crate::world::outbox::{Bytes, Outgoing};
 use crate::world::rank::Slot;
-use crate::world::{cast, LocationId};
+use crate::world::{cast, typed, LocationId};
 
 impl Location {
-    /// Sends `value` to location `to`. To a location of this rank the value moves
-    /// as it is (never serialized). To another rank only bytes travel: a `Vec<u8>`
-    /// is sent as bytes (see [`send_bytes`](Self::send_bytes)); any other type is
-    /// [`SendError::NotLocal`].
+    /// Sends `value` to location `to`, on this rank or another. To a location
+    /// of this rank the value moves as it is (never serialized). To another
+    /// rank it is serialized with the message core's codec (`typed.rs`) and
+    /// decoded on arrival by a typed receive ([`Delivery::typed`](crate::world::Delivery::typed)).
+    /// A `Vec<u8>` is sent as bytes (see [`send_bytes`](Self::send_bytes)).
+    /// So the same program runs in one process and across ranks.
     ///
     /// Sending never blocks: the message may wait in this location's buffer for
     /// `to` (aggregation) until the buffer fills, the location flushes or waits,
-    /// or the world's time bound passes.
-    pub fn send<T: Any + Send>(&self, to: LocationId, value: T) -> Result<(), SendError<T>> {
+    /// or the world's time bound passes. A value whose `Serialize` fails on its
+    /// way to another rank comes back in [`SendError::Encode`].
+    ///
+    /// ```
+    /// use tutti::world::{LocationId, World};
+    /// let world = World::builder().locations(3).workers(2).build().unwrap();
+    /// let sums = world.run(|loc| async move {
+    ///     let n = loc.world().locations();
+    ///     let right = LocationId::new(((loc.id().index() + 1) % n) as u32);
+    ///     loc.send(right, vec![loc.id().index() as u64; 2]).unwrap();
+    ///     loc.recv().await.typed::<Vec<u64>>().unwrap().iter().sum::<u64>()
+    /// });
+    /// assert_eq!(sums, [4, 0, 2]);
+    /// ```
+    pub fn send<T: Serialize + Any + Send>(
+        &self,
+        to: LocationId,
+        value: T,
+    ) -> Result<(), SendError<T>> {
+        if to.index() >= self.world.locations() {
+            return Err(SendError::NoSuchLocation(to, value));
+        }
+        if self.rank_died(to) {
+            return Err(SendError::RankDied(to, value));
+        }
+        let value = match cast::<T, Vec<u8>>(value) {
+            Ok(bytes) => {
+                self.push_bytes(to, bytes);
+                return Ok(());
+            }
+            Err(value) => value,
+        };
+        if to.rank(self.world.locations_per_rank()) != self.rank() {
+            return match typed::encode(&value) {
+                Ok(bytes) => {
+                    self.push_bytes(to, bytes);
+                    Ok(())
+                }
+                Err(e) => Err(SendError::Encode(to, value, e.to_string())),
+            };
+        }
+        self.send_local(to, Payload::Value(Box::new(value), type_name::<T>()));
+        Ok(())
+    }
+
+    /// Sends `value`, which need not be serializable (a closure, a handle, a
+    /// reply slot), to a location of this rank: it moves as it is. To another
+    /// rank it is [`SendError::NotLocal`]; use [`send`](Self::send) for
+    /// messages that may cross ranks.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use tutti::world::{SendError, World};
+    /// let world = World::builder().locations(1).workers(1).build().unwrap();
+    /// let loc = world.location(0).unwrap();
+    /// let shared = Arc::new(5u32);
+    /// loc.send_value(loc.id(), Arc::clone(&shared)).unwrap();
+    /// assert_eq!(*loc.recv_blocking().take::<Arc<u32>>().unwrap(), 5);
+    /// ```
+    pub fn send_value<T: Any + Send>(&self, to: LocationId, value: T) -> Result<(), SendError<T>> {
         if to.index() >= self.world.locations() {
             return Err(SendError::NoSuchLocation(to, value));
         }
@@ -40,7 +102,7 @@ impl Location {
         if to.rank(self.world.locations_per_rank()) != self.rank() {
             return Err(SendError::NotLocal(to, value));
         }
-        self.send_local(to, Payload::Value(Box::new(value)));
+        self.send_local(to, Payload::Value(Box::new(value), type_name::<T>()));
         Ok(())
     }
 
