@@ -54,6 +54,11 @@ const BODIES: &[(&str, Body)] = &[
         "typed_receive_names_both_types",
         typed_receive_names_both_types,
     ),
+    (
+        "gather_scatter_and_all_to_all",
+        gather_scatter_and_all_to_all,
+    ),
+    ("scans_and_reduce_scatter", scans_and_reduce_scatter),
 ];
 
 fn main() {
@@ -587,5 +592,88 @@ fn typed_receive_names_both_types(world: &World) {
         let e = d.typed::<String>().unwrap_err();
         assert!(e.to_string().contains("is a plain bytes"), "{e}");
         assert_eq!(d.typed::<Vec<u8>>().unwrap(), [1, 2, 3]);
+    });
+}
+
+fn gather_scatter_and_all_to_all(world: &World) {
+    world.run(|loc| async move {
+        let n = loc.world().locations();
+        let me = loc.id().index();
+        let last = id(n - 1);
+        // Gather at two roots, with owned values.
+        for root in [id(0), last] {
+            let got = loc.gather(root, format!("v{me}")).await;
+            if loc.id() == root {
+                let want: Vec<String> = (0..n).map(|i| format!("v{i}")).collect();
+                assert_eq!(got.as_deref(), Some(&want[..]));
+            } else {
+                assert_eq!(got, None);
+            }
+        }
+        let all = loc.all_gather((me as u32, vec![me as u8; me % 3])).await;
+        assert_eq!(all.len(), n);
+        for (i, (who, v)) in all.iter().enumerate() {
+            assert_eq!((*who as usize, v.len()), (i, i % 3));
+        }
+        // Scatter from the last location.
+        let values = (loc.id() == last).then(|| (0..n).map(|i| i * i).collect());
+        assert_eq!(loc.scatter(last, values).await, me * me);
+        // All-to-all: location i sends (i, j) to j.
+        let got = loc.all_to_all((0..n).map(|j| (me, j)).collect()).await;
+        assert_eq!(got, (0..n).map(|i| (i, me)).collect::<Vec<_>>());
+        // All-to-all-v: location i sends i + j copies of i·n + j to j (none
+        // when both are 0), one of them a large block across ranks.
+        let rows: Vec<Vec<u64>> = (0..n)
+            .map(|j| {
+                let len = if me == 0 && j + 1 == n {
+                    20_000
+                } else {
+                    me + j
+                };
+                vec![(me * n + j) as u64; len]
+            })
+            .collect();
+        let got = loc.all_to_all_v(rows).await;
+        for (i, v) in got.iter().enumerate() {
+            let len = if i == 0 && me + 1 == n {
+                20_000
+            } else {
+                i + me
+            };
+            assert_eq!(v, &vec![(i * n + me) as u64; len], "from {i}");
+        }
+        // Non-blocking: contribute to two, then wait in the other order.
+        let a = loc.all_gather(me);
+        let b = loc.scatter(id(0), (me == 0).then(|| vec![7u8; n]));
+        assert_eq!(b.await, 7);
+        assert_eq!(a.await, (0..n).collect::<Vec<_>>());
+    });
+}
+
+fn scans_and_reduce_scatter(world: &World) {
+    world.run(|loc| async move {
+        let n = loc.world().locations();
+        let me = loc.id().index();
+        // Not commutative: string concatenation keeps location order.
+        let s = loc.scan(me.to_string(), |a, b| a + &b).await;
+        assert_eq!(s, (0..=me).map(|i| i.to_string()).collect::<String>());
+        let e = loc.exclusive_scan(me.to_string(), |a, b| a + &b).await;
+        let want = (me > 0).then(|| (0..me).map(|i| i.to_string()).collect::<String>());
+        assert_eq!(e, want);
+        let sums = loc.scan(me as u64 + 1, |a, b| a + b).await;
+        assert_eq!(sums, ((me + 1) * (me + 2) / 2) as u64);
+        // Reduce-scatter: location j gets the sum over i of i·n + j.
+        let values: Vec<u64> = (0..n).map(|j| (me * n + j) as u64).collect();
+        let got = loc.reduce_scatter(values, |a, b| a + b).await;
+        let want: u64 = (0..n).map(|i| (i * n + me) as u64).sum();
+        assert_eq!(got, want);
+        // Blocks: make the element a vector.
+        let blocks: Vec<Vec<u32>> = (0..n).map(|j| vec![j as u32; 3]).collect();
+        let got = loc
+            .reduce_scatter(blocks, |a, b| {
+                a.iter().zip(&b).map(|(x, y)| x + y).collect()
+            })
+            .await;
+        assert_eq!(got, vec![(me * n) as u32; 3]);
     });
 }

@@ -1,6 +1,7 @@
-//! Collectives over all locations: barrier, broadcast, reduce, all-reduce (and the
-//! waves of quiescence detection), hierarchical — the locations of a rank first,
-//! then the ranks.
+//! Collectives over all locations: barrier, broadcast, reduce, all-reduce, the
+//! collectives built on them (`gather.rs`: gather, scatter, all-to-all, scans,
+//! reduce-scatter) and the waves of quiescence detection, hierarchical — the
+//! locations of a rank first, then the ranks.
 //!
 //! # Matching
 //!
@@ -74,6 +75,26 @@ pub(crate) enum Kind {
     Reduce = 3,
     AllReduce = 4,
     Quiescence = 5,
+    Gather = 6,
+    AllGather = 7,
+    Scatter = 8,
+    AllToAll = 9,
+    AllToAllV = 10,
+    Scan = 11,
+    ExclusiveScan = 12,
+    ReduceScatter = 13,
+}
+
+/// How a collective's values travel (`Driver::run`): every kind is one of the
+/// three tree algorithms, with its own values and operation (`gather.rs`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Shape {
+    /// Down a binomial tree from the root's rank.
+    Broadcast,
+    /// Up the tree to rank 0, then to the root's rank.
+    Reduce,
+    /// Up the tree to rank 0, then down to every rank.
+    AllReduce,
 }
 
 impl Kind {
@@ -84,7 +105,31 @@ impl Kind {
             3 => "reduce",
             4 => "all_reduce",
             5 => "quiescence wave",
+            6 => "gather",
+            7 => "all_gather",
+            8 => "scatter",
+            9 => "all_to_all",
+            10 => "all_to_all_v",
+            11 => "scan",
+            12 => "exclusive_scan",
+            13 => "reduce_scatter",
             _ => "unknown collective",
+        }
+    }
+
+    fn shape(self) -> Shape {
+        match self {
+            Kind::Broadcast | Kind::Scatter => Shape::Broadcast,
+            Kind::Reduce | Kind::Gather => Shape::Reduce,
+            Kind::Barrier
+            | Kind::AllReduce
+            | Kind::Quiescence
+            | Kind::AllGather
+            | Kind::AllToAll
+            | Kind::AllToAllV
+            | Kind::Scan
+            | Kind::ExclusiveScan
+            | Kind::ReduceScatter => Shape::AllReduce,
         }
     }
 }
@@ -96,6 +141,9 @@ pub(crate) type Op<T> = Arc<dyn Fn(T, T) -> T + Send + Sync>;
 struct Round {
     /// Kind code and root, from the first local arrival or remote frame.
     kind: Option<(u8, u32)>,
+    /// Who set `kind`: a location of this rank or another rank (for the
+    /// message when another disagrees).
+    kind_by: Option<By>,
     /// The value type, from the first local arrival.
     ty: Option<(TypeId, &'static str)>,
     arrived: usize,
@@ -116,6 +164,7 @@ impl Round {
     fn new(per_rank: usize) -> Round {
         Round {
             kind: None,
+            kind_by: None,
             ty: None,
             arrived: 0,
             values: (0..per_rank).map(|_| None).collect(),
@@ -136,6 +185,22 @@ impl Round {
     fn wake_all(&mut self) {
         for w in self.wakers.iter_mut().filter_map(Option::take) {
             w.wake();
+        }
+    }
+}
+
+/// Who started a collective's round on this rank.
+#[derive(Clone, Copy, Debug)]
+enum By {
+    Location(super::LocationId),
+    Rank(u32),
+}
+
+impl fmt::Display for By {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            By::Location(id) => write!(f, "{id} of this rank"),
+            By::Rank(r) => write!(f, "rank {r}"),
         }
     }
 }
@@ -217,16 +282,22 @@ impl Rounds {
             .entry(tag.epoch)
             .or_insert_with(|| Round::new(self.per_rank));
         match round.kind {
-            None => round.kind = Some((tag.kind, tag.root)),
+            None => {
+                round.kind = Some((tag.kind, tag.root));
+                round.kind_by = Some(By::Rank(from_rank));
+            }
             Some(k) if k == (tag.kind, tag.root) => {}
             Some((kind, root)) => {
+                let by = round
+                    .kind_by
+                    .map_or("this rank".to_string(), |b| b.to_string());
                 return Err(format!(
-                    "collective #{}: rank {from_rank} runs a {} (root {}) where this rank runs a {} (root {root})",
+                    "collective #{}: rank {from_rank} runs a {} (root {}) where {by} runs a {} (root {root})",
                     tag.epoch,
                     Kind::name(tag.kind),
                     tag.root,
                     Kind::name(kind)
-                ))
+                ));
             }
         }
         match tag.phase {
@@ -300,13 +371,20 @@ where
         let round = map.entry(epoch).or_insert_with(|| Round::new(per_rank));
         let mine = (kind as u8, root);
         match round.kind {
-            None => round.kind = Some(mine),
+            None => {
+                round.kind = Some(mine);
+                round.kind_by = Some(By::Location(loc.id()));
+            }
             Some(k) if k == mine => {}
             Some((k, r)) => {
+                let by = round
+                    .kind_by
+                    .map_or("another location".to_string(), |b| b.to_string());
                 drop(map);
                 shared.fail(&format!(
-                    "collective #{epoch}: {} calls {} (root {root}) but another location or rank calls {} (root {r})",
+                    "collective #{epoch}: {} (rank {}) calls {} (root {root}) but {by} calls {} (root {r})",
                     loc.id(),
+                    local.rank,
                     Kind::name(mine.0),
                     Kind::name(k)
                 ))
@@ -326,8 +404,8 @@ where
             }
         }
         if round.takers.is_none() {
-            round.takers = Some(match kind {
-                Kind::Reduce => usize::from(root_local.is_some()),
+            round.takers = Some(match kind.shape() {
+                Shape::Reduce => usize::from(root_local.is_some()),
                 _ => per_rank,
             });
         }
@@ -343,8 +421,8 @@ where
     let mut it = values
         .into_iter()
         .map(|v| v.map(|b| *b.downcast::<T>().unwrap_or_else(|_| unreachable_type())));
-    let partial: Option<T> = match kind {
-        Kind::Broadcast => root_local.and_then(|r| it.nth(r).flatten()),
+    let partial: Option<T> = match kind.shape() {
+        Shape::Broadcast => root_local.and_then(|r| it.nth(r).flatten()),
         _ => {
             let op = op.as_ref();
             it.flatten().reduce(|a, b| match op {
@@ -467,8 +545,8 @@ impl<T: Serialize + DeserializeOwned + Clone + Send + 'static> Driver<T> {
         let p = self.local.ranks;
         let me = self.local.rank;
         let root_rank = self.root as usize / self.local.per_rank;
-        let result: Option<T> = match self.kind {
-            Kind::Broadcast => {
+        let result: Option<T> = match self.kind.shape() {
+            Shape::Broadcast => {
                 let rel = (me + p - root_rank) % p;
                 let (value, bytes) = match partial {
                     Some(v) if rel == 0 => {
@@ -502,8 +580,8 @@ impl<T: Serialize + DeserializeOwned + Clone + Send + 'static> Driver<T> {
                 if me != 0 {
                     self.send(parent(me), Phase::Up, self.encode(&acc));
                 }
-                match self.kind {
-                    Kind::Reduce => {
+                match self.kind.shape() {
+                    Shape::Reduce => {
                         if me == 0 && root_rank == 0 {
                             Some(acc)
                         } else if me == 0 {
@@ -784,6 +862,58 @@ impl<T: Clone + Send + 'static> Future for Reduction<'_, T> {
             None => Poll::Ready(None),
             Some(c) => Pin::new(c).poll(cx).map(Some),
         }
+    }
+}
+
+/// A location's part of a collective's result: what
+/// [`Location::scatter`], [`all_to_all`](Location::all_to_all),
+/// [`scan`](Location::scan) and the like return. The contribution is made when
+/// the method is called; `.await` it, or call [`wait`](Self::wait) on a plain
+/// thread.
+#[must_use = "the contribution is made; the future only waits for the result"]
+pub struct Portion<'a, A, T> {
+    whole: Collective<'a, A>,
+    /// Cuts this location's part out of the whole result (taken when it is ready).
+    part: Option<Box<dyn FnOnce(A) -> T + Send + 'a>>,
+}
+
+impl<'a, A: Clone + Send + 'static, T> Portion<'a, A, T> {
+    pub(crate) fn new(whole: Collective<'a, A>, part: impl FnOnce(A) -> T + Send + 'a) -> Self {
+        Portion {
+            whole,
+            part: Some(Box::new(part)),
+        }
+    }
+
+    /// Blocks until the collective completes (on a worker, outside an async task,
+    /// the worker keeps executing other work meanwhile).
+    ///
+    /// # Panics
+    /// Inside an async task (use `.await`).
+    pub fn wait(self) -> T {
+        crate::runtime::block_on(self)
+    }
+}
+
+impl<A: Clone + Send + 'static, T> Future for Portion<'_, A, T> {
+    type Output = T;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<T> {
+        let this = &mut *self;
+        let whole = std::task::ready!(Pin::new(&mut this.whole).poll(cx));
+        let Some(part) = this.part.take() else {
+            panic!("tutti: a collective future polled after it completed")
+        };
+        Poll::Ready(part(whole))
+    }
+}
+
+impl<A, T> fmt::Debug for Portion<'_, A, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Portion")
+            .field("epoch", &self.whole.epoch)
+            .field("pending", &self.whole.pending)
+            .finish()
     }
 }
 

@@ -161,7 +161,7 @@ mod loom_tests;
 #[cfg(all(test, not(loom)))]
 mod tests;
 
-pub use collective::{Collective, Reduction};
+pub use collective::{Collective, Portion, Reduction};
 pub use config::{
     launched_by_mpi, ProgressMode, TransportKind, WorldBuilder, WorldConfig,
     DEFAULT_AGGREGATION_BYTES, DEFAULT_AGGREGATION_INPROC, DEFAULT_AGGREGATION_MPI,

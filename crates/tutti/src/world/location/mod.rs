@@ -1,12 +1,14 @@
 //! [`Location`]: one location's handle. This file holds the handle itself
 //! (its ids, its aggregation factor, driving a polled engine while it waits,
 //! reporting a wait on the whole world to `crate::diag`) and the collectives
-//! it joins; sending is `send.rs` (typed values, bytes, slices, the outbox and
+//! it joins (gather, scatter, all-to-all, the scans and reduce-scatter are
+//! `gather.rs`); sending is `send.rs` (typed values, bytes, slices, the outbox and
 //! its flush), receiving `recv.rs` (walking the inbox's parcels, the
 //! [`Recv`] future) and the fence `quiet.rs` (quiescence waves, the
 //! [`UntilQuiet`] future; the algorithm and its proof are in the module
 //! documentation of [`crate::world`]).
 
+mod gather;
 mod quiet;
 mod recv;
 mod send;
