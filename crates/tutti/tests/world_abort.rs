@@ -7,7 +7,9 @@
 //! Under `mpirun` (`.ci/run`), this binary is expected to *fail*: with
 //! `TUTTI_ABORT_TEST=panic` a location of rank 1 panics while every other
 //! location waits in a barrier, and with `TUTTI_ABORT_TEST=frame` rank 0 sends
-//! rank 1 a malformed frame. Either way the job must end with a non-zero status
+//! rank 1 a malformed frame; with `root`, `length` and `kind` the ranks call
+//! a collective with arguments that cannot agree (another root, one value too
+//! many for all-to-all, another collective). Either way the job must end with a non-zero status
 //! and a message naming rank 1 and the cause, instead of hanging.
 
 #[path = "common/in_process.rs"]
@@ -41,7 +43,32 @@ fn main() {
                 loc.barrier().await;
             });
         }
-        other => panic!("TUTTI_ABORT_TEST={other:?}: expected panic or frame"),
+        // A collective called with arguments that cannot agree across ranks.
+        "root" => {
+            world.run(|loc| async move {
+                // Rank 1 gathers at another root than rank 0.
+                let root = tutti::world::LocationId::new(loc.rank() as u32);
+                let _ = loc.gather(root, 1u8).await;
+            });
+        }
+        "length" => {
+            world.run(|loc| async move {
+                // Rank 1 passes one value too many to all_to_all.
+                let n = loc.world().locations() + usize::from(loc.rank() == 1);
+                let _ = loc.all_to_all(vec![0u32; n]).await;
+            });
+        }
+        "kind" => {
+            world.run(|loc| async move {
+                // Rank 1 scans where rank 0 gathers everything.
+                if loc.rank() == 1 {
+                    let _ = loc.scan(1u64, |a, b| a + b).await;
+                } else {
+                    let _ = loc.all_gather(1u64).await;
+                }
+            });
+        }
+        other => panic!("TUTTI_ABORT_TEST={other:?}: expected panic, frame, root, length or kind"),
     }
     // A rank may finish its part before the failing one aborts the job;
     // the job as a whole must still fail (checked by `.ci/run`).
@@ -64,4 +91,19 @@ fn in_process() {
         .to_string()
         .contains("location 2 panicked: boom on purpose"));
     println!("world_abort: a panicking location is reported, not hung on");
+
+    // A location passing a row of the wrong length is reported naming it.
+    let world = in_process_world(3, 2);
+    let err = world
+        .try_run(|loc| async move {
+            let n = loc.world().locations() - usize::from(loc.id().index() == 1);
+            let _ = loc.all_to_all(vec![0u8; n]).await;
+        })
+        .unwrap_err();
+    assert!(
+        err.message
+            .contains("all_to_all: location 1 (rank 0) passes 2 values for a world of 3 locations"),
+        "{err}"
+    );
+    println!("world_abort: a collective with inconsistent arguments is reported, not hung on");
 }

@@ -117,6 +117,17 @@ impl Kind {
         }
     }
 
+    /// The kind's name with its article ("a gather", "an all_reduce").
+    pub(crate) fn named(code: u8) -> String {
+        let name = Kind::name(code);
+        let article = if name.starts_with(['a', 'e', 'i', 'o', 'u']) {
+            "an"
+        } else {
+            "a"
+        };
+        format!("{article} {name}")
+    }
+
     fn shape(self) -> Shape {
         match self {
             Kind::Broadcast | Kind::Scatter => Shape::Broadcast,
@@ -292,11 +303,11 @@ impl Rounds {
                     .kind_by
                     .map_or("this rank".to_string(), |b| b.to_string());
                 return Err(format!(
-                    "collective #{}: rank {from_rank} runs a {} (root {}) where {by} runs a {} (root {root})",
+                    "collective #{}: rank {from_rank} runs {} (root {}) where {by} runs {} (root {root})",
                     tag.epoch,
-                    Kind::name(tag.kind),
+                    Kind::named(tag.kind),
                     tag.root,
-                    Kind::name(kind)
+                    Kind::named(kind)
                 ));
             }
         }
@@ -382,11 +393,11 @@ where
                     .map_or("another location".to_string(), |b| b.to_string());
                 drop(map);
                 shared.fail(&format!(
-                    "collective #{epoch}: {} (rank {}) calls {} (root {root}) but {by} calls {} (root {r})",
+                    "collective #{epoch}: {} (rank {}) runs {} (root {root}) where {by} runs {} (root {r})",
                     loc.id(),
                     local.rank,
-                    Kind::name(mine.0),
-                    Kind::name(k)
+                    Kind::named(mine.0),
+                    Kind::named(k)
                 ))
             }
         }

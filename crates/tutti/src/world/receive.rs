@@ -37,12 +37,14 @@ impl Local {
 
 impl Sink for Local {
     fn deliver_head(&self, from_rank: usize, head: &[u8]) -> Result<(), String> {
-        match frame::parse(head, false).map_err(|e| e.0)? {
+        match frame::parse(head, false).map_err(|e| malformed(from_rank, e.0))? {
             // One message: only its bytes are copied out, into a delivery of
             // its own (no shared head to count references on).
             Parsed::Data(h) if h.inline == 1 => {
                 self.stall.arrived();
-                let (from, slot) = self.data_slot(from_rank, &h)?;
+                let (from, slot) = self
+                    .data_slot(from_rank, &h)
+                    .map_err(|e| malformed(from_rank, e))?;
                 let mut pos = frame::HEADER;
                 let Some(r) = frame::next_entry(head, &mut pos) else {
                     self.fail_invariant("a validated frame ran out of messages");
@@ -64,9 +66,11 @@ impl Sink for Local {
         head: Arc<[u8]>,
         body: Option<Vec<u8>>,
     ) -> Result<(), String> {
-        match frame::parse(&head, body.is_some()).map_err(|e| e.0)? {
+        match frame::parse(&head, body.is_some()).map_err(|e| malformed(from_rank, e.0))? {
             Parsed::Data(h) => {
-                let (from, slot) = self.data_slot(from_rank, &h)?;
+                let (from, slot) = self
+                    .data_slot(from_rank, &h)
+                    .map_err(|e| malformed(from_rank, e))?;
                 self.stall.arrived();
                 slot.inbox.push(Parcel::Frame {
                     from,
@@ -79,9 +83,12 @@ impl Sink for Local {
             }
             Parsed::Collective(c) => {
                 if c.from_rank as usize != from_rank {
-                    return Err(format!(
-                        "a collective frame from rank {from_rank} claims to come from rank {}",
-                        c.from_rank
+                    return Err(malformed(
+                        from_rank,
+                        format!(
+                            "a collective frame claims to come from rank {}",
+                            c.from_rank
+                        ),
                     ));
                 }
                 let value = match body {
@@ -89,6 +96,8 @@ impl Sink for Local {
                     None => head.get(c.inline).map(<[u8]>::to_vec).unwrap_or_default(),
                 };
                 self.stall.arrived();
+                // A well-formed frame of a collective this rank runs otherwise:
+                // the message names both sides.
                 self.rounds.incoming(c.from_rank, c.tag, value)
             }
             Parsed::Stall(h) => {
@@ -97,6 +106,7 @@ impl Sink for Local {
                     None => head.get(h.inline.clone()).unwrap_or_default(),
                 };
                 super::stall::incoming(self, from_rank, &h, payload)
+                    .map_err(|e| malformed(from_rank, e))
             }
         }
     }
@@ -118,4 +128,10 @@ impl Sink for Local {
         self.stall.arrived();
         self.bury(rank);
     }
+}
+
+/// The error for a frame from `rank` that does not parse or names the wrong
+/// ends.
+fn malformed(rank: usize, why: String) -> String {
+    format!("a malformed frame from rank {rank}: {why}")
 }

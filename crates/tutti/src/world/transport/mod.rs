@@ -39,7 +39,9 @@ pub(crate) fn agree_on_registries(encoded: &[&[u8]]) -> Result<(), WorldError> {
 #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
 pub(crate) trait Sink: Send + Sync {
     /// A frame from `from_rank`, in the order that rank sent it. An error means
-    /// the frame is malformed; the transport then takes the job down naming it.
+    /// the frame is malformed, or breaks the protocol (a collective of another
+    /// kind than this rank's); its text says which and names the rank, and the
+    /// transport takes the job down with it.
     fn deliver(
         &self,
         from_rank: usize,

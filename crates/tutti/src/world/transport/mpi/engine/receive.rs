@@ -105,7 +105,7 @@ impl Engine {
             // the sink straight from the receive buffer, in order.
             TAG_FRAME if self.inbound[src].is_empty() => {
                 if let Err(why) = self.sink.deliver_head(src, bytes) {
-                    self.abort(&format!("a malformed frame from rank {src}: {why}"));
+                    self.abort(&why);
                 }
                 return;
             }
@@ -291,7 +291,7 @@ impl Engine {
                     break;
                 };
                 if let Err(why) = self.sink.deliver(src, f.head, f.body) {
-                    self.abort(&format!("a malformed frame from rank {src}: {why}"));
+                    self.abort(&why);
                 }
             }
         }

@@ -125,7 +125,7 @@ impl Inner {
                 )),
             };
             if let Err(why) = deliver(sink, from, whole) {
-                self.abort(&format!("a malformed frame from rank {from}: {why}"));
+                self.abort(&why);
             }
         }
     }
