@@ -13,6 +13,7 @@ mod launch;
 mod measure;
 mod mem;
 mod mpi_bench;
+mod mpi_collectives;
 #[cfg(feature = "mpi")]
 mod mpi_raw;
 mod plot;

@@ -22,6 +22,11 @@
 //!   and then computes for `--compute-ms` without calling MPI or the world;
 //!   overlap = (t_comm + t_compute − t_both) / min(t_comm, t_compute), 1 meaning
 //!   the transfer was completely hidden behind the computation.
+//! * **collectives** (`--what collectives`, any number of ranks): gather,
+//!   all-gather, scatter, all-to-all(-v), inclusive and exclusive scan and
+//!   reduce-scatter beside rsmpi's, at 8 B and 64 KiB per location, reported
+//!   per call with ratios `time_tutti_over_rsmpi_<collective>_<bytes>` (see
+//!   `mpi_collectives.rs`).
 //!
 //! Only rank 0 reports. Both ranks must run the same arguments (mpirun does).
 
@@ -33,6 +38,7 @@ use std::time::{Duration, Instant};
 use clap::Args;
 
 use crate::measure::{compute, interleaved, repeat, Measurement, Progress, Run, RunOpts};
+use crate::mpi_collectives::{self as colls, Coll};
 #[cfg(feature = "mpi")]
 use crate::mpi_raw as raw;
 use crate::report::{Report, Stats};
@@ -90,6 +96,9 @@ pub enum Part {
     Rate,
     /// Overlap of communication with computation.
     Overlap,
+    /// gather, all_gather, scatter, all_to_all(_v), the scans and
+    /// reduce_scatter beside rsmpi's, at 8 B and 64 KiB (any number of ranks).
+    Collectives,
 }
 
 /// Largest message the benchmark sends with `send_slice` (copied) rather than
@@ -246,10 +255,13 @@ fn run_mpi(a: &MpiBenchArgs) -> Result<Report, String> {
         .locations(1)
         .build()
         .map_err(|e| e.to_string())?;
-    if world.ranks() != 2 || world.config().transport() != TransportKind::Mpi {
+    // The collectives run on any number of ranks; the rest between two.
+    let only_collectives = a.what.iter().all(|&p| p == Part::Collectives);
+    let ranks_ok = world.ranks() == 2 || (only_collectives && world.ranks() >= 2);
+    if !ranks_ok || world.config().transport() != TransportKind::Mpi {
         return Err(format!(
-            "mpi-bench needs exactly 2 MPI ranks (this is rank {} of {} on {}): \
-             run `mpirun -n 2 target/release/tutti mpi-bench`",
+            "mpi-bench needs exactly 2 MPI ranks, or 2 or more with --what collectives \
+             (this is rank {} of {} on {}): run `mpirun -n 2 target/release/tutti mpi-bench`",
             world.rank(),
             world.ranks(),
             world.config().transport()
@@ -260,7 +272,7 @@ fn run_mpi(a: &MpiBenchArgs) -> Result<Report, String> {
         eprintln!("{}", world.config());
     }
     let plan = a.run.plan();
-    let steps = plan.total() * (5 + 2 * a.sizes.len() + 4);
+    let steps = plan.total() * (5 + 2 * a.sizes.len() + 4 + 2 * 2 * Coll::ALL.len());
     let progress = Progress::new(if me == 0 { steps } else { 0 }, a.json);
     let mut report = Report::new("mpi-bench");
     report
@@ -304,6 +316,9 @@ fn run_mpi(a: &MpiBenchArgs) -> Result<Report, String> {
     }
     if wants(Part::Overlap) {
         overlap(&cx, &mut report, &mut all_ok);
+    }
+    if wants(Part::Collectives) {
+        collectives(&cx, &mut report, &mut all_ok);
     }
     progress.finish();
     // Both ranks verified what they received.
@@ -526,4 +541,45 @@ fn overlap(cx: &Ctx<'_>, report: &mut Report, all_ok: &mut bool) {
     report.result("rsmpi", "overlap", Stats::single(o_raw), "fraction hidden");
     report.result("tutti", "overlap", Stats::single(o_t), "fraction hidden");
     *all_ok &= raw_comm.ok && raw_both.ok && t_comm.ok && t_both.ok;
+}
+
+/// Bytes per location of the collectives (per pair for the all-to-alls).
+const COLLECTIVE_BYTES: [usize; 2] = [8, 64 << 10];
+
+#[cfg(feature = "mpi")]
+fn collectives(cx: &Ctx<'_>, report: &mut Report, all_ok: &mut bool) {
+    let Ctx {
+        world,
+        plan,
+        progress,
+        ..
+    } = *cx;
+    for c in Coll::ALL {
+        for bytes in COLLECTIVE_BYTES {
+            let words = bytes / 8;
+            // About the same wall time per run at either size.
+            let reps: u64 = if bytes <= 64 { 1000 } else { 50 };
+            progress.stage(&format!("{} {bytes} B", c.name()));
+            let mut ms = interleaved(
+                plan,
+                progress,
+                &mut [
+                    &mut || raw::on_mpi(world, move |m| colls::rsmpi(m, c, words, reps)),
+                    &mut || on_world(world, move |loc| colls::tutti(loc, c, words, reps)),
+                ],
+            );
+            let t_m = ms.pop().unwrap_or_default();
+            let raw_m = ms.pop().unwrap_or_default();
+            let per_call_us = |m: &Measurement| m.map(|s| s * 1e6 / reps as f64);
+            let (r, t) = (stat(per_call_us(&raw_m)), stat(per_call_us(&t_m)));
+            let metric = format!("{} {bytes} B", c.name());
+            report.result("rsmpi", &metric, r.clone(), "us");
+            report.result("tutti", &metric, t.clone(), "us");
+            report.ratio(
+                &format!("time_tutti_over_rsmpi_{}_{bytes}", c.name()),
+                t.median / r.median,
+            );
+            *all_ok &= raw_m.ok && t_m.ok;
+        }
+    }
 }
