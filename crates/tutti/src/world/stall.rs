@@ -522,12 +522,16 @@ fn describe_world(epoch: u64, rounds: &[RoundKind], w: &node::Wait) -> String {
 }
 
 fn kind_text(kind: u8, root: u32) -> String {
-    let name = Kind::name(kind);
+    let named = Kind::named(kind);
     match kind {
-        k if k == Kind::Broadcast as u8 => format!("a {name} from location {root}"),
-        k if k == Kind::Reduce as u8 => format!("a {name} to location {root}"),
+        k if k == Kind::Broadcast as u8 || k == Kind::Scatter as u8 => {
+            format!("{named} from location {root}")
+        }
+        k if k == Kind::Reduce as u8 || k == Kind::Gather as u8 => {
+            format!("{named} to location {root}")
+        }
         k if k == Kind::Quiescence as u8 => "a fence's quiescence wave".to_string(),
-        _ => format!("a {name}"),
+        _ => named,
     }
 }
 
@@ -619,6 +623,18 @@ fn report(waiters: Vec<(u32, String, String)>) -> Deadlock {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reports_name_every_collective_and_its_root() {
+        assert_eq!(kind_text(Kind::Gather as u8, 3), "a gather to location 3");
+        assert_eq!(
+            kind_text(Kind::Scatter as u8, 1),
+            "a scatter from location 1"
+        );
+        assert_eq!(kind_text(Kind::AllToAllV as u8, 0), "an all_to_all_v");
+        assert_eq!(kind_text(Kind::ExclusiveScan as u8, 0), "an exclusive_scan");
+        assert_eq!(kind_text(Kind::ReduceScatter as u8, 0), "a reduce_scatter");
+    }
 
     fn waiting(location: u32, epochs: u64, epoch: Option<u64>, waits: &str) -> Waiting {
         Waiting {
