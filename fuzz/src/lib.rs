@@ -5,10 +5,10 @@
 //! A target declares `#[global_allocator] static ALLOC: Counting = Counting;`
 //! and runs each input's decoding inside [`limited`]: an allocation of more
 //! than the limit while it runs fails the input, naming the size. The limit
-//! is a small multiple of the input's length plus a fixed allowance, so a
-//! decoder that preallocates from a length it read (instead of from the bytes
-//! present) is caught even when the length is far below what would exhaust
-//! the machine.
+//! is the codec's declared bound — 256 bytes per input byte — plus a fixed
+//! allowance, so a decoder that preallocates from a length it read (instead of
+//! from the bytes present) is caught even when the length is far below what
+//! would exhaust the machine.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -59,8 +59,12 @@ fn note(size: usize) {
 /// Fixed allowance of [`limit`]: buffers whose size does not depend on the
 /// input (a rank's state, scratch buffers, a `Vec`'s first growth).
 pub const ALLOWANCE: usize = 64 << 10;
-/// Bytes a decoder may allocate in one request per byte of input.
-pub const PER_INPUT_BYTE: usize = 16;
+/// Bytes a decoder may allocate in one request per byte of input: the
+/// codec's declared bound (`crates/tutti/tests/codec_alloc.rs`). The codec
+/// caps a sequence's preallocation at one element per byte present, so a
+/// vector of 56-byte elements (a stall-check confirmation's waiting
+/// locations) may take 56 bytes per input byte, and twice that as it grows.
+pub const PER_INPUT_BYTE: usize = 256;
 
 /// The largest single allocation allowed while decoding `input_len` bytes.
 pub fn limit(input_len: usize) -> usize {
