@@ -68,6 +68,9 @@ pub mod actor;
 pub(crate) mod call;
 pub mod csp;
 pub mod diag;
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod graph;
 pub(crate) mod loom;
 pub mod msg;

@@ -57,6 +57,8 @@ mod onesided;
 mod partition;
 mod port;
 mod run;
+#[cfg(feature = "fuzzing")]
+pub(crate) use run::parse_message;
 
 pub use actor::{PortActor, Ports, Status};
 pub use build::{ActorGraph, BuildError, Firing, GraphBuilder, Scheme};

@@ -103,6 +103,8 @@ mod tests;
 
 pub use error::RpcError;
 pub use failure::Failure;
+#[cfg(feature = "fuzzing")]
+pub(crate) use protocol::fuzz_hello;
 pub use proxy::Proxy;
 pub use url::Url;
 pub use vendor::Vendor;

@@ -46,3 +46,18 @@ pub(crate) fn same_cookie(a: &str, b: &str) -> bool {
     }
     diff == 0
 }
+
+/// A client's handshake frame with `cookie` and the payload format (JSON if
+/// `json`), for the fuzz target `rpc_stream` (feature `fuzzing`).
+#[cfg(feature = "fuzzing")]
+pub(crate) fn fuzz_hello(cookie: &str, json: bool) -> Vec<u8> {
+    let hello = Hello {
+        version: VERSION,
+        cookie: cookie.to_string(),
+        format: if json { Format::Json } else { Format::Binary },
+    };
+    match frame(HELLO, &hello) {
+        Ok(f) => f,
+        Err(e) => panic!("a handshake frame does not encode: {e}"),
+    }
+}

@@ -143,6 +143,8 @@ mod config;
 mod delivery;
 mod error;
 mod frame;
+#[cfg(feature = "fuzzing")]
+pub(crate) mod fuzzing;
 mod id;
 mod inbox;
 mod location;

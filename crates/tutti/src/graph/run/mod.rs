@@ -33,6 +33,8 @@
 //! wrong on any location); `task.rs` is an actor's task, `route.rs` the router.
 
 mod route;
+#[cfg(feature = "fuzzing")]
+pub(crate) use route::parse as parse_message;
 mod task;
 
 use std::sync::Arc;

@@ -79,17 +79,7 @@ fn handle(
             Payload::Value(c.value),
         )
     } else if let Some(b) = d.bytes() {
-        if b.len() < 5 {
-            Err(format!("a graph message of {} bytes is too short", b.len()))
-        } else {
-            let kind = b[0];
-            let ch = u32::from_le_bytes([b[1], b[2], b[3], b[4]]);
-            let rest = &b[5..];
-            let credits = if kind == CREDIT && rest.len() >= 4 {
-                u32::from_le_bytes([rest[0], rest[1], rest[2], rest[3]])
-            } else {
-                0
-            };
+        parse(b).and_then(|(kind, ch, credits, rest)| {
             dispatch(
                 loc,
                 scratch,
@@ -99,7 +89,7 @@ fn handle(
                 credits,
                 Payload::Bytes(rest),
             )
-        }
+        })
     } else {
         Err("a message that is not the graph's".to_string())
     };
@@ -108,6 +98,24 @@ fn handle(
             .bad
             .push(format!("from {from}: {why}"));
     }
+}
+
+/// A graph message from another rank: (kind u8, channel u32 LE, then a
+/// credit count u32 LE for `CREDIT`, or the token's bytes, or a `PUT`
+/// signal's slot and length): kind, channel, credits and the rest.
+pub(crate) fn parse(b: &[u8]) -> Result<(u8, u32, u32, &[u8]), String> {
+    if b.len() < 5 {
+        return Err(format!("a graph message of {} bytes is too short", b.len()));
+    }
+    let kind = b[0];
+    let ch = u32::from_le_bytes([b[1], b[2], b[3], b[4]]);
+    let rest = &b[5..];
+    let credits = if kind == CREDIT && rest.len() >= 4 {
+        u32::from_le_bytes([rest[0], rest[1], rest[2], rest[3]])
+    } else {
+        0
+    };
+    Ok((kind, ch, credits, rest))
 }
 
 enum Payload<'a> {

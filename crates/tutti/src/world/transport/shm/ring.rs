@@ -177,8 +177,8 @@ pub(crate) enum Push {
 }
 
 impl<const N: usize, const D: usize> Ring<N, D> {
-    /// A fresh ring on the heap (tests and loom models).
-    #[cfg(test)]
+    /// A fresh ring on the heap (tests, loom models and the fuzz target).
+    #[cfg(any(test, feature = "fuzzing"))]
     pub(crate) fn boxed() -> Box<Self> {
         Box::new(Ring {
             tail: Line(AtomicU64::new(0)),
@@ -213,7 +213,7 @@ impl<const N: usize, const D: usize> Ring<N, D> {
 
     /// Publishes one fragment (`bytes.len() <= D`) from rank `from`; `Full` if
     /// every slot holds an unread fragment. Corrupt control words are an error.
-    #[cfg(test)]
+    #[cfg(any(test, feature = "fuzzing"))]
     pub(crate) fn push(&self, from: usize, flags: u64, bytes: &[u8]) -> Result<Push, RingError> {
         self.push_with(from, flags, bytes, || {})
     }
@@ -570,8 +570,9 @@ impl<const N: usize, const D: usize> Ring<N, D> {
         self.futex.1.notify_all();
     }
 
-    /// Test hook: overwrites slot `i`'s control words (corruption tests).
-    #[cfg(all(test, not(loom)))]
+    /// Test hook: overwrites slot `i`'s control words (corruption tests and
+    /// the fuzz target).
+    #[cfg(all(any(test, feature = "fuzzing"), not(loom)))]
     pub(crate) fn scribble(&self, i: usize, seq: u64, meta: u64) {
         self.slots[i].claim.store(0, Ordering::Relaxed);
         self.slots[i].seq.store(seq, Ordering::Relaxed);

@@ -8,8 +8,12 @@
 //! watches; `receive.rs` is the receiving side (the thread, the drain shared
 //! with polling workers, reassembly, reclaiming a dead producer's slots).
 
+#[cfg(feature = "fuzzing")]
+mod fuzz;
 mod receive;
 
+#[cfg(feature = "fuzzing")]
+pub(crate) use fuzz::mailbox as fuzz_mailbox;
 use receive::{receive, Consumer, Waiter};
 
 use std::sync::Arc;

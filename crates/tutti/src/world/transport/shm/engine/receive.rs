@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use super::{Inner, CHECK_EVERY, PREFIX};
 use crate::loom::{lock, spin_hint, Ordering};
+use crate::world::transport::shm::ring::Fragment;
 use crate::world::transport::Sink;
 
 /// How long the receiving thread spins after the last fragment before it
@@ -102,27 +103,10 @@ impl Inner {
             };
             moved = true;
             let from = f.from;
-            let whole = match (f.first, partial[from].take()) {
-                (true, None) if f.last => std::mem::replace(scratch, Vec::with_capacity(256)),
-                (true, None) => {
-                    partial[from] = Some(std::mem::take(scratch));
-                    continue;
-                }
-                (false, Some(mut buf)) => {
-                    buf.extend_from_slice(scratch);
-                    if !f.last {
-                        partial[from] = Some(buf);
-                        continue;
-                    }
-                    buf
-                }
-                (true, Some(_)) => self.abort(&format!(
-                    "its mailbox is corrupt: a frame from rank {from} began before the \
-                     previous one ended"
-                )),
-                (false, None) => self.abort(&format!(
-                    "its mailbox is corrupt: a continuation from rank {from} without a start"
-                )),
+            let whole = match reassemble(partial, scratch, f) {
+                Ok(Some(whole)) => whole,
+                Ok(None) => continue,
+                Err(why) => self.abort(&format!("its mailbox is corrupt: {why}")),
             };
             if let Err(why) = deliver(sink, from, whole) {
                 self.abort(&why);
@@ -235,8 +219,39 @@ pub(super) fn receive(inner: Arc<Inner>, sink: Arc<dyn Sink>, polled: bool) {
     }
 }
 
+/// Adds fragment `f`, just read into `scratch`, to its sender's frame in
+/// `partial`: the whole frame once `f` is its last fragment. A fragment out
+/// of order is an error naming the sender.
+pub(super) fn reassemble(
+    partial: &mut [Option<Vec<u8>>],
+    scratch: &mut Vec<u8>,
+    f: Fragment,
+) -> Result<Option<Vec<u8>>, String> {
+    let from = f.from;
+    match (f.first, partial[from].take()) {
+        (true, None) if f.last => Ok(Some(std::mem::replace(scratch, Vec::with_capacity(256)))),
+        (true, None) => {
+            partial[from] = Some(std::mem::take(scratch));
+            Ok(None)
+        }
+        (false, Some(mut buf)) => {
+            buf.extend_from_slice(scratch);
+            if f.last {
+                Ok(Some(buf))
+            } else {
+                partial[from] = Some(buf);
+                Ok(None)
+            }
+        }
+        (true, Some(_)) => Err(format!(
+            "a frame from rank {from} began before the previous one ended"
+        )),
+        (false, None) => Err(format!("a continuation from rank {from} without a start")),
+    }
+}
+
 /// Splits a reassembled frame into head and body and hands it over.
-fn deliver(sink: &dyn Sink, from: usize, whole: Vec<u8>) -> Result<(), String> {
+pub(super) fn deliver(sink: &dyn Sink, from: usize, whole: Vec<u8>) -> Result<(), String> {
     if whole.len() < PREFIX {
         return Err(format!("{} bytes, shorter than its prefix", whole.len()));
     }
