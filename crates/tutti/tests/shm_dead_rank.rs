@@ -12,6 +12,10 @@
 //!   fires with `RemoteError::RankDied` naming it.
 //! * `rmi`: a `sync_rmi` waiting for the dead rank panics naming it (and, as
 //!   any location panic with several ranks, takes the job down).
+//! * `recv`: the ranks pass messages round a ring (`Location::send`,
+//!   `Location::recv`) and rank 2 kills itself mid-exchange: the survivors,
+//!   each blocked in `recv`, are found stalled by the world's stall check
+//!   over the live ranks, and end with a report naming the dead rank.
 //! * `barrier`, `fence`: a collective (a world barrier; an RMI fence, whose
 //!   quiescence waves are collectives) that includes the dead rank fails
 //!   naming it.
@@ -328,6 +332,26 @@ fn rmi(world: &World) {
     });
 }
 
+/// Rounds of the ring exchange before rank 2 kills itself.
+const ROUNDS: u32 = 50;
+
+fn recv(world: &World) {
+    world.run(|loc| async move {
+        let me = loc.id().index();
+        let next = LocationId::new(((me + 1) % 3) as u32);
+        for round in 0..u32::MAX {
+            if me == 2 && round == ROUNDS {
+                die_now();
+            }
+            loc.send_bytes(next, round.to_le_bytes().to_vec()).unwrap();
+            loc.flush();
+            let mut d = loc.recv().await;
+            let got = d.take_bytes().unwrap();
+            assert_eq!(got, round.to_le_bytes(), "round {round} at rank {me}");
+        }
+    });
+}
+
 fn barrier(world: &World) {
     world.run(|loc| async move {
         loc.barrier().await;
@@ -368,6 +392,7 @@ fn member(scenario: &str) {
         "monitor" => monitor(&world),
         "stall" => stall(&world),
         "rmi" => rmi(&world),
+        "recv" => recv(&world),
         "barrier" => barrier(&world),
         "fence" => fence(&world),
         s => panic!("unknown scenario {s}"),
@@ -488,6 +513,21 @@ fn main() {
         "{text}"
     );
     println!("shm_dead_rank: a sync_rmi pending on a dead rank fails naming it ... ok");
+
+    let started = Instant::now();
+    let (st, text) = launch("recv");
+    check_killed(&st, &text);
+    assert!(!st[0].success() && !st[1].success(), "{st:?}\n{text}");
+    assert!(
+        text.contains("waits to receive a message (`Location::recv`) that can never come")
+            && text.contains("rank 2 died (killed or crashed)"),
+        "{text}"
+    );
+    println!(
+        "shm_dead_rank: survivors blocked in recv when a rank is killed end naming it \
+         ({:.1} s) ... ok",
+        started.elapsed().as_secs_f64()
+    );
 
     let (st, text) = launch("barrier");
     check_killed(&st, &text);

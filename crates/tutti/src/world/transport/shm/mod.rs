@@ -26,6 +26,11 @@
 //! `sync_rmi` panics naming it), and so does every collective — barriers,
 //! reductions, the quiescence waves of a fence — waiting now or started later,
 //! since each includes the dead rank (its locations panic naming the rank).
+//! Whatever else the survivors wait on (a `Location::recv` for a message
+//! only the dead rank would have sent) is found by the world's stall check,
+//! which runs over the live ranks (`world/stall.rs`): once every location of
+//! every live rank waits, each survivor ends with a report naming the dead
+//! rank.
 //! A member killed between claiming a slot of a mailbox and committing it
 //! would stop that mailbox's reader at the slot: each slot's claim names its
 //! producer, and once that producer is known dead the reader reclaims the
