@@ -178,6 +178,13 @@ impl Local {
         }
     }
 
+    /// Rank `rank` was taken by a new process: it is alive again (for the
+    /// stall check and for watchers that look later). Collectives stay lost:
+    /// each included the dead process.
+    pub(crate) fn revive(&self, rank: usize) {
+        lock(&self.deaths).dead.retain(|&r| r != rank);
+    }
+
     /// Which ranks are alive as far as this rank knows (`alive[r]`): not
     /// announced dead by the transport.
     pub(crate) fn alive(&self) -> Vec<bool> {
