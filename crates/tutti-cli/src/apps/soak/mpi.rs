@@ -156,7 +156,11 @@ fn supervise(a: &MpiSoakArgs) -> Result<Report, String> {
     let fence_file = std::env::temp_dir().join(format!("tutti-soak-mpi-{}", std::process::id()));
     while jobs == 0 || started.elapsed() < run_for {
         let victim = rng.below(p as u64) as usize;
-        let how = if jobs % 2 == 0 { "abort" } else { "kill" };
+        let how = if jobs.is_multiple_of(2) {
+            "abort"
+        } else {
+            "kill"
+        };
         let _ = std::fs::remove_file(&fence_file);
         let mut c = Command::new("mpirun");
         c.arg("--oversubscribe");
