@@ -74,6 +74,10 @@ enum Command {
     /// URL-addressed RPC: a work server that clients join during the
     /// computation to fetch work, report results, and query or change its status.
     RpcDemo(apps::rpc_demo::RpcDemoArgs),
+    /// Fault soaks bounded by `--seconds`: processes killed while a system runs,
+    /// checking that nothing is lost and no survivor hangs.
+    #[command(subcommand)]
+    Soak(apps::soak::SoakCommand),
     /// Micro-benchmarks of the runtime against its peers.
     Bench(BenchArgs),
     /// Start P processes of one command as a named shared-memory system
@@ -226,6 +230,7 @@ fn main() {
         Command::Hello(a) => (a.json, apps::hello::run(a)),
         Command::Mad(a) => (a.json, apps::mad::run(a)),
         Command::CspDemo(d) => (d.json(), d.run()),
+        Command::Soak(s) => (s.json(), s.run()),
         Command::HangDemo(a) => (a.json, apps::hang_demo::run(a)),
         Command::MpiBench(a) => {
             plot_to = a.plot.plot.clone();

@@ -12,6 +12,14 @@
 //!   fires with `RemoteError::RankDied` naming it.
 //! * `rmi`: a `sync_rmi` waiting for the dead rank panics naming it (and, as
 //!   any location panic with several ranks, takes the job down).
+//! * `recv`: the ranks pass messages round a ring (`Location::send`,
+//!   `Location::recv`) and rank 2 kills itself mid-exchange: the survivors,
+//!   each blocked in `recv`, are found stalled by the world's stall check
+//!   over the live ranks, and end with a report naming the dead rank.
+//! * `rejoin`: rank 2 greets the others and kills itself; a new process
+//!   takes rank 2 in the same system (incarnation 2), greets them and is
+//!   answered; nothing of the dead incarnation reaches it, and the system
+//!   ends with nothing left in `/dev/shm`.
 //! * `barrier`, `fence`: a collective (a world barrier; an RMI fence, whose
 //!   quiescence waves are collectives) that includes the dead rank fails
 //!   naming it.
@@ -328,6 +336,85 @@ fn rmi(world: &World) {
     });
 }
 
+/// Rounds of the ring exchange before rank 2 kills itself.
+const ROUNDS: u32 = 50;
+
+fn recv(world: &World) {
+    world.run(|loc| async move {
+        let me = loc.id().index();
+        let next = LocationId::new(((me + 1) % 3) as u32);
+        for round in 0..u32::MAX {
+            if me == 2 && round == ROUNDS {
+                die_now();
+            }
+            loc.send_bytes(next, round.to_le_bytes().to_vec()).unwrap();
+            loc.flush();
+            let mut d = loc.recv().await;
+            let got = d.take_bytes().unwrap();
+            assert_eq!(got, round.to_le_bytes(), "round {round} at rank {me}");
+        }
+    });
+}
+
+/// Rank 2 greets ranks 0 and 1 with its incarnation and waits for both
+/// answers; its first incarnation then kills itself. Ranks 0 and 1 answer
+/// every greeting (a greeting of the dead incarnation may find it gone) and
+/// end once the second incarnation greeted them. Nobody blocks in `recv`:
+/// a survivor waiting for a dead rank's successor polls.
+fn rejoin(world: &World) {
+    let incarnation = world.incarnation();
+    world.run(|loc| async move {
+        let me = loc.id().index();
+        if me == 2 {
+            for to in [0, 1] {
+                loc.send_bytes(LocationId::new(to), incarnation.to_le_bytes().to_vec())
+                    .unwrap();
+            }
+            loc.flush();
+            let mut answered = 0;
+            while answered < 2 {
+                let mut d = loc.recv().await;
+                let got = d.take_bytes().unwrap();
+                assert_eq!(
+                    got,
+                    incarnation.to_le_bytes(),
+                    "incarnation {incarnation} got an answer meant for another"
+                );
+                answered += 1;
+            }
+            if incarnation == 1 {
+                die_now();
+            }
+            println!("rank 2: incarnation {incarnation} was answered by both");
+            return;
+        }
+        let started = Instant::now();
+        loop {
+            let Some(mut d) = loc.try_recv() else {
+                assert!(
+                    started.elapsed() < Duration::from_secs(50),
+                    "no second greeting"
+                );
+                tutti::sleep(Duration::from_millis(2)).await;
+                continue;
+            };
+            let from = d.from();
+            let got = d.take_bytes().unwrap();
+            let i = u64::from_le_bytes(got.clone().try_into().unwrap());
+            eprintln!("rank {me}: greeting of incarnation {i} of rank 2");
+            match loc.send_bytes(from, got) {
+                Ok(()) => loc.flush(),
+                Err(e) => eprintln!("rank {me}: the answer to incarnation {i} failed: {e}"),
+            }
+            if i == 2 {
+                break;
+            }
+        }
+        // Rank 2's new process must have had its answer before this one ends.
+        tutti::sleep(Duration::from_millis(200)).await;
+    });
+}
+
 fn barrier(world: &World) {
     world.run(|loc| async move {
         loc.barrier().await;
@@ -368,6 +455,8 @@ fn member(scenario: &str) {
         "monitor" => monitor(&world),
         "stall" => stall(&world),
         "rmi" => rmi(&world),
+        "recv" => recv(&world),
+        "rejoin" => rejoin(&world),
         "barrier" => barrier(&world),
         "fence" => fence(&world),
         s => panic!("unknown scenario {s}"),
@@ -450,6 +539,67 @@ fn launch(scenario: &str) -> (Vec<ExitStatus>, String) {
     (statuses.into_iter().map(Option::unwrap).collect(), text)
 }
 
+/// The `rejoin` scenario: 3 processes; once rank 2 killed itself, a new
+/// process is started as rank 2 of the same system.
+fn launch_rejoin() -> (Vec<ExitStatus>, String) {
+    let name = format!("dead-rejoin-{}", std::process::id());
+    let log = std::env::temp_dir().join(format!("tutti-{name}.log"));
+    let file = std::fs::File::create(&log).expect("log file");
+    let start = |rank: usize| {
+        Command::new(std::env::current_exe().expect("own path"))
+            .env("SHM_DEAD_RANK", "rejoin")
+            .env("TUTTI_SYSTEM", &name)
+            .env("TUTTI_RANKS", "3")
+            .env("TUTTI_RANK", rank.to_string())
+            .env("TUTTI_TRANSPORT", "shm")
+            .stdout(file.try_clone().expect("log file"))
+            .stderr(file.try_clone().expect("log file"))
+            .spawn()
+            .expect("spawn")
+    };
+    let mut children: Vec<_> = (0..3).map(start).collect();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut statuses = vec![None; 4];
+    while statuses.iter().any(Option::is_none) {
+        for (c, s) in children.iter_mut().zip(statuses.iter_mut()) {
+            if s.is_none() {
+                *s = c.try_wait().expect("wait");
+            }
+        }
+        if statuses[2].is_some() && children.len() == 3 {
+            children.push(start(2));
+        }
+        if Instant::now() > deadline {
+            for c in &mut children {
+                let _ = c.kill();
+                let _ = c.wait();
+            }
+            let text = std::fs::read_to_string(&log).unwrap_or_default();
+            let _ = std::fs::remove_file(&log);
+            panic!("scenario rejoin hung: {statuses:?}\n{text}");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let text = std::fs::read_to_string(&log).unwrap_or_default();
+    let _ = std::fs::remove_file(&log);
+    let left: Vec<String> = std::fs::read_dir("/dev/shm")
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.starts_with(&format!("tutti-{name}")))
+                .collect()
+        })
+        .unwrap_or_default();
+    for seg in &left {
+        let _ = std::fs::remove_file(format!("/dev/shm/{seg}"));
+    }
+    assert!(
+        left.is_empty(),
+        "scenario rejoin left {left:?} in /dev/shm\n{text}"
+    );
+    (statuses.into_iter().map(Option::unwrap).collect(), text)
+}
+
 fn check_killed(st: &[ExitStatus], text: &str) {
     assert_eq!(st[2].signal(), Some(9), "rank 2: {}\n{text}", st[2]);
 }
@@ -488,6 +638,34 @@ fn main() {
         "{text}"
     );
     println!("shm_dead_rank: a sync_rmi pending on a dead rank fails naming it ... ok");
+
+    let started = Instant::now();
+    let (st, text) = launch("recv");
+    check_killed(&st, &text);
+    assert!(!st[0].success() && !st[1].success(), "{st:?}\n{text}");
+    assert!(
+        text.contains("waits to receive a message (`Location::recv`) that can never come")
+            && text.contains("rank 2 died (killed or crashed)"),
+        "{text}"
+    );
+    println!(
+        "shm_dead_rank: survivors blocked in recv when a rank is killed end naming it \
+         ({:.1} s) ... ok",
+        started.elapsed().as_secs_f64()
+    );
+
+    let (st, text) = launch_rejoin();
+    check_killed(&st, &text);
+    assert!(
+        st[0].success() && st[1].success() && st[3].success(),
+        "{st:?}\n{text}"
+    );
+    assert!(
+        text.contains("rank 2 is back (incarnation 2")
+            && text.contains("rank 2: incarnation 2 was answered by both"),
+        "{text}"
+    );
+    println!("shm_dead_rank: a new process takes a dead rank and is answered ... ok");
 
     let (st, text) = launch("barrier");
     check_killed(&st, &text);

@@ -10,6 +10,7 @@ pub mod jacobi;
 pub mod mad;
 pub mod rpc_demo;
 pub mod scc;
+pub mod soak;
 pub mod sort;
 pub mod swe;
 pub mod weather;

@@ -48,6 +48,7 @@ use std::fmt;
 pub struct Deadlock {
     processes: Vec<BlockedProcess>,
     cycle: Vec<String>,
+    dead_ranks: Vec<usize>,
 }
 
 /// One participant of a [`Deadlock`] (a CSP process, an actor, a location, an RMI
@@ -97,7 +98,44 @@ impl BlockedProcess {
 impl Deadlock {
     pub(crate) fn new(mut processes: Vec<BlockedProcess>, cycle: Vec<String>) -> Self {
         processes.sort_by(|a, b| a.name.cmp(&b.name));
-        Deadlock { processes, cycle }
+        Deadlock {
+            processes,
+            cycle,
+            dead_ranks: Vec::new(),
+        }
+    }
+
+    /// The same report, for a world in which ranks `dead` had died.
+    pub(crate) fn with_dead_ranks(mut self, dead: Vec<usize>) -> Self {
+        self.dead_ranks = dead;
+        self
+    }
+
+    /// The ranks of the world that had died (killed or crashed) when the stall
+    /// was found: what they would have sent never comes. Empty but for a
+    /// world of several processes that lost some.
+    ///
+    /// ```
+    /// use tutti::csp::{channel, run};
+    ///
+    /// // One process of one process: nobody died.
+    /// let err = run(async {
+    ///     let (tx, rx) = channel::<u32>();
+    ///     tutti::csp::Par::new()
+    ///         .process("alone", async move {
+    ///             let _ = rx.recv().await; // only it could send
+    ///             drop(tx);
+    ///         })
+    ///         .run()
+    ///         .await
+    ///         .unwrap();
+    /// })
+    /// .wait_blocking()
+    /// .unwrap_err();
+    /// assert!(err.dead_ranks().is_empty());
+    /// ```
+    pub fn dead_ranks(&self) -> &[usize] {
+        &self.dead_ranks
     }
 
     /// Every participant, blocked.
@@ -134,6 +172,12 @@ impl fmt::Display for Deadlock {
                 Some(r) => writeln!(f, "  [rank {r}] `{}` {}", p.name, p.waits)?,
                 None => writeln!(f, "  `{}` {}", p.name, p.waits)?,
             }
+        }
+        for r in &self.dead_ranks {
+            writeln!(
+                f,
+                "  rank {r} died (killed or crashed): what it would have sent never comes"
+            )?;
         }
         if self.cycle.is_empty() {
             write!(f, "  (no wait-for cycle was found)")

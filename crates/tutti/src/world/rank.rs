@@ -178,6 +178,20 @@ impl Local {
         }
     }
 
+    /// Rank `rank` was taken by a new process: it is alive again (for the
+    /// stall check and for watchers that look later). Collectives stay lost:
+    /// each included the dead process.
+    pub(crate) fn revive(&self, rank: usize) {
+        lock(&self.deaths).dead.retain(|&r| r != rank);
+    }
+
+    /// Which ranks are alive as far as this rank knows (`alive[r]`): not
+    /// announced dead by the transport.
+    pub(crate) fn alive(&self) -> Vec<bool> {
+        let d = lock(&self.deaths);
+        (0..self.ranks).map(|r| !d.dead.contains(&r)).collect()
+    }
+
     /// The slot of `id`, if it lives on this rank.
     pub(crate) fn slot_of(&self, id: LocationId) -> Option<&Slot> {
         (id.rank(self.per_rank) == self.rank).then(|| &self.slots[id.local(self.per_rank)])

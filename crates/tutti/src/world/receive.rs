@@ -128,6 +128,11 @@ impl Sink for Local {
         self.stall.arrived();
         self.bury(rank);
     }
+
+    fn rank_revived(&self, rank: usize) {
+        self.stall.arrived();
+        self.revive(rank);
+    }
 }
 
 /// The error for a frame from `rank` that does not parse or names the wrong

@@ -19,7 +19,7 @@
 //!    stalled with the same words and arrivals as when it marked, it sends rank 0
 //!    a *confirmation*: its `seq`, the marks it holds, and what each of its
 //!    locations waits on (with the kind and root of its collectives).
-//! 3. **Decide.** Rank 0 decides once it holds a confirmation from every rank
+//! 3. **Decide.** Rank 0 (the lowest live rank, see *Dead ranks*) decides once it holds a confirmation from every rank
 //!    (its own included) and they agree: each rank's confirmation lists, as the
 //!    mark of every other rank, exactly that rank's confirmed `seq`.
 //!    If some location waits on a collective that every location of the world
@@ -53,6 +53,30 @@
 //! kind, which the decision rules out. A later stall is a new `seq`, so stale
 //! confirmations never agree with new marks.
 //!
+//! # Dead ranks
+//!
+//! A rank that died (killed or crashed; the transport announces it, as the
+//! shared-memory system does, and counts it as an arrival) takes no part: the
+//! steps run over the *live* ranks as this rank knows them. Marks go to live
+//! ranks only and a confirmation needs the mark of every live rank (a dead
+//! rank's counts as 0); the *decider* is the lowest live rank (rank 0 while it
+//! lives), and it decides once every live rank's confirmation agrees on the
+//! others' seqs — and so on who is dead, since a rank that has not heard of a
+//! death yet still lists the dead rank's mark. A rank that hears of a death
+//! later sees its arrivals change, so its stall is a new `seq` and it confirms
+//! anew, to the new decider. A confirmation may reach a rank that has not
+//! heard of the deaths below it yet, so any rank keeps confirmations from
+//! higher ranks; a verdict comes only after its receiver confirmed to the
+//! decider, so it knows the decider by then. With a rank dead no collective
+//! completes (each includes it), and a stall is final — what the dead rank
+//! would have sent never comes — so it fails whatever the mode: every wait
+//! of every location is failed with the report, which names the dead ranks
+//! (a `Location::recv` panics with it, as a fence does). A location still
+//! blocked [`FAIL_GRACE`] later waits on something that takes no failure (a
+//! channel), and its rank takes the system down with the report: every
+//! survivor ends, naming the dead rank, as an MPI job ends when one of its
+//! processes dies.
+//!
 //! Limits (as for the one-rank check, `diag/detect.rs`): a plain thread (not a
 //! task of a runtime) or a task of another runtime that feeds a channel a
 //! location waits on could still act, unseen. Locations whose body has ended do
@@ -77,6 +101,9 @@ use crate::msg::codec;
 
 /// How long a rank must stay stalled, unchanged, before it marks.
 pub(crate) const STALL_AGE: Duration = Duration::from_millis(20);
+/// How long, with a rank dead, a rank whose waits were failed may stay stalled
+/// before it takes the system down.
+const FAIL_GRACE: Duration = Duration::from_secs(1);
 
 const MARK: u64 = 1;
 const CONFIRM: u64 = 2;
@@ -138,9 +165,12 @@ struct Waiting {
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 struct Verdict {
+    /// Each live rank's confirmed `seq` (0 for a dead rank).
     seqs: Vec<u64>,
     /// (rank, name, what it waits on).
     waiters: Vec<(u32, String, String)>,
+    /// The ranks that had died when the decider judged.
+    dead: Vec<u32>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -169,7 +199,8 @@ struct State {
     /// Fail the declared stall's waits (rank 0 told so, or is rank 0 and every
     /// rank has printed).
     fail: bool,
-    failed: bool,
+    /// When this rank failed the declared stall's waits.
+    failed: Option<Instant>,
 }
 
 impl Stall {
@@ -189,7 +220,7 @@ impl Stall {
                 declared: None,
                 printed: vec![false; ranks],
                 fail: false,
-                failed: false,
+                failed: None,
             }),
             transport: OnceLock::new(),
             napping: AtomicBool::new(false),
@@ -234,11 +265,15 @@ pub(crate) fn incoming(
     let bad = |what: &str, e: &dyn std::fmt::Display| {
         format!("a stall-check {what} from rank {from} does not decode: {e}")
     };
+    let decider = decider(&local.alive());
     {
         let mut s = lock(&local.stall.state);
         match head.code {
             MARK => s.marks[from] = head.seq,
-            CONFIRM if local.rank == 0 => {
+            // The sender takes this rank for the lowest live one; this rank may
+            // not have heard yet of the deaths below it, so a confirmation from
+            // any higher rank is kept (and judged only if this rank decides).
+            CONFIRM if from > local.rank => {
                 let c: Confirm = codec::decode(payload).map_err(|e| bad("confirmation", &e))?;
                 if c.marks.len() != local.ranks || c.seq != head.seq || c.marks[from] != c.seq {
                     return Err(format!(
@@ -249,24 +284,29 @@ pub(crate) fn incoming(
                 }
                 s.confirms[from] = Some(c);
             }
-            VERDICT if from == 0 => {
+            // A verdict or a failure comes after this rank confirmed to the
+            // decider, so it knows of the deaths that made `from` decide.
+            VERDICT if from == decider => {
                 let v: Verdict = codec::decode(payload).map_err(|e| bad("verdict", &e))?;
-                if v.seqs.len() != local.ranks {
+                if v.seqs.len() != local.ranks || v.dead.iter().any(|&d| d as usize >= local.ranks)
+                {
                     return Err(format!(
-                        "a stall-check verdict from rank 0 names {} ranks (of {})",
+                        "a stall-check verdict from rank {from} names {} ranks (of {}) and \
+                         dead ranks {:?}",
                         v.seqs.len(),
-                        local.ranks
+                        local.ranks,
+                        v.dead
                     ));
                 }
                 s.verdicts.push(v);
             }
-            PRINTED if local.rank == 0 => {
+            PRINTED if local.rank == decider => {
                 let declared = s.declared.as_ref().map(|d| d.0[from]);
                 if declared == Some(head.seq) {
                     s.printed[from] = true;
                 }
             }
-            FAIL if from == 0 => {
+            FAIL if from == decider => {
                 let declared = s.declared.as_ref().map(|d| d.0[local.rank]);
                 if declared == Some(head.seq) {
                     s.fail = true;
@@ -339,8 +379,12 @@ fn step(local: &Arc<Local>) {
         nodes.clone()
     };
     let snap = snapshot(local, &nodes);
+    let alive = local.alive();
+    let decider = decider(&alive);
+    let bereaved = alive.contains(&false);
     let mut out: Vec<(usize, u64, u64, Vec<u8>)> = Vec::new();
     let mut fail: Option<Arc<Deadlock>> = None;
+    let mut abort: Option<Arc<Deadlock>> = None;
     let mut nap = false;
     {
         let mut s = lock(&st.state);
@@ -360,7 +404,7 @@ fn step(local: &Arc<Local>) {
                     s.marked = Some(snap.clone());
                     let me = local.rank;
                     s.marks[me] = seq;
-                    for r in (0..local.ranks).filter(|&r| r != me) {
+                    for r in (0..local.ranks).filter(|&r| r != me && alive[r]) {
                         out.push((r, MARK, seq, Vec::new()));
                     }
                 }
@@ -372,10 +416,10 @@ fn step(local: &Arc<Local>) {
             }
         }
         if s.marked.as_ref() == Some(&snap) {
-            confirm(local, &nodes, &mut s, &mut out);
-            if local.rank == 0 {
-                if let Some(v) = decide(&mut s) {
-                    for r in 1..local.ranks {
+            confirm(local, &nodes, &alive, &mut s, &mut out);
+            if local.rank == decider {
+                if let Some(v) = decide(&mut s, &alive) {
+                    for r in (0..local.ranks).filter(|&r| r != decider && alive[r]) {
                         out.push((r, VERDICT, 0, encode(&v)));
                     }
                     s.verdicts.push(v);
@@ -389,29 +433,48 @@ fn step(local: &Arc<Local>) {
             if let Some(v) = verdict {
                 // Print first, on every rank; fail once every rank has printed
                 // (a failing location takes the job down with it).
-                let report = Arc::new(report(v.waiters));
+                let report = Arc::new(report(v.waiters, &v.dead));
                 crate::diag::declare(&report);
-                s.printed = vec![false; local.ranks];
-                s.printed[0] = me == 0;
+                // A dead rank prints nothing: it counts as having printed.
+                s.printed = alive.iter().map(|&a| !a).collect();
+                s.printed[decider] = me == decider;
                 s.declared = Some((v.seqs, report));
                 s.fail = false;
-                s.failed = false;
-                if me != 0 {
-                    out.push((0, PRINTED, seq, Vec::new()));
+                s.failed = None;
+                if me != decider {
+                    out.push((decider, PRINTED, seq, Vec::new()));
                 }
             }
-            let failing = crate::diag::deadlock_mode() == DeadlockMode::Fail;
-            if me == 0 && failing && !s.fail && s.printed.iter().all(|&p| p) {
+            // With a rank dead, a stall is final (what the dead rank would have
+            // sent never comes): it fails whatever the mode, as an MPI job
+            // ends when one of its processes dies.
+            let failing = crate::diag::deadlock_mode() == DeadlockMode::Fail || bereaved;
+            if me == decider && failing && !s.fail && s.printed.iter().all(|&p| p) {
                 if let Some((seqs, _)) = &s.declared {
-                    for (r, &q) in seqs.iter().enumerate().skip(1) {
-                        out.push((r, FAIL, q, Vec::new()));
+                    for (r, &q) in seqs.iter().enumerate() {
+                        if r != decider && alive[r] {
+                            out.push((r, FAIL, q, Vec::new()));
+                        }
                     }
                     s.fail = true;
                 }
             }
-            if s.fail && !s.failed && failing {
-                s.failed = true;
-                fail = s.declared.as_ref().map(|d| Arc::clone(&d.1));
+            if s.fail && failing {
+                match s.failed {
+                    None => {
+                        s.failed = Some(Instant::now());
+                        fail = s.declared.as_ref().map(|d| Arc::clone(&d.1));
+                        nap = bereaved;
+                    }
+                    // Failed waits end their locations at once; one that is
+                    // still blocked waits on something that takes no failure
+                    // (a channel, a plain lock): with a rank dead nothing will
+                    // wake it, so the rank takes the system down.
+                    Some(at) if bereaved && at.elapsed() >= FAIL_GRACE => {
+                        abort = s.declared.as_ref().map(|d| Arc::clone(&d.1));
+                    }
+                    Some(_) => nap = bereaved,
+                }
             }
         }
     }
@@ -433,9 +496,19 @@ fn step(local: &Arc<Local>) {
     }
     if let Some(report) = fail {
         for n in &nodes {
-            if n.wait().is_some_and(|w| matches!(w.on, On::World(_))) {
+            // With a rank dead, every wait of a location fails (a receive, an
+            // ask): none can be satisfied any more.
+            if bereaved || n.wait().is_some_and(|w| matches!(w.on, On::World(_))) {
                 n.fail(Arc::clone(&report));
             }
+        }
+    }
+    if let Some(report) = abort {
+        if let Some(t) = st.transport.get().and_then(Weak::upgrade) {
+            t.abort(&format!(
+                "rank {} cannot go on after a rank died:\n{report}",
+                local.rank
+            ));
         }
     }
     if nap && !st.napping.swap(true, Ordering::AcqRel) {
@@ -463,13 +536,22 @@ fn encode<T: Serialize>(v: &T) -> Vec<u8> {
 fn confirm(
     local: &Local,
     nodes: &[Arc<Node>],
+    alive: &[bool],
     s: &mut State,
     out: &mut Vec<(usize, u64, u64, Vec<u8>)>,
 ) {
-    if s.marks.contains(&0) || s.confirmed.as_ref() == Some(&(s.seq, s.marks.clone())) {
+    // A dead rank's mark (if it sent one) is 0 here: it takes no part.
+    let marks: Vec<u64> = s
+        .marks
+        .iter()
+        .zip(alive)
+        .map(|(&m, &a)| if a { m } else { 0 })
+        .collect();
+    let missing = marks.iter().zip(alive).any(|(&m, &a)| a && m == 0);
+    if missing || s.confirmed.as_ref() == Some(&(s.seq, marks.clone())) {
         return;
     }
-    s.confirmed = Some((s.seq, s.marks.clone()));
+    s.confirmed = Some((s.seq, marks.clone()));
     let rounds = local.rounds.kinds();
     let waiting = nodes
         .iter()
@@ -496,14 +578,15 @@ fn confirm(
         .collect();
     let c = Confirm {
         seq: s.seq,
-        marks: s.marks.clone(),
+        marks,
         waiting,
         rounds,
     };
-    if local.rank == 0 {
-        s.confirms[0] = Some(c);
+    let decider = decider(alive);
+    if local.rank == decider {
+        s.confirms[decider] = Some(c);
     } else {
-        out.push((0, CONFIRM, c.seq, encode(&c)));
+        out.push((decider, CONFIRM, c.seq, encode(&c)));
     }
 }
 
@@ -535,24 +618,38 @@ fn kind_text(kind: u8, root: u32) -> String {
     }
 }
 
-/// Rank 0: judges the confirmations if every rank's is there, they agree, and they
-/// were not judged yet; the verdict if the world is deadlocked.
-fn decide(s: &mut State) -> Option<Verdict> {
-    let all: Vec<&Confirm> = s
+/// The rank that decides: the lowest live one.
+fn decider(alive: &[bool]) -> usize {
+    alive.iter().position(|&a| a).unwrap_or(0)
+}
+
+/// The decider: judges the confirmations if every live rank's is there, they
+/// agree (on each other's seqs and on who is dead), and they were not judged
+/// yet; the verdict if the world is deadlocked.
+fn decide(s: &mut State, alive: &[bool]) -> Option<Verdict> {
+    let live: Vec<(usize, &Confirm)> = s
         .confirms
         .iter()
-        .map(Option::as_ref)
+        .enumerate()
+        .filter(|&(r, _)| alive[r])
+        .map(|(r, c)| c.as_ref().map(|c| (r, c)))
         .collect::<Option<_>>()?;
-    let seqs: Vec<u64> = all.iter().map(|c| c.seq).collect();
-    if !all.iter().all(|c| c.marks == seqs) || s.judged.as_ref() == Some(&seqs) {
+    let mut seqs = vec![0; alive.len()];
+    for &(r, c) in &live {
+        seqs[r] = c.seq;
+    }
+    if !live.iter().all(|(_, c)| c.marks == seqs) || s.judged.as_ref() == Some(&seqs) {
         return None;
     }
     s.judged = Some(seqs.clone());
+    let dead: Vec<u32> = (0..alive.len())
+        .filter(|&r| !alive[r])
+        .map(|r| r as u32)
+        .collect();
     // (rank, kind, root) of collective `e` on every rank that knows it.
     let kinds_at = |e: u64| -> Vec<(usize, u8, u32)> {
-        all.iter()
-            .enumerate()
-            .filter_map(|(r, c)| {
+        live.iter()
+            .filter_map(|&(r, c)| {
                 c.rounds
                     .iter()
                     .find(|k| k.0 == e)
@@ -560,18 +657,19 @@ fn decide(s: &mut State) -> Option<Verdict> {
             })
             .collect()
     };
+    // A collective includes every rank: with one dead, none completes.
     let completes = |e: u64| {
-        let joined = all.iter().flat_map(|c| &c.waiting).all(|w| w.epochs > e);
+        let joined = live.iter().flat_map(|c| &c.1.waiting).all(|w| w.epochs > e);
         let kinds = kinds_at(e);
-        joined
+        dead.is_empty()
+            && joined
             && kinds
                 .windows(2)
                 .all(|p| (p[0].1, p[0].2) == (p[1].1, p[1].2))
     };
     let waiting = || {
-        all.iter()
-            .enumerate()
-            .flat_map(|(r, c)| c.waiting.iter().map(move |w| (r, w)))
+        live.iter()
+            .flat_map(|&(r, c)| c.waiting.iter().map(move |w| (r, w)))
     };
     if waiting().any(|(_, w)| w.epoch.is_some_and(completes)) {
         return None;
@@ -608,16 +706,20 @@ fn decide(s: &mut State) -> Option<Verdict> {
             (r as u32, format!("location {}", w.location), waits)
         })
         .collect();
-    Some(Verdict { seqs, waiters })
+    Some(Verdict {
+        seqs,
+        waiters,
+        dead,
+    })
 }
 
 /// The report of a verdict.
-fn report(waiters: Vec<(u32, String, String)>) -> Deadlock {
+fn report(waiters: Vec<(u32, String, String)>, dead: &[u32]) -> Deadlock {
     let procs = waiters
         .into_iter()
         .map(|(rank, name, waits)| BlockedProcess::new(name, waits).on_rank(rank as usize))
         .collect();
-    Deadlock::new(procs, Vec::new())
+    Deadlock::new(procs, Vec::new()).with_dead_ranks(dead.iter().map(|&r| r as usize).collect())
 }
 
 #[cfg(test)]
@@ -659,7 +761,7 @@ mod tests {
                 rounds,
             });
         }
-        decide(&mut s)
+        decide(&mut s, &vec![true; seqs.len()])
     }
 
     const FENCE: &str = "waits in a fence";
@@ -739,10 +841,56 @@ mod tests {
         s.confirms[0] = Some(c(1, vec![1, 1], waiting(0, 1, Some(0), FENCE)));
         // Rank 1 confirmed while holding an older mark of rank 0.
         s.confirms[1] = Some(c(1, vec![0, 1], waiting(1, 0, None, "waits")));
-        assert!(decide(&mut s).is_none());
+        let alive = [true, true];
+        assert!(decide(&mut s, &alive).is_none());
         s.confirms[1] = Some(c(1, vec![1, 1], waiting(1, 0, None, "waits")));
-        assert!(decide(&mut s).is_some());
-        assert!(decide(&mut s).is_none(), "judged once");
+        assert!(decide(&mut s, &alive).is_some());
+        assert!(decide(&mut s, &alive).is_none(), "judged once");
+    }
+
+    #[test]
+    fn with_rank_0_dead_the_live_ranks_decide_and_the_report_names_it() {
+        let stall = Stall::new(3);
+        let mut s = lock(&stall.state);
+        let alive = [false, true, true];
+        let c = |seq, marks: Vec<u64>, location| Confirm {
+            seq,
+            marks,
+            waiting: vec![waiting(location, 0, None, "waits to receive a message")],
+            rounds: vec![],
+        };
+        // Rank 2 confirmed before it heard of rank 0's death: no agreement.
+        s.confirms[1] = Some(c(4, vec![0, 4, 7], 1));
+        s.confirms[2] = Some(c(7, vec![3, 4, 7], 2));
+        assert!(decide(&mut s, &alive).is_none());
+        // Both know: the live ranks' confirmations agree.
+        s.confirms[2] = Some(c(8, vec![0, 5, 8], 2));
+        s.confirms[1] = Some(c(5, vec![0, 5, 8], 1));
+        let v = decide(&mut s, &alive).expect("a verdict");
+        assert_eq!((v.seqs.clone(), v.dead.clone()), (vec![0, 5, 8], vec![0]));
+        let text = report(v.waiters, &v.dead).to_string();
+        assert!(
+            text.contains("[rank 1] `location 1` waits to receive")
+                && text.contains("rank 0 died (killed or crashed)"),
+            "{text}"
+        );
+        assert_eq!(decider(&alive), 1);
+    }
+
+    #[test]
+    fn with_a_rank_dead_no_collective_is_taken_to_complete() {
+        let stall = Stall::new(3);
+        let mut s = lock(&stall.state);
+        let c = |seq, location| Confirm {
+            seq,
+            marks: vec![1, 2, 0],
+            waiting: vec![waiting(location, 4, Some(3), FENCE)],
+            rounds: vec![(3, Q, 0)],
+        };
+        s.confirms[0] = Some(c(1, 0));
+        s.confirms[1] = Some(c(2, 1));
+        let v = decide(&mut s, &[true, true, false]).expect("a verdict");
+        assert_eq!(v.dead, [2]);
     }
 
     /// What rank `to` of 3 says of a stall frame `code`/`seq` with `payload` from
@@ -778,12 +926,21 @@ mod tests {
             e.contains("inconsistent") && e.contains("for 3 ranks"),
             "{e}"
         );
-        // Only rank 0 takes confirmations, and verdicts only from rank 0.
+        // A confirmation goes to a lower rank (the lowest live one, as far as
+        // its sender knows), and verdicts come from the decider only.
+        let c3 = Confirm {
+            seq: 1,
+            marks: vec![0, 0, 1],
+            waiting: vec![],
+            rounds: vec![],
+        };
+        assert!(deliver(1, 2, 2, CONFIRM, encode(&c3)).starts_with("ok"));
         let e = deliver(2, 1, 1, CONFIRM, encode(&c));
         assert!(e.contains("code 2 from rank 1 to rank 2"), "{e}");
         let v = Verdict {
             seqs: vec![1, 1, 1],
             waiters: vec![],
+            dead: vec![],
         };
         let e = deliver(2, 1, 1, VERDICT, encode(&v));
         assert!(e.contains("code 3 from rank 1 to rank 2"), "{e}");

@@ -213,6 +213,23 @@ impl World {
         self.shared.local.rank
     }
 
+    /// This process's incarnation of its rank: 1, unless the rank belonged to
+    /// a process of a shared-memory system that died and this process took it
+    /// over (then one more than the dead process's). Lets a program tell the
+    /// messages of a rank's new process from those of its dead predecessor.
+    ///
+    /// ```
+    /// let world = tutti::world::World::builder().locations(2).build().unwrap();
+    /// assert_eq!(world.incarnation(), 1);
+    /// ```
+    pub fn incarnation(&self) -> u64 {
+        // Loom models run one process: no rank is ever taken over.
+        #[cfg(loom)]
+        return 1;
+        #[cfg(not(loom))]
+        return crate::world::transport::shm::incarnation(&self.shared.transport).unwrap_or(1);
+    }
+
     /// Processes in the world.
     pub fn ranks(&self) -> usize {
         self.shared.local.ranks

@@ -160,6 +160,12 @@ impl Location {
     /// Receives the next message, waiting (without holding a worker) until one
     /// arrives. Flushes this location's buffers first: a location that waits has
     /// nothing buffered.
+    ///
+    /// # Panics
+    /// When the world finds that no message can ever come: every location of
+    /// every live rank waits, and a rank that could have sent one died (killed
+    /// or crashed). The panic names the dead rank; with several ranks it takes
+    /// the job down, as any location's panic.
     pub fn recv(&self) -> Recv<'_> {
         Recv { loc: self }
     }
@@ -168,7 +174,9 @@ impl Location {
     /// task, the worker keeps executing other work meanwhile).
     ///
     /// # Panics
-    /// Inside an async task (use `recv().await`).
+    /// Inside an async task (use `recv().await`); and, as `recv`, when the
+    /// world finds that no message can ever come (every location of every
+    /// live rank waits, and a rank that could have sent one died).
     pub fn recv_blocking(&self) -> Delivery<'_> {
         crate::runtime::block_on(self.recv())
     }
@@ -191,6 +199,15 @@ impl Location {
             // An empty batch: look again (after re-registering).
             cx.waker().wake_by_ref();
             return Poll::Pending;
+        }
+        if let Some(d) = crate::diag::node::take_failure() {
+            // The cross-rank stall check found that nothing can come (a rank
+            // that could send died): the location ends with its report.
+            panic!(
+                "tutti::world: location {} cannot finish: it waits to receive a message \
+                 (`Location::recv`) that can never come\n{d}",
+                self.id().index()
+            );
         }
         crate::diag::node::note(
             || crate::diag::node::Wait {

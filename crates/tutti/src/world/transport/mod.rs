@@ -65,6 +65,10 @@ pub(crate) trait Sink: Send + Sync {
     /// Rank `rank` died (the transport detected it; told once): what waits on
     /// it — questions, collectives — fails naming it.
     fn rank_died(&self, rank: usize);
+    /// Rank `rank`, dead, was taken by a new process (a new incarnation of a
+    /// shared-memory system's rank): messages to it go through again. What
+    /// failed when it died stays failed (collectives included it).
+    fn rank_revived(&self, rank: usize);
 }
 
 /// Moves frames between the ranks of a world.

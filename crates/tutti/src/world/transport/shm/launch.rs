@@ -2,7 +2,7 @@
 //! `tutti launch -n P -- <command>` does, and removing the segments they
 //! leave behind.
 
-use super::{sys, system};
+use super::system;
 
 /// Starts `processes` copies of `command` as one named system on this host
 /// (what `tutti launch -n P -- <command>` does): each gets `TUTTI_SYSTEM` (a
@@ -59,8 +59,5 @@ pub fn launch(
 
 /// Removes what a system left behind (every member gone).
 fn sys_cleanup(name: &str) {
-    let _ = sys::unlink(&system::segment(name));
-    for r in 0..system::MAX_MEMBERS {
-        let _ = sys::unlink(&system::mailbox_segment(name, r));
-    }
+    system::remove_all(name);
 }

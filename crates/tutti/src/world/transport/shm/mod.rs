@@ -26,6 +26,22 @@
 //! `sync_rmi` panics naming it), and so does every collective — barriers,
 //! reductions, the quiescence waves of a fence — waiting now or started later,
 //! since each includes the dead rank (its locations panic naming the rank).
+//! Whatever else the survivors wait on (a `Location::recv` for a message
+//! only the dead rank would have sent) is found by the world's stall check,
+//! which runs over the live ranks (`world/stall.rs`): once every location of
+//! every live rank waits, each survivor ends with a report naming the dead
+//! rank.
+//! A dead member's rank can be taken again: a process started into the
+//! system (with `TUTTI_RANK` of the dead rank, or none when no rank is free)
+//! claims it as a new *incarnation* ([`World::incarnation`]; `system.rs`)
+//! with a mailbox of its own, so nothing sent to the dead process reaches the
+//! new one. Each survivor takes it in only after reading every fragment the
+//! dead process wrote to it (its unfinished frame is dropped), and the new
+//! process sends nothing before every survivor has: a frame a survivor
+//! received is the dead process's or the new one's, never a mix. What failed
+//! when the rank died stays failed (collectives include every rank); plain
+//! messages (`Location::send`, `recv`) between the survivors and the new
+//! process go through.
 //! A member killed between claiming a slot of a mailbox and committing it
 //! would stop that mailbox's reader at the slot: each slot's claim names its
 //! producer, and once that producer is known dead the reader reclaims the
@@ -37,6 +53,7 @@
 //! of the reader.
 //!
 //! [`WorldBuilder::system`]: crate::world::WorldBuilder::system
+//! [`World::incarnation`]: crate::world::World::incarnation
 //! [`WorldBuilder::processes`]: crate::world::WorldBuilder::processes
 
 pub(crate) mod ring;

@@ -196,6 +196,18 @@ impl<const N: usize, const D: usize> Ring<N, D> {
         })
     }
 
+    /// Positions claimed so far (the next one a producer claims).
+    #[cfg_attr(loom, allow(dead_code))]
+    pub(crate) fn claimed(&self) -> u64 {
+        self.tail.0.load(Ordering::Acquire)
+    }
+
+    /// Positions the consumer has read or reclaimed so far.
+    #[cfg_attr(loom, allow(dead_code))]
+    pub(crate) fn consumed(&self) -> u64 {
+        self.head.0.load(Ordering::Acquire)
+    }
+
     /// Sets up a ring in zero-filled memory (the owner, before anyone else
     /// can see it).
     pub(crate) fn init(&self) {

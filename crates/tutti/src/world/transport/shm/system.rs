@@ -1,7 +1,24 @@
 //! A named system: the segment `/tutti-<name>` that the first process creates
-//! and later ones join, and the members' mailboxes `/tutti-<name>+<rank>`
-//! (`+` is not allowed in names, so no system's segment is another's mailbox:
-//! system `X.0` and the mailbox of rank 0 of `X` are different segments).
+//! and later ones join, and the members' mailboxes
+//! `/tutti-<name>+<rank>.<incarnation>` (`+` is not allowed in names, so no
+//! system's segment is another's mailbox: system `X.0` and the mailbox of rank
+//! 0 of `X` are different segments).
+//!
+//! # Incarnations
+//!
+//! A rank whose process died can be taken again by a new process: its
+//! *incarnation* (a generation number, 1 for the first process of a rank) then
+//! grows by one, and the new process has a mailbox of its own (the name carries
+//! the incarnation), so nothing written to the dead one reaches it. Claiming
+//! goes FREE → JOINING for a rank never taken, and for a dead one (state DEAD,
+//! or a process that is gone) through DEAD → CLAIMING → JOINING: both are
+//! compare-exchanges of the state word, so one claimer wins; the winner bumps
+//! the incarnation before it publishes JOINING. A member that buries a rank
+//! (marks it DEAD) does so only while the incarnation is the one it knew, so a
+//! new incarnation is never buried for its predecessor. Each member records in
+//! `seen` the incarnation of every other rank it has taken in (its old frames
+//! all read, its new mailbox mapped): a new incarnation starts only once every
+//! live member has seen it (`engine`).
 //!
 //! The system segment holds a header (magic, layout version, the creator's pid
 //! and start time, the system's size, an abort word) and one member entry per
@@ -23,7 +40,7 @@ use crate::world::error::WorldError;
 /// "tuttiSHM": the first word of an initialized system segment.
 pub(crate) const MAGIC: u64 = u64::from_le_bytes(*b"tuttiSHM");
 /// The layout version of the segments this build reads and writes.
-pub(crate) const VERSION: u64 = 3;
+pub(crate) const VERSION: u64 = 4;
 /// Most members a system has.
 pub(crate) const MAX_MEMBERS: usize = 64;
 /// Slots per mailbox.
@@ -43,6 +60,8 @@ pub(crate) const READY: u32 = 2;
 pub(crate) const LEAVING: u32 = 3;
 pub(crate) const LEFT: u32 = 4;
 pub(crate) const DEAD: u32 = 5;
+/// A new process is taking a dead rank (between DEAD and JOINING).
+pub(crate) const CLAIMING: u32 = 6;
 
 /// One member's entry.
 #[repr(C)]
@@ -53,6 +72,11 @@ pub(crate) struct Member {
     /// Milliseconds since the Unix epoch of the member's last sign of life.
     pub(crate) heartbeat: AtomicU64,
     pub(crate) per_rank: AtomicU64,
+    /// The rank's incarnation: 0 never taken, 1 for its first process, one
+    /// more for each process that took it after the previous one died.
+    pub(crate) incarnation: AtomicU64,
+    /// `seen[r]`: the incarnation of rank `r` this member has taken in.
+    pub(crate) seen: [AtomicU64; MAX_MEMBERS],
     digest_len: AtomicU64,
     digest: [AtomicU64; DIGEST_WORDS],
 }
@@ -126,10 +150,10 @@ pub(crate) fn segment(name: &str) -> String {
     format!("/tutti-{name}")
 }
 
-/// The segment name of member `rank`'s mailbox (`+` never occurs in a
-/// system's name: see [`check_name`]).
-pub(crate) fn mailbox_segment(name: &str, rank: usize) -> String {
-    format!("/tutti-{name}+{rank}")
+/// The segment name of the mailbox of incarnation `incarnation` of member
+/// `rank` (`+` never occurs in a system's name: see [`check_name`]).
+pub(crate) fn mailbox_segment(name: &str, rank: usize, incarnation: u64) -> String {
+    format!("/tutti-{name}+{rank}.{incarnation}")
 }
 
 /// Checks a system name: letters, digits, `-`, `_`, `.`; 1 to 200 characters.
@@ -260,10 +284,7 @@ impl System {
         // go too, before the segment, so that none outlives it to be taken
         // for a new system's. Only a segment of this layout says how many.
         if self.map.len() >= len && self.header().version.load(Ordering::Relaxed) == VERSION {
-            let ranks = (self.header().ranks.load(Ordering::Relaxed) as usize).min(MAX_MEMBERS);
-            for r in 0..ranks {
-                let _ = sys::unlink(&mailbox_segment(&self.name, r));
-            }
+            self.unlink_mailboxes();
         }
         sys::unlink(&seg).or_else(|e| match e.kind() {
             io::ErrorKind::NotFound => Ok(()),
@@ -328,8 +349,9 @@ impl System {
             seen = true;
             let pid = m.pid.load(Ordering::Acquire);
             // A rank just claimed, its pid not yet written, is starting.
-            let alive =
-                (st == JOINING && pid == 0) || sys::alive(pid, m.start.load(Ordering::Relaxed));
+            let alive = st == CLAIMING
+                || (st == JOINING && pid == 0)
+                || sys::alive(pid, m.start.load(Ordering::Relaxed));
             anyone |= alive && st != LEFT && st != DEAD;
             all_done &= st == LEFT || st == DEAD || !alive;
         }
@@ -346,23 +368,41 @@ impl System {
         }
     }
 
-    /// Claims a rank: `want`, or the first free one.
+    /// Claims a rank: `want`, or the first free one, or else the first dead
+    /// one (see *Incarnations*).
     pub(crate) fn claim(&self, want: Option<usize>) -> Result<usize, WorldError> {
         let h = self.header();
         let ranks = h.ranks.load(Ordering::Relaxed) as usize;
         let me = sys::pid();
-        let try_one = |r: usize| {
+        let take = |r: usize, from: u32| {
             let m = &h.members[r];
-            let won = m
-                .state
-                .compare_exchange(FREE, JOINING, Ordering::AcqRel, Ordering::Relaxed)
-                .is_ok();
-            if won {
-                m.start
-                    .store(sys::start_time(me).map_or(0, |(t, _)| t), Ordering::Relaxed);
-                m.pid.store(me, Ordering::Release);
+            if m.state
+                .compare_exchange(from, CLAIMING, Ordering::AcqRel, Ordering::Relaxed)
+                .is_err()
+            {
+                return false;
             }
-            won
+            // Bumped before JOINING is published: a member that reads JOINING
+            // (Acquire) reads the new incarnation, and buries nothing for it.
+            m.pid.store(0, Ordering::Relaxed);
+            m.incarnation.fetch_add(1, Ordering::AcqRel);
+            m.start
+                .store(sys::start_time(me).map_or(0, |(t, _)| t), Ordering::Relaxed);
+            m.pid.store(me, Ordering::Relaxed);
+            m.state.store(JOINING, Ordering::Release);
+            true
+        };
+        let try_one = |r: usize| take(r, FREE);
+        let try_dead = |r: usize| {
+            let m = &h.members[r];
+            let st = m.state.load(Ordering::Acquire);
+            if matches!(st, READY | LEAVING | JOINING) && self.died(r) {
+                // Its process is gone: dead, whoever notices first.
+                let _ = m
+                    .state
+                    .compare_exchange(st, DEAD, Ordering::AcqRel, Ordering::Relaxed);
+            }
+            take(r, DEAD)
         };
         match want {
             Some(r) if r >= ranks => Err(WorldError::BadSetting {
@@ -371,7 +411,7 @@ impl System {
                 expected: "a rank below the system's process count",
             }),
             Some(r) => {
-                if try_one(r) {
+                if try_one(r) || try_dead(r) {
                     Ok(r)
                 } else {
                     Err(fail(format!(
@@ -381,12 +421,15 @@ impl System {
                     )))
                 }
             }
-            None => (0..ranks).find(|&r| try_one(r)).ok_or_else(|| {
-                fail(format!(
-                    "system {:?} is full: all {ranks} ranks are taken",
-                    self.name
-                ))
-            }),
+            None => (0..ranks)
+                .find(|&r| try_one(r))
+                .or_else(|| (0..ranks).find(|&r| try_dead(r)))
+                .ok_or_else(|| {
+                    fail(format!(
+                        "system {:?} is full: all {ranks} ranks are taken",
+                        self.name
+                    ))
+                }),
         }
     }
 
@@ -481,16 +524,67 @@ impl System {
     /// mailbox (each left or is dead) and the system segment go too.
     pub(crate) fn leave(&self, rank: usize) {
         let h = self.header();
-        h.members[rank].state.store(LEFT, Ordering::Release);
-        let _ = sys::unlink(&mailbox_segment(&self.name, rank));
+        let m = &h.members[rank];
+        m.state.store(LEFT, Ordering::Release);
+        let incarnation = m.incarnation.load(Ordering::Relaxed);
+        let _ = sys::unlink(&mailbox_segment(&self.name, rank, incarnation));
         if self.last_out() {
-            let ranks = (h.ranks.load(Ordering::Relaxed) as usize).min(MAX_MEMBERS);
-            for r in 0..ranks {
-                let _ = sys::unlink(&mailbox_segment(&self.name, r));
-            }
+            self.unlink_mailboxes();
             let _ = sys::unlink(&segment(&self.name));
         }
     }
+
+    /// Removes every member's mailboxes, of every incarnation (a dead
+    /// incarnation's mailbox is removed when it is buried; this catches one
+    /// whose burier died too).
+    pub(crate) fn unlink_mailboxes(&self) {
+        let h = self.header();
+        let ranks = (h.ranks.load(Ordering::Relaxed) as usize).min(MAX_MEMBERS);
+        for r in 0..ranks {
+            let last = h.members[r].incarnation.load(Ordering::Relaxed);
+            // Every incarnation but the last few was buried by a live member.
+            for i in last.saturating_sub(4)..=last {
+                let _ = sys::unlink(&mailbox_segment(&self.name, r, i));
+            }
+        }
+    }
+
+    /// Rank `rank`'s incarnation now.
+    pub(crate) fn incarnation(&self, rank: usize) -> u64 {
+        self.header().members[rank]
+            .incarnation
+            .load(Ordering::Acquire)
+    }
+
+    /// Member `me` has taken in incarnation `incarnation` of rank `rank`.
+    pub(crate) fn set_seen(&self, me: usize, rank: usize, incarnation: u64) {
+        self.header().members[me].seen[rank].store(incarnation, Ordering::Release);
+    }
+
+    /// The incarnation of rank `rank` that member `member` has taken in.
+    pub(crate) fn seen(&self, member: usize, rank: usize) -> u64 {
+        self.header().members[member].seen[rank].load(Ordering::Acquire)
+    }
+}
+
+/// Removes what system `name` left behind (every member gone): every
+/// member's mailboxes, as far as its segment tells, then the segment.
+pub(crate) fn remove_all(name: &str) {
+    let seg = segment(name);
+    if let Ok(Opened::Existing(map)) = sys::open(&seg, 0, false) {
+        let s = System {
+            name: name.into(),
+            map,
+        };
+        let whole = s.map.len() >= std::mem::size_of::<Header>();
+        if whole && s.header().version.load(Ordering::Relaxed) == VERSION {
+            s.unlink_mailboxes();
+        }
+    }
+    for r in 0..MAX_MEMBERS {
+        let _ = sys::unlink(&mailbox_segment(name, r, 1));
+    }
+    let _ = sys::unlink(&seg);
 }
 
 /// Test hook: `TUTTI_SHM_TEST_STALE_PAUSE_MS=n` pauses a process that
@@ -518,8 +612,12 @@ pub(crate) struct MailboxMap {
 
 impl MailboxMap {
     /// Creates this member's mailbox (exclusively; a leftover is replaced).
-    pub(crate) fn create(system: &str, rank: usize) -> Result<MailboxMap, WorldError> {
-        let seg = mailbox_segment(system, rank);
+    pub(crate) fn create(
+        system: &str,
+        rank: usize,
+        incarnation: u64,
+    ) -> Result<MailboxMap, WorldError> {
+        let seg = mailbox_segment(system, rank, incarnation);
         let len = std::mem::size_of::<Mailbox>();
         for _ in 0..2 {
             match sys::open(&seg, len, true) {
@@ -539,9 +637,9 @@ impl MailboxMap {
         )))
     }
 
-    /// Maps member `rank`'s mailbox.
-    pub(crate) fn open(system: &str, rank: usize) -> Result<MailboxMap, String> {
-        let seg = mailbox_segment(system, rank);
+    /// Maps the mailbox of incarnation `incarnation` of member `rank`.
+    pub(crate) fn open(system: &str, rank: usize, incarnation: u64) -> Result<MailboxMap, String> {
+        let seg = mailbox_segment(system, rank, incarnation);
         match sys::open(&seg, 0, false) {
             Ok(Opened::Existing(map)) if map.len() >= std::mem::size_of::<Mailbox>() => {
                 Ok(MailboxMap { map })

@@ -135,6 +135,49 @@ fn the_first_creates_later_ones_join_and_ranks_are_claimed_once() {
     super::sys::unlink(&system::segment(&name)).unwrap();
 }
 
+/// A rank whose process died is taken again by a new process, as a new
+/// incarnation; a live rank, or one being taken, is not.
+#[test]
+fn a_dead_rank_is_claimed_again_as_a_new_incarnation() {
+    let name = unique("reclaim");
+    let s = System::open_or_create(&name, 2).unwrap();
+    assert_eq!(s.claim(None).unwrap(), 0);
+    assert_eq!(s.claim(None).unwrap(), 1);
+    assert_eq!((s.incarnation(0), s.incarnation(1)), (1, 1));
+    s.ready(0, 1, b"d").unwrap();
+    s.ready(1, 1, b"d").unwrap();
+    let e = s.claim(Some(1)).unwrap_err().to_string();
+    assert!(e.contains("rank 1 is already taken"), "{e}");
+    // Rank 1's process is gone (no process has that pid).
+    let m = &s.header().members[1];
+    m.pid.store(u32::MAX - 1, crate::loom::Ordering::Relaxed);
+    assert!(s.died(1));
+    assert_eq!(s.claim(None).unwrap(), 1, "the dead rank, no free one left");
+    assert_eq!(s.incarnation(1), 2);
+    assert_eq!(
+        m.state.load(crate::loom::Ordering::Relaxed),
+        system::JOINING
+    );
+    assert_eq!(
+        m.pid.load(crate::loom::Ordering::Relaxed),
+        std::process::id()
+    );
+    assert!(!s.died(1));
+    let e = s.claim(Some(1)).unwrap_err().to_string();
+    assert!(e.contains("rank 1 is already taken"), "{e}");
+    // A rank buried by a member (DEAD) is claimed by name too.
+    m.state.store(system::DEAD, crate::loom::Ordering::Relaxed);
+    assert_eq!(s.claim(Some(1)).unwrap(), 1);
+    assert_eq!(s.incarnation(1), 3);
+    assert_ne!(
+        system::mailbox_segment(&name, 1, 2),
+        system::mailbox_segment(&name, 1, 3)
+    );
+    s.leave(0);
+    s.leave(1);
+    assert!(!super::sys::exists(&system::segment(&name)), "left behind");
+}
+
 #[test]
 fn a_stale_segment_of_a_crashed_run_is_removed_and_created_anew() {
     let name = unique("stale");
@@ -186,10 +229,10 @@ fn distinct_names_are_independent() {
     let other = System::open_or_create(&x0, 1).unwrap();
     assert_eq!(other.claim(None).unwrap(), 0);
     other.ready(0, 1, b"x.0").unwrap();
-    let _mailbox = system::MailboxMap::create(&x0, 0).unwrap();
+    let _mailbox = system::MailboxMap::create(&x0, 0, 1).unwrap();
     let s = System::open_or_create(&x, 1).unwrap();
     assert_eq!(s.claim(None).unwrap(), 0);
-    let _mine = system::MailboxMap::create(&x, 0).unwrap();
+    let _mine = system::MailboxMap::create(&x, 0, 1).unwrap();
     assert!(
         super::sys::exists(&system::segment(&x0)),
         "X.0 removed by X's start-up"
@@ -201,7 +244,7 @@ fn distinct_names_are_independent() {
         b"x.0",
         "X.0 is the same live system"
     );
-    assert_ne!(system::mailbox_segment(&x, 0), system::segment(&x0));
+    assert_ne!(system::mailbox_segment(&x, 0, 1), system::segment(&x0));
     s.leave(0);
     other.leave(0);
     for seg in [system::segment(&x), system::segment(&x0)] {

@@ -21,7 +21,9 @@ use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
 use super::ring::{Push, FIRST, LAST};
-use super::system::{self, MailboxMap, System, DEAD, JOINING, LEAVING, LEFT, READY, SLOT_BYTES};
+use super::system::{
+    self, MailboxMap, System, CLAIMING, DEAD, JOINING, LEAVING, LEFT, READY, SLOT_BYTES,
+};
 use crate::loom::{lock, spin_hint, unmodelled, AtomicBool, AtomicU64, Mutex, Ordering};
 use crate::msg::codec;
 use crate::world::config::WorldConfig;
@@ -41,6 +43,15 @@ const PREFIX: usize = 5;
 struct Inner {
     rank: usize,
     ranks: usize,
+    /// This process's incarnation of its rank (`system.rs`).
+    incarnation: u64,
+    /// The incarnation of each rank whose mailbox `peers` holds (or held
+    /// until it died).
+    incarnations: Vec<AtomicU64>,
+    /// Per dead rank taken by a new process: that incarnation, and the
+    /// position of this mailbox the reader must pass before it takes the
+    /// new one in (every fragment of the dead one lies before it).
+    reviving: Mutex<Vec<Option<(u64, u64)>>>,
     system: System,
     mine: MailboxMap,
     /// Every member's mailbox (`None` for this rank and dead ranks); the
@@ -75,21 +86,102 @@ impl Inner {
         self.dead.load(Ordering::Acquire) & (1 << r) != 0
     }
 
-    /// Marks rank `r` dead (once), removing its mailbox segment.
+    /// Marks rank `r` dead (once), removing its mailbox segment. The
+    /// member entry becomes DEAD only if it still holds the incarnation that
+    /// died (a new process may have taken the rank already).
     fn bury(&self, r: usize) {
         if self.dead.fetch_or(1 << r, Ordering::AcqRel) & (1 << r) != 0 {
             return;
         }
         *lock(&self.peers[r]) = None;
+        let known = self.incarnations[r].load(Ordering::Acquire);
         let m = &self.system.header().members[r];
-        let pid = m.pid.load(Ordering::Relaxed);
-        let was = m.state.swap(DEAD, Ordering::AcqRel);
-        if was != DEAD {
-            let _ = super::sys::unlink(&system::mailbox_segment(&self.system.name, r));
+        let st = m.state.load(Ordering::Acquire);
+        if matches!(st, READY | LEAVING | JOINING) && self.system.incarnation(r) == known {
+            let _ = m
+                .state
+                .compare_exchange(st, DEAD, Ordering::AcqRel, Ordering::Relaxed);
+        }
+        let _ = super::sys::unlink(&system::mailbox_segment(&self.system.name, r, known));
+        crate::world::say(&format!(
+            "system {:?}: rank {r} (incarnation {known}) died without leaving; its mailbox is \
+             removed and messages to it fail until a new process takes the rank (rank {} \
+             goes on)",
+            self.system.name, self.rank
+        ));
+    }
+
+    /// Takes in every dead rank that a new process has taken (READY, a
+    /// newer incarnation), once this mailbox's reader has passed every
+    /// fragment the dead incarnation wrote and the world was told of the
+    /// death: the dead one's unfinished frame is dropped, the new mailbox
+    /// mapped, messages to the rank go through again, and `seen` tells the
+    /// new process it may start. Only the receiving thread calls this.
+    fn revive(&self) {
+        let waiting = self.dead.load(Ordering::Acquire) & self.announced.load(Ordering::Acquire);
+        if waiting == 0 {
+            return;
+        }
+        let ring = self.mine.ring();
+        let h = self.system.header();
+        for r in (0..self.ranks).filter(|r| waiting & (1 << r) != 0) {
+            let incarnation = self.system.incarnation(r);
+            let st = h.members[r].state.load(Ordering::Acquire);
+            if st != READY
+                || incarnation <= self.incarnations[r].load(Ordering::Relaxed)
+                || self.system.died(r)
+            {
+                continue;
+            }
+            {
+                let mut rv = lock(&self.reviving);
+                let target = match rv[r] {
+                    Some((i, t)) if i == incarnation => t,
+                    _ => {
+                        // The dead process claims nothing more: all it wrote
+                        // lies before the positions claimed so far.
+                        let t = ring.claimed();
+                        rv[r] = Some((incarnation, t));
+                        t
+                    }
+                };
+                if ring.consumed() < target {
+                    continue;
+                }
+                rv[r] = None;
+            }
+            let map = match MailboxMap::open(&self.system.name, r, incarnation) {
+                Ok(m) => m,
+                Err(e) => {
+                    crate::world::say(&format!(
+                        "system {:?}: rank {r} (incarnation {incarnation}) cannot be taken \
+                         in yet: {e}",
+                        self.system.name
+                    ));
+                    continue;
+                }
+            };
+            if let Some(n) = lock(&self.consumer).forget(r) {
+                crate::world::say(&format!(
+                    "system {:?}: rank {}'s mailbox: the unfinished frame of rank {r}'s dead \
+                     incarnation ({n} bytes) is dropped",
+                    self.system.name, self.rank
+                ));
+            }
+            *lock(&self.peers[r]) = Some(map);
+            self.incarnations[r].store(incarnation, Ordering::Release);
+            self.announced.fetch_and(!(1 << r), Ordering::AcqRel);
+            self.dead.fetch_and(!(1 << r), Ordering::AcqRel);
+            if let Some(sink) = self.sink.get() {
+                sink.rank_revived(r);
+            }
+            self.system.set_seen(self.rank, r, incarnation);
             crate::world::say(&format!(
-                "system {:?}: rank {r} (pid {pid}) died without leaving; its mailbox is \
-                 reclaimed and messages to it fail (rank {} goes on)",
-                self.system.name, self.rank
+                "system {:?}: rank {r} is back (incarnation {incarnation}, pid {}); rank {} \
+                 takes it in",
+                self.system.name,
+                h.members[r].pid.load(Ordering::Relaxed),
+                self.rank
             ));
         }
     }
@@ -128,11 +220,17 @@ impl Inner {
             }
         }
         for r in 0..self.ranks {
-            if r != self.rank && !self.is_dead(r) && self.system.died(r) {
+            if r == self.rank || self.is_dead(r) {
+                continue;
+            }
+            let replaced =
+                self.system.incarnation(r) != self.incarnations[r].load(Ordering::Relaxed);
+            if replaced || self.system.died(r) {
                 self.bury(r);
             }
         }
         self.announce_deaths();
+        self.revive();
     }
 
     fn abort(&self, why: &str) -> ! {
@@ -212,7 +310,9 @@ impl Inner {
                     let t = *since.get_or_insert_with(Instant::now);
                     if t.elapsed() >= CHECK_EVERY {
                         since = Some(Instant::now());
-                        if self.system.died(to) {
+                        let replaced = self.system.incarnation(to)
+                            != self.incarnations[to].load(Ordering::Relaxed);
+                        if replaced || self.system.died(to) {
                             drop(guard);
                             self.bury(to);
                             self.dropped[to].fetch_add(1, Ordering::Relaxed);
@@ -312,7 +412,8 @@ impl Shm {
         let ranks = config.processes();
         let system = System::open_or_create(name, ranks)?;
         let rank = system.claim(config.rank_wanted())?;
-        let mine = match MailboxMap::create(name, rank) {
+        let incarnation = system.incarnation(rank);
+        let mine = match MailboxMap::create(name, rank, incarnation) {
             Ok(m) => m,
             Err(e) => {
                 system.header().members[rank]
@@ -352,7 +453,7 @@ impl Shm {
                 }
                 match state {
                     READY | LEAVING => {}
-                    JOINING | 0 => missing.push(r),
+                    JOINING | CLAIMING | 0 => missing.push(r),
                     _ => {
                         return Err(leave(WorldError::Transport(format!(
                             "system {name:?}: rank {r} ended before everyone joined"
@@ -397,19 +498,50 @@ impl Shm {
             .collect();
         let each: Vec<&[u8]> = digests.iter().map(Vec::as_slice).collect();
         agree_on_registries(&each).map_err(leave)?;
+        let incarnations: Vec<u64> = (0..ranks).map(|r| system.incarnation(r)).collect();
         let mut peers = Vec::with_capacity(ranks);
-        for r in 0..ranks {
+        for (r, &i) in incarnations.iter().enumerate() {
+            system.set_seen(rank, r, i);
             if r == rank {
                 peers.push(Mutex::new(None));
                 continue;
             }
-            let m = MailboxMap::open(name, r).map_err(|e| leave(WorldError::Transport(e)))?;
+            let m = MailboxMap::open(name, r, i).map_err(|e| leave(WorldError::Transport(e)))?;
             peers.push(Mutex::new(Some(m)));
+        }
+        if incarnation > 1 {
+            // A new process of a dead rank: every other member must have read
+            // all the dead one wrote to it, and mapped this one's mailbox,
+            // before this one sends or is sent anything.
+            loop {
+                let behind: Vec<usize> = (0..ranks)
+                    .filter(|&r| {
+                        r != rank
+                            && system.seen(r, rank) != incarnation
+                            && h.members[r].state.load(Ordering::Acquire) == READY
+                            && !system.died(r)
+                    })
+                    .collect();
+                if behind.is_empty() {
+                    break;
+                }
+                if Instant::now() > deadline {
+                    return Err(leave(WorldError::Transport(format!(
+                        "system {name:?}: ranks {behind:?} did not take in incarnation \
+                         {incarnation} of rank {rank} within {} s",
+                        timeout.as_secs()
+                    ))));
+                }
+                thread::sleep(Duration::from_micros(500));
+            }
         }
         Ok(Pending {
             inner: Arc::new(Inner {
                 rank,
                 ranks,
+                incarnation,
+                incarnations: incarnations.into_iter().map(AtomicU64::new).collect(),
+                reviving: Mutex::new(vec![None; ranks]),
                 system,
                 mine,
                 peers,
@@ -549,6 +681,14 @@ impl Transport for Shm {
     fn as_any(&self) -> &dyn std::any::Any {
         self
     }
+}
+
+/// This process's incarnation of its rank, if `transport` is shared memory.
+pub(crate) fn incarnation(transport: &Arc<dyn Transport>) -> Option<u64> {
+    transport
+        .as_any()
+        .downcast_ref::<Shm>()
+        .map(|s| s.inner.incarnation)
 }
 
 /// Whether rank `r` of the world on `transport` died (shared memory only).

@@ -64,6 +64,12 @@ pub(super) struct Consumer {
 }
 
 impl Consumer {
+    /// Drops what was reassembled so far from `rank` (a dead incarnation's
+    /// unfinished frame); its length, if there was one.
+    pub(super) fn forget(&mut self, rank: usize) -> Option<usize> {
+        self.partial[rank].take().map(|b| b.len())
+    }
+
     /// Nothing reassembled yet, from any of `ranks` senders.
     pub(super) fn new(ranks: usize) -> Consumer {
         Consumer {
