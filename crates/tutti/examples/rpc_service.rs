@@ -90,7 +90,7 @@ impl WorkQueue for Queue {
 fn worker(name: &str, url: &str, format: Format) -> Result<u64, RpcError> {
     let me = Rpc::builder().cookie("example").client_only().build()?;
     let queue = WorkQueueClient::from_proxy(me.proxy_with(url, format)?);
-    queue.proxy().oneway(work_queue_methods::Note {
+    queue.proxy().oneway(WorkQueueNote {
         text: format!("{name} joins"),
     })?;
     let mut tasks = 0;

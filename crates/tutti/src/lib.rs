@@ -116,12 +116,10 @@ extern crate self as tutti;
 /// * `CalculatorClient`, made by [`Rpc::client`](rpc::Rpc::client) from the URL
 ///   `publish` returned (or its text): one `async` method per trait method
 ///   returning `Result<R, RpcError>`, plus a `…_blocking` twin for plain threads;
-/// * `calculator_methods`, a module with one message type per method (its
-///   arguments as public fields), for [`Proxy::oneway`](rpc::Proxy::oneway) or other
-///   uses of the message core.
+/// * one message type per method, named after the trait and the method
+///   (`CalculatorAdd`, `CalculatorDivide`; the arguments as public fields), for
+///   [`Proxy::oneway`](rpc::Proxy::oneway) or other uses of the message core.
 ///
-/// Declare the trait at module level (not inside a function body): the generated
-/// module refers to the trait and the argument types through `super::`.
 /// Arguments and results cross the wire with serde: they must be owned,
 /// `Serialize + Deserialize` types. A method takes `&self` or `&mut self`; calls to
 /// one published server run one at a time either way.
