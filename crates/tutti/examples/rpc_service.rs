@@ -5,8 +5,10 @@
 //! cargo run -p tutti --example rpc_service
 //! ```
 //!
-//! The server publishes a `WorkQueue` object at
-//! `tcp://127.0.0.1:PORT/demo/work/queue` (loopback only). Two clients, each
+//! The `WorkQueue` service is a trait declared with `#[tutti::service]`; the
+//! server publishes its implementation at
+//! `tcp://127.0.0.1:PORT/demo/work/queue` (loopback only), and the clients call
+//! it through the generated `WorkQueueClient`. Two clients, each
 //! its own endpoint as a separate program would be, fetch blocks of numbers,
 //! sum them and report the sums: one speaks the binary format, the other JSON.
 //! A third call style, `oneway`, sends and waits for nothing. Then the server
@@ -22,125 +24,80 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use serde::{Deserialize, Serialize};
 use tutti::msg::codec::Format;
-use tutti::msg::{Dispatch, Handler, Message, Object, RegistryError, Remote};
-use tutti::rpc::{Rpc, RpcError, Vendor};
+use tutti::rpc::{Client, Rpc, RpcError, Vendor};
 
 const TASKS: u64 = 40;
 const BLOCK: u64 = 1000;
 
-/// Give me a task: its id and the numbers to sum, or nothing left.
-#[derive(Serialize, Deserialize)]
-struct Fetch {
-    worker: String,
-}
-impl Message for Fetch {
-    type Reply = Option<(u64, Vec<u64>)>;
-}
-impl Remote for Fetch {
-    const NAME: &'static str = "example.work.Fetch";
-}
-
-/// The sum of task `id`; the reply says whether it was right.
-#[derive(Serialize, Deserialize)]
-struct Report {
-    id: u64,
-    sum: u64,
-}
-impl Message for Report {
-    type Reply = bool;
-}
-impl Remote for Report {
-    const NAME: &'static str = "example.work.Report";
+/// The service, declared once: the server implements it, the clients call it
+/// through the generated `WorkQueueClient` without knowing the server's type.
+#[tutti::service(name = "example.work")]
+trait WorkQueue {
+    /// Give me a task: its id and the numbers to sum, or nothing left.
+    async fn fetch(&mut self, worker: String) -> Option<(u64, Vec<u64>)>;
+    /// The sum of task `id`; the reply says whether it was right.
+    async fn report(&mut self, id: u64, sum: u64) -> bool;
+    /// A note for the server's log (sent `oneway`: no reply).
+    async fn note(&mut self, text: String);
+    /// Tasks done per worker, and notes received.
+    async fn progress(&self) -> (BTreeMap<String, u64>, u64);
 }
 
-/// A note for the server's log (sent `oneway`: no reply).
-#[derive(Serialize, Deserialize)]
-struct Note(String);
-impl Message for Note {
-    type Reply = ();
-}
-impl Remote for Note {
-    const NAME: &'static str = "example.work.Note";
-}
-
-/// Tasks done per worker, and notes received.
-#[derive(Serialize, Deserialize)]
-struct Progress;
-impl Message for Progress {
-    type Reply = (BTreeMap<String, u64>, u64);
-}
-impl Remote for Progress {
-    const NAME: &'static str = "example.work.Progress";
-}
-
+/// The server's implementation (its type stays on the server).
 #[derive(Default)]
-struct WorkQueue {
+struct Queue {
     next: u64,
     handed_to: BTreeMap<u64, String>,
     done: BTreeMap<String, u64>,
     notes: u64,
 }
 
-impl Object for WorkQueue {
-    type Context = ();
-    fn remote(t: &mut Dispatch<Self>) -> Result<(), RegistryError> {
-        t.register::<Fetch>()?
-            .register::<Report>()?
-            .register::<Note>()?
-            .register::<Progress>()?;
-        Ok(())
-    }
-}
-
 fn block(id: u64) -> Vec<u64> {
     (id * BLOCK..(id + 1) * BLOCK).collect()
 }
 
-impl Handler<Fetch> for WorkQueue {
-    async fn handle(&mut self, f: Fetch, _: &mut ()) -> Option<(u64, Vec<u64>)> {
+impl WorkQueue for Queue {
+    async fn fetch(&mut self, worker: String) -> Option<(u64, Vec<u64>)> {
         if self.next == TASKS {
             return None;
         }
         let id = self.next;
         self.next += 1;
-        self.handed_to.insert(id, f.worker);
+        self.handed_to.insert(id, worker);
         Some((id, block(id)))
     }
-}
-impl Handler<Report> for WorkQueue {
-    async fn handle(&mut self, r: Report, _: &mut ()) -> bool {
-        let right = r.sum == block(r.id).iter().sum::<u64>();
-        if let (true, Some(worker)) = (right, self.handed_to.remove(&r.id)) {
+
+    async fn report(&mut self, id: u64, sum: u64) -> bool {
+        let right = sum == block(id).iter().sum::<u64>();
+        if let (true, Some(worker)) = (right, self.handed_to.remove(&id)) {
             *self.done.entry(worker).or_default() += 1;
         }
         right
     }
-}
-impl Handler<Note> for WorkQueue {
-    async fn handle(&mut self, _: Note, _: &mut ()) {
+
+    async fn note(&mut self, _text: String) {
         self.notes += 1;
     }
-}
-impl Handler<Progress> for WorkQueue {
-    async fn handle(&mut self, _: Progress, _: &mut ()) -> (BTreeMap<String, u64>, u64) {
+
+    async fn progress(&self) -> (BTreeMap<String, u64>, u64) {
         (self.done.clone(), self.notes)
     }
 }
 
-/// A worker client: its own endpoint, a proxy for the queue's URL.
+/// A worker client: its own endpoint, a client of the queue's URL whose
+/// connection speaks `format`.
 fn worker(name: &str, url: &str, format: Format) -> Result<u64, RpcError> {
     let me = Rpc::builder().cookie("example").client_only().build()?;
-    let queue = me.proxy_with::<WorkQueue>(url, format)?;
-    queue.oneway(Note(format!("{name} joins")))?;
+    let queue = WorkQueueClient::from_proxy(me.proxy_with(url, format)?);
+    queue.proxy().oneway(WorkQueueNote {
+        text: format!("{name} joins"),
+    })?;
     let mut tasks = 0;
-    while let Some((id, numbers)) = queue.call_blocking(Fetch {
-        worker: name.into(),
-    })? {
+    while let Some((id, numbers)) = queue.fetch_blocking(name.into())? {
         let sum = numbers.iter().sum();
         assert!(
-            queue.call_blocking(Report { id, sum })?,
+            queue.report_blocking(id, sum)?,
             "the server refused task {id}"
         );
         tasks += 1;
@@ -154,7 +111,11 @@ fn main() {
         .build()
         .expect("an endpoint");
     let url = server
-        .publish("demo/work/queue", WorkQueue::default(), Vendor::Sequential)
+        .publish(
+            "demo/work/queue",
+            WorkQueueServer::new(Queue::default()),
+            Vendor::Sequential,
+        )
         .expect("published")
         .to_string();
     println!("the work queue is at {url}");
@@ -192,8 +153,8 @@ fn main() {
         println!("  failure callback: lost {}: {}", f.host, f.why);
         counted.fetch_add(1, Ordering::SeqCst);
     });
-    let queue = watcher.proxy::<WorkQueue>(&url).unwrap();
-    let (done, notes) = queue.call_blocking(Progress).expect("progress");
+    let queue: WorkQueueClient = watcher.client(&url).unwrap();
+    let (done, notes) = queue.progress_blocking().expect("progress");
     println!("server: tasks done per client {done:?}, {notes} notes");
     if fetched != TASKS || done.values().sum::<u64>() != TASKS || notes != 2 {
         failures.push(format!(
@@ -207,7 +168,7 @@ fn main() {
     while lost.load(Ordering::SeqCst) == 0 && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(5));
     }
-    match queue.call_blocking(Progress) {
+    match queue.progress_blocking() {
         Err(e @ (RpcError::Connect { .. } | RpcError::ConnectionLost { .. })) => {
             println!("a call after the server closed: {e}")
         }

@@ -39,7 +39,7 @@
 //! | 4 | [`rmi`] | SPMD programs over registered objects: `async_rmi`, `sync_rmi`, `broadcast_rmi`, `reduce_rmi`, fences | [`rmi::spmd`], [`rmi::Handle`], [`rmi::RmiError`] |
 //! | 4 | [`remote`] | distributed actors: nodes, remote addresses, the world-wide registry, monitors across processes | [`remote::Node`], [`remote::RemoteAddr`], [`remote::RemoteError`] |
 //! | 4 | [`graph`] | actor graphs: port actors joined by bounded channels, placed on locations by a partitioner, run until every actor ends | [`graph::ActorGraph`], [`graph::PortActor`], [`graph::Ports`], [`graph::Placement`] |
-//! | 4 | [`rpc`] | URL-addressed objects over TCP: vendors publish, proxies call (also one-way), failure callbacks | [`rpc::Rpc`], [`rpc::Vendor`], [`rpc::Proxy`], [`rpc::Url`] |
+//! | 4 | [`rpc`] | URL-addressed objects over TCP: vendors publish, proxies call (also one-way), services declared as traits ([`service`]), failure callbacks | [`rpc::Rpc`], [`rpc::Vendor`], [`rpc::Proxy`], [`rpc::Url`], [`service`] |
 //!
 //! Internal beside them: `loom`, the one place the crate takes its atomics
 //! and locks from, so that its protocols are model-checked with loom (a rule
@@ -98,6 +98,123 @@ pub use runtime::{
     IdleStrategy, JoinError, JoinHandle, Outcome, Priority, Runtime, Scope, SequentialGroup,
 };
 pub use sync::{DataflowError, DataflowVar};
+
+// The macro's output names this crate `::tutti`, also inside it (its tests).
+extern crate self as tutti;
+
+/// Declares an RPC service once, as a trait of `async fn`s: the server implements
+/// the trait, clients call it through a generated client type, and neither side
+/// names the other's types beyond the trait.
+///
+/// For a trait `Calculator` in a module, the attribute generates beside it:
+///
+/// * the trait itself, each `async fn` becoming
+///   `fn …(…) -> impl Future<Output = …> + Send` (implement it with `async fn`), with
+///   `Send + 'static` as supertraits;
+/// * `CalculatorServer`, the object to publish: [`CalculatorServer::new(impl)`] wraps
+///   any implementation, and [`Rpc::publish`](rpc::Rpc::publish) publishes it;
+/// * `CalculatorClient`, made by [`Rpc::client`](rpc::Rpc::client) from the URL
+///   `publish` returned (or its text): one `async` method per trait method
+///   returning `Result<R, RpcError>`, plus a `…_blocking` twin for plain threads;
+/// * one message type per method, named after the trait and the method
+///   (`CalculatorAdd`, `CalculatorDivide`; the arguments as public fields), for
+///   [`Proxy::oneway`](rpc::Proxy::oneway) or other uses of the message core.
+///
+/// Arguments and results cross the wire with serde: they must be owned,
+/// `Serialize + Deserialize` types. A method takes `&self` or `&mut self`; calls to
+/// one published server run one at a time either way.
+///
+/// **Wire names and versions.** The message of a method is named
+/// `Service.method(T1,T2)->R` (the types as written): a client and a server built
+/// from different versions of the trait, where a method was removed, renamed or
+/// changed its types, do not silently mis-decode each other's bytes; the call fails
+/// with [`RpcError::Fault`](rpc::RpcError::Fault) saying the server does not offer
+/// that method and signature. `#[tutti::service(name = "calc.v1")]` sets the service
+/// part of the names (the default is the trait's name), so two traits of the same
+/// name in different crates stay apart.
+///
+/// Local and remote calls behave as with [`Proxy`](rpc::Proxy): a client of an
+/// object published by the same endpoint moves typed values (the implementation's
+/// future is boxed once per call); any other goes over TCP. A server that is gone
+/// makes calls fail with [`RpcError::ConnectionLost`](rpc::RpcError::ConnectionLost),
+/// [`Connect`](rpc::RpcError::Connect) or [`NoObject`](rpc::RpcError::NoObject), and
+/// every call has the proxy's deadline ([`RpcError::Timeout`](rpc::RpcError::Timeout)).
+///
+/// ```
+/// use tutti::rpc::{Rpc, RpcError, Vendor};
+///
+/// /// A calculator with a memory.
+/// #[tutti::service]
+/// pub trait Calculator {
+///     /// Adds `x` to the memory and returns it.
+///     async fn add(&mut self, x: i64) -> i64;
+///     /// The memory divided by `by`, or why not.
+///     async fn divide(&self, by: i64) -> Result<i64, String>;
+/// }
+///
+/// #[derive(Default)]
+/// struct Memory(i64);
+///
+/// impl Calculator for Memory {
+///     async fn add(&mut self, x: i64) -> i64 {
+///         self.0 += x;
+///         self.0
+///     }
+///     async fn divide(&self, by: i64) -> Result<i64, String> {
+///         self.0.checked_div(by).ok_or_else(|| format!("cannot divide {} by {by}", self.0))
+///     }
+/// }
+///
+/// let server = Rpc::builder().cookie("s3cret").build()?;
+/// let url = server.publish("calc/main/1", CalculatorServer::new(Memory::default()), Vendor::Sequential)?;
+///
+/// // Another endpoint (as another program would be): the client knows the trait only.
+/// let client = Rpc::builder().cookie("s3cret").client_only().build()?;
+/// let calc: CalculatorClient = client.client(&url)?;
+/// assert!(!calc.proxy().is_local());
+/// assert_eq!(calc.add_blocking(40)?, 40);
+/// assert_eq!(tutti::block_on(calc.add(2))?, 42);
+/// assert_eq!(calc.divide_blocking(0)?, Err("cannot divide 42 by 0".to_string()));
+///
+/// // The server's own client is local: no bytes.
+/// let here: CalculatorClient = server.client(url.clone())?;
+/// assert!(here.proxy().is_local());
+/// assert_eq!(here.divide_blocking(2)?, Ok(21));
+///
+/// // The server gone: a clear error, not a hang.
+/// server.close();
+/// assert!(matches!(calc.add_blocking(1), Err(RpcError::ConnectionLost { .. } | RpcError::Connect { .. })));
+/// # Ok::<(), RpcError>(())
+/// ```
+///
+/// Misuse is a compile error naming the rule: a method must be an `async fn`
+///
+/// ```compile_fail
+/// #[tutti::service]
+/// trait Clock {
+///     fn now(&self) -> u64; // error: service method `now` must be an `async fn`
+/// }
+/// ```
+///
+/// and its arguments are sent as values, so they are owned:
+///
+/// ```compile_fail
+/// #[tutti::service]
+/// trait Greeter {
+///     async fn greet(&self, name: &str) -> String; // error: take an owned type
+/// }
+/// ```
+///
+/// [`CalculatorServer::new(impl)`]: rpc::Rpc::publish
+#[cfg(feature = "macros")]
+pub use tutti_macros::service;
+
+/// Items the code generated by [`service`] uses; not part of the API.
+#[doc(hidden)]
+pub mod __private {
+    pub use crate::rpc::method_error;
+    pub use serde;
+}
 
 /// The README's code runs as a doctest so that the tour stays true.
 #[cfg(doctest)]

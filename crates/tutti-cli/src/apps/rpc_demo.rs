@@ -1,7 +1,9 @@
 //! `tutti rpc-demo`: a work server in the spirit of Blip's Dchem.
 //!
-//! A server publishes a `WorkServer` object at `tcp://127.0.0.1:port/chem/work/server`
-//! (sequential-group vendor: its calls run one at a time). It holds `--tasks`
+//! A server publishes its implementation of the `Work` service (a trait declared
+//! with `#[tutti::service]`) at `tcp://127.0.0.1:port/chem/work/server`
+//! (sequential-group vendor: its calls run one at a time); every client calls it
+//! through the generated `WorkClient`, without knowing the server's type. It holds `--tasks`
 //! tasks — here, the total stopping time of the Collatz sequences of a block
 //! of numbers, a stand-in for a chemistry job — and leases them to clients.
 //! During the computation:
@@ -27,8 +29,7 @@ use std::time::{Duration, Instant};
 use clap::Args;
 use serde::{Deserialize, Serialize};
 use tutti::msg::codec::Format;
-use tutti::msg::{Dispatch, Handler, Message, Object, RegistryError, Remote};
-use tutti::rpc::{Proxy, Rpc, Vendor};
+use tutti::rpc::{Client, Rpc, Vendor};
 
 use crate::report::{Report, Stats};
 
@@ -62,7 +63,7 @@ pub struct Task {
 
 /// What a fetch gets.
 #[derive(Serialize, Deserialize, Debug, PartialEq, Eq)]
-pub enum Work {
+pub enum Lease {
     /// A task to compute.
     Do(Task),
     /// Nothing now (paused, or every task leased): ask again later.
@@ -71,60 +72,20 @@ pub enum Work {
     Done,
 }
 
-/// Fetch a task.
-#[derive(Serialize, Deserialize)]
-pub struct Fetch {
-    client: String,
-}
-impl Message for Fetch {
-    type Reply = Work;
-}
-impl Remote for Fetch {
-    const NAME: &'static str = "demo.chem.Fetch";
-}
-
-/// Report a result; the reply says whether it was taken (a late duplicate is not).
-#[derive(Serialize, Deserialize)]
-pub struct ReportResult {
-    client: String,
-    id: u64,
-    result: u64,
-}
-impl Message for ReportResult {
-    type Reply = bool;
-}
-impl Remote for ReportResult {
-    const NAME: &'static str = "demo.chem.Report";
-}
-
-/// Query the status.
-#[derive(Serialize, Deserialize)]
-pub struct GetStatus;
-impl Message for GetStatus {
-    type Reply = Status;
-}
-impl Remote for GetStatus {
-    const NAME: &'static str = "demo.chem.Status";
-}
-
-/// Change the status: pause or resume.
-#[derive(Serialize, Deserialize)]
-pub struct SetPaused(bool);
-impl Message for SetPaused {
-    type Reply = ();
-}
-impl Remote for SetPaused {
-    const NAME: &'static str = "demo.chem.SetPaused";
-}
-
-/// Every result the server holds: (task, result), by task.
-#[derive(Serialize, Deserialize)]
-pub struct GetResults;
-impl Message for GetResults {
-    type Reply = Vec<(u64, u64)>;
-}
-impl Remote for GetResults {
-    const NAME: &'static str = "demo.chem.Results";
+/// The work server's interface, declared once: the server implements it, the
+/// workers and the monitor call it through the generated `WorkClient`.
+#[tutti::service(name = "demo.chem")]
+pub trait Work {
+    /// Fetch a task.
+    async fn fetch(&mut self, client: String) -> Lease;
+    /// Report a result; the reply says whether it was taken (a late duplicate is not).
+    async fn report(&mut self, client: String, id: u64, result: u64) -> bool;
+    /// Query the status.
+    async fn status(&self) -> Status;
+    /// Pause or resume.
+    async fn set_paused(&mut self, paused: bool);
+    /// Every result the server holds: (task, result), by task.
+    async fn results(&self) -> Vec<(u64, u64)>;
 }
 
 /// The server's status.
@@ -139,8 +100,8 @@ pub struct Status {
     clients: Vec<String>,
 }
 
-/// The work server.
-struct WorkServer {
+/// The work server's implementation (its type stays on the server).
+struct ChemServer {
     todo: Vec<Task>,
     leased: BTreeMap<u64, (Task, Instant, String)>,
     results: BTreeMap<u64, (u64, String)>,
@@ -148,19 +109,7 @@ struct WorkServer {
     status: Status,
 }
 
-impl Object for WorkServer {
-    type Context = ();
-    fn remote(t: &mut Dispatch<Self>) -> Result<(), RegistryError> {
-        t.register::<Fetch>()?
-            .register::<ReportResult>()?
-            .register::<GetStatus>()?
-            .register::<SetPaused>()?
-            .register::<GetResults>()?;
-        Ok(())
-    }
-}
-
-impl WorkServer {
+impl ChemServer {
     /// Hands leases that ran out back to the queue.
     fn expire(&mut self) {
         let now = Instant::now();
@@ -179,62 +128,54 @@ impl WorkServer {
     }
 }
 
-impl Handler<Fetch> for WorkServer {
-    async fn handle(&mut self, m: Fetch, _: &mut ()) -> Work {
-        if !self.status.clients.contains(&m.client) {
-            self.status.clients.push(m.client.clone());
+impl Work for ChemServer {
+    async fn fetch(&mut self, client: String) -> Lease {
+        if !self.status.clients.contains(&client) {
+            self.status.clients.push(client.clone());
         }
         if self.results.len() as u64 == self.status.total {
-            return Work::Done;
+            return Lease::Done;
         }
         if self.status.paused {
-            return Work::Wait;
+            return Lease::Wait;
         }
         self.expire();
         match self.todo.pop() {
             Some(t) => {
-                self.leased.insert(t.id, (t, Instant::now(), m.client));
-                Work::Do(t)
+                self.leased.insert(t.id, (t, Instant::now(), client));
+                Lease::Do(t)
             }
-            None => Work::Wait,
+            None => Lease::Wait,
         }
     }
-}
 
-impl Handler<ReportResult> for WorkServer {
-    async fn handle(&mut self, m: ReportResult, _: &mut ()) -> bool {
-        if self.results.contains_key(&m.id) {
+    async fn report(&mut self, client: String, id: u64, result: u64) -> bool {
+        if self.results.contains_key(&id) {
             self.status.duplicates += 1;
             return false;
         }
         // A result for a task whose lease ran out and that is queued again is
         // still good: take it and drop the task from the queue.
-        self.leased.remove(&m.id);
-        self.todo.retain(|t| t.id != m.id);
-        self.results.insert(m.id, (m.result, m.client));
+        self.leased.remove(&id);
+        self.todo.retain(|t| t.id != id);
+        self.results.insert(id, (result, client));
         true
     }
-}
 
-impl Handler<GetStatus> for WorkServer {
-    async fn handle(&mut self, _: GetStatus, _: &mut ()) -> Status {
+    async fn status(&self) -> Status {
         Status {
             done: self.results.len() as u64,
             leased: self.leased.len() as u64,
             ..self.status.clone()
         }
     }
-}
 
-impl Handler<GetResults> for WorkServer {
-    async fn handle(&mut self, _: GetResults, _: &mut ()) -> Vec<(u64, u64)> {
-        self.results.iter().map(|(id, (r, _))| (*id, *r)).collect()
+    async fn set_paused(&mut self, paused: bool) {
+        self.status.paused = paused;
     }
-}
 
-impl Handler<SetPaused> for WorkServer {
-    async fn handle(&mut self, m: SetPaused, _: &mut ()) {
-        self.status.paused = m.0;
+    async fn results(&self) -> Vec<(u64, u64)> {
+        self.results.iter().map(|(id, (r, _))| (*id, *r)).collect()
     }
 }
 
@@ -271,34 +212,25 @@ fn worker(
         .client_only()
         .build()
         .map_err(e)?;
-    let server: Proxy<WorkServer> = rpc.proxy_with(&url, format).map_err(e)?;
+    let server = WorkClient::from_proxy(rpc.proxy_with(&url, format).map_err(e)?);
     let mut log = WorkerLog::default();
     loop {
         if Instant::now() > deadline {
             return Err(format!("{name}: the computation did not end in time"));
         }
-        match server
-            .call_blocking(Fetch {
-                client: name.clone(),
-            })
-            .map_err(e)?
-        {
-            Work::Do(t) => {
+        match server.fetch_blocking(name.clone()).map_err(e)? {
+            Lease::Do(t) => {
                 let result = compute(&t);
                 server
-                    .call_blocking(ReportResult {
-                        client: name.clone(),
-                        id: t.id,
-                        result,
-                    })
+                    .report_blocking(name.clone(), t.id, result)
                     .map_err(e)?;
                 log.tasks += 1;
             }
-            Work::Wait => {
+            Lease::Wait => {
                 log.waits += 1;
                 std::thread::sleep(Duration::from_millis(2));
             }
-            Work::Done => return Ok(log),
+            Lease::Done => return Ok(log),
         }
     }
 }
@@ -319,7 +251,7 @@ pub fn run(a: &RpcDemoArgs) -> Result<Report, String> {
     let url = server
         .publish(
             "chem/work/server",
-            WorkServer {
+            WorkServer::new(ChemServer {
                 todo: tasks.clone(),
                 leased: BTreeMap::new(),
                 results: BTreeMap::new(),
@@ -328,7 +260,7 @@ pub fn run(a: &RpcDemoArgs) -> Result<Report, String> {
                     total: a.tasks,
                     ..Status::default()
                 },
-            },
+            }),
             Vendor::Sequential,
         )
         .map_err(e)?
@@ -340,8 +272,8 @@ pub fn run(a: &RpcDemoArgs) -> Result<Report, String> {
             l.fetch_add(1, Ordering::Relaxed);
         }
     });
-    // The server's own view of the object: a local proxy.
-    let local: Proxy<WorkServer> = server.proxy(&url).map_err(e)?;
+    // The server's own view of the object: a local client.
+    let local: WorkClient = server.client(&url).map_err(e)?;
 
     // The crash: fetch one task and leave without reporting.
     let crashed = {
@@ -350,12 +282,8 @@ pub fn run(a: &RpcDemoArgs) -> Result<Report, String> {
             .client_only()
             .build()
             .map_err(e)?;
-        let p: Proxy<WorkServer> = rpc.proxy(&url).map_err(e)?;
-        let got = p
-            .call_blocking(Fetch {
-                client: "crasher".into(),
-            })
-            .map_err(e)?;
+        let p: WorkClient = rpc.client(&url).map_err(e)?;
+        let got = p.fetch_blocking("crasher".into()).map_err(e)?;
         drop(rpc); // closes its connection: the server's callback fires
         got
     };
@@ -381,16 +309,16 @@ pub fn run(a: &RpcDemoArgs) -> Result<Report, String> {
         .client_only()
         .build()
         .map_err(e)?;
-    let monitor: Proxy<WorkServer> = monitor_rpc.proxy_with(&url, Format::Json).map_err(e)?;
+    let monitor = WorkClient::from_proxy(monitor_rpc.proxy_with(&url, Format::Json).map_err(e)?);
     let mut paused_once = false;
     let mut queries = 0u64;
     loop {
-        let s = monitor.call_blocking(GetStatus).map_err(e)?;
+        let s = monitor.status_blocking().map_err(e)?;
         queries += 1;
         if !paused_once && s.done * 4 >= s.total {
-            monitor.call_blocking(SetPaused(true)).map_err(e)?;
+            monitor.set_paused_blocking(true).map_err(e)?;
             std::thread::sleep(Duration::from_millis(30));
-            monitor.call_blocking(SetPaused(false)).map_err(e)?;
+            monitor.set_paused_blocking(false).map_err(e)?;
             paused_once = true;
         }
         if s.done == s.total || Instant::now() > deadline {
@@ -402,18 +330,18 @@ pub fn run(a: &RpcDemoArgs) -> Result<Report, String> {
     for j in joins {
         logs.push(j.join().map_err(|_| "a worker panicked".to_string())??);
     }
-    let status = local.call_blocking(GetStatus).map_err(e)?;
+    let status = local.status_blocking().map_err(e)?;
     let elapsed = start.elapsed();
 
     // Verification: every task done once, by the workers, with the right result.
-    let held = local.call_blocking(GetResults).map_err(e)?;
+    let held = local.results_blocking().map_err(e)?;
     let right = held.len() as u64 == a.tasks
         && held
             .iter()
             .zip(tasks.iter().rev())
             .all(|(&(id, r), t)| id == t.id && r == compute(t));
     let crash_seen = lost.load(Ordering::Relaxed) >= 1;
-    let crash_task = matches!(crashed, Work::Do(_));
+    let crash_task = matches!(crashed, Lease::Do(_));
     let waits: u64 = logs.iter().map(|l| l.waits).sum();
     let by_workers: u64 = logs.iter().map(|l| l.tasks).sum();
     let ok = right

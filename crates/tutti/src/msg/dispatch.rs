@@ -472,6 +472,10 @@ pub enum DispatchError {
     },
 }
 
+/// The words of [`DispatchError::Unhandled`]'s text that a client recognises in a
+/// server's fault (`rpc::method_error`): the fault crosses the wire as text.
+pub(crate) const UNHANDLED_MARK: &str = "handles no message type with id";
+
 impl fmt::Display for DispatchError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -479,7 +483,7 @@ impl fmt::Display for DispatchError {
                 write!(f, "a {kind:?} frame carries no message for an object")
             }
             DispatchError::Unhandled { id, object } => {
-                write!(f, "`{object}` handles no message type with id {id}")
+                write!(f, "`{object}` {UNHANDLED_MARK} {id}")
             }
             DispatchError::Decode { name, error } => {
                 write!(f, "cannot decode a \"{name}\" message: {error}")

@@ -110,8 +110,8 @@ mod tagged;
 
 use std::future::Future;
 
-pub(crate) use dispatch::RunBatch;
 pub use dispatch::{Dispatch, DispatchError, Dispatched, Incoming, RemoteReply, ReplyError};
+pub(crate) use dispatch::{RunBatch, UNHANDLED_MARK};
 pub(crate) use envelope::{AtomicLinkPtr, Link};
 pub use envelope::{Envelope, Parts};
 pub use registry::{

@@ -105,7 +105,9 @@ pub use error::RpcError;
 pub use failure::Failure;
 #[cfg(feature = "fuzzing")]
 pub(crate) use protocol::fuzz_hello;
-pub use proxy::Proxy;
+#[doc(hidden)]
+pub use proxy::method_error;
+pub use proxy::{Client, IntoUrl, Proxy};
 pub use url::Url;
 pub use vendor::Vendor;
 
@@ -375,16 +377,28 @@ impl Rpc {
             .is_some()
     }
 
-    /// A proxy for the object of type `O` at `url`, binary payloads.
-    pub fn proxy<O: Object>(&self, url: &str) -> Result<Proxy<O>, RpcError> {
+    /// A proxy for the object of type `O` at `url` (the [`Url`] that
+    /// [`publish`](Self::publish) returned, or its text), binary payloads.
+    pub fn proxy<O: Object>(&self, url: impl IntoUrl) -> Result<Proxy<O>, RpcError> {
         self.proxy_with(url, Format::Binary)
+    }
+
+    /// A client of the service published at `url` (see [`crate::service`]): the caller
+    /// names the service's client type, never the server's implementation. Local if
+    /// this endpoint publishes it (calls then move typed values), remote otherwise.
+    pub fn client<C: Client>(&self, url: impl IntoUrl) -> Result<C, RpcError> {
+        self.proxy::<C::Object>(url).map(C::from_proxy)
     }
 
     /// A proxy for the object at `url` whose connection carries payloads in
     /// `format` (a local proxy serializes nothing, whatever the format).
     /// Nothing is sent before the first call.
-    pub fn proxy_with<O: Object>(&self, url: &str, format: Format) -> Result<Proxy<O>, RpcError> {
-        let url: Url = url.parse()?;
+    pub fn proxy_with<O: Object>(
+        &self,
+        url: impl IntoUrl,
+        format: Format,
+    ) -> Result<Proxy<O>, RpcError> {
+        let url = url.into_url()?;
         let addr = url.resolve()?;
         let here = self.inner.local.is_some_and(|l| {
             l.port() == addr.port()

@@ -311,6 +311,82 @@ impl<O: Object> Proxy<O> {
     }
 }
 
+/// A client type of a service declared with [`#[tutti::service]`](crate::service): made
+/// from a proxy for the service's server object, by [`Rpc::client`](super::Rpc::client).
+pub trait Client: Sized {
+    /// The published object the client calls (the service's generated server type).
+    type Object: Object;
+    /// The client calling through `proxy`.
+    fn from_proxy(proxy: Proxy<Self::Object>) -> Self;
+}
+
+/// What [`Rpc::proxy`](super::Rpc::proxy) and [`Rpc::client`](super::Rpc::client) accept
+/// as a URL: the [`Url`] that [`Rpc::publish`](super::Rpc::publish) returns (or a
+/// reference to it), or its text.
+///
+/// ```
+/// use tutti::rpc::{IntoUrl, Url};
+/// let url: Url = "tcp://127.0.0.1:9000/a/b/c".parse().unwrap();
+/// assert_eq!((&url).into_url().unwrap(), url);
+/// assert_eq!(url.to_string().into_url().unwrap(), url);
+/// assert!("ftp://nowhere".into_url().is_err());
+/// ```
+pub trait IntoUrl {
+    /// The URL, or why the text is not one.
+    fn into_url(self) -> Result<Url, RpcError>;
+}
+
+impl IntoUrl for Url {
+    fn into_url(self) -> Result<Url, RpcError> {
+        Ok(self)
+    }
+}
+
+impl IntoUrl for &Url {
+    fn into_url(self) -> Result<Url, RpcError> {
+        Ok(self.clone())
+    }
+}
+
+impl IntoUrl for &str {
+    fn into_url(self) -> Result<Url, RpcError> {
+        self.parse()
+    }
+}
+
+impl IntoUrl for String {
+    fn into_url(self) -> Result<Url, RpcError> {
+        self.parse()
+    }
+}
+
+impl IntoUrl for &String {
+    fn into_url(self) -> Result<Url, RpcError> {
+        self.parse()
+    }
+}
+
+/// What a service client's call of the method whose wire name is `method` reports for
+/// `e`: a server that has no handler for the method's message (an older or newer
+/// version of the service, whose method or signature differs, or another object
+/// altogether) is told as such, naming the method and signature; anything else is `e`.
+#[doc(hidden)]
+pub fn method_error(e: RpcError, method: &'static str) -> RpcError {
+    match e {
+        RpcError::Fault { url, why } if why.contains(crate::msg::UNHANDLED_MARK) => {
+            RpcError::Fault {
+                url,
+                why: format!(
+                    "the server does not offer the method `{method}` (no such method, or one \
+                     with another signature: client and server built from different versions \
+                     of the service?): {why}"
+                ),
+            }
+        }
+        e => e,
+    }
+}
+
 /// `msg` as JSON, for a connection that speaks JSON.
 fn json_payload<M: Remote>(msg: &M) -> Result<Vec<u8>, RpcError> {
     let mut payload = Vec::new();
