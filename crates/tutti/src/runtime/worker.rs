@@ -47,7 +47,7 @@ use super::job::JobRef;
 use super::latch::CoreLatch;
 use super::lazy::{LazyJobs, LazyNode};
 use super::priority::{Priority, HIGH_BURST, LOW_EVERY};
-use super::registry::{IdlePollers, Registry};
+use super::registry::{IdlePollers, Registry, ThreadInfo};
 use std::sync::Arc;
 
 /// Operations that complete at once (sends on unbounded channels) one poll of a task may
@@ -411,6 +411,14 @@ impl WorkerThread {
 
     /// Steals a batch of low-priority jobs from another worker's low FIFO.
     fn steal_low(&self) -> Option<JobRef> {
+        self.steal_from_others(|victim| victim.low.steal_batch_and_pop(&self.low))
+    }
+
+    /// Tries `take` on every other worker, starting at a random victim, until
+    /// one gives a job or a whole round finds them all empty (a `Retry` from
+    /// any of them means another round).
+    #[inline]
+    fn steal_from_others(&self, take: impl Fn(&ThreadInfo) -> Steal<JobRef>) -> Option<JobRef> {
         let infos = &self.registry.thread_infos;
         let n = infos.len();
         if n <= 1 {
@@ -423,7 +431,7 @@ impl WorkerThread {
                 if i == self.index {
                     continue;
                 }
-                match infos[i].low.steal_batch_and_pop(&self.low) {
+                match take(&infos[i]) {
                     Steal::Success(job) => return Some(job),
                     Steal::Retry => retry = true,
                     Steal::Empty => {}
@@ -448,33 +456,13 @@ impl WorkerThread {
     /// Steals from other workers, starting at a random victim: first the
     /// oldest recursive job, then a batch of independent tasks.
     fn steal(&self) -> Option<JobRef> {
-        let infos = &self.registry.thread_infos;
-        let n = infos.len();
-        if n <= 1 {
-            return None;
-        }
-        let start = (self.next_random() % n as u64) as usize;
-        loop {
-            let mut retry = false;
-            for i in (start..n).chain(0..start) {
-                if i == self.index {
-                    continue;
-                }
-                match infos[i].deque.steal() {
-                    Steal::Success(job) => return Some(job),
-                    Steal::Retry => retry = true,
-                    Steal::Empty => {}
-                }
-                match infos[i].fifo.steal_batch_and_pop(&self.fifo) {
-                    Steal::Success(job) => return Some(job),
-                    Steal::Retry => retry = true,
-                    Steal::Empty => {}
-                }
-            }
-            if !retry {
-                return None;
-            }
-        }
+        self.steal_from_others(|victim| match victim.deque.steal() {
+            Steal::Success(job) => Steal::Success(job),
+            deque => match victim.fifo.steal_batch_and_pop(&self.fifo) {
+                Steal::Empty if deque.is_retry() => Steal::Retry,
+                fifo => fifo,
+            },
+        })
     }
 
     /// Executes other work until `latch` is set. This is how every blocking

@@ -45,18 +45,8 @@ impl Location {
         to: LocationId,
         value: T,
     ) -> Result<(), SendError<T>> {
-        if to.index() >= self.world.locations() {
-            return Err(SendError::NoSuchLocation(to, value));
-        }
-        if self.rank_died(to) {
-            return Err(SendError::RankDied(to, value));
-        }
-        let value = match cast::<T, Vec<u8>>(value) {
-            Ok(bytes) => {
-                self.push_bytes(to, bytes);
-                return Ok(());
-            }
-            Err(value) => value,
+        let Some(value) = self.checked_unless_bytes(to, value)? else {
+            return Ok(());
         };
         if to.rank(self.world.locations_per_rank()) != self.rank() {
             return match typed::encode(&value) {
@@ -86,24 +76,37 @@ impl Location {
     /// assert_eq!(*loc.recv_blocking().take::<Arc<u32>>().unwrap(), 5);
     /// ```
     pub fn send_value<T: Any + Send>(&self, to: LocationId, value: T) -> Result<(), SendError<T>> {
-        if to.index() >= self.world.locations() {
-            return Err(SendError::NoSuchLocation(to, value));
-        }
-        if self.rank_died(to) {
-            return Err(SendError::RankDied(to, value));
-        }
-        let value = match cast::<T, Vec<u8>>(value) {
-            Ok(bytes) => {
-                self.push_bytes(to, bytes);
-                return Ok(());
-            }
-            Err(value) => value,
+        let Some(value) = self.checked_unless_bytes(to, value)? else {
+            return Ok(());
         };
         if to.rank(self.world.locations_per_rank()) != self.rank() {
             return Err(SendError::NotLocal(to, value));
         }
         self.send_local(to, Payload::Value(Box::new(value), type_name::<T>()));
         Ok(())
+    }
+
+    /// What [`send`](Self::send) and [`send_value`](Self::send_value) check
+    /// first: `to` exists and its rank is alive. A `Vec<u8>` goes out as bytes
+    /// at once (`None`); any other value comes back to be sent (`Some`).
+    fn checked_unless_bytes<T: Any + Send>(
+        &self,
+        to: LocationId,
+        value: T,
+    ) -> Result<Option<T>, SendError<T>> {
+        if to.index() >= self.world.locations() {
+            return Err(SendError::NoSuchLocation(to, value));
+        }
+        if self.rank_died(to) {
+            return Err(SendError::RankDied(to, value));
+        }
+        match cast::<T, Vec<u8>>(value) {
+            Ok(bytes) => {
+                self.push_bytes(to, bytes);
+                Ok(None)
+            }
+            Err(value) => Ok(Some(value)),
+        }
     }
 
     /// Sends bytes to any location (the form every message takes across ranks).
