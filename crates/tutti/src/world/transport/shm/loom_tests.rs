@@ -240,3 +240,66 @@ fn producers_lapping_the_ring_never_claim_over_a_later_lap() {
         assert!(got.contains(&(2, vec![0])));
     });
 }
+
+mod member {
+    use super::super::member::{StateWord, DEAD, JOINING, READY};
+    use super::model;
+    use crate::loom::{thread, Arc, AtomicU64, Ordering};
+
+    /// A process claims a dead rank (noticing the death itself first) and
+    /// publishes READY while a survivor, slow, buries the incarnation it
+    /// knew: whatever the interleaving, the newcomer stays READY. Without
+    /// the incarnation tag in the state word the survivor's READY → DEAD
+    /// exchange succeeds on the newcomer's READY (an ABA).
+    #[test]
+    fn a_survivor_never_buries_the_newcomer() {
+        model(3, || {
+            let state = Arc::new(StateWord::new(READY, 1));
+            let incarnation = Arc::new(AtomicU64::new(1));
+            let claimer = {
+                let (state, incarnation) = (Arc::clone(&state), Arc::clone(&incarnation));
+                thread::spawn(move || {
+                    state.bury(incarnation.load(Ordering::Acquire));
+                    let mine = state
+                        .claim(DEAD, &incarnation)
+                        .expect("the dead rank is free to take");
+                    state.set(JOINING, mine);
+                    state.set(READY, mine);
+                    mine
+                })
+            };
+            state.bury(1);
+            let mine = claimer.join().unwrap();
+            assert_eq!(mine, 2);
+            assert_eq!(state.get(), READY, "the survivor buried the newcomer");
+        });
+    }
+
+    /// Two processes claim the same dead rank: exactly one wins, and the
+    /// incarnation grows by one.
+    #[test]
+    fn two_claimers_one_winner() {
+        model(3, || {
+            let state = Arc::new(StateWord::new(DEAD, 1));
+            let incarnation = Arc::new(AtomicU64::new(1));
+            let claim = || {
+                let (state, incarnation) = (Arc::clone(&state), Arc::clone(&incarnation));
+                thread::spawn(move || {
+                    let won = state.claim(DEAD, &incarnation);
+                    if let Some(i) = won {
+                        state.set(JOINING, i);
+                    }
+                    won
+                })
+            };
+            let (a, b) = (claim(), claim());
+            let won: Vec<u64> = [a.join().unwrap(), b.join().unwrap()]
+                .into_iter()
+                .flatten()
+                .collect();
+            assert_eq!(won, [2]);
+            assert_eq!(incarnation.load(Ordering::Relaxed), 2);
+            assert_eq!(state.get(), JOINING);
+        });
+    }
+}

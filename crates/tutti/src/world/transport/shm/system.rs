@@ -40,7 +40,7 @@ use crate::world::error::WorldError;
 /// "tuttiSHM": the first word of an initialized system segment.
 pub(crate) const MAGIC: u64 = u64::from_le_bytes(*b"tuttiSHM");
 /// The layout version of the segments this build reads and writes.
-pub(crate) const VERSION: u64 = 4;
+pub(crate) const VERSION: u64 = 5;
 /// Most members a system has.
 pub(crate) const MAX_MEMBERS: usize = 64;
 /// Slots per mailbox.
@@ -53,20 +53,13 @@ const DIGEST_WORDS: usize = 1024;
 /// A member's mailbox.
 pub(crate) type Mailbox = Ring<SLOTS, SLOT_BYTES>;
 
-/// Member states.
-pub(crate) const FREE: u32 = 0;
-pub(crate) const JOINING: u32 = 1;
-pub(crate) const READY: u32 = 2;
-pub(crate) const LEAVING: u32 = 3;
-pub(crate) const LEFT: u32 = 4;
-pub(crate) const DEAD: u32 = 5;
-/// A new process is taking a dead rank (between DEAD and JOINING).
-pub(crate) const CLAIMING: u32 = 6;
+pub(crate) use super::member::{StateWord, CLAIMING, DEAD, FREE, JOINING, LEAVING, LEFT, READY};
 
 /// One member's entry.
 #[repr(C)]
 pub(crate) struct Member {
-    pub(crate) state: AtomicU32,
+    /// The state, tagged with the incarnation it belongs to (`member.rs`).
+    pub(crate) state: StateWord,
     pub(crate) pid: AtomicU32,
     pub(crate) start: AtomicU64,
     /// Milliseconds since the Unix epoch of the member's last sign of life.
@@ -342,7 +335,7 @@ impl System {
         let mut all_done = true;
         let mut seen = false;
         for m in h.members.iter() {
-            let st = m.state.load(Ordering::Acquire);
+            let st = m.state.get();
             if st == FREE {
                 continue;
             }
@@ -376,31 +369,26 @@ impl System {
         let me = sys::pid();
         let take = |r: usize, from: u32| {
             let m = &h.members[r];
-            if m.state
-                .compare_exchange(from, CLAIMING, Ordering::AcqRel, Ordering::Relaxed)
-                .is_err()
-            {
+            let Some(incarnation) = m.state.claim(from, &m.incarnation) else {
                 return false;
-            }
-            // Bumped before JOINING is published: a member that reads JOINING
-            // (Acquire) reads the new incarnation, and buries nothing for it.
+            };
             m.pid.store(0, Ordering::Relaxed);
-            m.incarnation.fetch_add(1, Ordering::AcqRel);
             m.start
                 .store(sys::start_time(me).map_or(0, |(t, _)| t), Ordering::Relaxed);
             m.pid.store(me, Ordering::Relaxed);
-            m.state.store(JOINING, Ordering::Release);
+            // Release: a member that reads JOINING reads the new incarnation
+            // and this process's details, and buries nothing for it.
+            m.state.set(JOINING, incarnation);
             true
         };
         let try_one = |r: usize| take(r, FREE);
         let try_dead = |r: usize| {
             let m = &h.members[r];
-            let st = m.state.load(Ordering::Acquire);
-            if matches!(st, READY | LEAVING | JOINING) && self.died(r) {
-                // Its process is gone: dead, whoever notices first.
-                let _ = m
-                    .state
-                    .compare_exchange(st, DEAD, Ordering::AcqRel, Ordering::Relaxed);
+            let known = m.incarnation.load(Ordering::Acquire);
+            if matches!(m.state.get(), READY | LEAVING | JOINING) && self.died(r) {
+                // Its process is gone: dead, whoever notices first (never a
+                // newer incarnation that took the rank meanwhile).
+                m.state.bury(known);
             }
             take(r, DEAD)
         };
@@ -455,7 +443,7 @@ impl System {
         m.heartbeat.store(now_ms(), Ordering::Relaxed);
         m.per_rank.store(per_rank as u64, Ordering::Relaxed);
         write_bytes(&m.digest, &m.digest_len, digest);
-        m.state.store(READY, Ordering::Release);
+        m.state.set(READY, m.incarnation.load(Ordering::Relaxed));
         Ok(())
     }
 
@@ -469,7 +457,7 @@ impl System {
     /// was killed (pid liveness and start time; a zombie counts as gone).
     pub(crate) fn died(&self, rank: usize) -> bool {
         let m = &self.header().members[rank];
-        match m.state.load(Ordering::Acquire) {
+        match m.state.get() {
             DEAD => true,
             READY | LEAVING | JOINING => {
                 let pid = m.pid.load(Ordering::Relaxed);
@@ -509,9 +497,8 @@ impl System {
     pub(crate) fn last_out(&self) -> bool {
         let h = self.header();
         let ranks = (h.ranks.load(Ordering::Relaxed) as usize).min(MAX_MEMBERS);
-        let done = (0..ranks).all(|r| {
-            matches!(h.members[r].state.load(Ordering::Acquire), LEFT | DEAD) || self.died(r)
-        });
+        let done =
+            (0..ranks).all(|r| matches!(h.members[r].state.get(), LEFT | DEAD) || self.died(r));
         done && h
             .closing
             .compare_exchange(0, 1, Ordering::AcqRel, Ordering::Relaxed)
@@ -525,8 +512,8 @@ impl System {
     pub(crate) fn leave(&self, rank: usize) {
         let h = self.header();
         let m = &h.members[rank];
-        m.state.store(LEFT, Ordering::Release);
         let incarnation = m.incarnation.load(Ordering::Relaxed);
+        m.state.set(LEFT, incarnation);
         let _ = sys::unlink(&mailbox_segment(&self.name, rank, incarnation));
         if self.last_out() {
             self.unlink_mailboxes();

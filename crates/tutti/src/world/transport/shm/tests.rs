@@ -154,10 +154,7 @@ fn a_dead_rank_is_claimed_again_as_a_new_incarnation() {
     assert!(s.died(1));
     assert_eq!(s.claim(None).unwrap(), 1, "the dead rank, no free one left");
     assert_eq!(s.incarnation(1), 2);
-    assert_eq!(
-        m.state.load(crate::loom::Ordering::Relaxed),
-        system::JOINING
-    );
+    assert_eq!(m.state.get(), system::JOINING);
     assert_eq!(
         m.pid.load(crate::loom::Ordering::Relaxed),
         std::process::id()
@@ -166,7 +163,7 @@ fn a_dead_rank_is_claimed_again_as_a_new_incarnation() {
     let e = s.claim(Some(1)).unwrap_err().to_string();
     assert!(e.contains("rank 1 is already taken"), "{e}");
     // A rank buried by a member (DEAD) is claimed by name too.
-    m.state.store(system::DEAD, crate::loom::Ordering::Relaxed);
+    m.state.set(system::DEAD, s.incarnation(1));
     assert_eq!(s.claim(Some(1)).unwrap(), 1);
     assert_eq!(s.incarnation(1), 3);
     assert_ne!(

@@ -95,13 +95,8 @@ impl Inner {
         }
         *lock(&self.peers[r]) = None;
         let known = self.incarnations[r].load(Ordering::Acquire);
-        let m = &self.system.header().members[r];
-        let st = m.state.load(Ordering::Acquire);
-        if matches!(st, READY | LEAVING | JOINING) && self.system.incarnation(r) == known {
-            let _ = m
-                .state
-                .compare_exchange(st, DEAD, Ordering::AcqRel, Ordering::Relaxed);
-        }
+        // Never a newer incarnation that has taken the rank meanwhile.
+        self.system.header().members[r].state.bury(known);
         let _ = super::sys::unlink(&system::mailbox_segment(&self.system.name, r, known));
         crate::world::say(&format!(
             "system {:?}: rank {r} (incarnation {known}) died without leaving; its mailbox is \
@@ -126,7 +121,7 @@ impl Inner {
         let h = self.system.header();
         for r in (0..self.ranks).filter(|r| waiting & (1 << r) != 0) {
             let incarnation = self.system.incarnation(r);
-            let st = h.members[r].state.load(Ordering::Acquire);
+            let st = h.members[r].state.get();
             if st != READY
                 || incarnation <= self.incarnations[r].load(Ordering::Relaxed)
                 || self.system.died(r)
@@ -416,9 +411,7 @@ impl Shm {
         let mine = match MailboxMap::create(name, rank, incarnation) {
             Ok(m) => m,
             Err(e) => {
-                system.header().members[rank]
-                    .state
-                    .store(DEAD, Ordering::Release);
+                system.header().members[rank].state.set(DEAD, incarnation);
                 return Err(e);
             }
         };
@@ -441,7 +434,7 @@ impl Shm {
         loop {
             let mut missing = Vec::new();
             for r in 0..ranks {
-                let state = h.members[r].state.load(Ordering::Acquire);
+                let state = h.members[r].state.get();
                 // Published before READY, kept after the member ends.
                 let theirs = h.members[r].per_rank.load(Ordering::Relaxed) as usize;
                 if matches!(state, READY | LEAVING | LEFT) && theirs != config.locations() {
@@ -518,7 +511,7 @@ impl Shm {
                     .filter(|&r| {
                         r != rank
                             && system.seen(r, rank) != incarnation
-                            && h.members[r].state.load(Ordering::Acquire) == READY
+                            && h.members[r].state.get() == READY
                             && !system.died(r)
                     })
                     .collect();
@@ -624,9 +617,9 @@ impl Transport for Shm {
         // Every frame of this rank is in its mailbox: say so, and wait
         // until every other member says the same (or died), while the
         // receiving thread keeps draining.
-        h.members[inner.rank]
-            .state
-            .store(LEAVING, Ordering::Release);
+        let me = &h.members[inner.rank];
+        me.state
+            .set(LEAVING, me.incarnation.load(Ordering::Relaxed));
         let started = Instant::now();
         let mut told = false;
         loop {
@@ -634,7 +627,7 @@ impl Transport for Shm {
                 .filter(|&r| {
                     r != inner.rank
                         && !inner.is_dead(r)
-                        && h.members[r].state.load(Ordering::Acquire) == READY
+                        && h.members[r].state.get() == READY
                         && !inner.system.died(r)
                 })
                 .collect();
