@@ -71,62 +71,9 @@ where
     }
 }
 
-/// The iterator of [`ParallelIterator::copied`].
-#[must_use = "parallel iterators are lazy: use a consuming method such as `for_each` or `collect`"]
-#[derive(Clone, Debug)]
-pub struct Copied<I> {
-    base: I,
-}
-
-impl<I> Copied<I> {
-    pub(super) fn new(base: I) -> Self {
-        Copied { base }
-    }
-}
-
-impl<'a, T, I> ParallelIterator for Copied<I>
-where
-    I: ParallelIterator<Item = &'a T>,
-    T: 'a + Copy + Send + Sync,
-{
-    type Item = T;
-    type Producer<'p>
-        = Adapted<I::Producer<'p>, CopiedPiece>
-    where
-        Self: 'p;
-
-    fn producer(&mut self) -> Self::Producer<'_> {
-        Adapted::new(self.base.producer(), CopiedPiece)
-    }
-}
-
-impl<'a, T, I> IndexedParallelIterator for Copied<I>
-where
-    I: IndexedParallelIterator<Item = &'a T>,
-    T: 'a + Copy + Send + Sync,
-{
-    fn len(&self) -> usize {
-        self.base.len()
-    }
-}
-
-/// What [`Copied`] does to a piece.
-#[derive(Clone, Copy)]
-pub struct CopiedPiece;
-
-impl<'a, T, P> Adaptor<P> for CopiedPiece
-where
-    P: Producer<Item = &'a T>,
-    T: 'a + Copy,
-{
-    type Item = T;
-    type IntoIter = std::iter::Copied<P::IntoIter>;
-    const EXACT: bool = P::EXACT;
-
-    fn adapt(self, items: P::IntoIter) -> Self::IntoIter {
-        items.copied()
-    }
-}
+/// The iterator of [`ParallelIterator::copied`]: the same as [`Cloned`], since
+/// the clone of a `Copy` value is its copy.
+pub type Copied<I> = Cloned<I>;
 
 /// The iterator of [`ParallelIterator::cloned`].
 #[must_use = "parallel iterators are lazy: use a consuming method such as `for_each` or `collect`"]

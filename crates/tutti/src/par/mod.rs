@@ -239,7 +239,7 @@ pub trait ParallelIterator: Sized {
         T: 'a + Copy + Send + Sync,
         Self: ParallelIterator<Item = &'a T>,
     {
-        Copied::new(self)
+        Cloned::new(self)
     }
 
     /// Clones referenced items.

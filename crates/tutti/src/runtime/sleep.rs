@@ -412,7 +412,7 @@ impl Sleep {
 }
 
 #[cfg(all(test, loom))]
-mod loom_tests {
+pub(super) mod loom_tests {
     use super::*;
     use crate::loom::{thread, Arc, AtomicBool};
 
@@ -601,17 +601,32 @@ mod loom_tests {
     /// itself as sleeping.
     #[test]
     fn engine_input_wakes_the_worker_in_the_waiter() {
-        loom::model(|| {
+        input_wakes_the_worker_in_the_waiter(
+            TestWaiter::new,
+            |w| w.input.load(Ordering::Acquire),
+            TestWaiter::publish,
+        );
+    }
+
+    /// The model of a worker blocking in a waiter (made by `make`) while
+    /// another thread makes its input arrive (`publish`; `arrived` tells):
+    /// the worker ends, and no count of it as sleeping is left. Shared by
+    /// every idle waiter's model (the engine's here, the I/O driver's).
+    pub(in crate::runtime) fn input_wakes_the_worker_in_the_waiter<W: IdleWaiter + 'static>(
+        make: fn() -> W,
+        arrived: fn(&W) -> bool,
+        publish: fn(&W),
+    ) {
+        loom::model(move || {
             let sleep = Arc::new(Sleep::new(1));
-            let waiter = std::sync::Arc::new(TestWaiter::new());
+            let waiter = std::sync::Arc::new(make());
             assert!(sleep.set_waiter(waiter.clone()));
             let latch = Arc::new(CoreLatch::new());
-
             let worker = {
                 let (sleep, latch, waiter) = (sleep.clone(), latch.clone(), waiter.clone());
                 thread::spawn(move || {
                     sleep.start_looking();
-                    while !waiter.input.load(Ordering::Acquire) {
+                    while !arrived(&waiter) {
                         let w = sleep.claim_waiter();
                         sleep.sleep(0, &latch, None, w, || false);
                         sleep.release_waiter();
@@ -619,7 +634,7 @@ mod loom_tests {
                     sleep.stop_looking();
                 })
             };
-            waiter.publish();
+            publish(&waiter);
             worker.join().unwrap();
             assert_eq!(sleep.counters().sleeping(), 0);
         });

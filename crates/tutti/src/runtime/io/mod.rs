@@ -440,26 +440,10 @@ mod loom_tests {
     /// the event ends its wait (or it never starts), and it withdraws itself.
     #[test]
     fn a_socket_event_wakes_the_worker_in_the_driver() {
-        loom::model(|| {
-            let sleep = Arc::new(Sleep::new(1));
-            let epoll = std::sync::Arc::new(EpollModel::new());
-            assert!(sleep.set_waiter(epoll.clone()));
-            let latch = Arc::new(CoreLatch::new());
-            let worker = {
-                let (sleep, latch, epoll) = (sleep.clone(), latch.clone(), epoll.clone());
-                thread::spawn(move || {
-                    sleep.start_looking();
-                    while !epoll.socket.load(Ordering::Acquire) {
-                        let w = sleep.claim_waiter();
-                        sleep.sleep(0, &latch, None, w, || false);
-                        sleep.release_waiter();
-                    }
-                    sleep.stop_looking();
-                })
-            };
-            epoll.socket_ready();
-            worker.join().unwrap();
-            assert_eq!(sleep.counters().sleeping(), 0);
-        });
+        super::super::sleep::loom_tests::input_wakes_the_worker_in_the_waiter(
+            EpollModel::new,
+            |epoll| epoll.socket.load(Ordering::Acquire),
+            EpollModel::socket_ready,
+        );
     }
 }
