@@ -110,12 +110,37 @@ pub(crate) fn parse(b: &[u8]) -> Result<(u8, u32, u32, &[u8]), String> {
     let kind = b[0];
     let ch = u32::from_le_bytes([b[1], b[2], b[3], b[4]]);
     let rest = &b[5..];
-    let credits = if kind == CREDIT && rest.len() >= 4 {
-        u32::from_le_bytes([rest[0], rest[1], rest[2], rest[3]])
-    } else {
-        0
+    let credits = match (kind, rest) {
+        (CREDIT, &[a, b, c, d]) => u32::from_le_bytes([a, b, c, d]),
+        (CREDIT, _) => {
+            return Err(format!(
+                "a credit message for channel {ch} carries {} bytes of count, not 4",
+                rest.len()
+            ))
+        }
+        _ => 0,
     };
     Ok((kind, ch, credits, rest))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_credit_count_is_exactly_four_bytes() {
+        let mut b = vec![CREDIT, 7, 0, 0, 0, 3, 0, 0, 0];
+        assert_eq!(parse(&b).unwrap().2, 3);
+        b.pop();
+        let e = parse(&b).unwrap_err();
+        assert!(
+            e.contains("credit message for channel 7 carries 3 bytes"),
+            "{e}"
+        );
+        b.extend([0, 0]);
+        assert!(parse(&b).is_err());
+        assert!(parse(&b[..5]).is_err());
+    }
 }
 
 enum Payload<'a> {
