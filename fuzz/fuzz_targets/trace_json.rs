@@ -11,7 +11,7 @@ use tutti::diag::trace;
 use tutti_fuzz::names_a_cause;
 
 /// This process's scratch files (two inputs, one output), in memory if
-/// `/dev/shm` exists.
+/// `/dev/shm` exists; removed after every input.
 fn paths() -> &'static [PathBuf; 3] {
     static PATHS: OnceLock<[PathBuf; 3]> = OnceLock::new();
     PATHS.get_or_init(|| {
@@ -60,5 +60,10 @@ fuzz_target!(|bytes: &[u8]| {
             assert!(!read.is_empty(), "{summary:?} wrote nothing");
         }
         Err(e) => names_a_cause(&e.to_string()),
+    }
+    // libFuzzer ends the process between inputs (`-max_total_time`) without
+    // running destructors: leave nothing behind after each one.
+    for p in [pa, pb, out] {
+        let _ = std::fs::remove_file(p);
     }
 });
