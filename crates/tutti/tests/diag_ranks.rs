@@ -219,11 +219,17 @@ fn system(case: &str, locations: usize) -> (bool, String) {
     (ok, text)
 }
 
-/// Removes the segments of system `name` of 2 processes from /dev/shm;
+/// Removes the segments of system `name` from /dev/shm (the system's own and
+/// every rank's mailbox, whatever its incarnation: `tutti-{name}+{rank}.{n}`);
 /// returns those that were there.
 fn remove_segments(name: &str) -> Vec<String> {
-    std::iter::once(format!("tutti-{name}"))
-        .chain((0..2).map(|r| format!("tutti-{name}+{r}")))
+    let system = format!("tutti-{name}");
+    let mailbox = format!("{system}+");
+    let Ok(dir) = std::fs::read_dir("/dev/shm") else {
+        return Vec::new();
+    };
+    dir.filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|seg| *seg == system || seg.starts_with(&mailbox))
         .filter(|seg| std::fs::remove_file(format!("/dev/shm/{seg}")).is_ok())
         .collect()
 }
