@@ -123,26 +123,6 @@ pub(crate) fn parse(b: &[u8]) -> Result<(u8, u32, u32, &[u8]), String> {
     Ok((kind, ch, credits, rest))
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_credit_count_is_exactly_four_bytes() {
-        let mut b = vec![CREDIT, 7, 0, 0, 0, 3, 0, 0, 0];
-        assert_eq!(parse(&b).unwrap().2, 3);
-        b.pop();
-        let e = parse(&b).unwrap_err();
-        assert!(
-            e.contains("credit message for channel 7 carries 3 bytes"),
-            "{e}"
-        );
-        b.extend([0, 0]);
-        assert!(parse(&b).is_err());
-        assert!(parse(&b[..5]).is_err());
-    }
-}
-
 enum Payload<'a> {
     Value(Option<Box<dyn std::any::Any + Send>>),
     Bytes(&'a [u8]),
@@ -190,5 +170,25 @@ fn dispatch(
         _ => Err(format!(
             "message kind {kind} for channel {ch}, which does not take it here"
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_credit_count_is_exactly_four_bytes() {
+        let mut b = vec![CREDIT, 7, 0, 0, 0, 3, 0, 0, 0];
+        assert_eq!(parse(&b).unwrap().2, 3);
+        b.pop();
+        let e = parse(&b).unwrap_err();
+        assert!(
+            e.contains("credit message for channel 7 carries 3 bytes"),
+            "{e}"
+        );
+        b.extend([0, 0]);
+        assert!(parse(&b).is_err());
+        assert!(parse(&b[..5]).is_err());
     }
 }
