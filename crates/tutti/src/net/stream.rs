@@ -3,14 +3,16 @@
 //! operations, its halves and its trait implementations.
 
 use std::io::{self, Read, Write};
+use std::mem::MaybeUninit;
 use std::net::Shutdown;
+use std::os::fd::AsRawFd;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use crate::runtime::io::{Direction, Evented};
 
 /// A connected byte stream mio can register (TCP or Unix).
-pub(crate) trait RawStream: mio::event::Source + Send + Sync + 'static
+pub(crate) trait RawStream: mio::event::Source + AsRawFd + Send + Sync + 'static
 where
     for<'a> &'a Self: Read + Write,
 {
@@ -90,6 +92,27 @@ where
         self.io.poll_io(cx, Direction::Read, |s| {
             let mut s = s;
             s.read(buf)
+        })
+    }
+
+    /// Reads into memory that may be uninitialised (hyper's read
+    /// buffer), so that it need not be zeroed before every read.
+    #[cfg_attr(not(feature = "hyper"), allow(dead_code))]
+    pub(crate) fn poll_read_uninit(
+        &self,
+        cx: &mut Context<'_>,
+        buf: &mut [MaybeUninit<u8>],
+    ) -> Poll<io::Result<usize>> {
+        if buf.is_empty() {
+            return Poll::Ready(Ok(0));
+        }
+        self.io.poll_io(cx, Direction::Read, |s| {
+            // SAFETY: `buf` is valid for writes of `buf.len()` bytes for the
+            // whole call, and read(2) writes at most that many and never reads
+            // them, so their being uninitialised does not matter.
+            let n = unsafe { libc::read(s.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
+            // A negative count is -1 with the error in errno.
+            usize::try_from(n).map_err(|_| io::Error::last_os_error())
         })
     }
 
@@ -306,6 +329,63 @@ macro_rules! stream_kind {
         $crate::net::stream::stream_kind!(@read $read);
         $crate::net::stream::stream_kind!(@write $stream);
         $crate::net::stream::stream_kind!(@write $write);
+        $crate::net::stream::stream_kind!(@hyper_read $stream);
+        $crate::net::stream::stream_kind!(@hyper_read $read);
+        $crate::net::stream::stream_kind!(@hyper_write $stream);
+        $crate::net::stream::stream_kind!(@hyper_write $write);
+    };
+
+    (@hyper_read $ty:ident) => {
+        #[cfg(feature = "hyper")]
+        impl ::hyper::rt::Read for $ty {
+            fn poll_read(
+                self: std::pin::Pin<&mut Self>,
+                cx: &mut std::task::Context<'_>,
+                buf: ::hyper::rt::ReadBufCursor<'_>,
+            ) -> std::task::Poll<std::io::Result<()>> {
+                $crate::hyper::poll_read(&self.inner, cx, buf)
+            }
+        }
+    };
+
+    (@hyper_write $ty:ident) => {
+        #[cfg(feature = "hyper")]
+        impl ::hyper::rt::Write for $ty {
+            fn poll_write(
+                self: std::pin::Pin<&mut Self>,
+                cx: &mut std::task::Context<'_>,
+                buf: &[u8],
+            ) -> std::task::Poll<std::io::Result<usize>> {
+                self.inner.poll_write(cx, buf)
+            }
+
+            fn poll_write_vectored(
+                self: std::pin::Pin<&mut Self>,
+                cx: &mut std::task::Context<'_>,
+                bufs: &[std::io::IoSlice<'_>],
+            ) -> std::task::Poll<std::io::Result<usize>> {
+                self.inner.poll_write_vectored(cx, bufs)
+            }
+
+            fn is_write_vectored(&self) -> bool {
+                true
+            }
+
+            fn poll_flush(
+                self: std::pin::Pin<&mut Self>,
+                _cx: &mut std::task::Context<'_>,
+            ) -> std::task::Poll<std::io::Result<()>> {
+                // Nothing is buffered in user space.
+                std::task::Poll::Ready(Ok(()))
+            }
+
+            fn poll_shutdown(
+                self: std::pin::Pin<&mut Self>,
+                _cx: &mut std::task::Context<'_>,
+            ) -> std::task::Poll<std::io::Result<()>> {
+                std::task::Poll::Ready(self.inner.shutdown(std::net::Shutdown::Write))
+            }
+        }
     };
 
     (@read $ty:ident) => {
