@@ -89,7 +89,8 @@ where
         if buf.is_empty() {
             return Poll::Ready(Ok(0));
         }
-        self.io.poll_io(cx, Direction::Read, |s| {
+        let len = buf.len();
+        self.io.poll_transfer(cx, Direction::Read, len, |s| {
             let mut s = s;
             s.read(buf)
         })
@@ -106,7 +107,8 @@ where
         if buf.is_empty() {
             return Poll::Ready(Ok(0));
         }
-        self.io.poll_io(cx, Direction::Read, |s| {
+        let len = buf.len();
+        self.io.poll_transfer(cx, Direction::Read, len, |s| {
             // SAFETY: `buf` is valid for writes of `buf.len()` bytes for the
             // whole call, and read(2) writes at most that many and never reads
             // them, so their being uninitialised does not matter.
@@ -120,7 +122,8 @@ where
         if buf.is_empty() {
             return Poll::Ready(Ok(0));
         }
-        self.io.poll_io(cx, Direction::Write, |s| {
+        let len = buf.len();
+        self.io.poll_transfer(cx, Direction::Write, len, |s| {
             let mut s = s;
             s.write(buf)
         })
@@ -131,7 +134,8 @@ where
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        self.io.poll_io(cx, Direction::Write, |s| {
+        let len = bufs.iter().map(|b| b.len()).sum();
+        self.io.poll_transfer(cx, Direction::Write, len, |s| {
             let mut s = s;
             s.write_vectored(bufs)
         })
