@@ -132,6 +132,8 @@ enum BenchCommand {
     Shm(bench::shm::ShmArgs),
     /// TCP echo on loopback, 64 B and 16 KiB messages: tutti::net vs tokio.
     Net(bench::net::NetArgs),
+    /// Hello-world HTTP/1.1 under wrk (or a built-in closed-loop generator): hyper on tutti vs hyper on tokio.
+    Http(bench::http::HttpArgs),
     /// URL-addressed RPC: the cost of each way to call, from a local call to loopback TCP, vs tarpc and remoc.
     Rpc(bench::rpc::RpcArgs),
     /// Timeline tracing: actor tell, CSP ping-pong and RMI with tracing off vs on.
@@ -147,7 +149,7 @@ pub use args::{parse_seconds, parse_workers};
 
 /// Measured runs when `--runs` is not given, for the commands whose default is
 /// not 5 (each command's own constant; `swe`'s lives in its module's `run`).
-fn runs_defaults() -> [(&'static [&'static str], usize); 10] {
+fn runs_defaults() -> [(&'static [&'static str], usize); 11] {
     [
         (&["gauss"], apps::gauss::RUNS),
         (&["jacobi"], apps::jacobi::RUNS),
@@ -159,6 +161,7 @@ fn runs_defaults() -> [(&'static [&'static str], usize); 10] {
         (&["bench", "codec"], bench::codec::RUNS),
         (&["bench", "diag"], bench::diag::RUNS),
         (&["bench", "priority"], bench::priority::RUNS),
+        (&["bench", "http"], bench::http::RUNS),
     ]
 }
 
@@ -256,6 +259,7 @@ fn main() {
                 BenchCommand::Graph(a) => (a.json, bench::graph::run(a)),
                 BenchCommand::Rpc(a) => (a.json, bench::rpc::run(a)),
                 BenchCommand::Net(a) => (a.json, bench::net::run(a)),
+                BenchCommand::Http(a) => (a.json, bench::http::run(a)),
                 BenchCommand::Trace(a) => (a.json, bench::trace::run(a)),
             }
         }

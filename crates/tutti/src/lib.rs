@@ -72,6 +72,8 @@ pub mod diag;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod graph;
+#[cfg(feature = "hyper")]
+pub mod hyper;
 pub(crate) mod loom;
 pub mod msg;
 pub mod net;

@@ -6,6 +6,7 @@ pub mod csp;
 pub mod diag;
 pub mod fib;
 pub mod graph;
+pub mod http;
 pub mod idle;
 pub mod net;
 pub mod par_iter;

@@ -44,7 +44,7 @@
 //! share one stream, or own one half each after `into_split` (dropping the
 //! write half shuts the write direction down, as `shutdown` does).
 
-mod stream;
+pub(crate) mod stream;
 mod tcp;
 mod udp;
 mod unix;

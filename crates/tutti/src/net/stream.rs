@@ -3,14 +3,16 @@
 //! operations, its halves and its trait implementations.
 
 use std::io::{self, Read, Write};
+use std::mem::MaybeUninit;
 use std::net::Shutdown;
+use std::os::fd::AsRawFd;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use crate::runtime::io::{Direction, Evented};
 
 /// A connected byte stream mio can register (TCP or Unix).
-pub(crate) trait RawStream: mio::event::Source + Send + Sync + 'static
+pub(crate) trait RawStream: mio::event::Source + AsRawFd + Send + Sync + 'static
 where
     for<'a> &'a Self: Read + Write,
 {
@@ -87,9 +89,32 @@ where
         if buf.is_empty() {
             return Poll::Ready(Ok(0));
         }
-        self.io.poll_io(cx, Direction::Read, |s| {
+        let len = buf.len();
+        self.io.poll_transfer(cx, Direction::Read, len, |s| {
             let mut s = s;
             s.read(buf)
+        })
+    }
+
+    /// Reads into memory that may be uninitialised (hyper's read
+    /// buffer), so that it need not be zeroed before every read.
+    #[cfg_attr(not(feature = "hyper"), allow(dead_code))]
+    pub(crate) fn poll_read_uninit(
+        &self,
+        cx: &mut Context<'_>,
+        buf: &mut [MaybeUninit<u8>],
+    ) -> Poll<io::Result<usize>> {
+        if buf.is_empty() {
+            return Poll::Ready(Ok(0));
+        }
+        let len = buf.len();
+        self.io.poll_transfer(cx, Direction::Read, len, |s| {
+            // SAFETY: `buf` is valid for writes of `buf.len()` bytes for the
+            // whole call, and read(2) writes at most that many and never reads
+            // them, so their being uninitialised does not matter.
+            let n = unsafe { libc::read(s.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
+            // A negative count is -1 with the error in errno.
+            usize::try_from(n).map_err(|_| io::Error::last_os_error())
         })
     }
 
@@ -97,7 +122,8 @@ where
         if buf.is_empty() {
             return Poll::Ready(Ok(0));
         }
-        self.io.poll_io(cx, Direction::Write, |s| {
+        let len = buf.len();
+        self.io.poll_transfer(cx, Direction::Write, len, |s| {
             let mut s = s;
             s.write(buf)
         })
@@ -108,7 +134,8 @@ where
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        self.io.poll_io(cx, Direction::Write, |s| {
+        let len = bufs.iter().map(|b| b.len()).sum();
+        self.io.poll_transfer(cx, Direction::Write, len, |s| {
             let mut s = s;
             s.write_vectored(bufs)
         })
@@ -306,6 +333,63 @@ macro_rules! stream_kind {
         $crate::net::stream::stream_kind!(@read $read);
         $crate::net::stream::stream_kind!(@write $stream);
         $crate::net::stream::stream_kind!(@write $write);
+        $crate::net::stream::stream_kind!(@hyper_read $stream);
+        $crate::net::stream::stream_kind!(@hyper_read $read);
+        $crate::net::stream::stream_kind!(@hyper_write $stream);
+        $crate::net::stream::stream_kind!(@hyper_write $write);
+    };
+
+    (@hyper_read $ty:ident) => {
+        #[cfg(feature = "hyper")]
+        impl ::hyper::rt::Read for $ty {
+            fn poll_read(
+                self: std::pin::Pin<&mut Self>,
+                cx: &mut std::task::Context<'_>,
+                buf: ::hyper::rt::ReadBufCursor<'_>,
+            ) -> std::task::Poll<std::io::Result<()>> {
+                $crate::hyper::poll_read(&self.inner, cx, buf)
+            }
+        }
+    };
+
+    (@hyper_write $ty:ident) => {
+        #[cfg(feature = "hyper")]
+        impl ::hyper::rt::Write for $ty {
+            fn poll_write(
+                self: std::pin::Pin<&mut Self>,
+                cx: &mut std::task::Context<'_>,
+                buf: &[u8],
+            ) -> std::task::Poll<std::io::Result<usize>> {
+                self.inner.poll_write(cx, buf)
+            }
+
+            fn poll_write_vectored(
+                self: std::pin::Pin<&mut Self>,
+                cx: &mut std::task::Context<'_>,
+                bufs: &[std::io::IoSlice<'_>],
+            ) -> std::task::Poll<std::io::Result<usize>> {
+                self.inner.poll_write_vectored(cx, bufs)
+            }
+
+            fn is_write_vectored(&self) -> bool {
+                true
+            }
+
+            fn poll_flush(
+                self: std::pin::Pin<&mut Self>,
+                _cx: &mut std::task::Context<'_>,
+            ) -> std::task::Poll<std::io::Result<()>> {
+                // Nothing is buffered in user space.
+                std::task::Poll::Ready(Ok(()))
+            }
+
+            fn poll_shutdown(
+                self: std::pin::Pin<&mut Self>,
+                _cx: &mut std::task::Context<'_>,
+            ) -> std::task::Poll<std::io::Result<()>> {
+                std::task::Poll::Ready(self.inner.shutdown(std::net::Shutdown::Write))
+            }
+        }
     };
 
     (@read $ty:ident) => {

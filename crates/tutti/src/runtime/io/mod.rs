@@ -55,7 +55,7 @@ use super::sleep::IdleWaiter;
 use crate::loom::{lock, AtomicUsize, Mutex, Ordering};
 
 pub(crate) use readiness::{Direction, ReadyEvent};
-use readiness::{ScheduledIo, READABLE, WRITABLE};
+use readiness::{ScheduledIo, READABLE, READ_CLOSED, WRITABLE, WRITE_CLOSED};
 
 /// The eventfd that ends a blocking turn.
 const WAKE: Token = Token(0);
@@ -172,11 +172,17 @@ impl Driver {
                     continue;
                 };
                 let mut bits = 0;
-                if event.is_readable() || event.is_read_closed() || event.is_error() {
+                if event.is_readable() {
                     bits |= READABLE;
                 }
-                if event.is_writable() || event.is_write_closed() || event.is_error() {
+                if event.is_read_closed() || event.is_error() {
+                    bits |= READABLE | READ_CLOSED;
+                }
+                if event.is_writable() {
                     bits |= WRITABLE;
+                }
+                if event.is_write_closed() || event.is_error() {
+                    bits |= WRITABLE | WRITE_CLOSED;
                 }
                 if bits != 0 {
                     ready.push((io.clone(), bits));
@@ -308,6 +314,39 @@ impl<S: Source> Evented<S> {
                 Poll::Pending => return Poll::Pending,
             };
             match op(&self.source) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    self.reg.io.clear_readiness(event);
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                r => return Poll::Ready(r),
+            }
+        }
+    }
+
+    /// [`poll_io`](Self::poll_io) for an `op` that moves bytes to or from a
+    /// buffer of `len` bytes (a stream's read or write). A transfer of fewer
+    /// than `len` bytes emptied the receive buffer or filled the send buffer,
+    /// so the readiness it acted on is forgotten at once (`readiness.rs`,
+    /// O3'): the next call waits for the driver's next event instead of
+    /// making a system call that would only say `WouldBlock` — one system
+    /// call fewer per request/response exchange.
+    pub(crate) fn poll_transfer(
+        &self,
+        cx: &mut Context<'_>,
+        direction: Direction,
+        len: usize,
+        mut op: impl FnMut(&S) -> io::Result<usize>,
+    ) -> Poll<io::Result<usize>> {
+        loop {
+            let event = match self.reg.io.poll_ready(cx, direction) {
+                Poll::Ready(ev) => ev,
+                Poll::Pending => return Poll::Pending,
+            };
+            match op(&self.source) {
+                Ok(n) if n > 0 && n < len => {
+                    self.reg.io.clear_readiness(event);
+                    return Poll::Ready(Ok(n));
+                }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                     self.reg.io.clear_readiness(event);
                 }

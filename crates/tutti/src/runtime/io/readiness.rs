@@ -11,6 +11,8 @@
 //! |--------|--------|-----------------------------------------------------------|
 //! | 0      | `R`    | readable (or read-closed, or an error is pending)          |
 //! | 1      | `W`    | writable (or write-closed, or an error is pending)         |
+//! | 2      | `RC`   | read-closed or an error: final, never cleared              |
+//! | 3      | `WC`   | write-closed or an error: final, never cleared             |
 //! | 8..    | `tick` | how many times the driver has set readiness (wrapping)    |
 //!
 //! Waiting tasks' wakers sit in a list per direction behind one mutex.
@@ -25,12 +27,22 @@
 //!   loads the word again, unlocks: set now, it goes on as in O1, else it
 //!   returns `Pending`. **O3** on `WouldBlock` it clears its bit only if the
 //!   word still holds the snapshot (same `tick`) it acted on, and starts over.
+//!   A transfer shorter than its buffer may do the same at once (**O3'**,
+//!   `Evented::poll_transfer`): it emptied the receive buffer or filled the
+//!   send buffer, so the next system call would only say `WouldBlock`.
+//!   Neither clears a direction whose closed bit (`RC`/`WC`) the snapshot
+//!   holds.
 //!
 //! # Why no readiness and no wake-up is lost
 //!
 //! *Clearing.* O3's compare-exchange fails when the driver set readiness after
 //! the snapshot (R1 changed `tick`), so a readiness the system call could not
-//! have seen is never erased; the operation then tries again.
+//! have seen is never erased; the operation then tries again. O3' erases a
+//! readiness the transfer acted on, which is safe because epoll is
+//! edge-triggered: bytes (or room) arriving after the transfer raise a new
+//! event, hence a new `tick`. One edge can carry data and the peer's close
+//! together, and the close raises no later edge; so a snapshot with `RC`
+//! (`WC`) never clears `R` (`W`): every later call meets the end itself.
 //!
 //! *Waking.* O2 and R2 take the same mutex. If R2 takes it after O2, R2 finds
 //! O2's waker and R3 wakes it. If R2 takes it before O2, R1 happened before
@@ -59,10 +71,20 @@ impl Direction {
             Direction::Write => WRITABLE,
         }
     }
+
+    #[inline]
+    fn closed_bit(self) -> usize {
+        match self {
+            Direction::Read => READ_CLOSED,
+            Direction::Write => WRITE_CLOSED,
+        }
+    }
 }
 
 pub(crate) const READABLE: usize = 1;
 pub(crate) const WRITABLE: usize = 2;
+pub(crate) const READ_CLOSED: usize = 4;
+pub(crate) const WRITE_CLOSED: usize = 8;
 const BITS: usize = 0xff;
 const TICK_ONE: usize = 1 << 8;
 
@@ -93,7 +115,8 @@ impl ScheduledIo {
         }
     }
 
-    /// R1–R3: the driver saw `bits` (a mix of [`READABLE`] and [`WRITABLE`]).
+    /// R1–R3: the driver saw `bits` (a mix of [`READABLE`], [`WRITABLE`] and
+    /// the closed bits, which come with the direction they close).
     pub(crate) fn set_readiness(&self, bits: usize) {
         // R1. AcqRel: the bits are published to the operation that reads them
         // (O1/O2), and a clear (O3) that lost the race is ordered before.
@@ -145,9 +168,13 @@ impl ScheduledIo {
         Poll::Pending
     }
 
-    /// O3: the system call said `WouldBlock` after `event`; forget that
-    /// readiness unless the driver has set readiness since.
+    /// O3 (and O3'): the system call said `WouldBlock` after `event` (or
+    /// moved less than its buffer); forget that readiness unless the driver
+    /// has set readiness since, or the direction is closed.
     pub(crate) fn clear_readiness(&self, event: ReadyEvent) {
+        if event.word & event.direction.closed_bit() != 0 {
+            return;
+        }
         let _ = self.word.compare_exchange(
             event.word,
             event.word & !event.direction.bit(),
@@ -212,5 +239,46 @@ mod loom_tests {
                 .poll_ready(&mut Context::from_waker(&waker), Direction::Read)
                 .is_ready());
         });
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    fn ready(io: &ScheduledIo, direction: Direction) -> Option<ReadyEvent> {
+        let mut cx = Context::from_waker(Waker::noop());
+        match io.poll_ready(&mut cx, direction) {
+            Poll::Ready(ev) => Some(ev),
+            Poll::Pending => None,
+        }
+    }
+
+    #[test]
+    fn a_clear_forgets_the_readiness_it_acted_on_but_not_a_later_one() {
+        let io = ScheduledIo::new();
+        io.set_readiness(READABLE);
+        let ev = ready(&io, Direction::Read).unwrap();
+        io.clear_readiness(ev);
+        assert!(ready(&io, Direction::Read).is_none());
+        io.set_readiness(READABLE);
+        let stale = ready(&io, Direction::Read).unwrap();
+        io.set_readiness(READABLE);
+        io.clear_readiness(stale);
+        assert!(ready(&io, Direction::Read).is_some());
+    }
+
+    #[test]
+    fn a_closed_direction_stays_ready() {
+        let io = ScheduledIo::new();
+        // Data and the peer's close in one edge: a short read clears nothing.
+        io.set_readiness(READABLE | READ_CLOSED);
+        let ev = ready(&io, Direction::Read).unwrap();
+        io.clear_readiness(ev);
+        assert!(ready(&io, Direction::Read).is_some());
+        io.set_readiness(WRITABLE);
+        let ev = ready(&io, Direction::Write).unwrap();
+        io.clear_readiness(ev);
+        assert!(ready(&io, Direction::Write).is_none());
     }
 }
