@@ -129,7 +129,7 @@ impl Location {
     /// loc.send_tagged(loc.id(), 1, "first").unwrap();
     /// loc.send_tagged(loc.id(), 2, "second").unwrap();
     /// let mut d = loc.try_recv_matching(Match::any().tag(2)).unwrap();
-    /// assert_eq!(d.typed::<&str>().unwrap(), "second");
+    /// assert_eq!(d.take::<&str>().unwrap(), "second");
     /// assert!(loc.try_recv_matching(Match::any().tag(2)).is_none());
     /// assert_eq!(loc.try_recv().unwrap().tag(), Some(1));
     /// ```
