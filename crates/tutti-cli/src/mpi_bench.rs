@@ -97,8 +97,9 @@ pub enum Part {
     Rate,
     /// Overlap of communication with computation.
     Overlap,
-    /// gather, all_gather, scatter, all_to_all(_v), the scans and
-    /// reduce_scatter beside rsmpi's, at 8 B and 64 KiB (any number of ranks).
+    /// barrier, broadcast, reduce, all_reduce, gather, all_gather, scatter,
+    /// all_to_all(_v), the scans and reduce_scatter beside rsmpi's, at 8 B and
+    /// 64 KiB (any number of ranks).
     Collectives,
 }
 
