@@ -22,7 +22,8 @@
 //!   and then computes for `--compute-ms` without calling MPI or the world;
 //!   overlap = (t_comm + t_compute − t_both) / min(t_comm, t_compute), 1 meaning
 //!   the transfer was completely hidden behind the computation.
-//! * **collectives** (`--what collectives`, any number of ranks): gather,
+//! * **collectives** (`--what collectives`, any number of ranks): barrier,
+//!   broadcast, reduce, all-reduce, gather,
 //!   all-gather, scatter, all-to-all(-v), inclusive and exclusive scan and
 //!   reduce-scatter beside rsmpi's, at 8 B and 64 KiB per location, reported
 //!   per call with ratios `time_tutti_over_rsmpi_<collective>_<bytes>` (see
@@ -96,8 +97,9 @@ pub enum Part {
     Rate,
     /// Overlap of communication with computation.
     Overlap,
-    /// gather, all_gather, scatter, all_to_all(_v), the scans and
-    /// reduce_scatter beside rsmpi's, at 8 B and 64 KiB (any number of ranks).
+    /// barrier, broadcast, reduce, all_reduce, gather, all_gather, scatter,
+    /// all_to_all(_v), the scans and reduce_scatter beside rsmpi's, at 8 B and
+    /// 64 KiB (any number of ranks).
     Collectives,
 }
 
@@ -272,7 +274,11 @@ fn run_mpi(a: &MpiBenchArgs) -> Result<Report, String> {
         eprintln!("{}", world.config());
     }
     let plan = a.run.plan();
-    let steps = plan.total() * (5 + 2 * a.sizes.len() + 4 + 2 * 2 * Coll::ALL.len());
+    let coll_rows: usize = Coll::ALL
+        .iter()
+        .map(|c| c.sizes(&COLLECTIVE_BYTES).len())
+        .sum();
+    let steps = plan.total() * (5 + 2 * a.sizes.len() + 4 + 2 * coll_rows);
     let progress = Progress::new(if me == 0 { steps } else { 0 }, a.json);
     let mut report = Report::new("mpi-bench");
     report
@@ -555,7 +561,7 @@ fn collectives(cx: &Ctx<'_>, report: &mut Report, all_ok: &mut bool) {
         ..
     } = *cx;
     for c in Coll::ALL {
-        for bytes in COLLECTIVE_BYTES {
+        for bytes in c.sizes(&COLLECTIVE_BYTES) {
             let words = bytes / 8;
             // About the same wall time per run at either size.
             let reps: u64 = if bytes <= 64 { 1000 } else { 50 };

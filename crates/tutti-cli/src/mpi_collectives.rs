@@ -5,6 +5,10 @@
 //!
 //! | collective     | rsmpi                                  | tutti                      |
 //! |----------------|----------------------------------------|----------------------------|
+//! | barrier        | `barrier` (no bytes: reported as 0 B)  | `Location::barrier`        |
+//! | broadcast      | `broadcast_into`                       | `Location::broadcast`      |
+//! | reduce         | `reduce_into_root` / `reduce_into` (sum)| `Location::reduce`        |
+//! | all_reduce     | `all_reduce_into` (sum)                | `Location::all_reduce`     |
 //! | gather         | `gather_into_root` / `gather_into`     | `Location::gather`         |
 //! | all_gather     | `all_gather_into`                      | `Location::all_gather`     |
 //! | scatter        | `scatter_into_root` / `scatter_into`   | `Location::scatter`        |
@@ -29,6 +33,10 @@ use crate::measure::Run;
 /// The collectives compared.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Coll {
+    Barrier,
+    Broadcast,
+    Reduce,
+    AllReduce,
     Gather,
     AllGather,
     Scatter,
@@ -40,7 +48,11 @@ pub enum Coll {
 }
 
 impl Coll {
-    pub const ALL: [Coll; 8] = [
+    pub const ALL: [Coll; 12] = [
+        Coll::Barrier,
+        Coll::Broadcast,
+        Coll::Reduce,
+        Coll::AllReduce,
         Coll::Gather,
         Coll::AllGather,
         Coll::Scatter,
@@ -53,6 +65,10 @@ impl Coll {
 
     pub fn name(self) -> &'static str {
         match self {
+            Coll::Barrier => "barrier",
+            Coll::Broadcast => "broadcast",
+            Coll::Reduce => "reduce",
+            Coll::AllReduce => "all_reduce",
             Coll::Gather => "gather",
             Coll::AllGather => "all_gather",
             Coll::Scatter => "scatter",
@@ -61,6 +77,14 @@ impl Coll {
             Coll::Scan => "scan",
             Coll::ExclusiveScan => "exclusive_scan",
             Coll::ReduceScatter => "reduce_scatter",
+        }
+    }
+
+    /// Bytes per location it is measured at: a barrier carries none.
+    pub fn sizes(self, sizes: &[usize]) -> Vec<usize> {
+        match self {
+            Coll::Barrier => vec![0],
+            _ => sizes.to_vec(),
         }
     }
 }
@@ -74,6 +98,9 @@ fn word(i: usize, j: usize, n: usize) -> u64 {
 /// The first word location `me` must hold after `c` (`None`: nothing to check).
 fn expected(c: Coll, me: usize, n: usize, from: usize) -> Option<u64> {
     match c {
+        Coll::Barrier => None,
+        Coll::Broadcast => Some(word(0, 0, n)),
+        Coll::Reduce | Coll::AllReduce => Some((0..n).map(|i| word(i, 0, n)).sum()),
         Coll::Gather | Coll::AllGather => Some(word(from, 0, n)),
         Coll::Scatter => Some(word(0, me, n)),
         Coll::AllToAll | Coll::AllToAllV => Some(word(from, me, n)),
@@ -118,6 +145,24 @@ pub async fn tutti(loc: Location, c: Coll, words: usize, reps: u64) -> Run {
     for r in 0..reps {
         let last = r + 1 == reps;
         match c {
+            Coll::Barrier => loc.barrier().await,
+            Coll::Broadcast => {
+                let got = loc.broadcast(root, (me == 0).then(|| block(0, 0))).await;
+                ok &= !last || one(&got, 0);
+            }
+            Coll::Reduce => {
+                let got = loc.reduce(root, block(me, 0), add).await;
+                if last {
+                    ok &= match got {
+                        Some(v) => me == 0 && one(&v, 0),
+                        None => me != 0,
+                    };
+                }
+            }
+            Coll::AllReduce => {
+                let got = loc.all_reduce(block(me, 0), add).await;
+                ok &= !last || one(&got, 0);
+            }
             Coll::Gather => {
                 let got = loc.gather(root, block(me, 0)).await;
                 if last {
@@ -193,12 +238,26 @@ mod raw {
             .collect();
         let mut recv_all = vec![0u64; n * words];
         let mut recv_one = vec![0u64; words];
+        let mut bcast = if me == 0 {
+            send_one.clone()
+        } else {
+            vec![0u64; words]
+        };
         let counts = vec![words as Count; n];
         let displs: Vec<Count> = (0..n).map(|j| (j * words) as Count).collect();
         comm.barrier();
         let start = Instant::now();
         for _ in 0..reps {
             match c {
+                Coll::Barrier => comm.barrier(),
+                Coll::Broadcast => root.broadcast_into(&mut bcast[..]),
+                Coll::Reduce if me == 0 => {
+                    root.reduce_into_root(&send_one[..], &mut recv_one[..], SystemOperation::sum())
+                }
+                Coll::Reduce => root.reduce_into(&send_one[..], SystemOperation::sum()),
+                Coll::AllReduce => {
+                    comm.all_reduce_into(&send_one[..], &mut recv_one[..], SystemOperation::sum())
+                }
                 Coll::Gather if me == 0 => root.gather_into_root(&send_one[..], &mut recv_all[..]),
                 Coll::Gather => root.gather_into(&send_one[..]),
                 Coll::AllGather => comm.all_gather_into(&send_one[..], &mut recv_all[..]),
@@ -229,7 +288,9 @@ mod raw {
         }
         let elapsed: Duration = start.elapsed();
         let ok = match c {
-            Coll::Gather if me != 0 => true,
+            Coll::Barrier => true,
+            Coll::Broadcast => bcast.iter().all(|&x| x == word(0, 0, n)),
+            Coll::Gather | Coll::Reduce if me != 0 => true,
             Coll::Gather | Coll::AllGather | Coll::AllToAll | Coll::AllToAllV => {
                 blocks_ok(c, me, n, recv_all.chunks(words.max(1)))
             }

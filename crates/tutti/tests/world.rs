@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-use tutti::world::{LocationId, World};
+use tutti::world::{LocationId, Match, World};
 
 type Body = fn(&World);
 
@@ -59,6 +59,7 @@ const BODIES: &[(&str, Body)] = &[
         gather_scatter_and_all_to_all,
     ),
     ("scans_and_reduce_scatter", scans_and_reduce_scatter),
+    ("receive_by_source_and_tag", receive_by_source_and_tag),
 ];
 
 fn main() {
@@ -675,5 +676,73 @@ fn scans_and_reduce_scatter(world: &World) {
             })
             .await;
         assert_eq!(got, vec![(me * n) as u32; 3]);
+    });
+}
+
+/// Every location sends every location (itself too) messages with tags 0, 1
+/// (as bytes) and 2, and untagged ones, interleaved; each receiver takes them
+/// out of order — one source's tag 2 first, then every source's tags 0 and 1
+/// from the last source to the first, then the untagged ones with a plain
+/// `recv` — and checks that each (source, tag) stream is complete and in order.
+fn receive_by_source_and_tag(world: &World) {
+    const K: u64 = 30;
+    const UNTAGGED: u64 = 5;
+    world.run(|loc| async move {
+        let n = loc.world().locations();
+        let me = loc.id().index() as u64;
+        for to in 0..n {
+            for k in 0..K {
+                match k % 3 {
+                    1 => loc.send_tagged(id(to), 1, vec![me as u8, k as u8]).unwrap(),
+                    t => loc.send_tagged(id(to), t, (me, k)).unwrap(),
+                }
+                if k % 6 == 0 {
+                    loc.send(id(to), (me, k / 6)).unwrap();
+                }
+            }
+        }
+        let per_tag = K / 3;
+        let first = id((loc.id().index() + 1) % n);
+        let expect = |from: usize, tag: u64, j: u64| (from as u64, j * 3 + tag);
+        for j in 0..per_tag {
+            let mut d = loc.recv_matching(Match::any().source(first).tag(2)).await;
+            assert_eq!((d.from(), d.tag()), (first, Some(2)));
+            assert_eq!(
+                d.typed::<(u64, u64)>().unwrap(),
+                expect(first.index(), 2, j)
+            );
+        }
+        assert!(loc
+            .try_recv_matching(Match::any().source(first).tag(2))
+            .is_none());
+        for from in (0..n).rev() {
+            for tag in [0, 1, 2] {
+                if tag == 2 && id(from) == first {
+                    continue;
+                }
+                for j in 0..per_tag {
+                    let m = Match::any().source(id(from)).tag(tag);
+                    let mut d = loc.recv_matching(m).await;
+                    assert_eq!((d.from(), d.tag()), (id(from), Some(tag)));
+                    let (f, k) = expect(from, tag, j);
+                    if tag == 1 {
+                        assert_eq!(d.bytes().unwrap(), [f as u8, k as u8]);
+                    } else {
+                        assert_eq!(d.typed::<(u64, u64)>().unwrap(), (f, k));
+                    }
+                }
+            }
+        }
+        // Only the untagged messages are left, each sender's in order.
+        let mut next = vec![0u64; n];
+        for _ in 0..n as u64 * UNTAGGED {
+            let mut d = loc.recv().await;
+            assert_eq!(d.tag(), None);
+            let from = d.from().index();
+            assert_eq!(d.typed::<(u64, u64)>().unwrap(), (from as u64, next[from]));
+            next[from] += 1;
+        }
+        assert!(next.iter().all(|&c| c == UNTAGGED));
+        assert!(loc.try_recv().is_none());
     });
 }

@@ -16,8 +16,8 @@
 //!
 //! 1. *Within the rank.* Each location stores its value in the round. The last to
 //!    arrive (the rank's leader for this epoch) folds the values in location order.
-//! 2. *Across ranks* (only with several ranks). The leader spawns a *driver* task
-//!    that runs a binomial tree over the ranks: for reductions it combines its
+//! 2. *Across ranks* (only with several ranks). The leader starts a *driver*
+//!    (a future, not a task) that runs a binomial tree over the ranks: for reductions it combines its
 //!    children's partial results in rank order and sends the result to its parent
 //!    (rank 0 ends up with the fold over all locations in id order, so an
 //!    associative operation need not be commutative), then the result travels back
@@ -34,6 +34,14 @@
 //!    no kind, so a rank that runs a collective as the root of its tree while
 //!    another rank fences at the same point waits — until the cross-rank stall
 //!    check (`stall.rs`) sees every rank stalled and reports both kinds.)
+//!    The leader polls the driver once at once (a leaf sends its part up
+//!    without waiting); after that it is parked in the round and the rank's
+//!    waiting locations poll it while they wait (`drive`), so the frame that
+//!    completes a collective is handled by the location that spins on the
+//!    engine for it, with no task switch. A frame that arrives while no
+//!    location polls it (a non-blocking barrier whose future is not awaited
+//!    yet, a rank that takes no result) hands the driver to the runtime as a
+//!    task of its own, so no rank waits on another's awaiting.
 //! 3. The result is stored in the round and every waiting location of the rank is
 //!    woken; each clones it. The round is removed once every location that needs
 //!    the result has taken it and the driver is done.
@@ -54,14 +62,14 @@ use std::fmt;
 use std::future::Future;
 use std::marker::PhantomData;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::task::{Context, Poll, Waker};
 
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use super::frame::{self, CollectiveTag, Phase};
-use super::rank::Local;
+use super::rank::{Local, Shared};
 use super::transport::Transport;
 use super::Location;
 use crate::loom::{lock, AtomicUsize, Mutex, Ordering};
@@ -168,7 +176,29 @@ struct Round {
     takers: Option<usize>,
     driving: bool,
     wakers: Vec<Option<Waker>>,
+    /// The task polling the driver, to wake when a frame arrives for it.
     driver: Option<Waker>,
+    /// The driver while it waits for a frame between polls (`drive`).
+    parked: Option<Parked>,
+    /// A frame arrived since the driver was last polled.
+    fresh: bool,
+}
+
+/// A rank's driver between polls: the waiting locations poll it (`drive`), so
+/// a collective costs no task; if a frame arrives while none of them polls,
+/// it is spawned on the rank's runtime (`Rounds::incoming`).
+struct Parked {
+    run: Pin<Box<dyn Future<Output = ()> + Send>>,
+    shared: Weak<Shared>,
+}
+
+impl Parked {
+    /// Hands the driver to the rank's runtime (unless the rank has stopped).
+    fn spawn(self) {
+        if let Some(shared) = self.shared.upgrade() {
+            drop(shared.runtime.spawn(self.run));
+        }
+    }
 }
 
 impl Round {
@@ -186,6 +216,8 @@ impl Round {
             driving: false,
             wakers: (0..per_rank).map(|_| None).collect(),
             driver: None,
+            parked: None,
+            fresh: false,
         }
     }
 
@@ -331,8 +363,19 @@ impl Rounds {
                 round.down = Some(value);
             }
         }
-        if let Some(w) = round.driver.take() {
-            w.wake();
+        round.fresh = true;
+        let orphan = match round.driver.take() {
+            Some(w) => {
+                w.wake();
+                None
+            }
+            // Nobody polls the driver (its locations are busy elsewhere, or
+            // this rank takes no result): it runs as a task of its own.
+            None => round.parked.take(),
+        };
+        drop(map);
+        if let Some(p) = orphan {
+            p.spawn();
         }
         Ok(())
     }
@@ -459,19 +502,81 @@ where
             }
         }
     }
-    {
-        let driver = Driver {
-            local: Arc::clone(local),
-            transport: Arc::clone(&shared.transport),
-            epoch,
-            kind,
-            root,
-            op,
-        };
-        // Detached: the driver reports through the round.
-        drop(shared.runtime.spawn(driver.run(partial)));
-    }
+    let driver = Driver {
+        local: Arc::clone(local),
+        transport: Arc::clone(&shared.transport),
+        epoch,
+        kind,
+        root,
+        op,
+    };
+    start(
+        local,
+        epoch,
+        Parked {
+            run: Box::pin(driver.run(partial)),
+            shared: Arc::downgrade(shared),
+        },
+    );
     epoch
+}
+
+/// Runs the leader's driver as far as it goes without waiting (a leaf of the
+/// tree sends its part at once), then parks it in the round for the waiting
+/// locations to poll — or spawns it when this rank has no location that
+/// takes the result (a reduction's non-root rank), so none would poll it.
+fn start(local: &Local, epoch: u64, mut parked: Parked) {
+    let mut cx = Context::from_waker(Waker::noop());
+    loop {
+        if parked.run.as_mut().poll(&mut cx).is_ready() {
+            return;
+        }
+        let mut map = lock(&local.rounds.map);
+        let Some(round) = map.get_mut(&epoch) else {
+            drop(map);
+            local.fail_invariant("a collective round vanished under its driver");
+        };
+        // The no-op waker the driver registered wakes nobody.
+        round.driver = None;
+        if std::mem::take(&mut round.fresh) {
+            continue;
+        }
+        if round.takers == Some(0) {
+            drop(map);
+            parked.spawn();
+        } else {
+            round.parked = Some(parked);
+        }
+        return;
+    }
+}
+
+/// Polls collective `epoch`'s parked driver on behalf of a waiting location
+/// (`cx` is its task's, which a frame for the driver then wakes); again while
+/// frames arrived during the poll.
+fn drive(local: &Local, epoch: u64, cx: &mut Context<'_>) {
+    let mut map = lock(&local.rounds.map);
+    loop {
+        let Some(mut parked) = map.get_mut(&epoch).and_then(|r| r.parked.take()) else {
+            return;
+        };
+        if let Some(round) = map.get_mut(&epoch) {
+            round.fresh = false;
+        }
+        drop(map);
+        let done = parked.run.as_mut().poll(cx).is_ready();
+        map = lock(&local.rounds.map);
+        let Some(round) = map.get_mut(&epoch) else {
+            return;
+        };
+        if done {
+            return;
+        }
+        round.parked = Some(parked);
+        if !round.fresh {
+            return;
+        }
+    }
 }
 
 #[cold]
@@ -697,6 +802,7 @@ pub(crate) fn poll_result<T: Clone + 'static>(
 ) -> Poll<Option<T>> {
     let local = &loc.shared().local;
     let me = loc.local_index();
+    drive(local, epoch, cx);
     let mut map = lock(&local.rounds.map);
     let Some(round) = map.get_mut(&epoch) else {
         drop(map);
@@ -731,14 +837,17 @@ pub(crate) fn poll_result<T: Clone + 'static>(
     Poll::Ready(value)
 }
 
-/// Whether collective `epoch`'s result is there for `loc` to take (a peek that
-/// registers nothing, for a location spinning on the engine).
+/// Whether collective `epoch`'s result is there for `loc` to take, or a frame
+/// for its parked driver arrived (a peek that registers nothing, for a
+/// location spinning on the engine).
 pub(crate) fn is_done(loc: &Location, epoch: u64) -> bool {
     let local = &loc.shared().local;
     let map = lock(&local.rounds.map);
     local.rounds.lost().is_some()
         || map.get(&epoch).is_none_or(|round| {
-            round.result.is_some() || !(round.driving || round.arrived < local.per_rank)
+            round.result.is_some()
+                || !(round.driving || round.arrived < local.per_rank)
+                || (round.fresh && round.parked.is_some())
         })
 }
 
@@ -746,16 +855,27 @@ pub(crate) fn is_done(loc: &Location, epoch: u64) -> bool {
 pub(crate) fn abandon(loc: &Location, epoch: u64) {
     let local = &loc.shared().local;
     let mut map = lock(&local.rounds.map);
+    let mut orphan = None;
     if let Some(round) = map.get_mut(&epoch) {
         round.wakers[loc.local_index()] = None;
         if let Some(t) = round.takers.as_mut() {
             *t = t.saturating_sub(1);
         }
+        // This location may have been the one polling the driver.
+        round.driver = None;
+        orphan = round.parked.take();
         if round.finished(local.per_rank) {
             map.remove(&epoch);
         }
     }
+    drop(map);
+    if let Some(p) = orphan {
+        p.spawn();
+    }
 }
+
+/// Spins of a waiting location between polls of its collective (`Collective`).
+const SPIN_ROUNDS: u32 = 16;
 
 /// Waits for the result of a collective this location has already contributed
 /// to; see the [module documentation](crate::world). `.await` it, or call
@@ -798,14 +918,18 @@ impl<T: Clone + Send + 'static> Future for Collective<'_, T> {
             "tutti: a collective future polled after it completed"
         );
         let mut polled = poll_result::<T>(self.loc, self.epoch, cx);
-        // Spin while neither the result nor a message (which a caller serving
-        // requests while it waits would handle) has arrived.
-        if polled.is_pending()
+        // Spin while neither the result, a frame for the driver nor a message
+        // (which a caller serving requests while it waits would handle) has
+        // arrived; a driver takes one frame per tree level, so a few rounds.
+        let mut rounds = 0;
+        while polled.is_pending()
+            && rounds < SPIN_ROUNDS
             && self
                 .loc
                 .spin_until(|| is_done(self.loc, self.epoch) || self.loc.has_arrived())
         {
             polled = poll_result::<T>(self.loc, self.epoch, cx);
+            rounds += 1;
         }
         match polled {
             Poll::Pending => {

@@ -46,6 +46,8 @@ pub(crate) enum Content {
 /// ```
 pub struct Delivery<'a> {
     from: LocationId,
+    /// The sender's tag (`tag.rs`), taken off the content.
+    tag: Option<u64>,
     content: Content,
     handled: &'a AtomicU64,
     /// Where a large body's buffer goes when the delivery is dropped.
@@ -53,14 +55,17 @@ pub struct Delivery<'a> {
 }
 
 impl<'a> Delivery<'a> {
+    /// A delivery of `content`, whose tag (`tag.rs`) is already taken off.
     pub(crate) fn new(
         from: LocationId,
+        tag: Option<u64>,
         content: Content,
         handled: &'a AtomicU64,
         pool: &'a Pool,
     ) -> Self {
         Delivery {
             from,
+            tag,
             content,
             handled,
             pool,
@@ -70,6 +75,22 @@ impl<'a> Delivery<'a> {
     /// The sending location.
     pub fn from(&self) -> LocationId {
         self.from
+    }
+
+    /// The tag the message was sent with
+    /// ([`send_tagged`](super::Location::send_tagged)), `None` if untagged.
+    ///
+    /// ```
+    /// use tutti::world::World;
+    /// let world = World::builder().locations(1).workers(1).build().unwrap();
+    /// let loc = world.location(0).unwrap();
+    /// loc.send_tagged(loc.id(), 9, 1.5f64).unwrap();
+    /// let mut d = loc.recv_blocking();
+    /// assert_eq!(d.tag(), Some(9));
+    /// assert_eq!(d.typed::<f64>().unwrap(), 1.5);
+    /// ```
+    pub fn tag(&self) -> Option<u64> {
+        self.tag
     }
 
     /// The message's bytes, if it was sent as bytes (always the case for a

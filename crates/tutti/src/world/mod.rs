@@ -153,6 +153,7 @@ mod pool;
 mod rank;
 mod receive;
 mod stall;
+mod tag;
 mod transport;
 mod typed;
 #[allow(clippy::module_inception)]
@@ -172,8 +173,9 @@ pub use config::{
 pub use delivery::Delivery;
 pub use error::{LocationPanic, SendError, WorldError};
 pub use id::LocationId;
-pub use location::{Location, Recv, UntilQuiet};
+pub use location::{Location, Recv, RecvMatching, UntilQuiet};
 pub(crate) use rank::RankDeath;
+pub use tag::Match;
 #[cfg(feature = "mpi")]
 pub(crate) use transport::mpi::Window;
 #[cfg(not(loom))]

@@ -39,16 +39,22 @@ pub(crate) const MAGIC: [u8; 8] = *b"\0tutti:T";
 
 /// `value` as a typed message's bytes for another rank.
 pub(crate) fn encode<T: Serialize>(value: &T) -> Result<Vec<u8>, CodecError> {
+    let mut out = Vec::new();
+    encode_into(value, &mut out)?;
+    Ok(out)
+}
+
+/// [`encode`], appended to `out`.
+pub(crate) fn encode_into<T: Serialize>(value: &T, out: &mut Vec<u8>) -> Result<(), CodecError> {
     let name = std::any::type_name::<T>();
     // Type names longer than 64 KiB do not occur; cut one rather than fail
     // (it still compares equal on every rank, which cuts it alike).
     let name = &name.as_bytes()[..name.len().min(u16::MAX as usize)];
-    let mut out = Vec::with_capacity(MAGIC.len() + 2 + name.len() + 16);
+    out.reserve(MAGIC.len() + 2 + name.len() + 16);
     out.extend_from_slice(&MAGIC);
     out.extend_from_slice(&(name.len() as u16).to_le_bytes());
     out.extend_from_slice(name);
-    codec::encode(value, &mut out)?;
-    Ok(out)
+    codec::encode(value, out)
 }
 
 /// The type name and value bytes of a typed message, `None` if `bytes` are not

@@ -14,10 +14,10 @@ mod recv;
 mod send;
 
 use quiet::Quiet;
-use recv::{Current, Cursor};
+use recv::Current;
 
 pub use quiet::UntilQuiet;
-pub use recv::Recv;
+pub use recv::{Recv, RecvMatching};
 
 use std::fmt;
 use std::sync::Arc;
@@ -68,10 +68,7 @@ impl Location {
         Location {
             world,
             local,
-            cursor: Mutex::new(Current {
-                cursor: Cursor::Idle,
-                phase: 0,
-            }),
+            cursor: Mutex::new(Current::new()),
             quiet: Mutex::new(Quiet::default()),
         }
     }
@@ -142,7 +139,7 @@ impl Location {
     pub fn poll(&self) -> bool {
         self.flush();
         self.progress_now();
-        !matches!(lock(&self.cursor).cursor, Cursor::Idle) || !self.slot().inbox.is_empty()
+        lock(&self.cursor).has_message() || !self.slot().inbox.is_empty()
     }
 
     /// In polling mode, drives the engine once. Waiting futures do not call it:

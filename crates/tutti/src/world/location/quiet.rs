@@ -10,7 +10,6 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use super::recv::Cursor;
 use super::Location;
 use crate::loom::{lock, Ordering};
 use crate::world::collective::{self, Kind, Op};
@@ -120,7 +119,7 @@ impl Location {
                     }
                 }
                 Poll::Pending => {
-                    if !matches!(lock(&self.cursor).cursor, Cursor::Idle) {
+                    if lock(&self.cursor).has_message() {
                         // A later phase's parcel is waiting: only the wave's
                         // result (its waker is registered) can move this on.
                         if self.spin_until(|| collective::is_done(self, epoch)) {

@@ -9,11 +9,14 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
+use std::collections::VecDeque;
+
 use super::Location;
 use crate::loom::lock;
 use crate::world::delivery::{Content, Delivery};
 use crate::world::frame::{next_entry, HEADER};
 use crate::world::inbox::{Parcel, Payload};
+use crate::world::tag::Match;
 use crate::world::LocationId;
 
 /// Where the location is in consuming its inbox's current parcel.
@@ -52,16 +55,42 @@ impl Cursor {
     }
 }
 
-/// The parcel a location is consuming, and the phase it was sent in.
+/// A message out of its parcel, its tag taken off, not yet handed out.
+pub(super) struct Held {
+    from: LocationId,
+    phase: u64,
+    tag: Option<u64>,
+    content: Content,
+}
+
+/// The parcel a location is consuming, the phase it was sent in, and the
+/// messages a matching receive passed over.
 pub(super) struct Current {
     pub(super) cursor: Cursor,
     pub(super) phase: u64,
+    /// Messages taken out of the inbox by a matching receive
+    /// ([`Location::recv_matching`]) that did not match, in arrival order:
+    /// they come before anything still in the cursor or the inbox.
+    pub(super) held: VecDeque<Held>,
 }
 
 impl Current {
+    pub(super) fn new() -> Current {
+        Current {
+            cursor: Cursor::Idle,
+            phase: 0,
+            held: VecDeque::new(),
+        }
+    }
+
     pub(super) fn set(&mut self, p: Parcel) {
         self.phase = p.phase();
         self.cursor = Cursor::of(p);
+    }
+
+    /// Whether a message waits here (held, or in the current parcel).
+    pub(super) fn has_message(&self) -> bool {
+        !self.held.is_empty() || !matches!(self.cursor, Cursor::Idle)
     }
 }
 
@@ -79,28 +108,85 @@ impl Location {
     /// The next message sent in a phase up to `phase`, if one has arrived; a
     /// later phase's parcel stays where it is.
     pub(super) fn next(&self, phase: u64) -> Option<Delivery<'_>> {
-        let d = self.next_parcel(phase);
-        if crate::diag::trace::on() {
-            if let (Some(d), Some(pairs)) = (&d, &self.slot().trace) {
-                pairs.got(d.from().index() as u32, self.id().index() as u32);
-            }
-        }
-        d
+        let mut cur = lock(&self.cursor);
+        let held = match cur.held.front() {
+            Some(h) if h.phase > phase => return None,
+            Some(_) => cur.held.pop_front(),
+            None => self.next_held(&mut cur, phase),
+        };
+        drop(cur);
+        held.map(|h| self.hand_out(h))
     }
 
-    fn next_parcel(&self, phase: u64) -> Option<Delivery<'_>> {
+    /// The next message that `m` matches, if one has arrived (no flush, no
+    /// waiting); the messages before it that do not match stay queued, in
+    /// their order, for later receives.
+    ///
+    /// ```
+    /// use tutti::world::{Match, World};
+    /// let world = World::builder().locations(1).workers(1).build().unwrap();
+    /// let loc = world.location(0).unwrap();
+    /// loc.send_tagged(loc.id(), 1, "first").unwrap();
+    /// loc.send_tagged(loc.id(), 2, "second").unwrap();
+    /// let mut d = loc.try_recv_matching(Match::any().tag(2)).unwrap();
+    /// assert_eq!(d.take::<&str>().unwrap(), "second");
+    /// assert!(loc.try_recv_matching(Match::any().tag(2)).is_none());
+    /// assert_eq!(loc.try_recv().unwrap().tag(), Some(1));
+    /// ```
+    pub fn try_recv_matching(&self, m: Match) -> Option<Delivery<'_>> {
         let mut cur = lock(&self.cursor);
+        let found = match cur.held.iter().position(|h| m.matches(h.from, h.tag)) {
+            Some(i) => cur.held.remove(i),
+            None => loop {
+                let h = self.next_held(&mut cur, u64::MAX)?;
+                if m.matches(h.from, h.tag) {
+                    break Some(h);
+                }
+                cur.held.push_back(h);
+            },
+        };
+        drop(cur);
+        found.map(|h| self.hand_out(h))
+    }
+
+    fn hand_out(&self, h: Held) -> Delivery<'_> {
+        if crate::diag::trace::on() {
+            if let Some(pairs) = &self.slot().trace {
+                pairs.got(h.from.index() as u32, self.id().index() as u32);
+            }
+        }
+        Delivery::new(
+            h.from,
+            h.tag,
+            h.content,
+            &self.slot().handled,
+            &self.shared().local.pool,
+        )
+    }
+
+    /// The next message of the current parcel or the inbox (not the held
+    /// ones) sent in a phase up to `phase`.
+    fn next_held(&self, cur: &mut Current, phase: u64) -> Option<Held> {
         loop {
             if cur.phase > phase && !matches!(cur.cursor, Cursor::Idle) {
                 return None;
             }
+            let held = |from, content| {
+                let (tag, content) = crate::world::tag::untag(content);
+                Some(Held {
+                    from,
+                    phase: cur.phase,
+                    tag,
+                    content,
+                })
+            };
             match std::mem::replace(&mut cur.cursor, Cursor::Idle) {
                 Cursor::Idle => cur.set(self.slot().inbox.pop()?),
-                Cursor::One(from, p) => return Some(self.delivery(from, p)),
+                Cursor::One(from, p) => return held(from, content_of(p)),
                 Cursor::Batch(from, mut items) => {
                     if let Some(p) = items.next() {
                         cur.cursor = Cursor::Batch(from, items);
-                        return Some(self.delivery(from, p));
+                        return held(from, content_of(p));
                     }
                 }
                 Cursor::Frame {
@@ -117,6 +203,7 @@ impl Location {
                                 .fail_invariant("a validated frame ran out of messages");
                         };
                         let content = Content::Shared(Arc::clone(&head), r);
+                        let h = held(from, content);
                         cur.cursor = Cursor::Frame {
                             from,
                             head,
@@ -124,37 +211,14 @@ impl Location {
                             left: left - 1,
                             body,
                         };
-                        return Some(Delivery::new(
-                            from,
-                            content,
-                            &self.slot().handled,
-                            &self.shared().local.pool,
-                        ));
+                        return h;
                     }
                     if let Some(b) = body.take() {
-                        return Some(Delivery::new(
-                            from,
-                            Content::Bytes(b),
-                            &self.slot().handled,
-                            &self.shared().local.pool,
-                        ));
+                        return held(from, Content::Bytes(b));
                     }
                 }
             }
         }
-    }
-
-    fn delivery(&self, from: LocationId, p: Payload) -> Delivery<'_> {
-        let content = match p {
-            Payload::Value(v, name) => Content::Value(v, name),
-            Payload::Bytes(b) => Content::Bytes(b),
-        };
-        Delivery::new(
-            from,
-            content,
-            &self.slot().handled,
-            &self.shared().local.pool,
-        )
     }
 
     /// Receives the next message, waiting (without holding a worker) until one
@@ -181,44 +245,108 @@ impl Location {
         crate::runtime::block_on(self.recv())
     }
 
-    fn poll_recv(&self, cx: &mut Context<'_>) -> Poll<Delivery<'_>> {
-        if let Some(d) = self.try_recv() {
+    /// Receives the next message that `m` matches (from a given source, with
+    /// a given tag, or both: MPI's `source`/`tag` matching), waiting as
+    /// [`recv`](Self::recv) does. The messages that arrive before it and do
+    /// not match stay queued, in arrival order, for the next receives, so
+    /// none is lost and the messages of one sender with one tag arrive in the
+    /// order they were sent.
+    ///
+    /// ```
+    /// use tutti::world::{LocationId, Match, World};
+    /// let world = World::builder().locations(3).workers(2).build().unwrap();
+    /// let got = world.run(|loc| async move {
+    ///     let me = loc.id().index();
+    ///     if me > 0 {
+    ///         loc.send_tagged(LocationId::new(0), me as u64, me * 100).unwrap();
+    ///         return Vec::new();
+    ///     }
+    ///     // Location 2's message first, whenever it comes; then location 1's.
+    ///     let mut out = Vec::new();
+    ///     for from in [2, 1] {
+    ///         let mut d = loc.recv_matching(Match::any().source(LocationId::new(from))).await;
+    ///         out.push((d.tag(), d.typed::<usize>().unwrap()));
+    ///     }
+    ///     out
+    /// });
+    /// assert_eq!(got[0], [(Some(2), 200), (Some(1), 100)]);
+    /// ```
+    ///
+    /// # Panics
+    /// As [`recv`](Self::recv), when the world finds that no message can ever
+    /// come.
+    pub fn recv_matching(&self, m: Match) -> RecvMatching<'_> {
+        RecvMatching { loc: self, m }
+    }
+
+    /// [`recv_matching`](Self::recv_matching) for plain threads (on a worker,
+    /// outside an async task, the worker keeps executing other work meanwhile).
+    ///
+    /// # Panics
+    /// Inside an async task (use `recv_matching(m).await`); and, as `recv`,
+    /// when the world finds that no message can ever come.
+    pub fn recv_matching_blocking(&self, m: Match) -> Delivery<'_> {
+        crate::runtime::block_on(self.recv_matching(m))
+    }
+
+    fn poll_recv(&self, m: Match, cx: &mut Context<'_>) -> Poll<Delivery<'_>> {
+        if let Some(d) = self.try_recv_matching(m) {
             return Poll::Ready(d);
         }
         self.flush();
         if self.spin_until(|| !self.slot().inbox.is_empty()) {
-            if let Some(d) = self.try_recv() {
+            if let Some(d) = self.try_recv_matching(m) {
                 return Poll::Ready(d);
             }
         }
-        if let Some(p) = self.slot().inbox.pop_or_register(cx.waker()) {
+        // Register, then look at what arrived meanwhile, until the inbox is
+        // empty with the waker in place (a parcel that does not match is
+        // held, and the next one looked at).
+        while let Some(p) = self.slot().inbox.pop_or_register(cx.waker()) {
+            // `try_recv_matching` found nothing, so it left the cursor idle.
             lock(&self.cursor).set(p);
-            if let Some(d) = self.try_recv() {
+            if let Some(d) = self.try_recv_matching(m) {
                 return Poll::Ready(d);
             }
-            // An empty batch: look again (after re-registering).
-            cx.waker().wake_by_ref();
-            return Poll::Pending;
         }
+        let what = if m == Match::any() {
+            "waits to receive a message (`Location::recv`)"
+        } else {
+            "waits to receive a matching message (`Location::recv_matching`)"
+        };
         if let Some(d) = crate::diag::node::take_failure() {
             // The cross-rank stall check found that nothing can come (a rank
             // that could send died): the location ends with its report.
             panic!(
-                "tutti::world: location {} cannot finish: it waits to receive a message \
-                 (`Location::recv`) that can never come\n{d}",
+                "tutti::world: location {} cannot finish: it {what} that can never come\n{d}",
                 self.id().index()
             );
         }
         crate::diag::node::note(
             || crate::diag::node::Wait {
                 on: crate::diag::node::On::Unknown,
-                what: crate::diag::node::What::Text(
-                    "waits to receive a message (`Location::recv`)",
-                ),
+                what: crate::diag::node::What::Text(what),
             },
             Some(cx.waker()),
         );
         Poll::Pending
+    }
+}
+
+/// Future of [`Location::recv_matching`].
+#[must_use = "futures do nothing unless polled"]
+#[derive(Debug)]
+pub struct RecvMatching<'a> {
+    loc: &'a Location,
+    m: Match,
+}
+
+impl<'a> Future for RecvMatching<'a> {
+    type Output = Delivery<'a>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Delivery<'a>> {
+        let loc: &'a Location = self.loc;
+        loc.poll_recv(self.m, cx)
     }
 }
 
@@ -234,6 +362,14 @@ impl<'a> Future for Recv<'a> {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Delivery<'a>> {
         let loc: &'a Location = self.loc;
-        loc.poll_recv(cx)
+        loc.poll_recv(Match::any(), cx)
+    }
+}
+
+/// A message's content as a delivery holds it.
+fn content_of(p: Payload) -> Content {
+    match p {
+        Payload::Value(v, name) => Content::Value(v, name),
+        Payload::Bytes(b) => Content::Bytes(b),
     }
 }

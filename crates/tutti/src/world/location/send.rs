@@ -14,7 +14,7 @@ use crate::world::error::SendError;
 use crate::world::inbox::{Parcel, Payload};
 use crate::world::outbox::{Bytes, Outgoing};
 use crate::world::rank::Slot;
-use crate::world::{cast, typed, LocationId};
+use crate::world::{cast, tag, typed, LocationId};
 
 impl Location {
     /// Sends `value` to location `to`, on this rank or another. To a location
@@ -58,6 +58,65 @@ impl Location {
             };
         }
         self.send_local(to, Payload::Value(Box::new(value), type_name::<T>()));
+        Ok(())
+    }
+
+    /// [`send`](Self::send) with a tag: a number of the caller's choosing
+    /// that travels with the message, so that the receiver can take the next
+    /// message with that tag ([`recv_matching`](Self::recv_matching) with
+    /// [`Match::tag`](crate::world::Match::tag)) and leave the others queued
+    /// (MPI's `tag`). The delivery shows it ([`Delivery::tag`](crate::world::Delivery::tag)).
+    /// A `Vec<u8>` goes as bytes, as with `send`.
+    ///
+    /// ```
+    /// use tutti::world::{Match, World};
+    /// let world = World::builder().locations(1).workers(1).build().unwrap();
+    /// let loc = world.location(0).unwrap();
+    /// loc.send_tagged(loc.id(), 7, String::from("data")).unwrap();
+    /// loc.send_tagged(loc.id(), 8, String::from("control")).unwrap();
+    /// let mut d = loc.recv_matching_blocking(Match::any().tag(8));
+    /// assert_eq!(d.typed::<String>().unwrap(), "control");
+    /// assert_eq!(loc.recv_blocking().tag(), Some(7));
+    /// ```
+    pub fn send_tagged<T: Serialize + Any + Send>(
+        &self,
+        to: LocationId,
+        tag: u64,
+        value: T,
+    ) -> Result<(), SendError<T>> {
+        if to.index() >= self.world.locations() {
+            return Err(SendError::NoSuchLocation(to, value));
+        }
+        if self.rank_died(to) {
+            return Err(SendError::RankDied(to, value));
+        }
+        let remote = to.rank(self.world.locations_per_rank()) != self.rank();
+        let value = match cast::<T, Vec<u8>>(value) {
+            Ok(bytes) => {
+                let mut out = Vec::with_capacity(tag::HEADER + bytes.len());
+                out.extend_from_slice(&tag::header(tag));
+                out.extend_from_slice(&bytes);
+                self.push_bytes(to, out);
+                return Ok(());
+            }
+            Err(value) => value,
+        };
+        if remote {
+            let mut out = tag::header(tag).to_vec();
+            return match typed::encode_into(&value, &mut out) {
+                Ok(()) => {
+                    self.push_bytes(to, out);
+                    Ok(())
+                }
+                Err(e) => Err(SendError::Encode(to, value, e.to_string())),
+            };
+        }
+        let tagged = tag::Tagged {
+            tag,
+            value: Box::new(value),
+            name: type_name::<T>(),
+        };
+        self.send_local(to, Payload::Value(Box::new(tagged), type_name::<T>()));
         Ok(())
     }
 
