@@ -162,6 +162,17 @@ impl TcpStream {
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
         self.inner.get().local_addr()
     }
+
+    /// The poll form of [`write`](Self::write) through a shared reference, for
+    /// owners that keep the stream behind an `Arc` (the RPC connections' output
+    /// queues).
+    pub(crate) fn poll_write_shared(
+        &self,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<io::Result<usize>> {
+        self.inner.poll_write(cx, buf)
+    }
 }
 
 stream_kind!(
