@@ -91,8 +91,11 @@ pub(crate) async fn accept(inner: Arc<Inner>, listener: TcpListener) {
 }
 
 /// Turns a client away with the reason, without touching the open
-/// connections: the `Refused` frame is written (best effort, non-blocking),
-/// and the socket lingers briefly so that the client reads it.
+/// connections: the `Refused` frame is written (one non-blocking write), and
+/// the socket lingers briefly, reading what the client sends, so that the
+/// client reads the reason before the socket closes (closing on its unread
+/// hello would reset the connection and lose it). At most `MAX_LINGERING`
+/// refused sockets linger at once; beyond, they close at once.
 fn refuse(inner: &Arc<Inner>, stream: TcpStream, why: String) {
     inner
         .counters
@@ -100,7 +103,7 @@ fn refuse(inner: &Arc<Inner>, stream: TcpStream, why: String) {
         .fetch_add(1, crate::loom::Ordering::Relaxed);
     inner.note_error(format!("refused tcp://{}: {why}", peer_of(&stream)));
     if let Ok(f) = protocol::frame(REFUSED, &why) {
-        let _ = stream.try_write(&f);
+        let _ = stream.write_now(&f);
     }
     let _ = stream.shutdown(std::net::Shutdown::Write);
     if !inner.linger() {
@@ -127,10 +130,20 @@ fn peer_of(s: &TcpStream) -> String {
         .map_or_else(|_| "(gone)".into(), |a| a.to_string())
 }
 
-/// Reads `conn` until it ends, then ends it (once, with the first reason).
+/// Reads `conn` until it ends, then ends it (once, with the first reason;
+/// a failure of its output queue is noted as the endpoint's last error).
 pub(crate) async fn read(inner: Arc<Inner>, conn: Arc<Conn>) {
     let why = read_frames(&inner, &conn).await;
-    let why = conn.failure().unwrap_or(why);
+    if conn.ended.load(crate::loom::Ordering::Acquire) {
+        return;
+    }
+    let why = match conn.failure() {
+        Some(failed) => {
+            inner.note_error(format!("{}: {failed}", conn.peer_url()));
+            failed
+        }
+        None => why,
+    };
     inner.end(&conn, &why);
 }
 

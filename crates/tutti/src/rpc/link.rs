@@ -166,7 +166,7 @@ impl Conn {
         let mut rest = bytes;
         if out.unsent() == 0 {
             while !rest.is_empty() {
-                match self.stream.try_write(rest) {
+                match self.stream.write_now(rest) {
                     Ok(0) => break,
                     Ok(n) => rest = &rest[n..],
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
