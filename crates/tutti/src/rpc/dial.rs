@@ -86,10 +86,7 @@ pub(crate) async fn connection(
                 }
                 None => {
                     dialing.insert(key, Vec::new());
-                    Poll::Ready(Some(Claim {
-                        inner: &**inner,
-                        key,
-                    }))
+                    Poll::Ready(Some(Claim { inner, key }))
                 }
             }
         })
