@@ -162,6 +162,28 @@ impl TcpStream {
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
         self.inner.get().local_addr()
     }
+
+    /// Writes what the socket takes now: one system call, whatever the driver
+    /// last saw of the socket's readiness (a `WouldBlock` here leaves the next
+    /// `poll_write_shared` to find it out again). For writers that keep their
+    /// own queue and must not wait for the driver to first report a fresh
+    /// socket writable (the RPC connections).
+    pub(crate) fn write_now(&self, buf: &[u8]) -> io::Result<usize> {
+        use std::io::Write;
+        let mut s = self.inner.get();
+        s.write(buf)
+    }
+
+    /// The poll form of [`write`](Self::write) through a shared reference, for
+    /// owners that keep the stream behind an `Arc` (the RPC connections' output
+    /// queues).
+    pub(crate) fn poll_write_shared(
+        &self,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<io::Result<usize>> {
+        self.inner.poll_write(cx, buf)
+    }
 }
 
 stream_kind!(

@@ -8,24 +8,20 @@
 
 use std::any::Any;
 use std::collections::HashMap;
-use std::io::{Read, Write};
-use std::net::{Shutdown, SocketAddr, TcpStream};
-use std::os::fd::AsRawFd;
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use mio::unix::SourceFd;
-use mio::{Interest, Registry};
-
+use super::connection::{self, After};
 use super::failure::{Callbacks, Failure};
-use super::link::{Conn, ConnId, Conns, Side};
+use super::link::{Conn, ConnId, Conns, OutLimits, Side};
 use super::protocol::{self, Hello, HELLO, REFUSED, VERSION, WELCOME};
-use super::reactor::{token, After};
-use super::{RpcError, RpcStats};
+use super::RpcStats;
 use crate::call::serve::{self, ServeCounters, Server, Target};
 use crate::call::{CallError, Conversation, Refusal};
-use crate::loom::{lock, AtomicBool, AtomicU64, Mutex, Ordering};
-use crate::msg::codec::{self, Format, Frame, FrameKind, Header, Limits, HEADER_LEN};
+use crate::loom::{lock, AtomicBool, AtomicU64, AtomicUsize, Mutex, Ordering};
+use crate::msg::codec::{self, Format, Frame, FrameKind, Header};
+use crate::runtime::JoinHandle;
 
 pub(crate) struct Config {
     pub(crate) cookie: String,
@@ -33,7 +29,13 @@ pub(crate) struct Config {
     pub(crate) connect_timeout: Duration,
     pub(crate) write_timeout: Duration,
     pub(crate) max_frame: u64,
+    pub(crate) handshake_timeout: Duration,
+    pub(crate) max_connections: usize,
+    pub(crate) max_unsent: usize,
 }
+
+/// Refused clients whose sockets may linger at once (beyond, they close at once).
+const MAX_LINGERING: usize = 64;
 
 /// Counters behind [`RpcStats`]: the calling side's, the connections', and
 /// the core's serving side's (with the last error).
@@ -66,12 +68,17 @@ pub(crate) struct Inner {
     pub(crate) published: Mutex<HashMap<u64, Published>>,
     /// The open connection to each host, per payload format.
     hosts: Mutex<HashMap<(SocketAddr, Format), ConnId>>,
-    /// Held while connecting, so that concurrent first calls share one connection.
-    connecting: Mutex<()>,
+    /// The hosts being connected to now, with the tasks waiting for that
+    /// (`dial.rs`): concurrent first calls share one connection.
+    pub(crate) dialing: Mutex<HashMap<(SocketAddr, Format), Vec<std::task::Waker>>>,
     pub(crate) callbacks: Callbacks,
     pub(crate) counters: Counters,
-    registry: Registry,
-    waker: mio::Waker,
+    /// Incoming connections open now (against `max_connections`).
+    incoming: AtomicUsize,
+    /// Refused clients whose sockets linger now.
+    lingering: AtomicUsize,
+    /// The task accepting clients, if the endpoint listens.
+    acceptor: Mutex<Option<JoinHandle<()>>>,
     closed: AtomicBool,
 }
 
@@ -81,12 +88,7 @@ pub(crate) fn target_of(path: &str) -> u64 {
 }
 
 impl Inner {
-    pub(crate) fn new(
-        config: Config,
-        local: Option<SocketAddr>,
-        registry: Registry,
-        waker: mio::Waker,
-    ) -> Inner {
+    pub(crate) fn new(config: Config, local: Option<SocketAddr>) -> Inner {
         let conns = Arc::new(Conns::default());
         Inner {
             conv: Conversation::new(Arc::clone(&conns)),
@@ -95,11 +97,12 @@ impl Inner {
             local,
             published: Mutex::new(HashMap::new()),
             hosts: Mutex::new(HashMap::new()),
-            connecting: Mutex::new(()),
+            dialing: Mutex::new(HashMap::new()),
             callbacks: Callbacks::default(),
             counters: Counters::default(),
-            registry,
-            waker,
+            incoming: AtomicUsize::new(0),
+            lingering: AtomicUsize::new(0),
+            acceptor: Mutex::new(None),
             closed: AtomicBool::new(false),
         }
     }
@@ -112,10 +115,83 @@ impl Inner {
         self.closed.load(Ordering::Acquire)
     }
 
-    /// Closes the endpoint: the reactor stops and ends every connection.
+    /// Starts accepting clients from `listener` (a task of the runtime).
+    pub(crate) fn listen(self: &Arc<Self>, listener: crate::net::TcpListener) {
+        let task = crate::runtime::spawn(connection::accept(Arc::clone(self), listener));
+        *lock(&self.acceptor) = Some(task);
+    }
+
+    /// Closes the endpoint: it stops accepting, every connection ends and
+    /// every waiting call fails. Returns once the listening socket is closed
+    /// when called from outside the runtime's workers (a worker does not wait
+    /// for the task it may have to run itself).
     pub(crate) fn close(&self) {
-        self.closed.store(true, Ordering::Release);
-        let _ = self.waker.wake();
+        if self.closed.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        if let Some(task) = lock(&self.acceptor).take() {
+            let (tx, rx) = std::sync::mpsc::channel();
+            task.on_finish(move |_| {
+                let _ = tx.send(());
+            });
+            task.abort();
+            if crate::runtime::worker_index().is_none() {
+                let _ = rx.recv_timeout(Duration::from_secs(5));
+            }
+        }
+        self.shut_down();
+    }
+
+    /// Whether a new client may connect: an error naming the limit if
+    /// `max_connections` incoming connections are open (the count is taken
+    /// then, and given back when the connection ends).
+    pub(crate) fn admit(&self) -> Result<(), String> {
+        let max = self.config.max_connections;
+        let mut n = self.incoming.load(Ordering::Relaxed);
+        loop {
+            if n >= max {
+                return Err(format!(
+                    "too many connections: {n} are open and the limit is {max}"
+                ));
+            }
+            // Relaxed: a counter; nothing else is published through it.
+            match self
+                .incoming
+                .compare_exchange(n, n + 1, Ordering::Relaxed, Ordering::Relaxed)
+            {
+                Ok(_) => return Ok(()),
+                Err(now) => n = now,
+            }
+        }
+    }
+
+    /// Whether one more refused client may linger (see `connection::refuse`);
+    /// [`lingered`](Self::lingered) gives the place back.
+    pub(crate) fn linger(&self) -> bool {
+        if self.lingering.fetch_add(1, Ordering::Relaxed) < MAX_LINGERING {
+            true
+        } else {
+            self.lingered();
+            false
+        }
+    }
+
+    pub(crate) fn lingered(&self) {
+        self.lingering.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    /// A connection of this endpoint over `stream`.
+    pub(crate) fn new_conn(
+        &self,
+        stream: crate::net::TcpStream,
+        peer: SocketAddr,
+        side: Side,
+    ) -> Arc<Conn> {
+        let limits = OutLimits {
+            max_unsent: self.config.max_unsent,
+            write_timeout: self.config.write_timeout,
+        };
+        Arc::new(Conn::new(self.conns.next_id(), stream, peer, side, limits))
     }
 
     pub(crate) fn stats(&self) -> RpcStats {
@@ -138,106 +214,35 @@ impl Inner {
         }
     }
 
-    /// Adds a connection and lets the reactor watch it.
-    pub(crate) fn watch(&self, conn: Arc<Conn>) {
-        let fd = conn.stream.as_raw_fd();
-        let id = conn.id;
+    /// Adds a connection and starts its reader task.
+    pub(crate) fn watch(self: &Arc<Self>, conn: Arc<Conn>) {
         self.conns.insert(Arc::clone(&conn));
-        if let Err(e) = self
-            .registry
-            .register(&mut SourceFd(&fd), token(id), Interest::READABLE)
-        {
-            self.end(&conn, &format!("cannot be watched: {e}"));
-        }
+        drop(crate::runtime::spawn(connection::read(
+            Arc::clone(self),
+            conn,
+        )));
     }
 
-    /// The open connection to `addr` in `format`, connecting (with the
-    /// handshake) if there is none: a connection that failed is replaced on
-    /// the next use.
-    pub(crate) fn connection(&self, addr: SocketAddr, format: Format) -> Result<ConnId, RpcError> {
-        if let Some(&id) = lock(&self.hosts).get(&(addr, format)) {
-            return Ok(id);
-        }
-        if self.is_closed() {
-            return Err(RpcError::Endpoint("the endpoint is closed".into()));
-        }
-        let _one = lock(&self.connecting);
-        if let Some(&id) = lock(&self.hosts).get(&(addr, format)) {
-            return Ok(id);
-        }
-        let host = format!("tcp://{addr}");
-        let stream = self.handshake(addr, format, &host)?;
-        let conn = Arc::new(Conn::new(
-            self.conns.next_id(),
-            stream,
-            addr,
-            Side::Outgoing,
-        ));
+    /// Takes over a welcomed socket to `addr` as this endpoint's connection
+    /// to it in `format`, and starts reading it.
+    pub(crate) fn adopt(
+        self: &Arc<Self>,
+        stream: crate::net::TcpStream,
+        addr: SocketAddr,
+        format: Format,
+    ) -> ConnId {
+        let conn = self.new_conn(stream, addr, Side::Outgoing);
         conn.set_format(format);
         let id = conn.id;
         lock(&self.hosts).insert((addr, format), id);
         self.counters.connects.fetch_add(1, Ordering::Relaxed);
         self.watch(conn);
-        Ok(id)
+        id
     }
 
-    /// Connects to `addr` and says hello; the socket once welcomed.
-    fn handshake(
-        &self,
-        addr: SocketAddr,
-        format: Format,
-        host: &str,
-    ) -> Result<TcpStream, RpcError> {
-        let cfg = &self.config;
-        let connect_err = |e: std::io::Error| RpcError::Connect {
-            host: host.to_string(),
-            why: e.to_string(),
-        };
-        let mut s = TcpStream::connect_timeout(&addr, cfg.connect_timeout).map_err(connect_err)?;
-        s.set_nodelay(true).map_err(connect_err)?;
-        s.set_write_timeout(Some(cfg.write_timeout))
-            .map_err(connect_err)?;
-        s.set_read_timeout(Some(cfg.connect_timeout))
-            .map_err(connect_err)?;
-        let hello = Hello {
-            version: VERSION,
-            cookie: cfg.cookie.clone(),
-            format,
-        };
-        let frame = protocol::frame(HELLO, &hello).map_err(|e| RpcError::Encode(e.to_string()))?;
-        s.write_all(&frame).map_err(connect_err)?;
-        // The answer, read exactly: nothing else is sent before it.
-        let refused = |why: String| RpcError::Refused {
-            host: host.to_string(),
-            why,
-        };
-        let mut buf = vec![0u8; HEADER_LEN];
-        s.read_exact(&mut buf)
-            .map_err(|e| refused(format!("no handshake answer: {e}")))?;
-        let small = Limits {
-            max_payload: 64 << 10,
-            ..Limits::DEFAULT
-        };
-        let total = codec::frame_len(&buf, &small)
-            .map_err(|e| refused(format!("not a tutti RPC endpoint: {e}")))?
-            .unwrap_or(HEADER_LEN);
-        buf.resize(total, 0);
-        s.read_exact(&mut buf[HEADER_LEN..])
-            .map_err(|e| refused(format!("a cut handshake answer: {e}")))?;
-        let f = codec::decode_frame(&buf)
-            .map_err(|e| refused(format!("a bad handshake answer: {e}")))?;
-        match (f.header().kind, f.header().msg) {
-            (FrameKind::Control, m) if m == WELCOME => {}
-            (FrameKind::Control, m) if m == REFUSED => {
-                let why: String = f
-                    .decode()
-                    .unwrap_or_else(|e| format!("(undecodable reason: {e})"));
-                return Err(refused(why));
-            }
-            _ => return Err(refused("an answer that is not a handshake".into())),
-        }
-        s.set_read_timeout(None).map_err(connect_err)?;
-        Ok(s)
+    /// The open connection to `addr` in `format`, if there is one.
+    pub(crate) fn host(&self, addr: SocketAddr, format: Format) -> Option<ConnId> {
+        lock(&self.hosts).get(&(addr, format)).copied()
     }
 
     /// The first frame of an accepted connection: it must be a `Hello` with
@@ -308,10 +313,11 @@ impl Inner {
         if conn.ended.swap(true, Ordering::AcqRel) {
             return;
         }
-        let fd = conn.stream.as_raw_fd();
-        let _ = self.registry.deregister(&mut SourceFd(&fd));
-        let _ = conn.stream.shutdown(Shutdown::Both);
+        conn.fail(why.to_string());
         self.conns.remove(conn.id);
+        if conn.side == Side::Incoming {
+            self.incoming.fetch_sub(1, Ordering::Relaxed);
+        }
         lock(&self.hosts).retain(|_, id| *id != conn.id);
         self.counters
             .connections_ended
@@ -334,7 +340,7 @@ impl Inner {
         }
     }
 
-    /// The reactor's last act: every connection ends, every waiting call fails.
+    /// The endpoint's last act: every connection ends, every waiting call fails.
     pub(crate) fn shut_down(&self) {
         for conn in self.conns.drain() {
             self.end(&conn, "the endpoint was closed");

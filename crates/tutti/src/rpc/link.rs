@@ -1,20 +1,39 @@
-//! The RPC endpoint's [`Link`]: its TCP connections. A peer is one connection
-//! ([`ConnId`]); a frame to it is written to the socket at once (calls are
-//! latency-bound, so nothing is held back), under the connection's write lock
-//! so that frames from concurrent callers never interleave. A write that fails
-//! shuts the socket down, so that the reactor — the one place where a
-//! connection's end is handled — sees it fail.
+//! The RPC endpoint's [`Link`]: its TCP connections (`tutti::net` sockets on
+//! the runtime's I/O driver). A peer is one connection ([`ConnId`]).
+//!
+//! **Writing never blocks.** A frame to a peer is written at once with a
+//! non-blocking write (calls are latency-bound, so nothing is held back);
+//! what the socket does not take waits in the connection's output queue, in
+//! order, and one flusher task writes it as the socket drains. Frames from
+//! concurrent writers never interleave: they are appended under the queue's
+//! lock, and a frame goes to the socket directly only when the queue is
+//! empty. So a peer that does not read stalls only its own connection; no
+//! worker ever waits on its socket.
+//!
+//! **Back-pressure, per connection.** The queue is bounded (the endpoint's
+//! `max_unsent`): while it holds more than half of it, the connection's
+//! reader stops reading requests ([`Conn::room`]), so a peer that sends
+//! requests without reading the answers stops being served; a frame that
+//! would take the queue beyond the bound fails the connection (a single frame
+//! larger than the bound is still taken into an empty queue, `max_frame`
+//! bounds it); and a queue that makes no progress for the endpoint's
+//! `write_timeout` fails it too. A failure records its reason and shuts the
+//! socket down, so that the reader — the one place where a connection's end
+//! is handled — ends it with that reason.
 
 use crate::loom::{AtomicBool, AtomicU64, Ordering};
 use std::collections::HashMap;
 use std::fmt;
-use std::io::Write;
-use std::net::{Shutdown, SocketAddr, TcpStream};
+use std::io;
+use std::net::{Shutdown, SocketAddr};
 use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
+use std::time::{Duration, Instant};
 
 use crate::call::{Link, LinkError};
 use crate::loom::{lock, Mutex};
 use crate::msg::codec::Format;
+use crate::net::TcpStream;
 
 /// One connection of an endpoint, as a peer of its conversation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -36,8 +55,38 @@ pub(crate) enum Side {
     Incoming,
 }
 
-/// A TCP connection: the socket (read by the reactor, written by anyone under
-/// `write`), the peer's address and the payload format chosen at connect.
+/// How a connection's output queue is bounded.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct OutLimits {
+    /// Unsent bytes beyond which a frame fails the connection; reading pauses
+    /// above half of it.
+    pub(crate) max_unsent: usize,
+    /// How long unsent bytes may wait without the socket taking any.
+    pub(crate) write_timeout: Duration,
+}
+
+/// The output queue: bytes the socket has not taken yet, in order.
+struct Out {
+    bytes: Vec<u8>,
+    /// Where the unsent bytes start in `bytes`.
+    start: usize,
+    /// Whether a flusher task is writing the queue (at most one is).
+    flushing: bool,
+    /// Why the connection failed, once it has.
+    failed: Option<String>,
+    /// The reader, waiting for the queue to shrink (`Conn::room`).
+    reader: Option<Waker>,
+}
+
+impl Out {
+    fn unsent(&self) -> usize {
+        self.bytes.len() - self.start
+    }
+}
+
+/// A TCP connection: the socket (read by the connection's reader task, written
+/// by anyone through the output queue), the peer's address and the payload
+/// format chosen at connect.
 pub(crate) struct Conn {
     pub(crate) id: ConnId,
     pub(crate) stream: TcpStream,
@@ -46,20 +95,34 @@ pub(crate) struct Conn {
     /// Set by the handshake (an incoming connection's format is the client's
     /// choice, known once its `Hello` has arrived).
     format: AtomicU64,
-    write: Mutex<()>,
+    out: Mutex<Out>,
+    limits: OutLimits,
     /// Set once the connection has ended (its failure is handled once).
     pub(crate) ended: AtomicBool,
 }
 
 impl Conn {
-    pub(crate) fn new(id: ConnId, stream: TcpStream, peer: SocketAddr, side: Side) -> Conn {
+    pub(crate) fn new(
+        id: ConnId,
+        stream: TcpStream,
+        peer: SocketAddr,
+        side: Side,
+        limits: OutLimits,
+    ) -> Conn {
         Conn {
             id,
             stream,
             peer,
             side,
             format: AtomicU64::new(0),
-            write: Mutex::new(()),
+            out: Mutex::new(Out {
+                bytes: Vec::new(),
+                start: 0,
+                flushing: false,
+                failed: None,
+                reader: None,
+            }),
+            limits,
             ended: AtomicBool::new(false),
         }
     }
@@ -83,18 +146,189 @@ impl Conn {
             .store(u64::from(f == Format::Json), Ordering::Relaxed);
     }
 
-    /// Writes whole frames; on failure the socket is shut down (the reactor
-    /// then ends the connection) and the error names the peer.
-    pub(crate) fn write(&self, bytes: &[u8]) -> Result<(), LinkError> {
-        let _w = lock(&self.write);
-        (&self.stream).write_all(bytes).map_err(|e| {
-            let _ = self.stream.shutdown(Shutdown::Both);
-            LinkError {
-                why: format!("{}: {e}", self.peer_url()),
-                rank_died: None,
-            }
-        })
+    fn link_error(&self, why: &str) -> LinkError {
+        LinkError {
+            why: format!("{}: {why}", self.peer_url()),
+            rank_died: None,
+        }
     }
+
+    /// Writes whole frames without blocking: to the socket at once when
+    /// nothing waits before them, else (and for what the socket does not
+    /// take) into the output queue, which a flusher task writes out. An error
+    /// when the connection has failed, or fails now (a write error, a queue
+    /// over its bound: see the module doc); nothing of `bytes` was queued then.
+    pub(crate) fn write(self: &Arc<Self>, bytes: &[u8]) -> Result<(), LinkError> {
+        let mut out = lock(&self.out);
+        if let Some(why) = &out.failed {
+            return Err(self.link_error(why));
+        }
+        let mut rest = bytes;
+        if out.unsent() == 0 {
+            while !rest.is_empty() {
+                match self.stream.write_now(rest) {
+                    Ok(0) => break,
+                    Ok(n) => rest = &rest[n..],
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(e) => {
+                        let why = e.to_string();
+                        self.fail_locked(&mut out, why.clone());
+                        return Err(self.link_error(&why));
+                    }
+                }
+            }
+            if rest.is_empty() {
+                return Ok(());
+            }
+        }
+        let unsent = out.unsent();
+        if unsent > 0 && unsent + rest.len() > self.limits.max_unsent {
+            let why = format!(
+                "the peer does not read: {} bytes wait unsent (the limit is {})",
+                unsent + rest.len(),
+                self.limits.max_unsent
+            );
+            self.fail_locked(&mut out, why.clone());
+            return Err(self.link_error(&why));
+        }
+        if out.start > 0 && out.start >= out.bytes.len() / 2 {
+            let start = out.start;
+            out.bytes.drain(..start);
+            out.start = 0;
+        }
+        out.bytes.extend_from_slice(rest);
+        if !out.flushing {
+            out.flushing = true;
+            drop(out);
+            let conn = Arc::clone(self);
+            drop(crate::runtime::spawn(async move { conn.flush().await }));
+        }
+        Ok(())
+    }
+
+    /// The flusher: writes the queue as the socket takes it, until it is
+    /// empty; fails the connection when the socket takes nothing for
+    /// `write_timeout`.
+    async fn flush(self: Arc<Self>) {
+        loop {
+            let drained = crate::runtime::timeout(
+                self.limits.write_timeout,
+                std::future::poll_fn(|cx| self.poll_flush_some(cx)),
+            )
+            .await;
+            match drained {
+                Ok(true) => return,
+                Ok(false) => {}
+                Err(_) => {
+                    let why = format!(
+                        "the peer took no byte for {:?} ({} bytes wait unsent)",
+                        self.limits.write_timeout,
+                        lock(&self.out).unsent()
+                    );
+                    self.fail(why);
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Writes queued bytes until the socket takes no more: `Ready(true)` when
+    /// the queue is empty (the flusher ends) or the connection failed,
+    /// `Ready(false)` after progress (a fresh `write_timeout` starts),
+    /// `Pending` when the socket took nothing.
+    fn poll_flush_some(&self, cx: &mut Context<'_>) -> Poll<bool> {
+        let mut out = lock(&self.out);
+        let mut progress = false;
+        loop {
+            if out.failed.is_some() {
+                out.flushing = false;
+                return Poll::Ready(true);
+            }
+            if out.unsent() == 0 {
+                out.bytes.clear();
+                out.start = 0;
+                out.flushing = false;
+                if out.bytes.capacity() > self.limits.max_unsent {
+                    out.bytes = Vec::new();
+                }
+                wake_reader(&mut out);
+                return Poll::Ready(true);
+            }
+            let r = self.stream.poll_write_shared(cx, &out.bytes[out.start..]);
+            match r {
+                Poll::Ready(Ok(0)) => {
+                    self.fail_locked(&mut out, "the socket took no more bytes".into());
+                }
+                Poll::Ready(Ok(n)) => {
+                    out.start += n;
+                    progress = true;
+                    if out.unsent() <= self.limits.max_unsent / 2 {
+                        wake_reader(&mut out);
+                    }
+                }
+                Poll::Ready(Err(e)) if e.kind() == io::ErrorKind::Interrupted => {}
+                Poll::Ready(Err(e)) => self.fail_locked(&mut out, e.to_string()),
+                Poll::Pending if progress => return Poll::Ready(false),
+                Poll::Pending => return Poll::Pending,
+            }
+        }
+    }
+
+    /// Ready while the output queue has room for more answers (at most half
+    /// of `max_unsent` waits) or the connection has failed: the reader waits
+    /// here before reading more requests.
+    pub(crate) fn poll_room(&self, cx: &mut Context<'_>) -> Poll<()> {
+        let mut out = lock(&self.out);
+        if out.failed.is_some() || out.unsent() <= self.limits.max_unsent / 2 {
+            out.reader = None;
+            Poll::Ready(())
+        } else {
+            out.reader = Some(cx.waker().clone());
+            Poll::Pending
+        }
+    }
+
+    /// Waits for room in the output queue (see [`poll_room`](Self::poll_room)).
+    pub(crate) async fn room(&self) {
+        std::future::poll_fn(|cx| self.poll_room(cx)).await
+    }
+
+    /// Why the connection failed, if it has.
+    pub(crate) fn failure(&self) -> Option<String> {
+        lock(&self.out).failed.clone()
+    }
+
+    /// Fails the connection (the first reason stays): nothing more is
+    /// written, the socket is shut down and the reader woken, so that it
+    /// ends the connection with this reason.
+    pub(crate) fn fail(&self, why: String) {
+        let mut out = lock(&self.out);
+        self.fail_locked(&mut out, why);
+    }
+
+    fn fail_locked(&self, out: &mut Out, why: String) {
+        if out.failed.is_none() {
+            out.failed = Some(why);
+        }
+        out.bytes = Vec::new();
+        out.start = 0;
+        let _ = self.stream.shutdown(Shutdown::Both);
+        wake_reader(out);
+    }
+}
+
+fn wake_reader(out: &mut Out) {
+    if let Some(w) = out.reader.take() {
+        w.wake();
+    }
+}
+
+/// Deadline arithmetic that cannot overflow.
+pub(crate) fn after(d: Duration) -> Instant {
+    let now = Instant::now();
+    now.checked_add(d)
+        .unwrap_or(now + Duration::from_secs(86_400 * 365))
 }
 
 /// The connections of an endpoint: its link.

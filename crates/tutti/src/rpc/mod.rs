@@ -68,7 +68,16 @@
 //! Frames are the request/reply core's (the internal `call` module): a call is an `Ask`
 //! of the endpoint's conversation, a oneway call a `Tell`, the answer a
 //! `Reply` or a `Fault`; a frame's `target` is the hash of the object's path.
-//! The reactor thread (`reactor.rs`) reads them; see there for why a thread.
+//! Each connection is read by a task of the runtime, woken by its I/O driver
+//! (`connection.rs`); frames are written without ever blocking a worker, and
+//! a connection whose peer does not read its answers is held back alone
+//! (`link.rs`).
+//!
+//! A server protects itself from its clients: a client must complete its
+//! handshake within [`Builder::handshake_timeout`], at most
+//! [`Builder::max_connections`] clients are connected at once (the next one
+//! is refused with a reason), and a client's unsent answers are bounded by
+//! [`Builder::max_unsent`].
 //!
 //! # Failures
 //!
@@ -88,13 +97,14 @@
 //!   documents, but counted on both sides ([`RpcStats::dead_letters`] there,
 //!   [`RpcStats::rejected`] here).
 
+mod connection;
+mod dial;
 mod endpoint;
 mod error;
 mod failure;
 mod link;
 mod protocol;
 mod proxy;
-mod reactor;
 mod url;
 mod vendor;
 
@@ -146,7 +156,8 @@ pub struct RpcStats {
     /// Frames of this endpoint that the other end rejected (including oneway
     /// calls it could not deliver).
     pub rejected: u64,
-    /// Clients refused at the handshake (wrong cookie or version).
+    /// Clients refused: a wrong cookie or version, no handshake within the
+    /// handshake timeout, or over the connection limit.
     pub refused_connections: u64,
     /// Connections this endpoint opened (a reconnection counts again).
     pub connects: u64,
@@ -167,6 +178,9 @@ pub struct Builder {
     connect_timeout: Duration,
     write_timeout: Duration,
     max_frame: u64,
+    handshake_timeout: Duration,
+    max_connections: usize,
+    max_unsent: usize,
 }
 
 impl Builder {
@@ -202,7 +216,10 @@ impl Builder {
         self
     }
 
-    /// How long a write may block before its connection fails (default 10 s).
+    /// How long a connection's unsent frames may wait without the peer
+    /// taking a byte before the connection fails (default 10 s). Writes never
+    /// block a worker: what the socket does not take waits in the
+    /// connection's output queue ([`max_unsent`](Self::max_unsent)).
     pub fn write_timeout(mut self, d: Duration) -> Self {
         self.write_timeout = d;
         self
@@ -215,7 +232,51 @@ impl Builder {
         self
     }
 
-    /// Starts the endpoint: binds its address and starts its reactor thread.
+    /// How long a client may take to send its whole handshake after it
+    /// connected (default 5 s); a client that says nothing, or half a
+    /// handshake, is dropped then, counted in
+    /// [`RpcStats::refused_connections`] and named in
+    /// [`RpcStats::last_error`].
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let rpc = tutti::rpc::Rpc::builder()
+    ///     .handshake_timeout(Duration::from_millis(200))
+    ///     .build()
+    ///     .unwrap();
+    /// let addr = rpc.host_url().unwrap().replace("tcp://", "");
+    /// let _silent = std::net::TcpStream::connect(addr).unwrap();
+    /// while rpc.stats().refused_connections == 0 {
+    ///     std::thread::sleep(Duration::from_millis(10));
+    /// }
+    /// assert!(rpc.stats().last_error.unwrap().contains("no handshake"));
+    /// ```
+    pub fn handshake_timeout(mut self, d: Duration) -> Self {
+        self.handshake_timeout = d;
+        self
+    }
+
+    /// How many clients may be connected at once (default 1024; at least
+    /// 1). A client beyond it is refused: it gets [`RpcError::Refused`]
+    /// naming the limit, and the connections already open are untouched.
+    pub fn max_connections(mut self, n: usize) -> Self {
+        self.max_connections = n.max(1);
+        self
+    }
+
+    /// The bound on a connection's frames written but not yet taken by its
+    /// socket, in bytes (default 4 MiB; at least 64 KiB). While more than
+    /// half of it waits, the server reads no more requests from that client;
+    /// a frame that would go beyond it fails the connection (a single frame
+    /// up to `max_frame` is always taken into an empty queue). So a client
+    /// that does not read its answers holds back only itself.
+    pub fn max_unsent(mut self, bytes: usize) -> Self {
+        self.max_unsent = bytes.max(64 << 10);
+        self
+    }
+
+    /// Starts the endpoint: binds its address and starts accepting clients
+    /// (a task of the current runtime).
     pub fn build(self) -> Result<Rpc, RpcError> {
         let io = |what: &str, e: std::io::Error| RpcError::Endpoint(format!("{what}: {e}"));
         let listener = match &self.listen {
@@ -231,27 +292,25 @@ impl Builder {
             Some(l) => Some(l.local_addr().map_err(|e| io("listener", e))?),
             None => None,
         };
-        let poll = mio::Poll::new().map_err(|e| io("epoll", e))?;
-        let registry = poll.registry().try_clone().map_err(|e| io("epoll", e))?;
-        let waker =
-            mio::Waker::new(poll.registry(), reactor::WAKE).map_err(|e| io("eventfd", e))?;
+        let listener = match listener {
+            Some(l) => Some(crate::net::TcpListener::from_std(l).map_err(|e| io("listener", e))?),
+            None => None,
+        };
         let config = Config {
             cookie: self.cookie,
             deadline: self.deadline,
             connect_timeout: self.connect_timeout,
             write_timeout: self.write_timeout,
             max_frame: self.max_frame,
+            handshake_timeout: self.handshake_timeout,
+            max_connections: self.max_connections,
+            max_unsent: self.max_unsent,
         };
-        let inner = Arc::new(Inner::new(config, local, registry, waker));
-        let r = Arc::clone(&inner);
-        let thread = std::thread::Builder::new()
-            .name("tutti-rpc".into())
-            .spawn(move || reactor::run(r, poll, listener))
-            .map_err(|e| io("reactor thread", e))?;
-        Ok(Rpc {
-            inner,
-            reactor: Some(thread),
-        })
+        let inner = Arc::new(Inner::new(config, local));
+        if let Some(l) = listener {
+            inner.listen(l);
+        }
+        Ok(Rpc { inner })
     }
 }
 
@@ -260,7 +319,6 @@ impl Builder {
 /// still waiting fail with [`RpcError::ConnectionLost`].
 pub struct Rpc {
     inner: Arc<Inner>,
-    reactor: Option<std::thread::JoinHandle<()>>,
 }
 
 impl std::fmt::Debug for Rpc {
@@ -286,6 +344,9 @@ impl Rpc {
             connect_timeout: Duration::from_secs(5),
             write_timeout: Duration::from_secs(10),
             max_frame: 16 << 20,
+            handshake_timeout: Duration::from_secs(5),
+            max_connections: 1024,
+            max_unsent: 4 << 20,
         }
     }
 
@@ -431,21 +492,13 @@ impl Rpc {
         self.inner.stats()
     }
 
-    /// Closes the endpoint (as dropping it does) and waits for its reactor.
-    pub fn close(mut self) {
-        self.stop();
-    }
-
-    fn stop(&mut self) {
-        self.inner.close();
-        if let Some(t) = self.reactor.take() {
-            let _ = t.join();
-        }
-    }
+    /// Closes the endpoint (as dropping it does): it stops listening, every
+    /// connection ends and every waiting call fails.
+    pub fn close(self) {}
 }
 
 impl Drop for Rpc {
     fn drop(&mut self) {
-        self.stop();
+        self.inner.close();
     }
 }

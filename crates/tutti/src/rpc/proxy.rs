@@ -11,7 +11,9 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use super::dial;
 use super::endpoint::{target_of, Inner};
+use super::link::ConnId;
 use super::{RpcError, Url};
 use crate::call::serve::Deliver;
 use crate::call::{with_scratch, Answer, CallError, Question, Refusal, ReplyBody};
@@ -159,7 +161,12 @@ impl<O: Object> Proxy<O> {
                 }
             }
             Route::Remote { addr, format } => {
-                let q = self.ask(*addr, *format, &msg)?;
+                let conn =
+                    match timeout_at(until, dial::connection(&self.inner, *addr, *format)).await {
+                        Ok(conn) => conn?,
+                        Err(_) => return Err(timeout()),
+                    };
+                let q = self.ask(conn, *format, &msg)?;
                 match timeout_at(until, q).await {
                     Ok(answer) => self.answer::<M::Reply>(*format, answer),
                     Err(_) => Err(timeout()),
@@ -208,11 +215,10 @@ impl<O: Object> Proxy<O> {
 
     fn ask<M: Remote>(
         &self,
-        addr: SocketAddr,
+        conn: ConnId,
         format: Format,
         msg: &M,
-    ) -> Result<Question<super::link::ConnId>, RpcError> {
-        let conn = self.inner.connection(addr, format)?;
+    ) -> Result<Question<ConnId>, RpcError> {
         let conv = &self.inner.conv;
         let asked = match format {
             Format::Binary => conv.ask(conn, self.target, M::ID, msg),
@@ -229,7 +235,7 @@ impl<O: Object> Proxy<O> {
     }
 
     fn tell<M: Remote>(&self, addr: SocketAddr, format: Format, msg: &M) -> Result<(), RpcError> {
-        let conn = self.inner.connection(addr, format)?;
+        let conn = dial::connection_blocking(&self.inner, addr, format)?;
         let conv = &self.inner.conv;
         match format {
             Format::Binary => conv

@@ -6,6 +6,7 @@
 //! One file per soak, one variant of [`SoakCommand`] each.
 
 pub mod mpi;
+pub mod rpc;
 pub mod shm;
 
 use clap::Subcommand;
@@ -21,6 +22,11 @@ pub enum SoakCommand {
     /// of a fence: every other rank must end, the job naming the dead rank,
     /// within a bounded time.
     Mpi(mpi::MpiSoakArgs),
+    /// An RPC server under churning clients (calls then vanishing, cut
+    /// frames, garbage, no or half a handshake, half-closes, wrong cookies,
+    /// answers never read) beside well-behaved clients whose every answer is
+    /// checked.
+    Rpc(rpc::RpcSoakArgs),
 }
 
 impl SoakCommand {
@@ -29,6 +35,7 @@ impl SoakCommand {
         match self {
             SoakCommand::Shm(a) => a.json,
             SoakCommand::Mpi(a) => a.json,
+            SoakCommand::Rpc(a) => a.json,
         }
     }
 
@@ -37,6 +44,7 @@ impl SoakCommand {
         match self {
             SoakCommand::Shm(a) => shm::run(a),
             SoakCommand::Mpi(a) => mpi::run(a),
+            SoakCommand::Rpc(a) => rpc::run(a),
         }
     }
 }

@@ -294,7 +294,6 @@ fn thread_label(name: Option<&str>, tid: u32) -> String {
     match name {
         "tutti-mpi" => "mpi engine".into(),
         "tutti-timer" => "timer".into(),
-        "tutti-rpc" => "rpc reactor".into(),
         other => other.into(),
     }
 }
