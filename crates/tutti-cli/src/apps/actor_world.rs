@@ -404,7 +404,7 @@ pub fn run(a: &ActorWorldArgs) -> Result<Report, String> {
         Stats::single(first.answers as f64),
         "answers",
     );
-    let where_ = if transport == TransportKind::Mpi {
+    let where_ = if transport.uses_mpi() {
         "rank 0 to rank P-1"
     } else {
         "location 0 to the last, one process"
