@@ -42,7 +42,7 @@ use crate::mpi_collectives::{self as colls, Coll};
 #[cfg(feature = "mpi")]
 use crate::mpi_raw as raw;
 use crate::report::{Report, Stats};
-use tutti::world::{Location, LocationId, TransportKind, World};
+use tutti::world::{Location, LocationId, World};
 
 /// Arguments of `tutti mpi-bench`.
 #[derive(Args, Debug)]

@@ -17,7 +17,7 @@ use tutti::graph::{
     PortActor, Ports, RunError, Scheme, SendError, Status, Token,
 };
 use tutti::msg::codec::PodVec;
-use tutti::world::{Location, TransportKind, World};
+use tutti::world::{Location, World};
 
 type Body = fn(&World);
 

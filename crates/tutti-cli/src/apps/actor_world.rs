@@ -29,7 +29,7 @@ use serde::{Deserialize, Serialize};
 use tutti::actor::{self, Actor, Addr, Context};
 use tutti::msg::{Dispatch, Handler, Message, Remote};
 use tutti::remote::{Node, RemoteAddr};
-use tutti::world::{TransportKind, World};
+use tutti::world::World;
 
 use crate::measure::RunOpts;
 use crate::report::{Report, Stats};

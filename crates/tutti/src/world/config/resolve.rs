@@ -162,7 +162,7 @@ impl WorldBuilder {
             (t, _) => t,
         };
         Ok(match (chosen, launch) {
-            (TransportKind::Auto, Some(_)) if cfg!(feature = "mpi") => TransportKind::Hybrid,
+            (TransportKind::Auto, Some(_)) if cfg!(feature = "mpi") => TransportKind::Mpi,
             (TransportKind::Auto, Some(l)) if l.size > 1 => {
                 return Err(WorldError::MpiNotBuilt {
                     size: l.size,
@@ -348,15 +348,15 @@ mod tests {
         let launched = env_of(&[("OMPI_COMM_WORLD_SIZE", "2")]);
         let r = WorldBuilder::new().resolve(&launched);
         if cfg!(feature = "mpi") {
-            assert_eq!(r.unwrap().transport(), TransportKind::Hybrid);
+            assert_eq!(r.unwrap().transport(), TransportKind::Mpi);
             let c = WorldBuilder::new()
                 .resolve(&env_of(&[
                     ("OMPI_COMM_WORLD_SIZE", "4"),
-                    ("TUTTI_TRANSPORT", "mpi"),
+                    ("TUTTI_TRANSPORT", "hybrid"),
                     ("TUTTI_HOSTS", "2"),
                 ]))
                 .unwrap();
-            assert_eq!(c.transport(), TransportKind::Mpi);
+            assert_eq!(c.transport(), TransportKind::Hybrid);
             assert_eq!(c.pretend_hosts(), Some(2));
         } else {
             let e = r.unwrap_err();
