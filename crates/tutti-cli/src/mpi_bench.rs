@@ -43,7 +43,7 @@ use crate::mpi_collectives::{self as colls, Coll};
 #[cfg(feature = "mpi")]
 use crate::mpi_raw as raw;
 use crate::report::{Report, Stats};
-use tutti::world::{Location, LocationId, TransportKind, World};
+use tutti::world::{Location, LocationId, World};
 
 /// Arguments of `tutti mpi-bench`.
 #[derive(Args, Debug)]
@@ -260,7 +260,7 @@ fn run_mpi(a: &MpiBenchArgs) -> Result<Report, String> {
     // The collectives run on any number of ranks; the rest between two.
     let only_collectives = a.what.iter().all(|&p| p == Part::Collectives);
     let ranks_ok = world.ranks() == 2 || (only_collectives && world.ranks() >= 2);
-    if !ranks_ok || world.config().transport() != TransportKind::Mpi {
+    if !ranks_ok || !world.config().transport().uses_mpi() {
         return Err(format!(
             "mpi-bench needs exactly 2 MPI ranks, or 2 or more with --what collectives \
              (this is rank {} of {} on {}): run `mpirun -n 2 target/release/tutti mpi-bench`",

@@ -17,7 +17,7 @@ use tutti::graph::{
     PortActor, Ports, RunError, Scheme, SendError, Status, Token,
 };
 use tutti::msg::codec::PodVec;
-use tutti::world::{Location, TransportKind, World};
+use tutti::world::{Location, World};
 
 type Body = fn(&World);
 
@@ -95,7 +95,7 @@ fn builder() -> tutti::graph::GraphBuilder {
 /// Whether one-sided channels can run here: one rank (no channel crosses
 /// ranks), or ranks joined by MPI.
 fn one_sided_runs(world: &World) -> bool {
-    world.ranks() == 1 || world.config().transport() == TransportKind::Mpi
+    world.ranks() == 1 || world.config().transport().uses_mpi()
 }
 
 fn main() {

@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-use tutti::world::{LocationId, Match, World};
+use tutti::world::{LocationId, Match, TransportKind, World};
 
 type Body = fn(&World);
 
@@ -113,6 +113,21 @@ fn ids_and_config(world: &World) {
         text.contains(&format!("rank {} of {}", world.rank(), world.ranks())),
         "{text}"
     );
+    if world.config().transport() == TransportKind::Hybrid {
+        // One machine (as in CI), split into `TUTTI_HOSTS` pretend hosts of
+        // consecutive ranks: the ranks of this one go by the rings.
+        let (n, r) = (world.ranks(), world.rank());
+        let h: usize = std::env::var("TUTTI_HOSTS").map_or(1, |v| v.parse().unwrap());
+        let mates = (0..n).filter(|i| i * h / n == r * h / n).count();
+        if mates > 1 {
+            let want = format!("hybrid: {} host(s), shared memory: system \"mpi-", h.min(n));
+            assert!(text.contains(&want), "{want} in {text}");
+            let want = format!("between the {mates} ranks of this host, MPI between hosts");
+            assert!(text.contains(&want), "{want} in {text}");
+        } else {
+            assert!(!text.contains("hybrid:"), "{text}");
+        }
+    }
     let ids = world.run(|loc| async move { (loc.id(), loc.rank()) });
     assert_eq!(ids.len(), world.locations_per_rank());
     for ((got, rank), want) in ids.into_iter().zip(world.local_locations()) {

@@ -10,7 +10,11 @@
 //! rank 1 a malformed frame; with `root`, `length` and `kind` the ranks call
 //! a collective with arguments that cannot agree (another root, one value too
 //! many for all-to-all, another collective). Either way the job must end with a non-zero status
-//! and a message naming rank 1 and the cause, instead of hanging.
+//! and a message naming rank 1 and the cause, instead of hanging. With
+//! `kill`, rank 1 kills itself (`SIGKILL`, nothing of it runs any more) while
+//! the others wait in a barrier: the launcher takes the job down naming it,
+//! and the hybrid transport's shared-memory segments must be gone from
+//! `/dev/shm` (`.ci/run` checks).
 
 #[path = "common/in_process.rs"]
 mod in_process;
@@ -68,7 +72,22 @@ fn main() {
                 }
             });
         }
-        other => panic!("TUTTI_ABORT_TEST={other:?}: expected panic, frame, root, length or kind"),
+        "kill" => {
+            world.run(|loc| async move {
+                if loc.rank() == 1 {
+                    let pid = std::process::id().to_string();
+                    let _ = std::process::Command::new("kill")
+                        .args(["-9", &pid])
+                        .status();
+                    // `kill` returns before the signal lands.
+                    std::thread::sleep(std::time::Duration::from_secs(60));
+                }
+                loc.barrier().await;
+            });
+        }
+        other => {
+            panic!("TUTTI_ABORT_TEST={other:?}: expected panic, frame, root, length, kind or kill")
+        }
     }
     // A rank may finish its part before the failing one aborts the job;
     // the job as a whole must still fail (checked by `.ci/run`).

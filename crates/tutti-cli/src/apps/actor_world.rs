@@ -29,7 +29,7 @@ use serde::{Deserialize, Serialize};
 use tutti::actor::{self, Actor, Addr, Context};
 use tutti::msg::{Dispatch, Handler, Message, Remote};
 use tutti::remote::{Node, RemoteAddr};
-use tutti::world::{TransportKind, World};
+use tutti::world::World;
 
 use crate::measure::RunOpts;
 use crate::report::{Report, Stats};
@@ -404,7 +404,7 @@ pub fn run(a: &ActorWorldArgs) -> Result<Report, String> {
         Stats::single(first.answers as f64),
         "answers",
     );
-    let where_ = if transport == TransportKind::Mpi {
+    let where_ = if transport.uses_mpi() {
         "rank 0 to rank P-1"
     } else {
         "location 0 to the last, one process"

@@ -529,7 +529,7 @@ mod mpi_rows {
             builder = builder.workers(n);
         }
         let w = builder.build().map_err(|e| e.to_string())?;
-        if w.ranks() != 2 || w.config().transport() != TransportKind::Mpi {
+        if w.ranks() != 2 || !w.config().transport().uses_mpi() {
             return Err(format!(
                 "bench rmi --mpi needs exactly 2 MPI ranks (this is rank {} of {} on {}): \
                  run `mpirun -n 2 target/release/tutti bench rmi --mpi`",

@@ -267,7 +267,7 @@ impl Shared {
         if self.local.ranks > 1
             || matches!(
                 self.config.transport(),
-                TransportKind::Mpi | TransportKind::Shm
+                TransportKind::Mpi | TransportKind::Hybrid | TransportKind::Shm
             )
         {
             self.transport.abort(why)

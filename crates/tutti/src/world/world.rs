@@ -106,10 +106,10 @@ impl World {
             |rank: usize, ranks: usize| Local::new(rank, ranks, per_rank, limits.inline_max());
         let (local, transport): (Arc<Local>, Arc<dyn Transport>) = match config.transport() {
             #[cfg(feature = "mpi")]
-            TransportKind::Mpi => {
+            TransportKind::Mpi | TransportKind::Hybrid => {
                 let pending = super::transport::mpi::Mpi::init(&config)?;
                 let local = make_local(pending.rank(), pending.ranks());
-                let mpi = pending.attach(Arc::clone(&local) as Arc<dyn Sink>);
+                let mpi = pending.attach(Arc::clone(&local) as Arc<dyn Sink>)?;
                 (local, Arc::new(mpi))
             }
             #[cfg(not(loom))]

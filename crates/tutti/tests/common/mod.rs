@@ -6,7 +6,7 @@ use std::time::Duration;
 
 pub mod in_process;
 
-use tutti::world::{launched_by_mpi, TransportKind, World};
+use tutti::world::{launched_by_mpi, World};
 
 /// Runs `run_all` on the world the environment configures when `mpirun` or
 /// `tutti launch` (a named shared-memory system, `TUTTI_SYSTEM`) launched this
@@ -17,7 +17,7 @@ use tutti::world::{launched_by_mpi, TransportKind, World};
 pub fn run_suite(name: &str, shapes: &[(usize, usize, usize)], run_all: impl Fn(&World)) {
     if launched_by_mpi() || std::env::var_os("TUTTI_SYSTEM").is_some() {
         let world = World::from_env().expect("world");
-        if world.config().transport() != TransportKind::Mpi && world.ranks() == 1 {
+        if !world.config().transport().uses_mpi() && world.ranks() == 1 {
             eprintln!("{name}: launched by mpirun without MPI support; running in-process");
         }
         run_all(&world);

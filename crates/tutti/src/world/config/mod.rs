@@ -46,15 +46,22 @@ pub enum TransportKind {
     /// One process of threads: locations exchange typed values, nothing is
     /// serialized.
     InProcess,
-    /// MPI (Open MPI or MPICH through rsmpi): one rank per process.
+    /// MPI (Open MPI or MPICH through rsmpi): one rank per process, every
+    /// frame between ranks by MPI.
     Mpi,
+    /// `TUTTI_TRANSPORT=hybrid` under `mpirun`: MPI between hosts, and
+    /// between the ranks of one host (found with `MPI_Comm_split_type`) the
+    /// shared-memory rings of [`Shm`](TransportKind::Shm), in one segment per
+    /// host that the job creates and removes itself. One rank per process.
+    Hybrid,
     /// Shared memory between the processes of one host, which form a named
     /// system (`TUTTI_SYSTEM`): one rank per process.
     Shm,
 }
 
 impl TransportKind {
-    /// Parses `auto`, `inproc` (or `in-process`, `threads`), `mpi` or `shm`.
+    /// Parses `auto`, `inproc` (or `in-process`, `threads`), `mpi`, `hybrid`
+    /// or `shm`.
     ///
     /// ```
     /// use tutti::world::TransportKind;
@@ -66,9 +73,22 @@ impl TransportKind {
             "auto" => Some(TransportKind::Auto),
             "inproc" | "in-process" | "threads" => Some(TransportKind::InProcess),
             "mpi" => Some(TransportKind::Mpi),
+            "hybrid" => Some(TransportKind::Hybrid),
             "shm" | "shared-memory" => Some(TransportKind::Shm),
             _ => None,
         }
+    }
+
+    /// Whether the ranks are joined by MPI ([`Mpi`](TransportKind::Mpi) or
+    /// [`Hybrid`](TransportKind::Hybrid)).
+    ///
+    /// ```
+    /// use tutti::world::TransportKind;
+    /// assert!(TransportKind::Hybrid.uses_mpi());
+    /// assert!(!TransportKind::Shm.uses_mpi());
+    /// ```
+    pub fn uses_mpi(self) -> bool {
+        matches!(self, TransportKind::Mpi | TransportKind::Hybrid)
     }
 }
 
@@ -78,6 +98,7 @@ impl fmt::Display for TransportKind {
             TransportKind::Auto => "auto",
             TransportKind::InProcess => "in-process",
             TransportKind::Mpi => "mpi",
+            TransportKind::Hybrid => "hybrid (shared memory within a host, MPI between hosts)",
             TransportKind::Shm => "shared memory",
         })
     }
@@ -145,7 +166,8 @@ impl fmt::Display for ProgressMode {
 ///
 /// | variable | builder | meaning | default |
 /// |---|---|---|---|
-/// | `TUTTI_TRANSPORT` | [`transport`](WorldBuilder::transport) | `auto`, `inproc`, `mpi` or `shm` | `auto`: MPI when launched by `mpirun`, shared memory when `TUTTI_SYSTEM` is set, else in-process |
+/// | `TUTTI_TRANSPORT` | [`transport`](WorldBuilder::transport) | `auto`, `inproc`, `mpi`, `hybrid` or `shm` | `auto`: MPI when launched by `mpirun`, shared memory when `TUTTI_SYSTEM` is set, else in-process |
+/// | `TUTTI_HOSTS` | — | hybrid: split the ranks of each host into this many pretend hosts (consecutive ranks together), so one machine exercises the MPI path between hosts and the rings within one | none (the real hosts) |
 /// | `TUTTI_SYSTEM` | [`system`](WorldBuilder::system) | the named system of processes to create or join (shared memory) | none |
 /// | `TUTTI_RANKS` | [`processes`](WorldBuilder::processes) | processes in the named system | none (required with `TUTTI_SYSTEM`) |
 /// | `TUTTI_RANK` | — | this process's rank in the system (set by `tutti launch`) | the first free rank |
@@ -307,6 +329,7 @@ pub struct WorldConfig {
     system: Option<String>,
     processes: usize,
     rank_wanted: Option<usize>,
+    pretend_hosts: Option<usize>,
     pub(crate) rank: usize,
     pub(crate) ranks: usize,
     /// What the transport says about itself (MPI library, thread level).
@@ -314,7 +337,7 @@ pub struct WorldConfig {
 }
 
 impl WorldConfig {
-    /// The transport in use ([`TransportKind::InProcess`] or [`TransportKind::Mpi`]).
+    /// The transport in use (never [`TransportKind::Auto`]).
     pub fn transport(&self) -> TransportKind {
         self.transport
     }
@@ -383,6 +406,12 @@ impl WorldConfig {
         self.rank_wanted
     }
 
+    /// `TUTTI_HOSTS`: pretend hosts per real host (hybrid transport).
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+    pub(crate) fn pretend_hosts(&self) -> Option<usize> {
+        self.pretend_hosts
+    }
+
     /// Warnings from start-up (also printed to stderr once).
     pub fn warnings(&self) -> &[String] {
         &self.warnings
@@ -400,7 +429,7 @@ impl fmt::Display for WorldConfig {
         if !self.engine.is_empty() {
             writeln!(f, "  engine: {}", self.engine)?;
         }
-        if self.transport == TransportKind::Mpi {
+        if self.transport.uses_mpi() {
             writeln!(f, "  progress: {}", self.progress)?;
         }
         writeln!(

@@ -57,7 +57,7 @@ impl WorldBuilder {
             });
         }
         let ranks_here = match transport {
-            TransportKind::Mpi => launch
+            TransportKind::Mpi | TransportKind::Hybrid => launch
                 .as_ref()
                 .map_or(1, |l| l.local_size.unwrap_or(l.size)),
             TransportKind::Shm => processes.unwrap_or(1),
@@ -84,7 +84,7 @@ impl WorldBuilder {
                 "a positive whole number of messages",
             )?
             .unwrap_or(match transport {
-                TransportKind::Mpi => DEFAULT_AGGREGATION_MPI,
+                TransportKind::Mpi | TransportKind::Hybrid => DEFAULT_AGGREGATION_MPI,
                 _ => DEFAULT_AGGREGATION_INPROC,
             });
         let aggregation_bytes = env
@@ -115,6 +115,12 @@ impl WorldBuilder {
                 "thread or poll",
             )?
             .unwrap_or_default();
+        let pretend_hosts = env.count(
+            "TUTTI_HOSTS",
+            None,
+            1,
+            "a positive number of pretend hosts per host",
+        )?;
         Ok(WorldConfig {
             transport,
             locations,
@@ -131,6 +137,7 @@ impl WorldBuilder {
             system,
             processes: processes.unwrap_or(1),
             rank_wanted,
+            pretend_hosts,
             rank: 0,
             ranks: 1,
             engine: String::new(),
@@ -171,7 +178,7 @@ impl WorldBuilder {
                 TransportKind::InProcess
             }
             (TransportKind::Auto, None) => TransportKind::InProcess,
-            (TransportKind::Mpi, _) if !cfg!(feature = "mpi") => {
+            (TransportKind::Mpi | TransportKind::Hybrid, _) if !cfg!(feature = "mpi") => {
                 return Err(WorldError::MpiNotBuilt {
                     size: launch.map_or(1, |l| l.size),
                     var: "TUTTI_TRANSPORT",
@@ -190,7 +197,7 @@ impl WorldBuilder {
     }
 }
 
-const TRANSPORTS: &str = "auto, inproc, mpi or shm";
+const TRANSPORTS: &str = "auto, inproc, mpi, hybrid or shm";
 
 /// The environment as the builder sees it: nothing when it ignores it.
 struct Env<'a> {
@@ -321,6 +328,7 @@ mod tests {
             ("TUTTI_AGGREGATION_BYTES", "61441"),
             ("TUTTI_TRANSPORT", "carrier-pigeon"),
             ("TUTTI_PROGRESS", "sometimes"),
+            ("TUTTI_HOSTS", "0"),
         ] {
             let pairs: &'static [(&'static str, &'static str)] =
                 Box::leak(vec![(var, value)].into_boxed_slice());
@@ -341,6 +349,15 @@ mod tests {
         let r = WorldBuilder::new().resolve(&launched);
         if cfg!(feature = "mpi") {
             assert_eq!(r.unwrap().transport(), TransportKind::Mpi);
+            let c = WorldBuilder::new()
+                .resolve(&env_of(&[
+                    ("OMPI_COMM_WORLD_SIZE", "4"),
+                    ("TUTTI_TRANSPORT", "hybrid"),
+                    ("TUTTI_HOSTS", "2"),
+                ]))
+                .unwrap();
+            assert_eq!(c.transport(), TransportKind::Hybrid);
+            assert_eq!(c.pretend_hosts(), Some(2));
         } else {
             let e = r.unwrap_err();
             assert!(matches!(e, WorldError::MpiNotBuilt { size: 2, .. }), "{e}");

@@ -16,6 +16,7 @@
 //! [`MAX_PARK`]).
 
 mod engine;
+mod host;
 mod raw;
 mod rma;
 mod sum;
@@ -41,7 +42,7 @@ use engine::{Engine, Lent, DEFAULT_CHUNK};
 
 use super::{agree_on_registries, Sink, Transport};
 use crate::msg::{codec, Digest};
-use crate::world::config::{ProgressMode, WorldConfig};
+use crate::world::config::{ProgressMode, TransportKind, WorldConfig};
 use crate::world::error::WorldError;
 use crate::world::frame::Frame;
 use crate::world::inbox::Mailslot;
@@ -78,6 +79,8 @@ struct Hello {
     rank: usize,
     ranks: usize,
     describe: String,
+    /// Hybrid transport with host mates: how to reach them.
+    host: Option<host::Plan>,
 }
 
 /// The engine's home in polling mode.
@@ -86,7 +89,10 @@ type Polled = Arc<Mutex<Option<Engine>>>;
 /// MPI initialized, the world not yet attached: [`Mpi::init`]'s result.
 pub(crate) struct Pending {
     hello: Hello,
-    attach: mpsc::Sender<Arc<dyn Sink>>,
+    /// The world's sink, or why this rank cannot start (the job is then
+    /// taken down: the other ranks wait in start-up collectives).
+    attach: mpsc::Sender<Result<Arc<dyn Sink>, String>>,
+    locations: usize,
     outgoing: Arc<Mailslot<Out>>,
     control: Arc<Mailslot<Command>>,
     polled: Option<(mpsc::Receiver<Engine>, mpsc::Sender<()>)>,
@@ -102,11 +108,30 @@ impl Pending {
         self.hello.ranks
     }
 
-    /// Connects the engine to the world's sink and starts moving frames.
-    pub(crate) fn attach(self, sink: Arc<dyn Sink>) -> Mpi {
+    /// Connects the engine (and the rings to the host mates) to the world's
+    /// sink and starts moving frames.
+    pub(crate) fn attach(self, sink: Arc<dyn Sink>) -> Result<Mpi, WorldError> {
+        let host = match &self.hello.host {
+            Some(plan) => {
+                match host::Mates::start(plan, self.hello.ranks, self.locations, Arc::clone(&sink))
+                {
+                    Ok(m) => Some(m),
+                    Err(e) => {
+                        // The owner thread takes the job down with it.
+                        let _ = self.attach.send(Err(format!(
+                            "rank {}: cannot join the shared-memory system of its host: {e}",
+                            self.hello.rank
+                        )));
+                        let _ = self.owner.join();
+                        return Err(e);
+                    }
+                }
+            }
+            None => None,
+        };
         // The owner thread waits for this; if it has died, its panic is reported
         // when it is joined at shutdown.
-        let _ = self.attach.send(sink);
+        let _ = self.attach.send(Ok(sink));
         let (engine, finalize) = match self.polled {
             Some((engine_rx, finalize)) => match engine_rx.recv() {
                 Ok(e) => (Some(Arc::new(Mutex::new(Some(e)))), Some(finalize)),
@@ -114,16 +139,20 @@ impl Pending {
             },
             None => (None, None),
         };
-        Mpi {
+        Ok(Mpi {
             rank: self.hello.rank,
             ranks: self.hello.ranks,
-            describe: self.hello.describe,
+            describe: match &host {
+                Some(h) => format!("{}; {}", h.describe(), self.hello.describe),
+                None => self.hello.describe,
+            },
+            host,
             outgoing: self.outgoing,
             control: self.control,
             engine,
             finalize,
             owner: Mutex::new(Some(self.owner)),
-        }
+        })
     }
 }
 
@@ -132,6 +161,8 @@ pub(crate) struct Mpi {
     rank: usize,
     ranks: usize,
     describe: String,
+    /// Hybrid transport: the rings to this rank's host mates.
+    host: Option<host::Mates>,
     outgoing: Arc<Mailslot<Out>>,
     control: Arc<Mailslot<Command>>,
     /// Polling mode: the engine, `None` after shutdown.
@@ -188,7 +219,8 @@ impl Mpi {
         let outgoing = Arc::new(Mailslot::new());
         let control = Arc::new(Mailslot::new());
         let (hello_tx, hello_rx) = mpsc::channel::<Result<Hello, WorldError>>();
-        let (attach_tx, attach_rx) = mpsc::channel::<Arc<dyn Sink>>();
+        let (attach_tx, attach_rx) = mpsc::channel::<Result<Arc<dyn Sink>, String>>();
+        let hybrid = (config.transport() == TransportKind::Hybrid).then(|| config.pretend_hosts());
         let (engine_tx, engine_rx) = mpsc::channel::<Engine>();
         let (finalize_tx, finalize_rx) = mpsc::channel::<()>();
         let (out, ctl) = (Arc::clone(&outgoing), Arc::clone(&control));
@@ -199,14 +231,32 @@ impl Mpi {
                     ProgressMode::Thread => Threading::Funneled,
                     ProgressMode::Poll => Threading::Serialized,
                 };
-                let Some(universe) = start_mpi(wanted, mode, per_rank, &digest, &hello_tx) else {
+                let Some((universe, plan)) =
+                    start_mpi(wanted, mode, per_rank, &digest, hybrid, &hello_tx)
+                else {
                     return;
                 };
-                let Ok(sink) = attach_rx.recv() else {
+                let sink = match attach_rx.recv() {
+                    Ok(Ok(sink)) => sink,
+                    Ok(Err(why)) => {
+                        crate::world::say(&why);
+                        universe.world().abort(1)
+                    }
                     // The world did not start after all: finalize and leave.
-                    drop(universe);
-                    return;
+                    Err(_) => {
+                        drop(universe);
+                        return;
+                    }
                 };
+                if let Some(plan) = &plan {
+                    // Every rank has mapped its mates' segments: their names
+                    // can go (`host.rs`). Every rank passes the barrier,
+                    // those alone on their host too.
+                    universe.world().barrier();
+                    if plan.mates.len() > 1 {
+                        host::forget(plan);
+                    }
+                }
                 let engine = Engine::new(universe.world(), out, sink, chunk);
                 match mode {
                     ProgressMode::Thread => progress_thread(engine, ctl),
@@ -236,6 +286,7 @@ impl Mpi {
         Ok(Pending {
             hello,
             attach: attach_tx,
+            locations: config.locations(),
             outgoing,
             control,
             polled: (mode == ProgressMode::Poll).then_some((engine_rx, finalize_tx)),
@@ -271,14 +322,17 @@ impl Mpi {
     }
 }
 
-/// Initializes MPI on the calling (owner) thread and reports to `hello`.
+/// Initializes MPI on the calling (owner) thread and reports to `hello`;
+/// `hybrid` (the pretend hosts, if any) also finds the host mates, whose plan
+/// comes back with the universe when there are any.
 fn start_mpi(
     wanted: Threading,
     mode: ProgressMode,
     per_rank: u64,
     digest: &Digest,
+    hybrid: Option<Option<usize>>,
     hello: &mpsc::Sender<Result<Hello, WorldError>>,
-) -> Option<Universe> {
+) -> Option<(Universe, Option<host::Plan>)> {
     let fail = |why: String| {
         let _ = hello.send(Err(WorldError::Transport(why)));
     };
@@ -332,6 +386,7 @@ fn start_mpi(
         })
         .unwrap_or_else(|| "unknown MPI library".into());
     let (major, minor) = mpi::environment::version();
+    let plan = hybrid.map(|pretend| host::plan(&world, pretend));
     let _ = hello.send(Ok(Hello {
         rank,
         ranks,
@@ -343,8 +398,10 @@ fn start_mpi(
                 ProgressMode::Poll => "polled",
             }
         ),
+        // A host of one rank has no mates to reach.
+        host: plan.clone().filter(|p| p.mates.len() > 1),
     }));
-    Some(universe)
+    Some((universe, plan))
 }
 
 /// Every rank sends every other its registry digest (`MPI_Allgatherv`), and
@@ -453,6 +510,9 @@ impl Transport for Mpi {
     }
 
     fn send(&self, to: usize, frame: Frame) {
+        if let Some((rings, mate)) = self.host.as_ref().and_then(|h| h.route(to)) {
+            return rings.send(mate, frame);
+        }
         // Polling mode: a location that finds the engine free starts its send
         // itself (no trip through the queue).
         let mut frame = frame;
@@ -470,6 +530,9 @@ impl Transport for Mpi {
     }
 
     fn send_borrowed(&self, to: usize, head: Vec<u8>, body: &[u8]) {
+        if let Some((rings, mate)) = self.host.as_ref().and_then(|h| h.route(to)) {
+            return rings.send_borrowed(mate, head, body);
+        }
         let engine_gone = self.engine.as_ref().is_some_and(|e| lock(&**e).is_none());
         if engine_gone || body.is_empty() {
             // Nothing would drive the send: this frame fails like any other
@@ -505,13 +568,14 @@ impl Transport for Mpi {
     }
 
     fn progress(&self) -> bool {
+        let rings = self.host.as_ref().is_some_and(|h| h.shm().progress());
         let Some(e) = &self.engine else {
-            return false;
+            return rings;
         };
         let Ok(mut g) = e.try_lock() else {
-            return false;
+            return rings;
         };
-        g.as_mut().is_some_and(Engine::progress)
+        g.as_mut().is_some_and(Engine::progress) || rings
     }
 
     fn start_sends(&self) {
@@ -525,7 +589,7 @@ impl Transport for Mpi {
     }
 
     fn polled(&self) -> bool {
-        self.engine.is_some()
+        self.engine.is_some() || self.host.as_ref().is_some_and(|h| h.shm().polled())
     }
 
     fn abort(&self, why: &str) -> ! {
@@ -558,6 +622,11 @@ impl Transport for Mpi {
         let Some(owner) = lock(&self.owner).take() else {
             return;
         };
+        // The rings first: every mate has sent its last frame once this
+        // returns, while MPI frames from other hosts wait in MPI.
+        if let Some(h) = &self.host {
+            h.shm().shutdown();
+        }
         match &self.engine {
             Some(e) => {
                 let engine = {

@@ -574,6 +574,18 @@ pub(crate) fn remove_all(name: &str) {
     let _ = sys::unlink(&seg);
 }
 
+/// Removes the name of member `rank`'s first mailbox and, if `system`, of
+/// the system's segment, while the members keep them mapped: a system whose
+/// members all mapped every segment, and which will take in no new process
+/// (the hybrid transport's), then leaves nothing behind however it ends.
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+pub(crate) fn forget(name: &str, rank: usize, system: bool) {
+    let _ = sys::unlink(&mailbox_segment(name, rank, 1));
+    if system {
+        let _ = sys::unlink(&segment(name));
+    }
+}
+
 /// Test hook: `TUTTI_SHM_TEST_STALE_PAUSE_MS=n` pauses a process that
 /// judged a segment stale for `n` ms before it removes it (a test starts
 /// two such processes at once).

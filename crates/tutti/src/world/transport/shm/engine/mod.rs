@@ -404,9 +404,25 @@ impl Shm {
             value: String::new(),
             expected: "the name of the system to create or join",
         })?;
-        let ranks = config.processes();
+        Shm::join(
+            name,
+            config.processes(),
+            config.rank_wanted(),
+            config.locations(),
+        )
+    }
+
+    /// [`init`](Self::init) with the settings given: system `name` of
+    /// `ranks` processes, this one rank `rank_wanted` (else the first free),
+    /// every rank with `locations` locations.
+    pub(crate) fn join(
+        name: &str,
+        ranks: usize,
+        rank_wanted: Option<usize>,
+        locations: usize,
+    ) -> Result<Pending, WorldError> {
         let system = System::open_or_create(name, ranks)?;
-        let rank = system.claim(config.rank_wanted())?;
+        let rank = system.claim(rank_wanted)?;
         let incarnation = system.incarnation(rank);
         let mine = match MailboxMap::create(name, rank, incarnation) {
             Ok(m) => m,
@@ -419,7 +435,7 @@ impl Shm {
         codec::encode(&crate::msg::registered().digest(), &mut digest).map_err(|e| {
             WorldError::Transport(format!("cannot encode the message registry digest: {e}"))
         })?;
-        system.ready(rank, config.locations(), &digest)?;
+        system.ready(rank, locations, &digest)?;
         let h = system.header();
         let timeout = std::env::var("TUTTI_SHM_TIMEOUT_S")
             .ok()
@@ -437,9 +453,9 @@ impl Shm {
                 let state = h.members[r].state.get();
                 // Published before READY, kept after the member ends.
                 let theirs = h.members[r].per_rank.load(Ordering::Relaxed) as usize;
-                if matches!(state, READY | LEAVING | LEFT) && theirs != config.locations() {
+                if matches!(state, READY | LEAVING | LEFT) && theirs != locations {
                     return Err(leave(WorldError::LocationsDiffer {
-                        here: config.locations(),
+                        here: locations,
                         there: theirs,
                         rank: r,
                     }));
@@ -478,9 +494,9 @@ impl Shm {
         }
         for r in 0..ranks {
             let theirs = h.members[r].per_rank.load(Ordering::Relaxed) as usize;
-            if theirs != config.locations() {
+            if theirs != locations {
                 return Err(leave(WorldError::LocationsDiffer {
-                    here: config.locations(),
+                    here: locations,
                     there: theirs,
                     rank: r,
                 }));
