@@ -139,23 +139,46 @@ pub(crate) struct Node {
 
 static NEXT_ID: unmodelled::AtomicU64 = unmodelled::AtomicU64::new(1);
 
+/// Stripes of the waiting count (see [`waiting`]); fewer under loom, so that the models
+/// still see two nodes share one.
+#[cfg(not(loom))]
+const STRIPES: usize = 64;
+#[cfg(loom)]
+const STRIPES: usize = 2;
+
+/// One stripe of the waiting count, on a cache line of its own.
+#[repr(align(128))]
+struct Stripe(AtomicUsize);
+
 /// How many nodes are blocked on a wait that names whom it waits for: the detector's
 /// graph has an edge only then, so with none it has nothing to look at. Changed only by
 /// a node's own poll (`Entered::leave`, its `counted` flag in step) and its drop.
-fn waiting() -> &'static AtomicUsize {
+///
+/// The count is striped by node id: node `id` counts in stripe `id % STRIPES`, always
+/// the same one, so every stripe is the number of its counted nodes (never below zero)
+/// and nodes polled on different workers (two locations in a fence, two actors in a
+/// `sync_rmi` ping-pong) change different cache lines instead of one line that both
+/// workers pull back and forth on every block and unblock. The detector sums on demand
+/// ([`any_waiting`]); that is at idle time only.
+fn waiting(id: u64) -> &'static AtomicUsize {
+    &stripes()[(id % STRIPES as u64) as usize].0
+}
+
+fn stripes() -> &'static [Stripe; STRIPES] {
     #[cfg(not(loom))]
-    static WAITING: AtomicUsize = AtomicUsize::new(0);
+    static WAITING: [Stripe; STRIPES] = [const { Stripe(AtomicUsize::new(0)) }; STRIPES];
     #[cfg(loom)]
     loom::lazy_static! {
-        static ref WAITING: AtomicUsize = AtomicUsize::new(0);
+        static ref WAITING: [Stripe; STRIPES] = std::array::from_fn(|_| Stripe(AtomicUsize::new(0)));
     }
     &WAITING
 }
 
-/// Whether some node is blocked on a wait with an edge (see [`waiting`]).
-#[inline]
+/// Whether some node is blocked on a wait with an edge (see [`waiting`]). A node
+/// counted throughout the call keeps its stripe above zero meanwhile, so it is seen,
+/// as with one counter; a node counted or uncounted during the call may or may not be.
 pub(crate) fn any_waiting() -> bool {
-    waiting().load(Ordering::Acquire) > 0
+    stripes().iter().any(|s| s.0.load(Ordering::Acquire) > 0)
 }
 static NODES: unmodelled::Mutex<Vec<Weak<Node>>> = unmodelled::Mutex::new(Vec::new());
 
@@ -286,9 +309,9 @@ impl Node {
     fn set_counted(&self, counted: bool) {
         self.counted.store(counted, Ordering::Relaxed);
         if counted {
-            waiting().fetch_add(1, Ordering::Release);
+            waiting(self.id).fetch_add(1, Ordering::Release);
         } else {
-            waiting().fetch_sub(1, Ordering::Release);
+            waiting(self.id).fetch_sub(1, Ordering::Release);
         }
     }
 
@@ -329,7 +352,7 @@ impl Node {
 impl Drop for Node {
     fn drop(&mut self) {
         if self.counted.load(Ordering::Relaxed) {
-            waiting().fetch_sub(1, Ordering::Release);
+            waiting(self.id).fetch_sub(1, Ordering::Release);
         }
     }
 }

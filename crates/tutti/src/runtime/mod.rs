@@ -21,7 +21,8 @@
 //!
 //! Idle workers spin briefly, then park (see `sleep.rs` for the protocol and
 //! its proof sketch); [`IdleStrategy`] selects the policy. Timers
-//! ([`sleep`], [`timeout`]) run on one lazily started timer thread.
+//! ([`sleep`], [`timeout`]) run on one lazily started timer thread, and busy
+//! workers fire due timers between jobs (`timer.rs`).
 //!
 //! Every free function has a [`Runtime`] method twin. Free functions use the
 //! *current* runtime: the one whose worker is calling, else the one entered by

@@ -486,6 +486,10 @@ impl WorkerThread {
             if idle {
                 self.registry.begin_idle_search();
             }
+            // A timer due now wakes its task before the search, which then finds it
+            // (first, when it is of high priority): `timer.rs`, "Busy workers fire due
+            // timers too".
+            super::timer::fire_due_here();
             let found = self.find_work();
             if idle {
                 if found.is_some() {
