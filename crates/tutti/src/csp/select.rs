@@ -10,6 +10,7 @@
 /// tutti::select! {
 ///     recv(rx) -> msg => …,             // msg: Result<T, RecvError>
 ///     send(tx, value) -> res => …,      // res: Result<(), SendError<T>>
+///     future(fut) -> out => …,          // out: fut's output (any `Future`)
 ///     recv(other) -> msg if ready => …, // a pre-condition: a false one disables the guard
 ///     timeout(duration) => …,           // or deadline(instant) => …
 ///     default => …,                     // fires if no other guard is ready, wherever written
@@ -110,6 +111,9 @@ macro_rules! __select_parse {
     ($how:tt [$($arms:tt)*] send($tx:expr, $value:expr) -> $pat:pat $(if $cond:expr)? => $($rest:tt)*) => {
         $crate::__select_body!($how [$($arms)*] [send ($tx, $value) ($pat) ($(($cond))? (true))] $($rest)*)
     };
+    ($how:tt [$($arms:tt)*] future($f:expr) -> $pat:pat $(if $cond:expr)? => $($rest:tt)*) => {
+        $crate::__select_body!($how [$($arms)*] [future ($f) ($pat) ($(($cond))? (true))] $($rest)*)
+    };
     ($how:tt [$($arms:tt)*] timeout($d:expr) $(if $cond:expr)? => $($rest:tt)*) => {
         $crate::__select_body!($how [$($arms)*] [timeout ($d) (()) ($(($cond))? (true))] $($rest)*)
     };
@@ -122,7 +126,8 @@ macro_rules! __select_parse {
     ($how:tt [$($arms:tt)*] $($bad:tt)+) => {
         ::core::compile_error!(
             "tutti::select!: expected `recv(rx) -> pat => …`, `send(tx, value) -> pat => …`, \
-             `timeout(d) => …`, `deadline(at) => …` or `default => …` (each optionally with \
+             `future(fut) -> pat => …`, `timeout(d) => …`, `deadline(at) => …` or \
+             `default => …` (each optionally with \
              `if condition` before `=>`), separated by commas"
         )
     };
@@ -181,7 +186,12 @@ macro_rules! __select_bind {
 macro_rules! __select_run {
     (($($how:tt)*) [$([$kind:ident $idx:tt $g:ident ($($v:ident)?) $o:ident $pat:tt ($cond:expr) $body:tt])*]) => {{
         let mut __alt = $crate::csp::Alt::new();
-        $( __alt = $crate::__select_add!(__alt, $kind, $g, ($($v)?)).when($cond); )*
+        // Each guard's binding becomes what its branch takes the outcome with.
+        $(
+            #[allow(clippy::let_unit_value, unused_variables)]
+            let $g = $crate::__select_add!(__alt, $kind, $g, ($($v)?));
+            __alt = __alt.when($cond);
+        )*
         {
             let __sel = __alt.$($how)*;
             let __i = __sel.index();
@@ -199,25 +209,31 @@ macro_rules! __select_run {
     }};
 }
 
-/// Adds one guard to the `Alt` being built.
+/// Adds one guard to the `Alt` being built; its value is what the branch takes the
+/// outcome with (the channel end, or a future guard's handle).
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __select_add {
-    ($alt:ident, recv, $g:ident, ()) => {
-        $alt.recv($g)
-    };
-    ($alt:ident, send, $g:ident, ($v:ident)) => {
-        $alt.send($g, $v)
+    ($alt:ident, recv, $g:ident, ()) => {{
+        $alt = $alt.recv($g);
+        $g
+    }};
+    ($alt:ident, send, $g:ident, ($v:ident)) => {{
+        $alt = $alt.send($g, $v);
+        $g
+    }};
+    ($alt:ident, future, $g:ident, ()) => {
+        $alt.future($g)
     };
     ($alt:ident, timeout, $g:ident, ()) => {
-        $alt.timeout($g)
+        $alt = $alt.timeout($g)
     };
     ($alt:ident, deadline, $g:ident, ()) => {
-        $alt.deadline($g)
+        $alt = $alt.deadline($g)
     };
     ($alt:ident, default, $g:ident, ()) => {{
         let () = $g;
-        $alt.fallback()
+        $alt = $alt.fallback()
     }};
 }
 
@@ -230,6 +246,9 @@ macro_rules! __select_take {
     };
     ($sel:ident, send, $g:ident, $o:ident) => {
         $o = ::core::option::Option::Some($sel.sent($g))
+    };
+    ($sel:ident, future, $g:ident, $o:ident) => {
+        $o = ::core::option::Option::Some($sel.output(&$g))
     };
     ($sel:ident, $kind:ident, $g:ident, $o:ident) => {{
         ::core::mem::drop($sel);

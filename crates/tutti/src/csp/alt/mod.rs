@@ -3,8 +3,9 @@
 //!
 //! An [`Alt`] holds a set of guards built at run time: channel inputs
 //! ([`recv`](Alt::recv)), channel outputs ([`send`](Alt::send), which offers a value),
-//! timeouts ([`timeout`](Alt::timeout), [`deadline`](Alt::deadline)),
-//! [`skip`](Alt::skip) (always ready) and [`fallback`](Alt::fallback) (ready when no other
+//! timeouts ([`timeout`](Alt::timeout), [`deadline`](Alt::deadline)), any future
+//! ([`future`](Alt::future): an actor's `ask`, a `JoinHandle`, an RMI or RPC call, a
+//! `DataflowVar` read; see `alt/future.rs`), [`skip`](Alt::skip) (always ready) and [`fallback`](Alt::fallback) (ready when no other
 //! guard is: `select!`'s `default`), each with an optional boolean pre-condition
 //! ([`when`](Alt::when)). A selection fires **exactly one** enabled guard and reports its
 //! index in a [`Selected`]: for an input guard the value has already been received and is
@@ -50,7 +51,8 @@
 //!    buffer, deciding that counterpart if it is waiting (an `Alt` counterpart by winning
 //!    the CAS of *its* selector; one that lost its own round is skipped) — or finds the
 //!    channel ended; then it sets `SELECTED(i)` (nobody else can decide an unregistered
-//!    round) and the round is over. `skip` and an elapsed timeout fire the same way; a
+//!    round) and the round is over. `skip`, an elapsed timeout and a future that polls
+//!    `Ready` (futures are polled only here, with nothing queued) fire the same way; a
 //!    `fallback` fires so once the look found nothing else ready.
 //! 3. *Register* (only when waiting is allowed, and nothing fired): the owner stores its
 //!    waker, then for each guard in priority order, under its channel's lock, queues the
@@ -58,7 +60,9 @@
 //!    the look): then the owner withdraws (`WAITING → ABORTED` by CAS), removes every
 //!    waiter it queued and goes back to step 1. Timeouts arm the timer with the waker.
 //! 4. *Wait.* The owner returns `Pending`; each later poll reads the state (`Acquire`),
-//!    and a timer that has passed fires its guard by the CAS.
+//!    and a timer that has passed fires its guard by the CAS. With future guards, a
+//!    poll that finds the round undecided withdraws it (step 7) and starts a new one, so
+//!    that the futures are polled in a look.
 //! 5. *Counterpart.* A party with nothing queued — a plain send or receive, or another
 //!    `Alt` looking — meets a queued waiter under the channel's lock: it pops it, clones
 //!    the owner's waker, moves the value (into an input guard's slot; out of an output
@@ -134,6 +138,7 @@
 //! output guard racing a close, and two `Alt`s meeting on one channel (one offering, one
 //! receiving).
 
+mod future;
 pub(crate) mod guard;
 mod input;
 mod output;
@@ -148,10 +153,12 @@ use crate::runtime::Deadline;
 use super::rx::Rx;
 use super::tx::Tx;
 use super::waiter::{Selector, Status};
+use future::{FutureGuard, Guarded};
 use guard::{Aliased, Direction, Enable, Guard};
 use input::InputGuard;
 use output::OutputGuard;
 
+pub use future::FutureArm;
 pub use selected::{SelectFuture, Selected};
 
 /// A set of guards to select from, built at run time; see the [module docs](crate::csp).
@@ -211,6 +218,10 @@ pub struct Alt<'a> {
     /// was the same (see `select_blocking_in`).
     last_fired: usize,
     repeated: bool,
+    /// This `Alt`'s identity for [`FutureArm`]s (0 until its first future guard).
+    id: u64,
+    /// Some guard is a future: a wake-up restarts the round (`future.rs`).
+    has_futures: bool,
 }
 
 /// One guard and its per-round bookkeeping.
@@ -232,6 +243,8 @@ enum Kind<'a> {
         after: Option<Duration>,
         deadline: Deadline,
     },
+    /// A future, polled only while nothing of the `Alt` is queued (`future.rs`).
+    Future(Box<dyn FutureGuard + 'a>),
     /// Always ready.
     Skip,
     /// Ready when no other enabled guard is, at the look (Go's `default`).
@@ -331,6 +344,8 @@ impl<'a> Alt<'a> {
             in_round: false,
             last_fired: usize::MAX,
             repeated: false,
+            id: 0,
+            has_futures: false,
         }
     }
 
@@ -491,6 +506,55 @@ impl<'a> Alt<'a> {
         // channel is invariant in its value type); no round is under way.
         unsafe { guard.swap_value((&mut slot as *mut Option<T>).cast()) };
         slot
+    }
+
+    /// Adds a future guard: ready when `future` completes (an actor's `ask`, a
+    /// `sync_rmi`, an RPC call, a `JoinHandle`, a `DataflowVar` read, a barrier's
+    /// `sync`, …). Returns the handle that takes its output from the [`Selected`]
+    /// ([`Selected::output`]).
+    ///
+    /// The `Alt` polls the future with its own waker, and only while it has nothing
+    /// queued on any channel, so a future's output is produced only for a selection that
+    /// the future wins: if another guard fires, the future has not completed (its
+    /// event — a reply, a join — is still to come). The guard owns `future`: it is
+    /// dropped with the `Alt` (cancelling it) unless it fired. Pass `&mut fut` (an
+    /// `Unpin` future, or a pinned one) to keep a losing future and poll it again
+    /// later. Once its output is taken, the guard is spent and selections skip it.
+    ///
+    /// ```
+    /// use tutti::csp::{channel, Alt};
+    ///
+    /// tutti::block_on(async {
+    ///     let (_tx, rx) = channel::<u32>();
+    ///     let job = tutti::spawn(async { 6 * 7 });
+    ///     let mut alt = Alt::new().recv(&rx);
+    ///     let joined = alt.future(job);
+    ///     let sel = alt.select().await;
+    ///     assert_eq!(sel.index(), joined.index());
+    ///     assert_eq!(sel.output(&joined), 42);
+    /// });
+    /// ```
+    pub fn future<F>(&mut self, future: F) -> FutureArm<F::Output>
+    where
+        F: std::future::Future + Send + 'a,
+        F::Output: Send,
+    {
+        // A leaked selection's round may still be under way: end it first.
+        self.abandon();
+        if self.id == 0 {
+            use crate::loom::{unmodelled::AtomicU64, Ordering};
+            // Relaxed: the id only has to be unique.
+            static NEXT: AtomicU64 = AtomicU64::new(1);
+            self.id = NEXT.fetch_add(1, Ordering::Relaxed);
+        }
+        self.has_futures = true;
+        let index = self.guards.len();
+        self.guards.push(Entry {
+            kind: Kind::Future(Box::new(Guarded::new(future))),
+            enabled: true,
+            waiting: false,
+        });
+        FutureArm::new(self.id, index)
     }
 
     /// Adds a timeout guard: ready once `after` has passed since the start of the
@@ -788,6 +852,10 @@ impl<'a> Alt<'a> {
         if let Some(k) = self.poll_timeouts(cx) {
             return Poll::Ready(self.finish(k, mode));
         }
+        // A future may be ready: it is polled only in a look, with nothing queued.
+        if self.has_futures {
+            return self.restart_round(mode, cx);
+        }
         if self.selector.get().will_wake(cx.waker()) {
             self.note_waits();
             return Poll::Pending;
@@ -812,7 +880,8 @@ impl<'a> Alt<'a> {
         for e in self.guards.iter().filter(|e| e.waiting) {
             match &e.kind {
                 Kind::Event(g) => g.get().note_wait(),
-                Kind::Timeout { .. } => crate::csp::deadlock::note_open(),
+                // The detector cannot see what a timer or a foreign future waits for.
+                Kind::Timeout { .. } | Kind::Future(_) => crate::csp::deadlock::note_open(),
                 Kind::Skip | Kind::Fallback => {}
             }
         }
@@ -862,7 +931,7 @@ impl<'a> Alt<'a> {
             let sel = self.selector.get();
             sel.reset();
             self.in_round = true;
-            if let Some(k) = self.look(first) {
+            if let Some(k) = self.look(first, cx.as_deref_mut()) {
                 return Some(k);
             }
             let cx = cx.as_deref_mut()?;
@@ -897,7 +966,7 @@ impl<'a> Alt<'a> {
     /// Step 2a, look: with nothing of ours queued anywhere, fire the first ready guard in
     /// priority order. Firing an event completes it at once (takes the value, or hands it
     /// over), committing any counterpart it meets; nobody can decide our round meanwhile.
-    fn look(&mut self, first: Start) -> Option<usize> {
+    fn look(&mut self, first: Start, mut cx: Option<&mut Context<'_>>) -> Option<usize> {
         let sel = self.selector.get();
         let mut fallback = None;
         for i in self.order(first) {
@@ -912,6 +981,13 @@ impl<'a> Alt<'a> {
                     false
                 }
                 Kind::Timeout { deadline, .. } => deadline.is_elapsed(),
+                // Nothing of ours is queued, so a ready future fires (`future.rs`). A
+                // look-only pass (a blocking selection's first tries) polls with a
+                // no-op waker; the round that waits polls again with the real one.
+                Kind::Future(f) => match cx.as_deref_mut() {
+                    Some(cx) => f.poll_ready(cx),
+                    None => f.poll_ready(&mut Context::from_waker(std::task::Waker::noop())),
+                },
                 // SAFETY: nothing of ours is queued; each guard is enabled once a pass.
                 Kind::Event(g) => match unsafe { g.get().enable(sel, i, false) } {
                     Enable::Fired => return Some(i),
@@ -947,6 +1023,8 @@ impl<'a> Alt<'a> {
                 Kind::Skip | Kind::Fallback => {
                     unreachable!("tutti: a skip or fallback guard survived the look")
                 }
+                // Polled in the look with this waker; its wake-up restarts the round.
+                Kind::Future(f) => e.waiting = !f.is_spent(),
                 Kind::Timeout { deadline, .. } => {
                     e.waiting = true;
                     if deadline.poll_elapsed(cx).is_ready() {
@@ -1025,7 +1103,8 @@ impl<'a> Alt<'a> {
             match &mut e.kind {
                 Kind::Event(g) => g.get().disable(),
                 Kind::Timeout { deadline, .. } => deadline.disarm(),
-                Kind::Skip | Kind::Fallback => {}
+                // The future stays in the guard, pending, for a later selection.
+                Kind::Future(_) | Kind::Skip | Kind::Fallback => {}
             }
         }
     }

@@ -6,7 +6,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use super::guard::Direction;
-use super::{Alt, Mode};
+use super::{Alt, FutureArm, Kind, Mode};
 use crate::csp::blocking::Settle;
 use crate::csp::error::{RecvError, SendError, TryRecvError};
 use crate::csp::rx::Rx;
@@ -216,6 +216,49 @@ impl Selected<'_, '_> {
             });
         }
         Ok(())
+    }
+}
+
+impl Selected<'_, '_> {
+    /// Takes the output of the fired future guard `arm` (the handle
+    /// [`Alt::future`] returned).
+    ///
+    /// # Panics
+    /// If `arm` is not the guard that fired, or belongs to another `Alt` (a program
+    /// error: match on [`index`](Self::index) first).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use tutti::csp::Alt;
+    /// use tutti::sync::DataflowVar;
+    ///
+    /// let var = DataflowVar::new();
+    /// var.set(5u32).unwrap();
+    /// let mut alt = Alt::new().timeout(Duration::from_secs(10));
+    /// let read = alt.future(var.read());
+    /// let sel = alt.pri_select_blocking();
+    /// assert_eq!(sel.output(&read), &5);
+    /// ```
+    pub fn output<O>(mut self, arm: &FutureArm<O>) -> O {
+        let (n, index) = (self.alt.guards.len(), self.index);
+        assert!(
+            arm.alt == self.alt.id && arm.index < n,
+            "tutti: Selected::output: the future guard is not one of this Alt's"
+        );
+        assert!(
+            arm.index == index,
+            "tutti: Selected::output: guard {} did not fire, guard {index} did",
+            arm.index
+        );
+        let Kind::Future(f) = &mut self.alt.guards[index].kind else {
+            unreachable!("tutti: a FutureArm names a guard that is not a future");
+        };
+        let mut out: Option<O> = None;
+        // SAFETY: `arm` was made by `Alt::future` for guard `index` of this `Alt` (the
+        // ids are unique, and guards are never replaced), whose output type is `O`.
+        unsafe { f.take_output((&mut out as *mut Option<O>).cast()) };
+        self.claimed = true;
+        out.expect("tutti: a fired future guard without an output")
     }
 }
 
