@@ -400,15 +400,16 @@ fn select_default_runs_only_when_nothing_else_can() {
     assert_eq!(got, "default");
 }
 
-/// A send guard's selection abandoned by an outer cancellation: the caller learns from
-/// `Alt::withdraw` whether the value was sent, so a retry never delivers it twice — on a
-/// rendezvous channel a receiver takes the value while the selection waits, and on a
-/// buffered channel room frees meanwhile; with nobody taking, nothing was sent.
+/// A send guard's selection abandoned by an outer cancellation has not sent (issue of
+/// the two-phase hand-over): a receiver that comes while the selection waits only wakes
+/// it — on a rendezvous channel it waits, on a buffered one the room it made stays free
+/// — so when the selection's future is dropped instead of polled, the value is still
+/// the caller's (`Alt::withdraw` returns it) and a retry delivers it exactly once.
 #[test]
-fn an_abandoned_send_guard_tells_whether_it_sent() {
+fn an_abandoned_send_selection_has_not_sent() {
     use std::future::Future;
     use std::pin::pin;
-    use std::task::{Context, Waker};
+    use std::task::{Context, Poll, Waker};
     let mut cx = Context::from_waker(Waker::noop());
     for capacity in [0, 1] {
         let (tx, rx) = if capacity == 0 {
@@ -421,45 +422,111 @@ fn an_abandoned_send_guard_tells_whether_it_sent() {
         }
         let (_idle_tx, idle) = channel::<u32>();
         let mut alt = Alt::new().recv(&idle).send(&tx, 7);
+        let mut recv = pin!(rx.recv());
         {
             let sel = pin!(alt.select());
             assert!(sel.poll(&mut cx).is_pending(), "nothing ready yet");
-            // While the selection waits (not polled again), a receiver takes.
+            // While the selection waits (not polled again), a receiver comes.
+            let got = recv.as_mut().poll(&mut cx);
             if capacity == 1 {
-                assert_eq!(rx.try_recv(), Ok(0));
+                assert_eq!(got, Poll::Ready(Ok(0)));
             } else {
-                assert_eq!(rx.try_recv(), Ok(7));
+                assert!(
+                    got.is_pending(),
+                    "the receiver only woke the selection: the value is not sent yet"
+                );
             }
         } // dropped, as a timeout would
         assert_eq!(
             alt.withdraw(1, &tx),
-            None,
-            "capacity {capacity}: 7 was sent"
+            Some(7),
+            "capacity {capacity}: 7 was not sent"
         );
-        if capacity == 1 {
+        assert!(
+            rx.try_recv().is_err(),
+            "capacity {capacity}: nothing arrived"
+        );
+        // The retry delivers once: to the waiting receiver, or into the freed room.
+        tx.try_send(7)
+            .unwrap_or_else(|_| panic!("capacity {capacity}: a receiver or room"));
+        if capacity == 0 {
+            assert_eq!(recv.as_mut().poll(&mut cx), Poll::Ready(Ok(7)));
+        } else {
             assert_eq!(rx.try_recv(), Ok(7));
-        }
-        // Nobody takes this time: the value is still the caller's.
-        assert_eq!(alt.offer(1, &tx, 8), None);
-        if capacity == 1 {
-            tx.try_send(1).unwrap();
-        }
-        {
-            let sel = pin!(alt.select());
-            assert!(sel.poll(&mut cx).is_pending());
-        }
-        assert_eq!(
-            alt.withdraw(1, &tx),
-            Some(8),
-            "capacity {capacity}: 8 was not sent"
-        );
-        assert_eq!(alt.withdraw(1, &tx), None, "withdrawn once");
-        if capacity == 1 {
-            assert_eq!(rx.try_recv(), Ok(1));
         }
         assert!(
             rx.try_recv().is_err(),
-            "capacity {capacity}: nothing else arrived"
+            "capacity {capacity}: 7 arrived once"
         );
     }
+}
+
+/// The same through `select!` under an outer timeout: the arm either completed (its
+/// branch ran and the receiver has the value) or did not send — never a value in the
+/// receiver's hands from a `select!` whose branch did not run.
+#[test]
+fn a_select_send_arm_under_a_timeout_completes_or_has_not_sent() {
+    const ROUNDS: u32 = 400;
+    let rt = rt();
+    let (sent, got) = rt.block_on(async {
+        let (tx, rx) = channel::<u32>();
+        let receiver = tutti::spawn(async move {
+            let mut got = Vec::new();
+            while let Ok(v) = rx.recv().await {
+                got.push(v);
+                // Slow now and then, so that the selections time out while offering.
+                if v % 3 == 0 {
+                    tutti::sleep(Duration::from_micros(200)).await;
+                }
+            }
+            got
+        });
+        let mut sent = Vec::new();
+        let mut v = 0;
+        while v < ROUNDS {
+            let arm = tutti::timeout(Duration::from_micros(50), async {
+                tutti::select! {
+                    send(tx, v) -> r => r.is_ok(),
+                }
+            })
+            .await;
+            match arm {
+                Ok(true) => {
+                    sent.push(v);
+                    v += 1;
+                }
+                Ok(false) => unreachable!("the receiver lives"),
+                Err(_) => {} // not sent: retry the same value
+            }
+        }
+        drop(tx);
+        (sent, receiver.await)
+    });
+    assert_eq!(got, sent, "each value once, only those whose arm completed");
+    assert_eq!(got, (0..ROUNDS).collect::<Vec<_>>());
+}
+
+/// A poked selection that is polled again sends in that poll: the waiting receiver gets
+/// the value and the selection completes, on a rendezvous and on a buffered channel.
+#[test]
+fn a_woken_send_selection_sends_when_polled_again() {
+    use std::future::Future;
+    use std::pin::pin;
+    use std::task::{Context, Poll, Waker};
+    let mut cx = Context::from_waker(Waker::noop());
+    let (tx, rx) = channel::<u32>();
+    let (_idle_tx, idle) = channel::<u32>();
+    let mut alt = Alt::new().recv(&idle).send(&tx, 7);
+    let mut sel = pin!(alt.select());
+    assert!(sel.as_mut().poll(&mut cx).is_pending());
+    let mut recv = pin!(rx.recv());
+    assert!(recv.as_mut().poll(&mut cx).is_pending());
+    match sel.as_mut().poll(&mut cx) {
+        Poll::Ready(s) => {
+            assert_eq!(s.index(), 1);
+            assert_eq!(s.sent(&tx), Ok(()));
+        }
+        Poll::Pending => panic!("the receiver waits: the selection sends"),
+    }
+    assert_eq!(recv.as_mut().poll(&mut cx), Poll::Ready(Ok(7)));
 }

@@ -123,7 +123,7 @@ use super::alt::guard::Enable;
 use super::buffer::Buffer;
 use super::deadlock::{Home, Object, SenderNode, Side};
 use super::error::{TryRecvError, TrySendError};
-use super::waiter::{GuardWaiter, Node, Selector, WaitQueue};
+use super::waiter::{GuardWaiter, Node, Selector, Taking, WaitQueue};
 
 use crate::loom::{AtomicU64, AtomicU8, Ordering};
 
@@ -223,7 +223,10 @@ pub(crate) struct State<'a, T> {
     inner: &'a mut Inner<T>,
     /// The end flags, read when the lock was taken: only lock holders set them.
     flags: u64,
-    _lock: RawLockGuard<'a, ()>,
+    /// Owners of two-phase offers poked in this critical section, woken after unlocking.
+    poked: Vec<Waker>,
+    /// Released by `drop`, before the poked owners are woken.
+    lock: std::mem::ManuallyDrop<RawLockGuard<'a, ()>>,
 }
 
 impl<T> State<'_, T> {
@@ -338,15 +341,49 @@ impl<T> State<'_, T> {
         self.take_from_sender_cold()
     }
 
+    /// Pops senders until one gives its value; two-phase offers on the way are poked
+    /// (their `Alt`s look again and send themselves, `alt/output.rs`).
     #[cold]
     fn take_from_sender_cold(&mut self) -> Option<(T, Option<Waker>)> {
         while let Some(w) = self.inner.senders.pop() {
             // SAFETY: popped under the lock we hold: alive (queue invariant).
-            if let Some(done) = unsafe { w.get().complete_taking() } {
-                return Some(done);
+            match unsafe { w.get().complete_taking() } {
+                Taking::Took(value, waker) => return Some((value, waker)),
+                Taking::Poked(waker) => self.poked.extend(waker),
+                Taking::Dead => {}
             }
         }
         None
+    }
+
+    /// A receive guard of the `Alt` of `selector` has just queued: pokes every live
+    /// two-phase offer of another party, so that its `Alt` looks again and finds the
+    /// receiver (an offer is never a partner a receiver could complete with, so the
+    /// registering `Alt` does not withdraw for it). The `Alt`'s own guards stay queued,
+    /// in their order.
+    #[cold]
+    fn poke_offers(&mut self, selector: &Selector) {
+        for _ in 0..self.inner.senders.len() {
+            let Some(w) = self.inner.senders.pop() else {
+                break;
+            };
+            // SAFETY: popped under the lock we hold: alive (queue invariant).
+            let node = unsafe { w.get() };
+            // SAFETY: as above.
+            if unsafe { node.is_guard_of(selector) } {
+                // SAFETY: alive until its owner removes it, which needs this lock.
+                unsafe { self.inner.senders.push(node) };
+                continue;
+            }
+            // SAFETY: as above.
+            match unsafe { node.complete_taking() } {
+                Taking::Poked(waker) => self.poked.extend(waker),
+                Taking::Dead => {}
+                Taking::Took(..) => unreachable!(
+                    "tutti: a receive guard registered beside a sender it could take from"
+                ),
+            }
+        }
     }
 
     /// Puts back a value that was committed to a receiver which then went away without
@@ -419,6 +456,9 @@ impl<T> State<'_, T> {
             }
             // SAFETY: caller's contract.
             unsafe { self.wait_recv(waiter.node()) };
+            if !self.inner.senders.is_empty() {
+                self.poke_offers(selector);
+            }
             return (Enable::Waiting, None);
         }
         let (value, waker) = match self.take() {
@@ -558,6 +598,12 @@ impl<T> Drop for State<'_, T> {
         if self.chan.hints.load(Ordering::Relaxed) != hints {
             self.chan.hints.store(hints, Ordering::Relaxed);
         }
+        let poked = std::mem::take(&mut self.poked);
+        // SAFETY: dropped once, here; `inner` is not touched after it.
+        unsafe { std::mem::ManuallyDrop::drop(&mut self.lock) };
+        for waker in poked {
+            waker.wake();
+        }
     }
 }
 
@@ -602,7 +648,8 @@ impl<T> Chan<T> {
             inner: unsafe { &mut *self.inner.get() },
             // Relaxed: flags are only set under the lock we hold now.
             flags: self.ends.load(Ordering::Relaxed) & (CLOSED | RX_GONE | POISONED),
-            _lock: guard,
+            poked: Vec::new(),
+            lock: std::mem::ManuallyDrop::new(guard),
         }
     }
 

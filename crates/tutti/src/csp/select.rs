@@ -28,14 +28,18 @@
 /// waits.
 ///
 /// **Cancellation.** A `select!` future dropped before it completes (an enclosing
-/// timeout, an outer `select!`) has received nothing: a value a sender had committed to
-/// a `recv` arm goes back to the front of its channel. A `send` arm, though, may have
-/// sent: a receiver can take the offered value while the future waits, and the drop
-/// cannot undo that hand-over (the value is then the receiver's; otherwise it is
-/// dropped with the future). Code that must not send twice on retry builds an
-/// [`Alt`](super::Alt) outside the cancelled future and asks
-/// [`Alt::withdraw`](super::Alt::withdraw) afterwards: it returns the value if and only
-/// if it was not sent. The guard expressions are evaluated once, in
+/// timeout, an outer `select!`) has consumed nothing and sent nothing: a value a sender
+/// had committed to a `recv` arm goes back to the front of its channel; a `send` arm
+/// hands its value over only in the poll that completes the `select!` (a receiver that
+/// comes while it waits wakes it, and it sends when polled — a two-phase offer), so a
+/// dropped `select!` has not sent and a retry delivers the value exactly once. The price:
+/// a `try_recv` on a rendezvous channel cannot take a value a `select!` offers (it finds
+/// nothing and wakes the `select!`; a receiver that waits gets the value). A `future`
+/// arm that does not fire has not completed; the future is dropped with the `select!`
+/// (pass `&mut fut` to keep it). [`select_blocking!`](crate::select_blocking) cannot be
+/// cancelled, and its send arms hand over in one step.
+///
+/// The guard expressions are evaluated once, in
 /// order, before waiting; the `->` bindings are irrefutable patterns. The channels are no
 /// longer borrowed when a branch runs.
 ///

@@ -23,6 +23,7 @@
 //! | 2 | `DECIDED` | a counterpart popped this plain waiter and completed it | that counterpart, under the lock, last (`Release`) |
 //! | 3 | `FULL` | the slot holds a value | the owner while not queued; a counterpart while queued |
 //! | 4 | `GUARD` | the node belongs to a [`GuardWaiter`] | at creation; never changes |
+//! | 5 | `OFFER` | a send guard's two-phase offer: a counterpart may not take the value, only decide the selector (a *poke*) | the owner, only while not queued |
 //!
 //! # `Selector::state` (one `usize`)
 //!
@@ -67,6 +68,18 @@ const PHASE: u32 = 0b11;
 const DECIDED: u32 = 1 << 2;
 const FULL: u32 = 1 << 3;
 const GUARD: u32 = 1 << 4;
+const OFFER: u32 = 1 << 5;
+
+/// What a counterpart did with a sending waiter it popped.
+pub(crate) enum Taking<T> {
+    /// It took the value and decided the waiter: wake the waker (after unlocking).
+    Took(T, Option<Waker>),
+    /// A two-phase offer: it decided the waiter's `Alt` without taking the value, so that
+    /// the `Alt` looks again and sends itself; wake the waker.
+    Poked(Option<Waker>),
+    /// The waiter's `Alt` had been decided already: nothing happened.
+    Dead,
+}
 
 /// Where a plain send or receive future stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -167,8 +180,12 @@ impl<T> Node<T> {
     /// # Safety
     /// The node is queued in a channel whose lock the caller holds.
     unsafe fn is_live_peer_of(&self, selector: &Selector) -> bool {
-        if self.word() & GUARD == 0 {
+        let w = self.word();
+        if w & GUARD == 0 {
             return true;
+        }
+        if w & OFFER != 0 {
+            return false; // nobody can complete against it: it is poked instead
         }
         // SAFETY: a guard node, queued (alive) under the caller's lock.
         let g = unsafe { self.guard() };
@@ -211,27 +228,46 @@ impl<T> Node<T> {
         }
     }
 
-    /// A counterpart takes this sending waiter's value and decides it. Returns the value
-    /// and the waker, or `None` if the waiter's `Alt` had been decided already.
+    /// Whether this node is a guard of the `Alt` of `selector`.
+    ///
+    /// # Safety
+    /// As for [`is_live_peer_of`](Self::is_live_peer_of), or popped under the lock.
+    pub(crate) unsafe fn is_guard_of(&self, selector: &Selector) -> bool {
+        // SAFETY: by the caller's contract, the node is alive.
+        self.word() & GUARD != 0 && std::ptr::eq(unsafe { self.guard() }.selector, selector)
+    }
+
+    /// A counterpart takes this sending waiter's value and decides it — or, for a
+    /// two-phase offer (`OFFER`), only decides it, leaving the value (a poke).
     ///
     /// # Safety
     /// As for [`complete_with`](Self::complete_with).
-    pub(crate) unsafe fn complete_taking(&self) -> Option<(T, Option<Waker>)> {
-        if self.word() & GUARD != 0 {
+    pub(crate) unsafe fn complete_taking(&self) -> Taking<T> {
+        let w = self.word();
+        if w & GUARD != 0 {
             // SAFETY: a guard node; popped under the lock (caller).
             unsafe {
                 let g = self.guard();
                 let sel = g.selector();
                 if !sel.is_waiting() {
-                    return None;
+                    return Taking::Dead;
                 }
                 let waker = sel.clone_waker();
-                let value = self.take()?;
+                if w & OFFER != 0 {
+                    // The value stays: the owner sends it in its own poll, or keeps it.
+                    return match sel.try_select(g.index) {
+                        true => Taking::Poked(waker),
+                        false => Taking::Dead,
+                    };
+                }
+                let Some(value) = self.take() else {
+                    return Taking::Dead;
+                };
                 if sel.try_select(g.index) {
-                    return Some((value, waker));
+                    return Taking::Took(value, waker);
                 }
                 self.put(value);
-                None
+                Taking::Dead
             }
         } else {
             // SAFETY: a plain node, popped under the lock: undecided and ours.
@@ -241,7 +277,7 @@ impl<T> Node<T> {
                 debug_assert!(w & FULL != 0, "tutti: a waiting sender without a value");
                 let value = self.slot.with(|s| (*s).assume_init_read());
                 self.word.store((w & !FULL) | DECIDED, Ordering::Release);
-                Some((value, waker))
+                Taking::Took(value, waker)
             }
         }
     }
@@ -434,6 +470,17 @@ impl<T> GuardWaiter<T> {
     /// Whether the slot holds a value (the owner, while the waiter is not queued).
     pub(crate) fn is_full(&self) -> bool {
         self.node.word() & FULL != 0
+    }
+
+    /// Makes a send guard's waiter a two-phase offer (`OFFER`) or a plain one. Only the
+    /// owner calls this, while the waiter is not queued; the channel lock taken to queue
+    /// it publishes the bit to counterparts.
+    pub(crate) fn set_offer(&self, offer: bool) {
+        let w = self.node.word();
+        let to = if offer { w | OFFER } else { w & !OFFER };
+        if to != w {
+            self.node.word.store(to, Ordering::Relaxed);
+        }
     }
 }
 

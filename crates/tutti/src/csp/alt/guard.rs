@@ -53,6 +53,18 @@ pub(crate) trait Guard: Send {
     /// Removes the waiter left by `enable`, if it is still queued.
     fn disable(&self);
 
+    /// Makes later registrations two-phase (`true`, for selections that may be
+    /// cancelled) or not: see `output.rs`. Called by the owner between rounds; events
+    /// that consume nothing before they fire ignore it.
+    fn set_two_phase(&self, _two_phase: bool) {}
+
+    /// Whether the guard was decided by a counterpart that only woke the `Alt` (a poke
+    /// of a two-phase offer): the event did not happen, and the `Alt` must look again.
+    /// Asked by the owner once the round is decided for this guard.
+    fn poked(&self) -> bool {
+        false
+    }
+
     /// Returns a fired but unclaimed event (the value goes back to the front of its
     /// channel), so that nothing is lost when the user does not take it.
     fn give_back(&self);

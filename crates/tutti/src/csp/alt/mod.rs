@@ -76,8 +76,16 @@
 //! 7. *Abandon* (the future is dropped, or the `Alt` with it): CAS `WAITING → ABORTED`. If
 //!    that succeeds nothing was consumed; disable all. If it fails the state is
 //!    `SELECTED(k)`: disable the others and give an input guard `k`'s value back to the
-//!    front of its channel (an output guard `k` has sent its value: the send happened). A
-//!    waker change between polls abandons and restarts the round.
+//!    front of its channel (an output guard `k` decided by a counterpart was only poked,
+//!    in an async selection, and still holds its value; in a blocking one, which cannot
+//!    be abandoned, it has sent). A waker change between polls abandons and restarts the
+//!    round.
+//!
+//! An async selection registers its output guards as *two-phase offers*: a counterpart
+//! that meets one decides the round without taking the value (a *poke*), and the owner,
+//! seeing the guard decided with its value still there and the channel open, starts a
+//! new round whose look sends the value itself (`alt/output.rs`). So the value leaves an
+//! output guard only in a poll that completes the selection.
 //!
 //! ## Invariants
 //!
@@ -114,9 +122,9 @@
 //! *Nothing is lost or duplicated on cancellation.* Abandoning either wins `ABORTED` (by
 //! A1 nobody decided, so by A2 nothing was consumed) or finds `SELECTED(k)` and gives slot
 //! `k`'s value back to its channel, where the next receiver gets it (see the cancellation
-//! argument in `chan.rs`), or, for an output guard, finds its value sent. So an abandoned
-//! selection's send guard has either sent its value (the receiver has it; the send is
-//! not undone) or still holds it: [`Alt::withdraw`] tells the caller which. A value the user
+//! argument in `chan.rs`), or, for an output guard, finds it poked, its value still in
+//! the slot (an async selection's guards are offers). So an abandoned selection's send
+//! guard has not sent: [`Alt::withdraw`] returns the value. A value the user
 //! does not take from a [`Selected`] is given back the same way; an output guard's value
 //! that was not sent stays offered.
 //!
@@ -222,6 +230,8 @@ pub struct Alt<'a> {
     id: u64,
     /// Some guard is a future: a wake-up restarts the round (`future.rs`).
     has_futures: bool,
+    /// Send guards register as two-phase offers (async selections: `output.rs`).
+    two_phase: bool,
 }
 
 /// One guard and its per-round bookkeeping.
@@ -346,6 +356,7 @@ impl<'a> Alt<'a> {
             repeated: false,
             id: 0,
             has_futures: false,
+            two_phase: false,
         }
     }
 
@@ -421,6 +432,7 @@ impl<'a> Alt<'a> {
             index,
             value,
         ));
+        guard.set_two_phase(self.two_phase);
         self.push(Kind::Event(Aliased::new(guard)))
     }
 
@@ -470,13 +482,10 @@ impl<'a> Alt<'a> {
     /// it was not sent, `None` if it was (or was taken already). The guard then offers
     /// nothing until [`offer`](Self::offer) gives it a value.
     ///
-    /// This is how a caller learns the outcome of a selection it abandoned — a
-    /// selection future dropped by an enclosing timeout or `select!`: a send guard's
-    /// value may have been handed to a receiver while the future waited, before the
-    /// drop (the send then happened, and stays done); `withdraw` says which, so a retry
-    /// never delivers a value twice. Build the `Alt` outside the cancelled future to
-    /// keep this answer (a [`select!`](crate::select) send arm cannot give it: its value
-    /// is then either sent or dropped).
+    /// A selection future dropped before it completed (by an enclosing timeout or
+    /// `select!`) has not sent: a receiver that came while it waited only woke it (the
+    /// two-phase offer of the module docs), so `withdraw` then returns the value and a
+    /// retry delivers it once.
     ///
     /// # Panics
     /// If guard `index` is not a send guard on `tx`'s channel.
@@ -732,7 +741,7 @@ impl<'a> Alt<'a> {
     /// assert_eq!(sel.index(), 0); // both ready: the first wins
     /// ```
     pub fn pri_select(&mut self) -> SelectFuture<'_, 'a> {
-        SelectFuture::new(self, Mode::Pri)
+        SelectFuture::new(self, Mode::Pri, true)
     }
 
     /// Waits until a guard fires, with rotating priority: the search starts just after
@@ -750,7 +759,7 @@ impl<'a> Alt<'a> {
     /// assert_eq!(order, [0, 1, 2, 0]);
     /// ```
     pub fn fair_select(&mut self) -> SelectFuture<'_, 'a> {
-        SelectFuture::new(self, Mode::Fair)
+        SelectFuture::new(self, Mode::Fair, true)
     }
 
     /// Waits until any guard fires. An `Alt`'s first selection starts its search at a
@@ -772,7 +781,7 @@ impl<'a> Alt<'a> {
     /// assert_eq!(sel.recv(&rx), Ok(3));
     /// ```
     pub fn select(&mut self) -> SelectFuture<'_, 'a> {
-        SelectFuture::new(self, Mode::Random)
+        SelectFuture::new(self, Mode::Random, true)
     }
 
     /// The blocking form of [`pri_select`](Self::pri_select).
@@ -836,7 +845,8 @@ impl<'a> Alt<'a> {
         if let Ok(index) = super::blocking::retry((), |()| self.try_round(mode).ok_or(())) {
             return Selected::new(self, index);
         }
-        super::blocking::wait(std::pin::pin!(SelectFuture::new(self, mode)))
+        // Nobody can cancel a blocking selection: its send guards hand over in one step.
+        super::blocking::wait(std::pin::pin!(SelectFuture::new(self, mode, false)))
     }
 
     // ---- the round (see the commit protocol) -------------------------------------------
@@ -847,10 +857,10 @@ impl<'a> Alt<'a> {
             return self.start_round(mode, cx);
         }
         if let Status::Selected(k) = self.selector.get().status() {
-            return Poll::Ready(self.finish(k, mode));
+            return self.settle(k, mode, cx);
         }
         if let Some(k) = self.poll_timeouts(cx) {
-            return Poll::Ready(self.finish(k, mode));
+            return self.settle(k, mode, cx);
         }
         // A future may be ready: it is polled only in a look, with nothing queued.
         if self.has_futures {
@@ -865,8 +875,8 @@ impl<'a> Alt<'a> {
 
     /// Steps 1 and 2: reset, then enable the guards in priority order.
     fn start_round(&mut self, mode: Mode, cx: &mut Context<'_>) -> Poll<usize> {
-        match self.enable_pass(mode, Some(cx)) {
-            Some(k) => Poll::Ready(self.finish(k, mode)),
+        match self.enable_pass(mode, Some(&mut *cx)) {
+            Some(k) => self.settle(k, mode, cx),
             None => {
                 self.note_waits();
                 Poll::Pending
@@ -1072,11 +1082,44 @@ impl<'a> Alt<'a> {
     #[cold]
     fn restart_round(&mut self, mode: Mode, cx: &mut Context<'_>) -> Poll<usize> {
         match self.selector.get().abort() {
-            Err(k) => Poll::Ready(self.finish(k, mode)),
+            Err(k) => self.settle(k, mode, cx),
             Ok(()) => {
                 self.disable_all(None);
                 self.in_round = false;
                 self.start_round(mode, cx)
+            }
+        }
+    }
+
+    /// The round was decided for guard `k`: finish it, unless `k` is a two-phase offer
+    /// that a receiver only poked (`output.rs`) — then nothing was consumed, and a new
+    /// round looks again (and sends, if the receiver still waits).
+    fn settle(&mut self, k: usize, mode: Mode, cx: &mut Context<'_>) -> Poll<usize> {
+        if let Kind::Event(g) = &self.guards[k].kind {
+            if g.get().poked() {
+                return self.repoll_poked(k, mode, cx);
+            }
+        }
+        Poll::Ready(self.finish(k, mode))
+    }
+
+    #[cold]
+    fn repoll_poked(&mut self, k: usize, mode: Mode, cx: &mut Context<'_>) -> Poll<usize> {
+        // Whoever poked guard `k` popped its waiter.
+        self.disable_all(Some(k));
+        self.in_round = false;
+        self.start_round(mode, cx)
+    }
+
+    /// Makes the send guards register as two-phase offers, or not (between rounds).
+    pub(super) fn set_two_phase(&mut self, two_phase: bool) {
+        if self.two_phase == two_phase {
+            return;
+        }
+        self.two_phase = two_phase;
+        for e in &self.guards {
+            if let Kind::Event(g) = &e.kind {
+                g.get().set_two_phase(two_phase);
             }
         }
     }

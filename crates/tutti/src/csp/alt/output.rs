@@ -11,6 +11,35 @@
 //! nobody else can touch; registered, its waiter sits in the channel's sender queue with
 //! the value, and the receiver that wins the `Alt`'s selector takes the value in the same
 //! critical section. A receiver that loses the race leaves the value where it was.
+//!
+//! # Two-phase offers (selections that may be cancelled)
+//!
+//! A value taken from a registered waiter is sent before the `Alt`'s owner knows it: if
+//! the selection's future is then dropped (an enclosing timeout), the caller of a
+//! `select!` cannot tell that its value went out, and a retry would deliver it twice. So
+//! an async selection ([`Alt::select`](super::Alt::select) and its kin, hence every
+//! `select!`) registers its send guards as *offers* (`OFFER` in `waiter.rs`): a
+//! counterpart that meets an offer does not take the value; it decides the `Alt`'s round
+//! for the guard — a *poke* — and goes on as if the offer were not there (a receiver
+//! then waits, or a `try_recv` finds nothing). The poked `Alt`, on its next poll, sees
+//! the guard decided with its value still in the slot and the channel not ended
+//! ([`poked`](Guard::poked)), disables its other guards (nothing was consumed: the round
+//! was decided by the poke) and runs a new round, whose look sends the value itself —
+//! to the receiver that now waits — and completes the selection in that same poll.
+//!
+//! * **Complete-or-not-sent.** A value leaves the guard only in the owner's look, in a
+//!   poll that then returns `Ready`; so a selection future dropped before it completed
+//!   has not sent, and [`Alt::withdraw`](super::Alt::withdraw) returns its value.
+//! * **No lost wake-up.** A receive guard that registers beside an offer (an offer is no
+//!   partner to complete with, so it does not withdraw for it) pokes every live offer of
+//!   another party in the critical section that queues it (`poke_offers` in `chan.rs`);
+//!   a plain receiver pokes them while looking for a value, before it queues. Either way
+//!   the offering `Alt` looks again after the receiver is queued, and finds it. A sender
+//!   registering later sees the queued receiver and looks again itself.
+//! * **Cost.** A rendezvous with a waiting offer takes two wake-ups (the receiver's poke,
+//!   the `Alt`'s hand-over) instead of one, and a `try_recv` cannot take an offered value
+//!   on a rendezvous channel. Blocking selections cannot be cancelled, so they register
+//!   plain waiters and keep the one-step hand-over.
 
 use crate::csp::chan::{wake, Chan};
 use crate::csp::deadlock::{self, Wait};
@@ -61,6 +90,16 @@ impl<T: Send> Guard for OutputGuard<'_, T> {
 
     fn disable(&self) {
         self.chan.lock().cancel_send(self.waiter.node());
+    }
+
+    fn set_two_phase(&self, two_phase: bool) {
+        self.waiter.set_offer(two_phase);
+    }
+
+    fn poked(&self) -> bool {
+        // Decided with the value still here: either the channel ended (the guard fires
+        // with the value in the error) or a receiver poked the offer.
+        self.waiter.is_full() && !self.chan.is_send_closed()
     }
 
     fn give_back(&self) {

@@ -34,9 +34,12 @@ pub struct SelectFuture<'s, 'a> {
 }
 
 impl<'s, 'a> SelectFuture<'s, 'a> {
-    pub(super) fn new(alt: &'s mut Alt<'a>, mode: Mode) -> Self {
+    /// `cancellable`: the future may be dropped before it completes (an async
+    /// selection), so send guards offer in two phases (`output.rs`).
+    pub(super) fn new(alt: &'s mut Alt<'a>, mode: Mode, cancellable: bool) -> Self {
         // A previous selection whose future was leaked may still be under way.
         alt.abandon();
+        alt.set_two_phase(cancellable);
         SelectFuture {
             alt: Some(alt),
             mode,
