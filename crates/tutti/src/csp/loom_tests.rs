@@ -278,7 +278,9 @@ fn alt_abandon_with_two_committers() {
 
 /// A send guard abandoned while a receiver takes from it: the value ends up either with
 /// the receiver (the guard fired: the send happened) or still offered by the guard —
-/// never both, never neither.
+/// never both, never neither. (An async selection's guard is a two-phase offer: a
+/// `try_recv` only pokes it, so here the value always stays offered unless the guard
+/// fired in its own look.)
 #[test]
 fn send_guard_abandon_races_receive() {
     loom::model(|| {
@@ -310,6 +312,39 @@ fn send_guard_abandon_races_receive() {
                 assert_eq!(kept, Some(7), "lost");
             }
         }
+    });
+}
+
+/// A two-phase offer (an async selection's send guard) met by a receiver that waits:
+/// the receiver only pokes the selection, which sends in a later poll — or, abandoned
+/// after one or two polls, has not sent, and the caller's retry delivers the value. The
+/// receiver gets it exactly once either way.
+#[test]
+fn poked_offer_sends_or_is_withdrawn() {
+    loom::model(|| {
+        let (tx, rx) = channel::<u32>();
+        let receiver = thread::spawn(move || (block_on(rx.recv()), rx));
+        let mut alt = Alt::new().send(&tx, 7);
+        let fired = {
+            let mut sel = pin!(alt.select());
+            let mut fired = false;
+            for _ in 0..2 {
+                if let Poll::Ready(s) = poll_once(sel.as_mut()) {
+                    s.sent(&tx).unwrap();
+                    fired = true;
+                    break;
+                }
+            }
+            fired
+        }; // abandoned if it did not fire
+        let kept = alt.withdraw(0, &tx);
+        assert_eq!(fired, kept.is_none(), "fired {fired}, kept {kept:?}");
+        if let Some(v) = kept {
+            block_on(tx.send(v)).unwrap(); // the retry
+        }
+        let (got, rx) = receiver.join().unwrap();
+        assert_eq!(got, Ok(7));
+        assert!(rx.try_recv().is_err(), "delivered twice");
     });
 }
 
