@@ -223,8 +223,9 @@ pub(crate) struct State<'a, T> {
     inner: &'a mut Inner<T>,
     /// The end flags, read when the lock was taken: only lock holders set them.
     flags: u64,
-    /// Owners of two-phase offers poked in this critical section, woken after unlocking.
-    poked: Vec<Waker>,
+    /// The owner of a two-phase offer poked in this critical section, woken after
+    /// unlocking (`poke`).
+    poked: Option<Waker>,
     /// Released by `drop`, before the poked owners are woken.
     lock: std::mem::ManuallyDrop<RawLockGuard<'a, ()>>,
 }
@@ -349,11 +350,23 @@ impl<T> State<'_, T> {
             // SAFETY: popped under the lock we hold: alive (queue invariant).
             match unsafe { w.get().complete_taking() } {
                 Taking::Took(value, waker) => return Some((value, waker)),
-                Taking::Poked(waker) => self.poked.extend(waker),
+                Taking::Poked(waker) => self.poke(waker),
                 Taking::Dead => {}
             }
         }
         None
+    }
+
+    /// Notes the waker of a poked offer's owner. Poking two in one critical section
+    /// (several `Alt`s offering on one channel) is rare: the first waits for the unlock,
+    /// later ones are woken at once, under the lock.
+    #[cold]
+    fn poke(&mut self, waker: Option<Waker>) {
+        match (&self.poked, waker) {
+            (None, w) => self.poked = w,
+            (Some(_), Some(w)) => w.wake(),
+            (Some(_), None) => {}
+        }
     }
 
     /// A receive guard of the `Alt` of `selector` has just queued: pokes every live
@@ -377,7 +390,7 @@ impl<T> State<'_, T> {
             }
             // SAFETY: as above.
             match unsafe { node.complete_taking() } {
-                Taking::Poked(waker) => self.poked.extend(waker),
+                Taking::Poked(waker) => self.poke(waker),
                 Taking::Dead => {}
                 Taking::Took(..) => unreachable!(
                     "tutti: a receive guard registered beside a sender it could take from"
@@ -598,12 +611,10 @@ impl<T> Drop for State<'_, T> {
         if self.chan.hints.load(Ordering::Relaxed) != hints {
             self.chan.hints.store(hints, Ordering::Relaxed);
         }
-        let poked = std::mem::take(&mut self.poked);
+        let poked = self.poked.take();
         // SAFETY: dropped once, here; `inner` is not touched after it.
         unsafe { std::mem::ManuallyDrop::drop(&mut self.lock) };
-        for waker in poked {
-            waker.wake();
-        }
+        wake(poked);
     }
 }
 
@@ -648,7 +659,7 @@ impl<T> Chan<T> {
             inner: unsafe { &mut *self.inner.get() },
             // Relaxed: flags are only set under the lock we hold now.
             flags: self.ends.load(Ordering::Relaxed) & (CLOSED | RX_GONE | POISONED),
-            poked: Vec::new(),
+            poked: None,
             lock: std::mem::ManuallyDrop::new(guard),
         }
     }
