@@ -678,3 +678,44 @@ fn an_ask_and_a_channel_receive_in_a_cycle_are_reported() {
         "{d}"
     );
 }
+
+/// As [`SendAndAsk`], but the ask is a `future` arm of a `select!`.
+struct SendAndAskInSelect {
+    tx: tutti::csp::Tx<u32>,
+    peer: Addr<TwoFromChannel>,
+}
+impl Actor for SendAndAskInSelect {}
+impl Handler<Go> for SendAndAskInSelect {
+    async fn handle(&mut self, _: Go, _: &mut Context<Self>) -> <Go as Message>::Reply {
+        self.tx.send(1).await.unwrap();
+        let answer = tutti::select! {
+            future(self.peer.ask(TakeTwo)) -> r => r,
+        };
+        self.tx.send(2).await.unwrap();
+        answer
+    }
+}
+
+/// A `select!` blocked on a `future` arm over an ask is a wait like the ask itself: the
+/// same cycle is reported, and the arm fires with the failed ask.
+#[test]
+fn a_select_over_an_ask_in_a_cycle_is_reported() {
+    let (tx, rx) = tutti::csp::buffered::<u32>(4);
+    let b = actor::spawn(TwoFromChannel { rx });
+    let a = actor::spawn(SendAndAskInSelect {
+        tx,
+        peer: b.clone(),
+    });
+    let answer = a.ask_blocking(Go).expect("the outer ask is answered");
+    let Err(AskError::Deadlock(d)) = answer else {
+        panic!("the inner ask must fail with the report, got {answer:?}");
+    };
+    assert_eq!(d.cycle().len(), 3, "{d}");
+    let a_name = format!("{} (SendAndAskInSelect)", a.id());
+    assert!(
+        d.waiters()
+            .iter()
+            .any(|w| w.name() == a_name && w.waits().contains("waits for the reply to `TakeTwo`")),
+        "{d}"
+    );
+}
