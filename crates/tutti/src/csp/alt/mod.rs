@@ -232,6 +232,8 @@ pub struct Alt<'a> {
     has_futures: bool,
     /// Send guards register as two-phase offers (async selections: `output.rs`).
     two_phase: bool,
+    /// Some guard is a send guard (only those can be poked).
+    has_sends: bool,
 }
 
 /// One guard and its per-round bookkeeping.
@@ -357,6 +359,7 @@ impl<'a> Alt<'a> {
             id: 0,
             has_futures: false,
             two_phase: false,
+            has_sends: false,
         }
     }
 
@@ -433,7 +436,9 @@ impl<'a> Alt<'a> {
             value,
         ));
         guard.set_two_phase(self.two_phase);
-        self.push(Kind::Event(Aliased::new(guard)))
+        let mut alt = self.push(Kind::Event(Aliased::new(guard)));
+        alt.has_sends = true;
+        alt
     }
 
     /// Adds an output guard on `tx` offering `value`, with the pre-condition `cond`.
@@ -1095,9 +1100,11 @@ impl<'a> Alt<'a> {
     /// that a receiver only poked (`output.rs`) — then nothing was consumed, and a new
     /// round looks again (and sends, if the receiver still waits).
     fn settle(&mut self, k: usize, mode: Mode, cx: &mut Context<'_>) -> Poll<usize> {
-        if let Kind::Event(g) = &self.guards[k].kind {
-            if g.get().poked() {
-                return self.repoll_poked(k, mode, cx);
+        if self.two_phase && self.has_sends {
+            if let Kind::Event(g) = &self.guards[k].kind {
+                if g.get().poked() {
+                    return self.repoll_poked(k, mode, cx);
+                }
             }
         }
         Poll::Ready(self.finish(k, mode))
@@ -1117,6 +1124,9 @@ impl<'a> Alt<'a> {
             return;
         }
         self.two_phase = two_phase;
+        if !self.has_sends {
+            return;
+        }
         for e in &self.guards {
             if let Kind::Event(g) = &e.kind {
                 g.get().set_two_phase(two_phase);
