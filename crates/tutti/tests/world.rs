@@ -658,6 +658,18 @@ fn gather_scatter_and_all_to_all(world: &World) {
             };
             assert_eq!(v, &vec![(i * n + me) as u64; len], "from {i}");
         }
+        // Scatter from a location in the middle (not its rank's first when
+        // ranks hold several), with owned values.
+        let mid = id(n / 2 + usize::from(n > 2));
+        let values = (loc.id() == mid).then(|| (0..n).map(|i| format!("s{i}")).collect());
+        assert_eq!(loc.scatter(mid, values).await, format!("s{me}"));
+        // Two all-to-alls in flight at once, awaited in the other order: each
+        // rank's pieces of one must not be taken for the other's.
+        let first = loc.all_to_all((0..n).map(|j| me * n + j).collect());
+        let second = loc.all_to_all((0..n).map(|j| vec![me as u16; j + 1]).collect());
+        let want: Vec<Vec<u16>> = (0..n).map(|i| vec![i as u16; me + 1]).collect();
+        assert_eq!(second.await, want);
+        assert_eq!(first.await, (0..n).map(|i| i * n + me).collect::<Vec<_>>());
         // Non-blocking: contribute to two, then wait in the other order.
         let a = loc.all_gather(me);
         let b = loc.scatter(id(0), (me == 0).then(|| vec![7u8; n]));

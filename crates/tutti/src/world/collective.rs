@@ -94,7 +94,8 @@ pub(crate) enum Kind {
 }
 
 /// How a collective's values travel (`Driver::run`): every kind is one of the
-/// three tree algorithms, with its own values and operation (`gather.rs`).
+/// three tree algorithms or one of the two personalised ones, with its own
+/// values and operation (`gather.rs`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Shape {
     /// Down a binomial tree from the root's rank.
@@ -103,6 +104,13 @@ enum Shape {
     Reduce,
     /// Up the tree to rank 0, then down to every rank.
     AllReduce,
+    /// The root's rank splits its value ([`Split`]) and sends each rank its
+    /// piece directly.
+    Scatter,
+    /// Every rank splits its value and sends each other rank its piece
+    /// directly (pairwise exchange); each rank combines the pieces it got in
+    /// rank order.
+    Exchange,
 }
 
 impl Kind {
@@ -138,14 +146,14 @@ impl Kind {
 
     fn shape(self) -> Shape {
         match self {
-            Kind::Broadcast | Kind::Scatter => Shape::Broadcast,
+            Kind::Broadcast => Shape::Broadcast,
+            Kind::Scatter => Shape::Scatter,
+            Kind::AllToAll | Kind::AllToAllV => Shape::Exchange,
             Kind::Reduce | Kind::Gather => Shape::Reduce,
             Kind::Barrier
             | Kind::AllReduce
             | Kind::Quiescence
             | Kind::AllGather
-            | Kind::AllToAll
-            | Kind::AllToAllV
             | Kind::Scan
             | Kind::ExclusiveScan
             | Kind::ReduceScatter => Shape::AllReduce,
@@ -155,6 +163,10 @@ impl Kind {
 
 /// A user's reduction operation.
 pub(crate) type Op<T> = Arc<dyn Fn(T, T) -> T + Send + Sync>;
+
+/// Cuts a rank's value into one piece per rank, in rank order, for the
+/// personalised collectives ([`Shape::Scatter`], [`Shape::Exchange`]).
+pub(crate) type Split<T> = Arc<dyn Fn(T) -> Vec<T> + Send + Sync>;
 
 /// One collective on this rank; see the module documentation.
 struct Round {
@@ -414,6 +426,23 @@ pub(crate) fn arrive<T>(
 where
     T: Serialize + DeserializeOwned + Clone + Send + 'static,
 {
+    arrive_split(loc, kind, root, value, op, None)
+}
+
+/// [`arrive`] for the personalised collectives, whose rank's value `split`
+/// cuts into one piece per rank. Each rank's result holds only the pieces for
+/// its locations: on a single rank, the fold of the locations' values.
+pub(crate) fn arrive_split<T>(
+    loc: &Location,
+    kind: Kind,
+    root: u32,
+    value: Option<T>,
+    op: Option<Op<T>>,
+    split: Option<Split<T>>,
+) -> u64
+where
+    T: Serialize + DeserializeOwned + Clone + Send + 'static,
+{
     let shared = loc.shared();
     let local = &shared.local;
     let per_rank = local.per_rank;
@@ -476,7 +505,7 @@ where
         .into_iter()
         .map(|v| v.map(|b| *b.downcast::<T>().unwrap_or_else(|_| unreachable_type())));
     let partial: Option<T> = match kind.shape() {
-        Shape::Broadcast => root_local.and_then(|r| it.nth(r).flatten()),
+        Shape::Broadcast | Shape::Scatter => root_local.and_then(|r| it.nth(r).flatten()),
         _ => {
             let op = op.as_ref();
             it.flatten().reduce(|a, b| match op {
@@ -509,6 +538,7 @@ where
         kind,
         root,
         op,
+        split,
     };
     start(
         local,
@@ -606,6 +636,7 @@ struct Driver<T> {
     kind: Kind,
     root: u32,
     op: Option<Op<T>>,
+    split: Option<Split<T>>,
 }
 
 impl<T: Serialize + DeserializeOwned + Clone + Send + 'static> Driver<T> {
@@ -657,11 +688,85 @@ impl<T: Serialize + DeserializeOwned + Clone + Send + 'static> Driver<T> {
         }
     }
 
+    /// The rank's value cut into one piece per rank (`Split`).
+    fn split(&self, value: T) -> Vec<Option<T>> {
+        let Some(split) = &self.split else {
+            self.transport.abort(&format!(
+                "collective #{}: {} without its split (broken invariant)",
+                self.epoch,
+                Kind::named(self.kind as u8)
+            ))
+        };
+        let pieces = split(value);
+        if pieces.len() != self.local.ranks {
+            self.transport.abort(&format!(
+                "collective #{}: {} split into {} pieces for {} ranks (broken invariant)",
+                self.epoch,
+                Kind::named(self.kind as u8),
+                pieces.len(),
+                self.local.ranks
+            ));
+        }
+        pieces.into_iter().map(Some).collect()
+    }
+
     async fn run(self, partial: Option<T>) {
         let p = self.local.ranks;
         let me = self.local.rank;
         let root_rank = self.root as usize / self.local.per_rank;
         let result: Option<T> = match self.kind.shape() {
+            Shape::Scatter => {
+                if me == root_rank {
+                    let Some(whole) = partial else {
+                        self.transport
+                            .abort("a scatter without the root's values (broken invariant)")
+                    };
+                    let mut pieces = self.split(whole);
+                    for k in 1..p {
+                        let to = (me + k) % p;
+                        if let Some(piece) = pieces[to].take() {
+                            self.send(to, Phase::Down, self.encode(&piece));
+                        }
+                    }
+                    pieces[me].take()
+                } else {
+                    let Some(b) = Message::down(&self.local, self.epoch).await else {
+                        return;
+                    };
+                    Some(self.decode(&format!("rank {root_rank}"), &b))
+                }
+            }
+            Shape::Exchange => {
+                let Some(whole) = partial else {
+                    self.transport
+                        .abort("an exchange on a rank without locations (broken invariant)")
+                };
+                let mut pieces = self.split(whole);
+                // Each rank starts with its next neighbour, so no rank is
+                // everyone's first destination.
+                for k in 1..p {
+                    let to = (me + k) % p;
+                    if let Some(piece) = pieces[to].take() {
+                        self.send(to, Phase::Up, self.encode(&piece));
+                    }
+                }
+                let mut acc: Option<T> = None;
+                for r in 0..p {
+                    let v = if r == me {
+                        pieces[me].take()
+                    } else {
+                        let Some(b) = Message::up(&self.local, self.epoch, r as u32).await else {
+                            return;
+                        };
+                        Some(self.decode(&format!("rank {r}"), &b))
+                    };
+                    acc = match (acc, v) {
+                        (Some(a), Some(b)) => Some(self.combine(a, b)),
+                        (a, b) => a.or(b),
+                    };
+                }
+                acc
+            }
             Shape::Broadcast => {
                 let rel = (me + p - root_rank) % p;
                 let (value, bytes) = match partial {

@@ -36,8 +36,18 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use super::Location;
-use crate::world::collective::{self, Collective, Kind, Op, Portion, Reduction};
+use crate::world::collective::{self, Collective, Kind, Op, Portion, Reduction, Split};
 use crate::world::LocationId;
+
+/// Cuts `values` into consecutive pieces of `per_rank` values: one per rank.
+fn chunks<T>(values: Vec<T>, per_rank: usize) -> Vec<Vec<T>> {
+    let mut pieces = Vec::with_capacity(values.len().div_ceil(per_rank.max(1)));
+    let mut it = values.into_iter().peekable();
+    while it.peek().is_some() {
+        pieces.push(it.by_ref().take(per_rank).collect());
+    }
+    pieces
+}
 
 /// Appends `b` to `a`: the operation of every gathering collective.
 fn concat<T>(mut a: Vec<T>, mut b: Vec<T>) -> Vec<T> {
@@ -125,10 +135,14 @@ impl Location {
             None
         };
         self.flush();
-        let epoch = collective::arrive(self, Kind::Scatter, root.raw(), values, None);
-        let me = self.id().index();
-        Portion::new(Collective::new(self, epoch), move |all: Vec<T>| {
-            all.into_iter()
+        let per_rank = self.shared().local.per_rank;
+        let split: Split<Vec<T>> = Arc::new(move |all: Vec<T>| chunks(all, per_rank));
+        let epoch =
+            collective::arrive_split(self, Kind::Scatter, root.raw(), values, None, Some(split));
+        // The rank's result: the values of its locations.
+        let me = self.local_index();
+        Portion::new(Collective::new(self, epoch), move |mine: Vec<T>| {
+            mine.into_iter()
                 .nth(me)
                 .unwrap_or_else(|| missing("scatter"))
         })
@@ -191,8 +205,25 @@ impl Location {
         self.check_row(Kind::name(kind as u8), row.len());
         self.flush();
         let op: Op<Vec<Vec<T>>> = Arc::new(concat);
-        let epoch = collective::arrive(self, kind, 0, Some(vec![row]), Some(op));
-        let me = self.id().index();
+        let per_rank = self.shared().local.per_rank;
+        let split: Split<Vec<Vec<T>>> = Arc::new(move |rows: Vec<Vec<T>>| {
+            // Rank `r`'s piece: every row of this rank, cut to the values
+            // for `r`'s locations.
+            let mut pieces: Vec<Vec<Vec<T>>> = Vec::new();
+            for (i, row) in rows.into_iter().enumerate() {
+                for (r, part) in chunks(row, per_rank).into_iter().enumerate() {
+                    if i == 0 {
+                        pieces.push(Vec::new());
+                    }
+                    pieces[r].push(part);
+                }
+            }
+            pieces
+        });
+        let epoch = collective::arrive_split(self, kind, 0, Some(vec![row]), Some(op), Some(split));
+        // The rank's result: every location's row, cut to this rank's
+        // locations, in location order.
+        let me = self.local_index();
         Portion::new(Collective::new(self, epoch), move |rows: Vec<Vec<T>>| {
             rows.into_iter()
                 .map(|row| {
