@@ -23,6 +23,11 @@
 //!    associative operation need not be commutative), then the result travels back
 //!    down the tree (barrier, all-reduce) or to the root's rank (reduce); a
 //!    broadcast only travels down a tree rooted at the root's rank.
+//!    The personalised collectives take no tree: for a scatter the root's
+//!    rank cuts its values into one piece per rank ([`Split`]) and sends each
+//!    rank its piece; for an all-to-all every rank cuts its rows so and sends
+//!    each other rank its piece (pairwise exchange), then concatenates the
+//!    pieces it got in rank order.
 //!    A quiescence wave's sums take a shorter way when the transport has a
 //!    sum of its own (MPI): the leader hands them to the engine, which sums
 //!    them over the ranks by recursive doubling over point-to-point messages

@@ -3,8 +3,9 @@
 //! exclusive scan, reduce-scatter — on locations (the flat view), in every
 //! transport.
 //!
-//! Each is one of the world's three tree algorithms (`collective.rs`) with its
-//! own values and operation, and its own kind in the frames, so a rank that
+//! Each is one of the world's three tree algorithms or two personalised
+//! exchanges (`collective.rs`) with its own values and operation, and its own
+//! kind in the frames, so a rank that
 //! runs another collective (or the same one with another root) at the same
 //! point is reported naming that rank, and the cross-rank stall check names it:
 //!
@@ -12,8 +13,8 @@
 //! |-----------------|----------------------|--------------------|------------|----------------------|
 //! | gather          | `[v]`                | concatenate        | reduce     | all, at the root     |
 //! | all_gather      | `[v]`                | concatenate        | all-reduce | all                  |
-//! | scatter         | the root's `n` values| —                  | broadcast  | value `i`            |
-//! | all_to_all(_v)  | `[row]` of `n`       | concatenate        | all-reduce | column `i`           |
+//! | scatter         | the root's `n` values| —                  | scatter    | value `i`            |
+//! | all_to_all(_v)  | `[row]` of `n`       | concatenate        | exchange   | column `i`           |
 //! | scan            | `[v]`                | concatenate        | all-reduce | fold of `0..=i`      |
 //! | exclusive_scan  | `[v]`                | concatenate        | all-reduce | fold of `0..i`       |
 //! | reduce_scatter  | `n` values           | element-wise `op`  | all-reduce | element `i`          |
@@ -25,10 +26,12 @@
 //! with a message naming the location and its rank (under MPI or as a
 //! shared-memory system: the whole job, instead of a hang).
 //!
-//! Limit: the all-to-alls and scans gather every contribution on every rank
-//! (`n` rows to each location where a personalised exchange would send each
-//! location one column), so they move `n` times the data of MPI's pairwise
-//! exchange; at a few ranks this costs little, at many it is a known gap.
+//! Scatter and the all-to-alls are personalised: the root's rank sends each
+//! rank only its locations' values, and for an all-to-all every rank sends
+//! every other rank only the columns of that rank's locations (a pairwise
+//! exchange, as MPI's), so a rank's result holds the values of its own
+//! locations only. Limit: the scans still gather every contribution on every
+//! rank, `n` times the data of MPI's recursive doubling.
 
 use std::sync::Arc;
 
