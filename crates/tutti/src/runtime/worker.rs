@@ -65,6 +65,12 @@ const INJECTOR_INTERVAL: u32 = 61;
 /// (`context.rs`) once every this many rounds; a parking one calls it before it parks.
 const IDLE_HOOK_EVERY: u32 = 1024;
 
+/// A worker spinning for the idle pollers' input calls them once every this many
+/// idle rounds and only searches the queues in the others: a poll is a system call
+/// (`epoll_wait` with a zero timeout for the I/O driver), a search a few loads.
+/// Every round counts towards the spin budget, so the spin ends sooner.
+const SPIN_POLL_EVERY: u32 = 8;
+
 std::thread_local! {
     static CURRENT: Cell<*const WorkerThread> = const { Cell::new(ptr::null()) };
 }
@@ -97,6 +103,8 @@ pub(crate) struct WorkerThread {
     /// With an idle waiter: how many quiet polls to spin before blocking in
     /// it (adaptive, see `idle_round`).
     spin_budget: Cell<u32>,
+    /// Idle rounds since this worker last ran a job ([`SPIN_POLL_EVERY`]).
+    spin_rounds: Cell<u32>,
     rng: Cell<u64>,
     index: usize,
     registry: Arc<Registry>,
@@ -137,6 +145,7 @@ impl WorkerThread {
             quiet_polls: Cell::new(u32::MAX / 2),
             seen_moves: Cell::new(0),
             spin_budget: Cell::new(IdlePollers::SPIN_POLLS),
+            spin_rounds: Cell::new(0),
             rng: Cell::new(0x9E37_79B9_7F4A_7C15 ^ ((index as u64 + 1) << 17)),
             index,
             registry,
@@ -500,6 +509,7 @@ impl WorkerThread {
             }
             if let Some(job) = found {
                 rounds = 0;
+                self.spin_rounds.set(0);
                 self.execute(job);
                 continue;
             }
@@ -536,6 +546,18 @@ impl WorkerThread {
                 IdlePollers::SPIN_POLLS
             }
             .min(spin_cap);
+            // Between polls the round only searches the queues (the caller's
+            // `find_work`); the last round of the spin always polls.
+            let round = self.spin_rounds.get();
+            self.spin_rounds.set(round.wrapping_add(1));
+            if round % SPIN_POLL_EVERY != 0 {
+                let quiet = self.quiet_polls.get().saturating_add(1);
+                if quiet < budget {
+                    self.quiet_polls.set(quiet);
+                    crate::loom::spin_hint();
+                    return 0;
+                }
+            }
             if pollers.poll() {
                 if waiter && self.quiet_polls.get() < budget {
                     self.spin_budget.set(
