@@ -81,10 +81,11 @@
 //!
 //! # Memory
 //!
-//! A channel is one 56-byte allocation (64 with the allocator's header): the lock byte,
-//! the hints, the two queues (a word each: `waiter.rs`), the buffer pointer, the ends
-//! word, the capacity and the deadlock detector's record (a word, null for a channel made
-//! outside every process network). `Tx` and `Rx` are a pointer each; the ends word is the
+//! A channel is one 56-byte allocation (64 with the allocator's header): one word for the
+//! lock byte, the hints byte and the capacity (48 bits: larger capacities count as
+//! unbounded), the two queues (a word each: `waiter.rs`), the buffer pointer, the ends
+//! word, the deadlock detector's record (a word, null for a channel made outside every
+//! process network) and the record of its only sender (`deadlock/sender.rs`). `Tx` and `Rx` are a pointer each; the ends word is the
 //! reference count.
 //!
 //! # Why no value is lost or duplicated under cancellation
@@ -165,7 +166,8 @@ pub(crate) struct Chan<T> {
     /// Numbers of `Tx` and `Rx` handles, and the end flags (module docs).
     ends: AtomicU64,
     /// The buffer's capacity (0 for a rendezvous); fixed, so readable without the lock.
-    capacity: usize,
+    /// Six bytes, beside the lock and hint bytes in one word (see "Memory" above).
+    capacity: Capacity,
     /// What the deadlock detector knows of the channel (`deadlock/home.rs`).
     pub(crate) home: Home,
     /// The actor or location that alone sends on it, if one does (`deadlock/sender.rs`).
@@ -176,6 +178,40 @@ pub(crate) struct Chan<T> {
 unsafe impl<T: Send> Send for Chan<T> {}
 // SAFETY: as above.
 unsafe impl<T: Send> Sync for Chan<T> {}
+
+/// A channel's capacity in 48 bits, so that it fits in the word that holds the lock and
+/// hint bytes. Capacities from [`Capacity::UNBOUNDED_FROM`] up are stored as unbounded
+/// (`usize::MAX`): a buffer that large could never be filled in practice (2^48 values).
+/// Packed to 2-byte alignment, so it takes 6 bytes and fills the word with the two bytes.
+#[derive(Clone, Copy)]
+#[repr(C, packed(2))]
+struct Capacity {
+    high: u16,
+    low: u32,
+}
+
+impl Capacity {
+    /// The smallest capacity stored as unbounded: `2^48 − 1`, all 48 bits set.
+    const UNBOUNDED_FROM: usize = (1 << 48) - 1;
+
+    fn new(capacity: usize) -> Capacity {
+        let c = capacity.min(Self::UNBOUNDED_FROM) as u64;
+        Capacity {
+            high: (c >> 32) as u16,
+            low: c as u32,
+        }
+    }
+
+    #[inline]
+    fn get(self) -> usize {
+        let c = (u64::from(self.high) << 32) | u64::from(self.low);
+        if c as usize >= Self::UNBOUNDED_FROM {
+            super::channel::UNBOUNDED
+        } else {
+            c as usize
+        }
+    }
+}
 
 /// What the lock protects.
 struct Inner<T> {
@@ -269,7 +305,7 @@ impl<T> State<'_, T> {
             Ok(waker) => return Offer::Done(waker),
             Err(value) => value,
         };
-        if self.inner.buffer.has_room(self.chan.capacity) {
+        if self.inner.buffer.has_room(self.chan.capacity()) {
             self.inner.buffer.push(value);
             return Offer::Done(None);
         }
@@ -305,11 +341,11 @@ impl<T> State<'_, T> {
             return Take::Poisoned;
         }
         if let Some(value) = self.inner.buffer.pop() {
-            if self.chan.capacity == super::channel::UNBOUNDED {
+            if self.chan.capacity() == super::channel::UNBOUNDED {
                 self.inner.buffer.trim();
                 return Take::Value(value, None); // no sender ever waits
             }
-            let waker = if self.inner.buffer.has_room(self.chan.capacity) {
+            let waker = if self.inner.buffer.has_room(self.chan.capacity()) {
                 self.refill()
             } else {
                 None
@@ -550,7 +586,7 @@ impl<T> State<'_, T> {
     /// receiver of another party, or an end state.
     fn send_ready_for(&self, selector: &Selector) -> bool {
         self.flags() & (POISONED | CLOSED | RX_GONE) != 0
-            || self.inner.buffer.has_room(self.chan.capacity)
+            || self.inner.buffer.has_room(self.chan.capacity())
             || self.inner.receivers.has_live_peer(selector)
     }
 
@@ -585,7 +621,7 @@ impl<T> State<'_, T> {
             || !self.inner.senders.is_empty();
         let send = ended
             || flags & (CLOSED | RX_GONE) != 0
-            || self.inner.buffer.has_room(self.chan.capacity)
+            || self.inner.buffer.has_room(self.chan.capacity())
             || !self.inner.receivers.is_empty();
         (if recv { RECV_READY } else { 0 }) | (if send { SEND_READY } else { 0 })
     }
@@ -641,7 +677,7 @@ impl<T> Chan<T> {
                 receivers: WaitQueue::new(),
             }),
             ends: AtomicU64::new(senders * TX_ONE + RX_ONE + keep),
-            capacity,
+            capacity: Capacity::new(capacity),
         });
         NonNull::from(Box::leak(chan))
     }
@@ -682,7 +718,7 @@ impl<T> Chan<T> {
     }
 
     pub(crate) fn capacity(&self) -> usize {
-        self.capacity
+        self.capacity.get()
     }
 
     /// Number of buffered values.
@@ -988,7 +1024,7 @@ impl<T> fmt::Debug for Chan<T> {
             .field("name", &self.home.name())
             .field(
                 "capacity",
-                &(self.capacity != super::channel::UNBOUNDED).then_some(self.capacity),
+                &(self.capacity() != super::channel::UNBOUNDED).then_some(self.capacity()),
             )
             .field("buffered", &st.inner.buffer.len())
             .field("waiting_senders", &st.inner.senders.len())

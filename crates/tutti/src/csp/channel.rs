@@ -33,7 +33,9 @@ pub fn channel<T>() -> (Tx<T>, Rx<T>) {
 /// A buffered channel holding up to `capacity` values: a send completes at once while
 /// there is room (or a receiver waiting), and waits otherwise.
 ///
-/// `buffered(0)` is the same as [`channel`] (a rendezvous), as in Go.
+/// `buffered(0)` is the same as [`channel`] (a rendezvous), as in Go. A capacity of
+/// 2^48 − 1 or more makes an [`unbounded`] channel (its capacity reads `usize::MAX`): the
+/// channel keeps its capacity in 48 bits, and no buffer that large could be filled.
 ///
 /// ```
 /// use tutti::csp::{buffered, TrySendError};

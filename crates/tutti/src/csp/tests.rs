@@ -799,3 +799,22 @@ fn fair_alt_serves_every_ready_sender_within_a_rotation_spinning() {
 fn fair_alt_serves_every_ready_sender_within_a_rotation_parking() {
     fair_alt_bound(select_parking);
 }
+
+/// A channel keeps its capacity in 48 bits: every capacity below 2^48 − 1 reads back
+/// exactly, and larger ones make an unbounded channel, which never makes a sender wait.
+#[test]
+fn capacities_read_back_exactly_below_two_to_the_48() {
+    let limit = (1usize << 48) - 1;
+    for c in [0, 1, 7, u32::MAX as usize, u32::MAX as usize + 1, limit - 1] {
+        let (tx, rx) = crate::csp::buffered::<u8>(c);
+        assert_eq!((tx.capacity(), rx.capacity()), (c, c));
+    }
+    for c in [limit, limit + 1, usize::MAX - 1] {
+        let (tx, rx) = crate::csp::buffered::<u8>(c);
+        assert_eq!((tx.capacity(), rx.capacity()), (usize::MAX, usize::MAX));
+        for v in 0..100 {
+            tx.try_send(v).unwrap();
+        }
+        assert_eq!(rx.try_recv(), Ok(0));
+    }
+}

@@ -246,3 +246,71 @@ fn a_par_dropped_after_its_runtime_spawns_no_more() {
     assert!(made.load(Ordering::Relaxed) >= SPAWN_BATCH);
     assert!(ran.load(Ordering::Relaxed) <= SPAWN_BATCH);
 }
+
+/// The allocator's bytes for a request of `n` bytes: glibc's malloc adds a word and
+/// rounds the chunk up to 16 bytes (32 at least).
+fn malloc_chunk(n: usize) -> usize {
+    (n + 8).div_ceil(16).max(2) * 16
+}
+
+/// Where the memory of one live blocked process goes — the case `tutti bench csp live`
+/// measures: a process of a replicated `par`, waiting in `recv` on a rendezvous channel
+/// of its own. Printed piece by piece (`--nocapture`) and bounded, so that a field added
+/// to the task header, the process record, the receive future or the channel shows up
+/// here as a failure, not only as a benchmark figure.
+#[test]
+fn a_live_blocked_process_costs_what_its_pieces_add_up_to() {
+    use std::mem::size_of;
+
+    use crate::csp::chan::Chan;
+    use crate::csp::{RecvFuture, Rx, Tx};
+    use crate::runtime::task::HEADER_BYTES;
+
+    /// The future a process of the benchmark runs: its receiving end and the wait.
+    fn body(rx: Rx<u32>) -> impl Future<Output = ()> + Send + 'static {
+        async move {
+            if let Ok(v) = rx.recv().await {
+                std::hint::black_box(v);
+            }
+        }
+    }
+    /// The sizes of the future `body` returns and of the process wrapping it.
+    fn sizes<F>(_: &dyn Fn(Rx<u32>) -> F) -> (usize, usize) {
+        (size_of::<F>(), size_of::<Process<F>>())
+    }
+    let (user, process) = sizes(&body);
+    let record = size_of::<Process<()>>();
+    let task = HEADER_BYTES + process;
+    let chan = size_of::<Chan<u32>>();
+    let handle = size_of::<Tx<u32>>();
+    let total = malloc_chunk(task) + malloc_chunk(chan) + handle;
+    eprintln!("task header               {HEADER_BYTES:>4} B");
+    eprintln!("process record            {record:>4} B");
+    eprintln!(
+        "user future               {user:>4} B  (its Rx {} + receive future {})",
+        size_of::<Rx<u32>>(),
+        size_of::<RecvFuture<'static, u32>>()
+    );
+    eprintln!(
+        "task allocation           {task:>4} B  ({} B chunk)",
+        malloc_chunk(task)
+    );
+    eprintln!(
+        "channel                   {chan:>4} B  ({} B chunk)",
+        malloc_chunk(chan)
+    );
+    eprintln!("sender kept by the sender {handle:>4} B");
+    eprintln!("per live process          {total:>4} B");
+    assert_eq!(HEADER_BYTES, 40, "the task header grew");
+    assert_eq!(record, 32, "the process record grew");
+    assert_eq!(
+        size_of::<RecvFuture<'static, u32>>(),
+        32,
+        "the receive future grew"
+    );
+    assert_eq!(chan, 56, "the channel grew past one 64-byte chunk");
+    assert!(
+        task <= 120,
+        "a live process's task grew past one 128-byte chunk: {task} B"
+    );
+}

@@ -48,6 +48,9 @@ pub use join::{JoinError, JoinHandle, Outcome, TaskResult};
 pub(crate) use live::{LiveTasks, Tagged};
 use raw::NameSlot;
 pub(crate) use raw::RawTask;
+/// The bytes every task allocation starts with (its header), for the memory tests.
+#[cfg(test)]
+pub(crate) const HEADER_BYTES: usize = std::mem::size_of::<raw::Header>();
 pub(crate) use state::RUNTIME_BITS;
 
 static TASK_JOB: JobVTable = JobVTable {
