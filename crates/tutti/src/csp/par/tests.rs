@@ -267,6 +267,9 @@ fn a_live_blocked_process_costs_what_its_pieces_add_up_to() {
     use crate::runtime::task::HEADER_BYTES;
 
     /// The future a process of the benchmark runs: its receiving end and the wait.
+    // An `async move` block, as the benchmark spawns (an `async fn` keeps its argument
+    // twice in an unoptimised build).
+    #[allow(clippy::manual_async_fn)]
     fn body(rx: Rx<u32>) -> impl Future<Output = ()> + Send + 'static {
         async move {
             if let Ok(v) = rx.recv().await {
