@@ -354,7 +354,12 @@ macro_rules! stream_kind {
 
     (@hyper_write $ty:ident) => {
         #[cfg(feature = "hyper")]
-        impl ::hyper::rt::Write for $ty {
+        $crate::net::stream::stream_kind!(@write_shutdown ::hyper::rt::Write, $ty);
+    };
+
+    // hyper's and tokio's write traits have the same methods.
+    (@write_shutdown $trait:path, $ty:ident) => {
+        impl $trait for $ty {
             fn poll_write(
                 self: std::pin::Pin<&mut Self>,
                 cx: &mut std::task::Context<'_>,
@@ -458,41 +463,7 @@ macro_rules! stream_kind {
         }
 
         #[cfg(feature = "tokio-io")]
-        impl tokio::io::AsyncWrite for $ty {
-            fn poll_write(
-                self: std::pin::Pin<&mut Self>,
-                cx: &mut std::task::Context<'_>,
-                buf: &[u8],
-            ) -> std::task::Poll<std::io::Result<usize>> {
-                self.inner.poll_write(cx, buf)
-            }
-
-            fn poll_write_vectored(
-                self: std::pin::Pin<&mut Self>,
-                cx: &mut std::task::Context<'_>,
-                bufs: &[std::io::IoSlice<'_>],
-            ) -> std::task::Poll<std::io::Result<usize>> {
-                self.inner.poll_write_vectored(cx, bufs)
-            }
-
-            fn is_write_vectored(&self) -> bool {
-                true
-            }
-
-            fn poll_flush(
-                self: std::pin::Pin<&mut Self>,
-                _cx: &mut std::task::Context<'_>,
-            ) -> std::task::Poll<std::io::Result<()>> {
-                std::task::Poll::Ready(Ok(()))
-            }
-
-            fn poll_shutdown(
-                self: std::pin::Pin<&mut Self>,
-                _cx: &mut std::task::Context<'_>,
-            ) -> std::task::Poll<std::io::Result<()>> {
-                std::task::Poll::Ready(self.inner.shutdown(std::net::Shutdown::Write))
-            }
-        }
+        $crate::net::stream::stream_kind!(@write_shutdown tokio::io::AsyncWrite, $ty);
     };
 }
 
