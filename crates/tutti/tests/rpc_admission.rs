@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 use tutti::msg::codec::{self, Format, FrameKind, Header};
 use tutti::msg::{Dispatch, Handler, Message, Object, RegistryError, Remote};
-use tutti::rpc::{Rpc, RpcError, Vendor};
+use tutti::rpc::{Builder, Rpc, RpcError, Vendor};
 
 /// Answers a string of the given length.
 #[derive(Serialize, Deserialize)]
@@ -181,19 +181,24 @@ fn never_reads(addr: &str, n: u64) -> TcpStream {
     s
 }
 
-#[test]
-fn a_client_that_never_reads_its_answers_stalls_only_itself() {
-    let server = Rpc::builder()
-        .cookie("c")
-        .max_unsent(64 << 20)
-        .write_timeout(Duration::from_secs(60))
-        .build()
-        .unwrap();
+/// An endpoint (cookie "c", configured by `configure`) serving `Files` at
+/// `PATH`: the endpoint, the object's URL and its `host:port`.
+fn serve(configure: impl FnOnce(Builder) -> Builder) -> (Rpc, String, String) {
+    let server = configure(Rpc::builder().cookie("c")).build().unwrap();
     let url = server
         .publish(PATH, Files, Vendor::Sequential)
         .unwrap()
         .to_string();
     let addr = addr_of(&url);
+    (server, url, addr)
+}
+
+#[test]
+fn a_client_that_never_reads_its_answers_stalls_only_itself() {
+    let (server, url, addr) = serve(|b| {
+        b.max_unsent(64 << 20)
+            .write_timeout(Duration::from_secs(60))
+    });
     // 64 answers of 256 KiB: 16 MiB, more than the loopback socket buffers hold.
     let stuck = never_reads(&addr, 64);
     eventually("the stuck client's requests to be served", || {
@@ -214,16 +219,7 @@ fn a_client_that_never_reads_its_answers_stalls_only_itself() {
 
 #[test]
 fn a_client_whose_answers_pile_up_beyond_the_bound_is_dropped_with_the_reason() {
-    let server = Rpc::builder()
-        .cookie("c")
-        .max_unsent(1 << 20)
-        .build()
-        .unwrap();
-    let url = server
-        .publish(PATH, Files, Vendor::Sequential)
-        .unwrap()
-        .to_string();
-    let addr = addr_of(&url);
+    let (server, url, addr) = serve(|b| b.max_unsent(1 << 20));
     let _stuck = never_reads(&addr, 64);
     eventually("the stuck client to be dropped", || {
         server.stats().connections_ended == 1
@@ -235,12 +231,7 @@ fn a_client_whose_answers_pile_up_beyond_the_bound_is_dropped_with_the_reason() 
 
 #[test]
 fn a_client_flooding_large_requests_takes_turns_with_the_others() {
-    let server = Rpc::builder().cookie("c").build().unwrap();
-    let url = server
-        .publish(PATH, Files, Vendor::Sequential)
-        .unwrap()
-        .to_string();
-    let addr = addr_of(&url);
+    let (server, url, addr) = serve(|b| b);
     let stop = Arc::new(AtomicBool::new(false));
     let flood = {
         let stop = Arc::clone(&stop);
@@ -266,16 +257,7 @@ fn a_client_flooding_large_requests_takes_turns_with_the_others() {
 
 #[test]
 fn a_client_that_never_completes_its_handshake_is_dropped() {
-    let server = Rpc::builder()
-        .cookie("c")
-        .handshake_timeout(Duration::from_millis(200))
-        .build()
-        .unwrap();
-    let url = server
-        .publish(PATH, Files, Vendor::Sequential)
-        .unwrap()
-        .to_string();
-    let addr = addr_of(&url);
+    let (server, url, addr) = serve(|b| b.handshake_timeout(Duration::from_millis(200)));
     let started = Instant::now();
     let mut silent = TcpStream::connect(&addr).unwrap();
     let mut half = TcpStream::connect(&addr).unwrap();
@@ -308,15 +290,7 @@ fn a_client_that_never_completes_its_handshake_is_dropped() {
 
 #[test]
 fn clients_beyond_the_connection_limit_are_refused_and_the_others_go_on() {
-    let server = Rpc::builder()
-        .cookie("c")
-        .max_connections(2)
-        .build()
-        .unwrap();
-    let url = server
-        .publish(PATH, Files, Vendor::Sequential)
-        .unwrap()
-        .to_string();
+    let (server, url, _) = serve(|b| b.max_connections(2));
     let (a, b, c) = (client(), client(), client());
     let pa = a.proxy::<Files>(&url).unwrap();
     let pb = b.proxy::<Files>(&url).unwrap();
