@@ -354,15 +354,7 @@ pub fn run(args: &HttpArgs) -> Result<Report, String> {
     let progress = Progress::new(2 * args.workers.0.len() * plan.total(), args.json);
     let largest = args.workers.max();
     for &w in &args.workers.0 {
-        let rt = tutti::Runtime::builder()
-            .workers(w)
-            .build()
-            .map_err(|e| format!("cannot build a tutti runtime with {w} workers: {e}"))?;
-        let tokio_rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(w)
-            .enable_all()
-            .build()
-            .map_err(|e| format!("cannot build a tokio runtime with {w} workers: {e}"))?;
+        let (rt, tokio_rt) = super::net_runtimes(w)?;
         let tutti_addr = rt.block_on(async {
             let l = tutti::net::TcpListener::bind("127.0.0.1:0")?;
             let addr = l.local_addr()?;

@@ -193,15 +193,7 @@ pub fn run(args: &NetArgs) -> Result<Report, String> {
         .param("runs", plan.runs)
         .param("warmup", plan.warmup);
 
-    let rt = tutti::Runtime::builder()
-        .workers(w)
-        .build()
-        .map_err(|e| format!("cannot build a tutti runtime with {w} workers: {e}"))?;
-    let tokio_rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(w)
-        .enable_all()
-        .build()
-        .map_err(|e| format!("cannot build a tokio runtime with {w} workers: {e}"))?;
+    let (rt, tokio_rt) = super::net_runtimes(w)?;
     let progress = Progress::new(2 * SIZES.len() * plan.total(), args.json);
     for (size, name) in SIZES {
         let trips = if size > 64 {
