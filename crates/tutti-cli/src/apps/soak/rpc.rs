@@ -28,6 +28,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use clap::Args;
+use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 use tutti::msg::codec::{self, Format, FrameKind, Header};
 use tutti::msg::{Dispatch, Handler, Message, MsgId, Object, RegistryError, Remote};
@@ -123,11 +124,13 @@ const FAULTS: [&str; 8] = [
     "never reads large answers",
 ];
 
-/// What the well-behaved clients saw.
-#[derive(Default)]
+/// What the well-behaved clients saw. Latencies go into histograms of fixed
+/// size (microseconds, three significant digits), not a list: a 30-minute run
+/// answers ~10^8 calls, and a list of them would be the largest thing in this
+/// process and fail the memory bound the run checks.
 struct Calls {
-    quiet: Vec<f64>,
-    faulty: Vec<f64>,
+    quiet: Histogram<u64>,
+    faulty: Histogram<u64>,
     wrong: u64,
     failed: u64,
     examples: Vec<String>,
@@ -158,7 +161,13 @@ pub fn run(a: &RpcSoakArgs) -> Result<Report, String> {
     let quiet_until = start + total / 10;
     let end = start + total;
     let stop = Arc::new(AtomicBool::new(false));
-    let calls = Arc::new(Mutex::new(Calls::default()));
+    let calls = Arc::new(Mutex::new(Calls {
+        quiet: latency_histogram()?,
+        faulty: latency_histogram()?,
+        wrong: 0,
+        failed: 0,
+        examples: Vec::new(),
+    }));
     let faults: Arc<Vec<AtomicU64>> = Arc::new(FAULTS.iter().map(|_| AtomicU64::new(0)).collect());
 
     let clients: Vec<_> = (0..a.clients)
@@ -201,7 +210,7 @@ pub fn run(a: &RpcSoakArgs) -> Result<Report, String> {
     let stats = server.stats();
     let rss_end = resident_bytes();
     let c = calls.lock().map_err(|_| "the call log is poisoned")?;
-    let p99 = |v: &[f64]| percentile(v, 0.99);
+    let p99 = |h: &Histogram<u64>| h.value_at_quantile(0.99) as f64 / 1e3;
     let (quiet_p99, faulty_p99) = (p99(&c.quiet), p99(&c.faulty));
     let injected: u64 = faults.iter().map(|f| f.load(Ordering::Relaxed)).sum();
 
@@ -215,7 +224,7 @@ pub fn run(a: &RpcSoakArgs) -> Result<Report, String> {
         let n = n.load(Ordering::Relaxed);
         report.count("tutti", &format!("faults injected: {name}"), n, "clients");
     }
-    let answered = (c.quiet.len() + c.faulty.len()) as u64;
+    let answered = c.quiet.len() + c.faulty.len();
     report.count("tutti", "well-behaved calls answered", answered, "calls");
     report.count("tutti", "wrong answers", c.wrong, "calls");
     report.count("tutti", "failed calls", c.failed, "calls");
@@ -295,6 +304,9 @@ fn well_behaved(
         Ok(p) => p,
         Err(e) => return note(&|c| c.examples.push(format!("no proxy: {e}"))),
     };
+    let (Ok(mut quiet), Ok(mut faulty)) = (latency_histogram(), latency_histogram()) else {
+        return note(&|c| c.examples.push("no latency histogram".to_string()));
+    };
     while !stop.load(Ordering::Relaxed) {
         let payload: Vec<u8> = (0..1 + rng.below(512))
             .map(|_| rng.next_u64() as u8)
@@ -302,16 +314,17 @@ fn well_behaved(
         let want = checksum(&payload);
         let t = Instant::now();
         let got = proxy.call_blocking(Check(payload));
-        let ms = t.elapsed().as_secs_f64() * 1e3;
-        let quiet = t < quiet_until;
+        let us = t.elapsed().as_micros() as u64;
         match got {
-            Ok(v) if v == want => note(&|c| {
-                if quiet {
-                    c.quiet.push(ms)
+            // Recorded locally, merged into `calls` when the client stops.
+            Ok(v) if v == want => {
+                let h = if t < quiet_until {
+                    &mut quiet
                 } else {
-                    c.faulty.push(ms)
-                }
-            }),
+                    &mut faulty
+                };
+                h.saturating_record(us);
+            }
             Ok(v) => note(&|c| {
                 c.wrong += 1;
                 if c.examples.len() < 5 {
@@ -327,16 +340,16 @@ fn well_behaved(
             }),
         }
     }
+    note(&|c| {
+        if let Err(e) = c.quiet.add(&quiet).and_then(|()| c.faulty.add(&faulty)) {
+            c.examples.push(format!("cannot merge latencies: {e}"));
+        }
+    });
 }
 
-/// The `p`-th quantile of `samples` (0 for none).
-fn percentile(samples: &[f64], p: f64) -> f64 {
-    let mut s = samples.to_vec();
-    s.sort_by(f64::total_cmp);
-    match s.len() {
-        0 => 0.0,
-        n => s[((n as f64 - 1.0) * p).round() as usize],
-    }
+/// An empty histogram of call latencies in microseconds.
+fn latency_histogram() -> Result<Histogram<u64>, String> {
+    Histogram::new(3).map_err(|e| format!("cannot make a latency histogram: {e}"))
 }
 
 /// This process's resident memory, from `/proc/self/statm` (0 if unreadable).
