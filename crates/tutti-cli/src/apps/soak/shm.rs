@@ -265,13 +265,17 @@ struct Tally {
     examples: Vec<String>,
 }
 
-/// Reads every log in `dir`.
+/// A message's identity: (sender rank, sender incarnation, sequence number).
+type MessageKey = (u32, u64, u64);
+
+/// Reads every log in `dir`, one line at a time: a 30-minute run writes
+/// gigabytes of log, so nothing holds a whole file, and received messages are
+/// counted by sorting their keys (a third of the memory of a map of them).
 fn tally(dir: &Path) -> Result<Tally, String> {
-    use std::collections::HashMap;
+    use std::io::BufRead as _;
     let mut t = Tally::default();
-    // (sender, incarnation, seq) → times received.
-    let mut got: HashMap<(u32, u64, u64), u32> = HashMap::new();
-    let mut acked: Vec<(u32, u64, u64)> = Vec::new();
+    let mut got: Vec<MessageKey> = Vec::new();
+    let mut acked: Vec<MessageKey> = Vec::new();
     let entries = std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     for e in entries.flatten() {
         let name = e.file_name().to_string_lossy().into_owned();
@@ -285,15 +289,25 @@ fn tally(dir: &Path) -> Result<Tally, String> {
         let (Ok(rank), Ok(inc)) = (r.parse::<u32>(), i.parse::<u64>()) else {
             continue;
         };
-        let text = std::fs::read_to_string(e.path()).map_err(|e| format!("{name}: {e}"))?;
-        for l in text.lines() {
-            let f: Vec<&str> = l.split(' ').collect();
-            let num = |k: usize| f.get(k).and_then(|v| v.parse::<u64>().ok());
-            match (f[0], num(1), num(2), num(3)) {
+        let file = File::open(e.path()).map_err(|e| format!("{name}: {e}"))?;
+        let mut reader = std::io::BufReader::with_capacity(1 << 20, file);
+        let mut l = String::new();
+        loop {
+            l.clear();
+            match reader.read_line(&mut l) {
+                Ok(0) => break,
+                Ok(_) => {}
+                Err(e) => return Err(format!("{name}: {e}")),
+            }
+            let l = l.trim_end_matches('\n');
+            let mut f = l.split(' ');
+            let kind = f.next().unwrap_or_default();
+            let mut num = || f.next().and_then(|v| v.parse::<u64>().ok());
+            match (kind, num(), num(), num()) {
                 ("S", Some(_), Some(_), None) => t.sent += 1,
                 ("R", Some(from), Some(inc), Some(seq)) => {
                     t.received += 1;
-                    *got.entry((from as u32, inc, seq)).or_default() += 1;
+                    got.push((from as u32, inc, seq));
                 }
                 ("A", Some(_), Some(seq), None) => acked.push((rank, inc, seq)),
                 ("X", ..) => {
@@ -309,8 +323,9 @@ fn tally(dir: &Path) -> Result<Tally, String> {
         }
     }
     t.acked = acked.len() as u64;
+    got.sort_unstable();
     for k in &acked {
-        if !got.contains_key(k) {
+        if got.binary_search(k).is_err() {
             t.lost += 1;
             if t.examples.len() < 5 {
                 t.examples.push(format!(
@@ -320,15 +335,14 @@ fn tally(dir: &Path) -> Result<Tally, String> {
             }
         }
     }
-    for (k, n) in &got {
-        if *n > 1 {
-            t.duplicates += 1;
-            if t.examples.len() < 5 {
-                t.examples.push(format!(
-                    "message {} of rank {} (incarnation {}) received {n} times",
-                    k.2, k.0, k.1
-                ));
-            }
+    for run in got.chunk_by(|a, b| a == b).filter(|run| run.len() > 1) {
+        let (k, n) = (run[0], run.len());
+        t.duplicates += 1;
+        if t.examples.len() < 5 {
+            t.examples.push(format!(
+                "message {} of rank {} (incarnation {}) received {n} times",
+                k.2, k.0, k.1
+            ));
         }
     }
     Ok(t)
