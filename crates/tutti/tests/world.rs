@@ -5,6 +5,7 @@
 //! Every body checks its own results and panics on a mismatch; under MPI a panic
 //! takes the whole job down with a non-zero exit status.
 
+mod channels;
 mod common;
 mod watchdog;
 
@@ -79,7 +80,7 @@ fn run_all(world: &World) {
     } else {
         &[]
     };
-    for (name, body) in BODIES.iter().chain(extra) {
+    for (name, body) in BODIES.iter().chain(channels::BODIES).chain(extra) {
         body(world);
         // A later test's messages must not reach a location still in this one.
         world.run(|loc| async move { loc.barrier().await });

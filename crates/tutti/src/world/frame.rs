@@ -19,6 +19,11 @@
 //!              with a body, the body is the last message.
 //! collective:  src, dst = ranks; target = epoch; corr = phase (1 up, 2 down)
 //!              | kind << 8 | root << 32; payload = the value (empty if it is the body).
+//! channel:     src, dst = locations (the ends' locations); target = the channel's
+//!              number | kind << 32 (1 value, 2 credits, 3 sender closed,
+//!              4 receiver closed); corr = the
+//!              argument (a value's sender capacity, a count of credits);
+//!              payload = a value (empty if it is the body; none for the others).
 //! ```
 //!
 //! One codec header per batch, then 4-byte length prefixes: an aggregated 8-byte
@@ -51,6 +56,8 @@ const WHAT_DATA: u8 = 1;
 const WHAT_COLLECTIVE: u8 = 2;
 /// World flag byte: a frame of the cross-rank stall check (`stall.rs`).
 const WHAT_STALL: u8 = 3;
+/// World flag byte: a message of a channel between locations (`channel/`).
+const WHAT_CHANNEL: u8 = 4;
 /// World flag byte: a body comes with the head.
 const FLAG_BODY: u8 = 0x80;
 
@@ -100,12 +107,35 @@ pub(crate) struct StallHead {
     pub(crate) inline: Range<usize>,
 }
 
+/// A parsed frame of a channel between locations: its ends, the channel's
+/// number, the message's kind and argument, and the value's range of the head
+/// (empty if it is the body or the message carries none).
+#[derive(Debug)]
+pub(crate) struct ChannelHead {
+    pub(crate) from: u32,
+    pub(crate) to: u32,
+    pub(crate) seq: u32,
+    pub(crate) kind: u8,
+    pub(crate) arg: u64,
+    pub(crate) inline: Range<usize>,
+}
+
+/// Channel message kind (`ChannelHead::kind`): a value (to the receiving end).
+pub(crate) const CHANNEL_VALUE: u8 = 1;
+/// Credits (to the sending end).
+pub(crate) const CHANNEL_CREDIT: u8 = 2;
+/// The sending end closed (to the receiving end).
+pub(crate) const CHANNEL_CLOSE_TX: u8 = 3;
+/// The receiving end closed (to the sending end).
+pub(crate) const CHANNEL_CLOSE_RX: u8 = 4;
+
 /// What a frame is.
 #[derive(Debug)]
 pub(crate) enum Parsed {
     Data(DataHead),
     Collective(CollectiveHead),
     Stall(StallHead),
+    Channel(ChannelHead),
 }
 
 /// Why a frame was rejected.
@@ -289,6 +319,31 @@ pub(crate) fn stall(
     Frame { head, body }
 }
 
+/// A frame of a channel between locations `from` and `to` (`channel/`):
+/// message `kind` of channel `seq` with argument `arg`, and a value (inline if
+/// at most `inline_max` bytes, else as the body).
+pub(crate) fn channel(
+    from: u32,
+    to: u32,
+    seq: u32,
+    kind: u8,
+    arg: u64,
+    value: Vec<u8>,
+    inline_max: usize,
+) -> Frame {
+    let as_body = value.len() > inline_max;
+    let mut head = reserve(HEADER + if as_body { 0 } else { value.len() });
+    let body = if as_body {
+        Some(value)
+    } else {
+        head.extend_from_slice(&value);
+        None
+    };
+    let target = u64::from(seq) | u64::from(kind) << 32;
+    seal(&mut head, WHAT_CHANNEL, as_body, from, to, target, arg);
+    Frame { head, body }
+}
+
 /// Parses and fully validates a frame's head (`has_body`: a body came with it).
 pub(crate) fn parse(head: &[u8], has_body: bool) -> Result<Parsed, FrameError> {
     let frame = codec::decode_frame(head).map_err(|e| FrameError(e.to_string()))?;
@@ -386,6 +441,29 @@ pub(crate) fn parse(head: &[u8], has_body: bool) -> Result<Parsed, FrameError> {
                 inline: HEADER..end,
             }))
         }
+        WHAT_CHANNEL => {
+            let kind = (h.target >> 32) as u8;
+            if h.target >> 40 != 0 || !(CHANNEL_VALUE..=CHANNEL_CLOSE_RX).contains(&kind) {
+                return bad(format!(
+                    "unknown channel message kind in {:#018x}",
+                    h.target
+                ));
+            }
+            if kind != CHANNEL_VALUE && (has_body || end != HEADER) {
+                return bad("a channel's credit or close message carries a value");
+            }
+            if has_body && end != HEADER {
+                return bad("a channel frame with both an inline value and a body");
+            }
+            Ok(Parsed::Channel(ChannelHead {
+                from: h.src,
+                to: h.dst,
+                seq: h.target as u32,
+                kind,
+                arg: h.corr,
+                inline: HEADER..end,
+            }))
+        }
         w => bad(format!("unknown world frame kind {w}")),
     }
 }
@@ -473,6 +551,40 @@ mod tests {
         }
     }
 
+    #[test]
+    fn channel_frames_round_trip_and_reject_what_their_kind_forbids() {
+        for (value, inline_max) in [(vec![1, 2, 3], 16), (vec![5; 40], 16), (vec![], 16)] {
+            let f = channel(3, 8, u32::MAX, CHANNEL_VALUE, 7, value.clone(), inline_max);
+            let Parsed::Channel(c) = parse(&f.head, f.body.is_some()).unwrap() else {
+                panic!("not a channel frame")
+            };
+            assert_eq!((c.from, c.to, c.seq, c.kind, c.arg), (3, 8, u32::MAX, 1, 7));
+            match f.body {
+                Some(b) => assert_eq!(b, value),
+                None => assert_eq!(&f.head[c.inline], &value[..]),
+            }
+        }
+        let f = channel(0, 1, 2, CHANNEL_CREDIT, 5, Vec::new(), 16);
+        assert!(matches!(
+            parse(&f.head, false),
+            Ok(Parsed::Channel(ChannelHead {
+                kind: CHANNEL_CREDIT,
+                arg: 5,
+                ..
+            }))
+        ));
+        let f = channel(0, 1, 2, CHANNEL_CLOSE_RX, 0, vec![9], 16);
+        assert_eq!(
+            parse(&f.head, false).unwrap_err().0,
+            "a channel's credit or close message carries a value"
+        );
+        let f = channel(0, 1, 2, 9, 0, Vec::new(), 16);
+        assert!(parse(&f.head, false)
+            .unwrap_err()
+            .0
+            .starts_with("unknown channel message kind"));
+    }
+
     /// Deterministic pseudo-random bytes.
     fn noise(x: &mut u64) -> u8 {
         *x ^= *x << 13;
@@ -498,6 +610,7 @@ mod tests {
                 vec![9; 11],
                 64,
             ),
+            channel(4, 2, 6, CHANNEL_VALUE, 3, vec![8; 13], 64),
         ];
         let mut accepted = 0;
         for f in &frames {
@@ -526,6 +639,10 @@ mod tests {
                             assert!(c.inline.end <= m.len());
                         }
                         Ok(Parsed::Stall(h)) => {
+                            accepted += 1;
+                            assert!(h.inline.end <= m.len());
+                        }
+                        Ok(Parsed::Channel(h)) => {
                             accepted += 1;
                             assert!(h.inline.end <= m.len());
                         }
@@ -580,8 +697,8 @@ mod tests {
         m[24] = 1;
         expect(&m, false, "only Control frames");
         let mut m = f.head.clone();
-        m[7] = 4;
-        expect(&m, false, "world frame kind 4");
+        m[7] = 5;
+        expect(&m, false, "world frame kind 5");
         let mut m = f.head.clone();
         m[7] |= FLAG_BODY;
         expect(&m, false, "announces a body");

@@ -78,6 +78,16 @@
 //! ranks along a binomial tree (see `collective.rs`). The contribution is made when
 //! the method is called, so each is also its non-blocking form.
 //!
+//! # Channels between locations
+//!
+//! [`Location::channel_to`] and [`Location::channel_from`] open the two ends
+//! of a typed channel between two locations, on one rank or on two: a
+//! [`RemoteTx`] and a [`RemoteRx`], rendezvous (capacity 0) or buffered, whose
+//! bound holds across ranks (credits), closed when either end is dropped, and
+//! usable in [`select!`](crate::select) and [`Alt`](crate::csp::Alt) through
+//! their futures. Protocol and cancellation contract: `channel/`'s module
+//! documentation, summarised at [`RemoteTx`].
+//!
 //! # Quiescence
 //!
 //! [`Location::recv_until_quiet`] hands out messages until the whole world is
@@ -138,6 +148,7 @@
 //! messages) while its wave is pending: a location that has not yet started its
 //! detection can still be answered.
 
+mod channel;
 mod collective;
 mod config;
 mod delivery;
@@ -164,6 +175,9 @@ mod loom_tests;
 #[cfg(all(test, not(loom)))]
 mod tests;
 
+pub use channel::{
+    ChannelError, RemoteRecv, RemoteRecvError, RemoteRx, RemoteSend, RemoteSendError, RemoteTx,
+};
 pub use collective::{Collective, Portion, Reduction};
 pub use config::{
     launched_by_mpi, ProgressMode, TransportKind, WorldBuilder, WorldConfig,

@@ -104,6 +104,8 @@ pub(crate) struct Local {
     pub(crate) deaths: Mutex<Deaths>,
     /// This rank's part of the cross-rank stall check (`stall.rs`).
     pub(crate) stall: super::stall::Stall,
+    /// The ends of channels between locations on this rank (`channel/`).
+    pub(crate) channels: super::channel::Ports,
 }
 
 /// Something that waits on other ranks and must stop waiting when one dies
@@ -141,6 +143,7 @@ impl Local {
             stall: super::stall::Stall::new(ranks),
             inline_max,
             pool: Pool::default(),
+            channels: super::channel::Ports::default(),
         })
     }
 
@@ -173,6 +176,7 @@ impl Local {
             d.watchers.clone()
         };
         self.rounds.lose(rank);
+        self.channels.rank_died(rank, self.per_rank);
         for w in watchers.iter().filter_map(Weak::upgrade) {
             w.rank_died(rank);
         }

@@ -2,7 +2,8 @@
 //! ranks sent it ([`Sink`] for [`Local`]). A frame is parsed and checked
 //! (`frame.rs`) before anything is delivered: data frames go to the inbox of
 //! the location they name, collective frames to the collective rounds,
-//! stall-check frames to `stall.rs`, quiescence sums to the wave that waits
+//! stall-check frames to `stall.rs`, channel frames to the channel end they
+//! name (`channel/`), quiescence sums to the wave that waits
 //! for them, and a dead rank to everyone watching for deaths. A frame that
 //! does not parse, or names a location that is not on this rank or a sender
 //! that is not the rank it came from, is an error for the transport to report.
@@ -99,6 +100,18 @@ impl Sink for Local {
                 // A well-formed frame of a collective this rank runs otherwise:
                 // the message names both sides.
                 self.rounds.incoming(c.from_rank, c.tag, value)
+            }
+            Parsed::Channel(h) => {
+                let value = match body {
+                    Some(b) => b,
+                    None => head
+                        .get(h.inline.clone())
+                        .map(<[u8]>::to_vec)
+                        .unwrap_or_default(),
+                };
+                self.stall.arrived();
+                super::channel::incoming(self, from_rank, &h, value)
+                    .map_err(|e| malformed(from_rank, e))
             }
             Parsed::Stall(h) => {
                 let payload = match &body {
