@@ -84,13 +84,21 @@
 //!
 //! # Barrier guards in `Alt`
 //!
-//! There is no barrier guard for [`Alt`](super::Alt) (JCSP's `AltingBarrier`). An
-//! offered barrier guard is a *tentative* arrival that may be withdrawn, and firing it
-//! must decide the `Alt` of *every* offering party at once, all or none. The `Alt` commit
-//! protocol decides one selector per counterpart by a single CAS, under one channel's
-//! lock; doing all-or-none over `n` selectors needs a global lock around every offer and
-//! withdrawal (JCSP's design), which would put a lock on the arrival path that this
-//! barrier keeps to one CAS.
+//! [`Enrollment::complete`] is the barrier's guard: a future, used as a `future` arm of
+//! [`Alt`](super::Alt) or [`select!`](crate::select), that completes when this party's
+//! arrival completes the phase. It arrives only then — by one CAS that succeeds only if
+//! `remaining == 1` (by B2 the missing party is the caller) — so a losing arm has not
+//! arrived. While more parties are missing it registers in a third waiter list, woken by
+//! the arrival or resignation that leaves exactly one party missing (`Step::OneLeft`);
+//! the `Last` protocol in `barrier/waiters.rs` (two SeqCst fences) keeps that wake-up
+//! from being lost, and costs the arrival path one fence per phase.
+//!
+//! What it is not: JCSP's `AltingBarrier`, where *every* party may offer the barrier
+//! tentatively and firing decides the `Alt` of every offering party at once, all or none.
+//! The `Alt` commit protocol decides one selector per counterpart by a single CAS, under
+//! one channel's lock; all-or-none over `n` selectors needs a global lock around every
+//! offer and withdrawal (JCSP's design), which would put a lock on the arrival path that
+//! this barrier keeps to one CAS. So one party — the last — chooses; the others arrive.
 //!
 //! ```
 //! use tutti::csp::Barrier;
@@ -134,6 +142,7 @@
 //! ```
 
 mod arrival;
+mod completion;
 mod waiters;
 mod word;
 
@@ -150,15 +159,18 @@ use super::Arc;
 use std::borrow::Cow;
 
 use super::deadlock::{Home, Object};
-use waiters::Waiters;
+use waiters::{Last, Waiters};
 use word::{Phase, State, Step};
 
 pub use arrival::{Arrival, SyncFuture};
+pub use completion::Completion;
 
 /// The shared part of a barrier.
 struct Inner {
     state: Padded<State>,
     waiters: Waiters,
+    /// Parties whose [`Completion`] waits to be the last one missing.
+    last: Last,
     /// What the deadlock detector knows of the barrier (`deadlock/home.rs`).
     home: Home,
 }
@@ -235,6 +247,7 @@ impl Barrier {
             inner: Arc::new(Inner {
                 state: Padded(State::new()),
                 waiters: Waiters::new(),
+                last: Last::new(),
                 home: Home::new(Object::Barrier, name),
             }),
         }
@@ -390,6 +403,47 @@ impl Enrollment {
         Arrival::new(self)
     }
 
+    /// The barrier as a guard of [`Alt`](super::Alt) / [`select!`](crate::select): a
+    /// future that completes when **this party's arrival completes the phase** — it
+    /// arrives only in the poll that completes, when every other party counted in the
+    /// phase has arrived (or resigned). Until then it has not arrived: a `complete` arm
+    /// that loses a selection (or a `Completion` dropped unfinished) leaves the party
+    /// not arrived, as if it had never been offered. If the party has an earlier
+    /// arrival still pending (an [`Arrival`] dropped unfinished), the future completes
+    /// when that phase completes (that arrival has arrived already).
+    ///
+    /// Only the last party can choose this way: if every party waits in `complete`,
+    /// nobody arrives and the phase never completes (the deadlock detector reports
+    /// the parties' barrier waits). The others arrive with [`sync`](Self::sync) or
+    /// [`arrive`](Self::arrive).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use tutti::csp::{channel, Barrier};
+    ///
+    /// let b = Barrier::new();
+    /// let mut coordinator = b.enroll();
+    /// let mut worker = b.enroll();
+    /// let (_tx, commands) = channel::<u32>();
+    /// // The worker has not arrived: the barrier arm is not ready, the timeout fires,
+    /// // and the coordinator has not arrived either.
+    /// let fired = tutti::block_on(async {
+    ///     tutti::select! {
+    ///         future(coordinator.complete()) -> () => "barrier",
+    ///         recv(commands) -> _ => "command",
+    ///         timeout(Duration::from_millis(5)) => "timeout",
+    ///     }
+    /// });
+    /// assert_eq!(fired, "timeout");
+    /// let arrival = worker.arrive(); // now only the coordinator is missing
+    /// assert!(!arrival.is_complete());
+    /// tutti::block_on(coordinator.complete()); // completes the phase by arriving
+    /// assert!(arrival.is_complete());
+    /// ```
+    pub fn complete(&mut self) -> Completion<'_> {
+        Completion::new(self)
+    }
+
     /// Resigns from the barrier; the same as dropping the enrollment. If every other
     /// party has arrived in the current phase, this completes it.
     ///
@@ -410,8 +464,10 @@ impl Enrollment {
 impl Drop for Enrollment {
     fn drop(&mut self) {
         self.inner().home.act(None);
-        if let Step::Completed(p) = self.inner().state.resign(self.pending) {
-            self.inner().waiters.wake_all(p);
+        match self.inner().state.resign(self.pending) {
+            Step::Completed(p) => self.inner().waiters.wake_all(p),
+            Step::OneLeft(_) => self.inner().last.wake(),
+            Step::Counted(_) => {}
         }
     }
 }

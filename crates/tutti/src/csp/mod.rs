@@ -117,7 +117,7 @@ use loom::sync::Arc;
 use std::sync::Arc;
 
 pub use alt::{Alt, FutureArm, SelectFuture, Selected};
-pub use barrier::{Arrival, Barrier, Enrollment, SyncFuture};
+pub use barrier::{Arrival, Barrier, Completion, Enrollment, SyncFuture};
 pub use channel::{buffered, buffered_named, channel, channel_named, unbounded, unbounded_named};
 pub use deadlock::{deadlock_detection, run, set_deadlock_detection, BlockedProcess, Deadlock};
 pub use error::{

@@ -63,6 +63,11 @@ impl<'a> Sync<'a> {
                 self.enrollment.pending = Some(p);
                 State::Waiting(p)
             }
+            Step::OneLeft(p) => {
+                inner.last.wake();
+                self.enrollment.pending = Some(p);
+                State::Waiting(p)
+            }
             Step::Completed(p) => {
                 inner.waiters.wake_all(p);
                 self.enrollment.pending = None;

@@ -94,3 +94,33 @@ fn loom_phases_wrap() {
         t.join().unwrap();
     });
 }
+
+/// A completion waits while the other party arrives concurrently: the arrival that
+/// leaves it last wakes it (or it sees the arrival itself), and it completes the phase.
+#[test]
+fn loom_completion_is_not_lost() {
+    loom::model(|| {
+        let b = Barrier::new();
+        let mut other = b.enroll();
+        let mut me = b.enroll();
+        let t = thread::spawn(move || block_on(other.sync()));
+        block_on(me.complete());
+        t.join().unwrap();
+    });
+}
+
+/// A completion and a resignation race: the resignation leaves the completion last.
+#[test]
+fn loom_completion_after_a_resignation() {
+    loom::model(|| {
+        let b = Barrier::new();
+        let quitter = b.enroll();
+        let mut other = b.enroll();
+        let mut me = b.enroll();
+        let t = thread::spawn(move || drop(quitter));
+        let arrival = other.arrive();
+        block_on(me.complete());
+        assert!(arrival.is_complete());
+        t.join().unwrap();
+    });
+}

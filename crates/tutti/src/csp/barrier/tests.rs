@@ -219,3 +219,111 @@ fn enroll_resign_races() {
     churn.join().unwrap();
     assert_eq!(b.enrolled(), 0);
 }
+
+/// `complete` arrives only as the last party: while another party is missing it is
+/// pending and has not arrived (the others' arrival does not complete the phase); the
+/// arrival that leaves it last wakes it, and its poll completes the phase for everyone.
+#[test]
+fn complete_arrives_only_as_the_last_party() {
+    let b = Barrier::new();
+    let mut me = b.enroll();
+    let mut first = b.enroll();
+    let mut second = b.enroll();
+    let (woken, w) = counter();
+    {
+        let mut c = pin!(me.complete());
+        assert!(poll(c.as_mut(), &w).is_pending());
+        let a1 = first.arrive();
+        assert!(!a1.is_complete());
+        assert_eq!(
+            woken.0.load(Ordering::SeqCst),
+            0,
+            "two parties are still missing"
+        );
+        // Dropping the completion withdraws nothing: it had not arrived.
+    }
+    let mut c = pin!(me.complete());
+    assert!(poll(c.as_mut(), &w).is_pending());
+    let a2 = second.arrive();
+    assert_eq!(
+        woken.0.load(Ordering::SeqCst),
+        1,
+        "one party left: the completion is woken"
+    );
+    assert!(!a2.is_complete(), "the completion has not arrived yet");
+    assert!(poll(c.as_mut(), &w).is_ready());
+    assert!(a2.is_complete());
+}
+
+/// A losing `complete` arm in a selection leaves the party not arrived.
+#[test]
+fn a_losing_complete_arm_has_not_arrived() {
+    let b = Barrier::new();
+    let mut me = b.enroll();
+    let mut other = b.enroll();
+    // Polled first, not ready (`other` is missing); the timeout fires.
+    let mut alt = crate::csp::Alt::new();
+    let _arm = alt.future(me.complete());
+    let mut alt = alt.timeout(std::time::Duration::from_millis(5));
+    assert_eq!(alt.pri_select_blocking().index(), 1);
+    drop(alt);
+    let arrival = other.arrive();
+    assert!(
+        !arrival.is_complete(),
+        "`me` did not arrive: the phase waits for it"
+    );
+    drop(arrival);
+    // Now `me` is the last: the arm wins against a skip placed after it.
+    let mut alt = crate::csp::Alt::new();
+    let arm = alt.future(me.complete());
+    let mut alt = alt.skip();
+    assert_eq!(alt.pri_select_blocking().index(), arm.index());
+}
+
+/// A resignation that leaves the waiting completion last wakes it too; a completion
+/// with an earlier arrival pending completes with that phase.
+#[test]
+fn resignation_wakes_and_pending_arrivals_complete() {
+    let b = Barrier::new();
+    let mut me = b.enroll();
+    let quitter = b.enroll();
+    let mut other = b.enroll();
+    let arrival = other.arrive();
+    let (woken, w) = counter();
+    let mut c = pin!(me.complete());
+    assert!(poll(c.as_mut(), &w).is_pending());
+    drop(quitter);
+    assert_eq!(woken.0.load(Ordering::SeqCst), 1);
+    assert!(poll(c.as_mut(), &w).is_ready());
+    assert!(arrival.is_complete());
+    // An arrival dropped unfinished: `complete` waits for that phase, arriving no more.
+    drop(me.arrive());
+    let mut c = pin!(me.complete());
+    assert!(poll(c.as_mut(), &w).is_pending());
+    crate::runtime::block_on(other.sync());
+    assert!(poll(c.as_mut(), &w).is_ready());
+}
+
+/// Threads: one party loops on `complete` against a stream of phases the others sync.
+#[test]
+fn complete_keeps_up_with_many_phases() {
+    let b = Barrier::new();
+    let mut me = b.enroll();
+    let others: Vec<_> = (0..3).map(|_| b.enroll()).collect();
+    let threads: Vec<_> = others
+        .into_iter()
+        .map(|mut e| {
+            std::thread::spawn(move || {
+                for _ in 0..PHASES {
+                    e.sync_blocking();
+                }
+            })
+        })
+        .collect();
+    for _ in 0..PHASES {
+        me.complete().wait_blocking();
+    }
+    for t in threads {
+        t.join().unwrap();
+    }
+}

@@ -18,6 +18,7 @@
 use std::task::Waker;
 
 use crate::csp::lock::Lock;
+use crate::loom::{fence, AtomicBool, Ordering};
 
 use super::word::{Phase, State};
 
@@ -101,6 +102,74 @@ impl Waiters {
         let mut list = lock.lock();
         if list.wakers.is_empty() && list.wakers.capacity() < wakers.capacity() {
             std::mem::swap(&mut list.wakers, &mut wakers);
+        }
+    }
+}
+
+/// The wakers of parties waiting to be the last one missing in a phase
+/// ([`Completion`](super::Completion), a barrier guard that must not arrive before it
+/// fires).
+///
+/// # Protocol (no lost wake-up)
+///
+/// * *Wait* (a completion found more than one party missing): store the waker under
+///   the lock and set `armed`, then a **SeqCst fence**, then read the state word again
+///   (`State::one_left`); if one party is left now, try to complete instead of waiting.
+/// * *Wake* (an arrival or resignation left exactly one party missing, `Step::OneLeft`):
+///   after its read-modify-write of the word, a **SeqCst fence**, then read `armed`; if
+///   set, clear it and take the wakers under the lock and wake them.
+///
+/// The fences are ordered in the single SeqCst order. If the waiter's comes first, the
+/// waker's read of `armed` (after its fence) sees `true`; otherwise the waiter's read of
+/// the word (after its fence) sees the arrival. Wakers of dropped completions are woken
+/// once, spuriously.
+pub(crate) struct Last {
+    armed: AtomicBool,
+    wakers: Lock<Vec<Waker>>,
+}
+
+impl Last {
+    pub(crate) fn new() -> Last {
+        Last {
+            armed: AtomicBool::new(false),
+            wakers: Lock::new(Vec::new()),
+        }
+    }
+
+    /// Registers `waker`; the caller then reads the state word again.
+    pub(crate) fn register(&self, waker: &Waker) {
+        {
+            let mut wakers = self.wakers.lock();
+            if !wakers.iter().any(|w| w.will_wake(waker)) {
+                wakers.push(waker.clone());
+            }
+            // Under the lock, so that a concurrent wake that clears it has taken the
+            // waker pushed before.
+            self.armed.store(true, Ordering::Relaxed);
+        }
+        // Pairs with the fence in `wake` (see the protocol).
+        fence(Ordering::SeqCst);
+    }
+
+    /// One party is left: wakes the registered waiters, if any.
+    pub(crate) fn wake(&self) {
+        // Pairs with the fence in `register` (see the protocol).
+        fence(Ordering::SeqCst);
+        if !self.armed.load(Ordering::Relaxed) {
+            return;
+        }
+        self.wake_cold();
+    }
+
+    #[cold]
+    fn wake_cold(&self) {
+        let wakers = {
+            let mut wakers = self.wakers.lock();
+            self.armed.store(false, Ordering::Relaxed);
+            std::mem::take(&mut *wakers)
+        };
+        for w in wakers {
+            w.wake();
         }
     }
 }

@@ -94,6 +94,9 @@ impl Word {
 pub(crate) enum Step {
     /// Counted in `phase`, which still waits for others.
     Counted(Phase),
+    /// Counted in `phase`, which now waits for exactly one party: the caller wakes the
+    /// parties waiting to be the last ([`Completion`](super::Completion)).
+    OneLeft(Phase),
     /// This step completed `phase`: the caller wakes its waiters.
     Completed(Phase),
 }
@@ -150,11 +153,40 @@ impl State {
                 Word(w.0 - 1)
             }
         });
-        if old.remaining() == 1 {
-            Step::Completed(old.phase())
-        } else {
-            Step::Counted(old.phase())
+        match old.remaining() {
+            1 => Step::Completed(old.phase()),
+            2 => Step::OneLeft(old.phase()),
+            _ => Step::Counted(old.phase()),
         }
+    }
+
+    /// The calling party, enrolled and not arrived in the current phase, arrives only if
+    /// it is the last one missing (`remaining == 1`, which by B2 is the caller): the phase
+    /// advances and its phase is returned. Otherwise nothing changes (`None`).
+    #[inline]
+    pub(crate) fn complete_if_last(&self) -> Option<Phase> {
+        let mut cur = Word(self.0.load(Ordering::Acquire));
+        while cur.remaining() == 1 {
+            // `AcqRel` as in `update`: this is the completing arrival.
+            match self.0.compare_exchange_weak(
+                cur.0,
+                cur.next_phase(cur.enrolled()).0,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => return Some(cur.phase()),
+                Err(actual) => cur = Word(actual),
+            }
+        }
+        None
+    }
+
+    /// Whether exactly one enrolled party has not arrived in the current phase. Read after
+    /// the `SeqCst` fence of the last-waiter protocol (`waiters.rs`), so `Relaxed` is
+    /// enough: the fence orders it.
+    #[inline]
+    pub(crate) fn one_left(&self) -> bool {
+        Word(self.0.load(Ordering::Relaxed)).remaining() == 1
     }
 
     /// A new party: `enrolled += 1` and `remaining += 1` — counted in the current phase.
@@ -186,10 +218,13 @@ impl State {
                 Word::new(w.phase_bits(), enrolled, w.remaining() - 1)
             }
         });
-        if arrived_in != Some(old.phase()) && old.remaining() == 1 {
-            Step::Completed(old.phase())
-        } else {
-            Step::Counted(old.phase())
+        if arrived_in == Some(old.phase()) {
+            return Step::Counted(old.phase());
+        }
+        match old.remaining() {
+            1 => Step::Completed(old.phase()),
+            2 => Step::OneLeft(old.phase()),
+            _ => Step::Counted(old.phase()),
         }
     }
 }
