@@ -21,6 +21,7 @@ use std::sync::Arc;
 use in_process::in_process_world;
 use tutti::actor::{self, ask_cycle, Actor, Addr, AskError, Context, Overflow, StopReason};
 use tutti::msg::{Handler, Message};
+use tutti::world::LocationId;
 use tutti::DataflowVar;
 
 // ---- a cycle of asks ----
@@ -319,6 +320,38 @@ fn a_fence_waiting_for_a_location_blocked_on_a_channel_is_reported() {
     );
     assert!(
         m.contains("`location 1` waits to receive from channel `jobs`"),
+        "{m}"
+    );
+}
+
+/// The same with a channel between locations (`RemoteRx`): location 1 waits to
+/// receive what location 0 would send only after its fence; the report names
+/// the channel, both ends and the operation.
+#[test]
+fn a_fence_waiting_for_a_location_blocked_on_a_remote_channel_is_reported() {
+    let world = in_process_world(2, 2);
+    let panic = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        world.run(|loc| async move {
+            let (zero, one) = (LocationId::new(0), LocationId::new(1));
+            if loc.id() == zero {
+                let tx = loc.channel_to::<u32>(one, 1).unwrap();
+                while loc.recv_until_quiet().await.is_some() {}
+                tx.send(1).await.unwrap();
+            } else {
+                let rx = loc.channel_from::<u32>(zero, 1).unwrap();
+                let _ = rx.recv().await;
+                while loc.recv_until_quiet().await.is_some() {}
+            }
+        })
+    }))
+    .expect_err("the fence fails");
+    let m = panic.downcast_ref::<String>().cloned().unwrap_or_default();
+    assert!(m.contains("location 0 cannot finish"), "{m}");
+    assert!(
+        m.contains(
+            "`location 1` waits to receive on the channel #0 from location 0 to location 1 \
+             (`RemoteRx::recv`)"
+        ),
         "{m}"
     );
 }

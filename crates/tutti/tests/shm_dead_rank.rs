@@ -20,6 +20,10 @@
 //!   takes rank 2 in the same system (incarnation 2), greets them and is
 //!   answered; nothing of the dead incarnation reaches it, and the system
 //!   ends with nothing left in `/dev/shm`.
+//! * `channel`: rank 2 sends a value on a channel to each survivor
+//!   (`RemoteTx`), waits for their acknowledgements on channels back, and
+//!   kills itself: each survivor's receive, then its send, fails with
+//!   `RankDied` naming rank 2, and the survivors end cleanly.
 //! * `barrier`, `fence`: a collective (a world barrier; an RMI fence, whose
 //!   quiescence waves are collectives) that includes the dead rank fails
 //!   naming it.
@@ -439,6 +443,41 @@ fn fence(world: &World) {
     });
 }
 
+fn channel(world: &World) {
+    use tutti::world::{RemoteRecvError, RemoteSendError};
+    world.run(|loc| async move {
+        if loc.id() == VICTIM {
+            // Kept open: the victim dies with its ends open.
+            let (mut sent, mut acks) = (Vec::new(), Vec::new());
+            for peer in [0, 1] {
+                let tx = loc.channel_to::<u32>(LocationId::new(peer), 1).unwrap();
+                tx.send(7).await.unwrap();
+                sent.push(tx);
+                acks.push(loc.channel_from::<u32>(LocationId::new(peer), 1).unwrap());
+            }
+            for ack in &acks {
+                assert_eq!(ack.recv().await, Ok(0));
+            }
+            die_now();
+        }
+        let rx = loc.channel_from::<u32>(VICTIM, 1).unwrap();
+        let tx = loc.channel_to::<u32>(VICTIM, 1).unwrap();
+        assert_eq!(rx.recv().await, Ok(7));
+        tx.send(0).await.unwrap();
+        let e = rx.recv().await.unwrap_err();
+        assert_eq!(e, RemoteRecvError::RankDied(2), "{e}");
+        eprintln!("rank {}: {e}", loc.rank());
+        match tx.send(1).await {
+            Err(RemoteSendError::RankDied { rank: 2, value: 1 }) => {}
+            other => panic!("a send to the dead rank: {other:?}"),
+        }
+    });
+    println!(
+        "rank {}: channels to the dead rank failed naming it",
+        world.rank()
+    );
+}
+
 fn member(scenario: &str) {
     tutti::msg::register::<Die>().unwrap();
     tutti::msg::register::<Note>().unwrap();
@@ -459,6 +498,7 @@ fn member(scenario: &str) {
         "rejoin" => rejoin(&world),
         "barrier" => barrier(&world),
         "fence" => fence(&world),
+        "channel" => channel(&world),
         s => panic!("unknown scenario {s}"),
     }
 }
@@ -666,6 +706,15 @@ fn main() {
         "{text}"
     );
     println!("shm_dead_rank: a new process takes a dead rank and is answered ... ok");
+
+    let (st, text) = launch("channel");
+    check_killed(&st, &text);
+    assert!(st[0].success() && st[1].success(), "{st:?}\n{text}");
+    assert!(
+        text.contains("rank 2, where the channel's sending end lives, died"),
+        "{text}"
+    );
+    println!("shm_dead_rank: channel ends towards a dead rank fail naming it ... ok");
 
     let (st, text) = launch("barrier");
     check_killed(&st, &text);

@@ -157,13 +157,12 @@ impl End {
         wake(wakers);
     }
 
-    fn die(&self, rank: usize) {
-        let wakers = {
-            let mut s = lock(&self.state);
-            s.dead.get_or_insert(rank);
-            s.wake()
-        };
-        wake(wakers);
+    /// Marks the other end's rank dead; the wakers to wake once every end of that
+    /// rank is marked.
+    fn die(&self, rank: usize) -> Vec<Waker> {
+        let mut s = lock(&self.state);
+        s.dead.get_or_insert(rank);
+        s.wake()
     }
 
     /// Receiving end (opened with `capacity`): takes the next value, or says
@@ -317,7 +316,8 @@ impl Ports {
         end.apply(msg);
     }
 
-    /// Rank `rank` died: every end whose other end lives there fails.
+    /// Rank `rank` died: every end whose other end lives there fails (all are
+    /// marked before any waiting task is woken).
     pub(crate) fn rank_died(&self, rank: usize, per_rank: usize) {
         let ends: Vec<Arc<End>> = lock(&self.inner)
             .ends
@@ -331,8 +331,9 @@ impl Ports {
             })
             .map(|(_, end)| Arc::clone(end))
             .collect();
-        for end in ends {
-            end.die(rank);
-        }
+        // Every end first, then the wake-ups: a task woken by one end's failure
+        // finds the others failed too (it may send on them next).
+        let wakers: Vec<Waker> = ends.iter().flat_map(|end| end.die(rank)).collect();
+        wake(wakers);
     }
 }

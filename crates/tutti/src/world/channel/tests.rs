@@ -194,15 +194,23 @@ fn select_waits_on_channels_from_two_locations() {
         let (mut sum, mut open) = (0, 2);
         let (mut a_open, mut b_open) = (true, true);
         while open > 0 {
-            crate::select! {
-                future(a.recv()) -> v if a_open => match v {
-                    Ok(v) => sum += v,
-                    Err(_) => { a_open = false; open -= 1; }
-                },
-                future(b.recv()) -> v if b_open => match v {
-                    Ok(v) => sum += v,
-                    Err(_) => { b_open = false; open -= 1; }
-                },
+            let mut alt = Alt::new();
+            let from_a = alt.future(a.recv());
+            let from_b = alt.future(b.recv());
+            alt.set_when(from_a.index(), a_open);
+            alt.set_when(from_b.index(), b_open);
+            let sel = alt.select().await;
+            let (got, open_flag) = if sel.index() == from_a.index() {
+                (sel.output(&from_a), &mut a_open)
+            } else {
+                (sel.output(&from_b), &mut b_open)
+            };
+            match got {
+                Ok(v) => sum += v,
+                Err(_) => {
+                    *open_flag = false;
+                    open -= 1;
+                }
             }
         }
         sum
