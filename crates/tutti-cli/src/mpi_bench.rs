@@ -9,7 +9,9 @@
 //!   blocking `send`/`receive_into` (run on the thread that owns MPI, with the
 //!   world's engine paused); tutti: `send_bytes`/`recv` between a location of
 //!   each rank; and tutti *thread to thread*: two locations of one in-process
-//!   world (typed values).
+//!   world (typed values); and tutti *channel*: the same ping-pong over a pair
+//!   of channels between the two locations (`RemoteTx`/`RemoteRx`, capacity 1,
+//!   `u64` values), ratio `time_tutti_over_rsmpi_channel_pingpong`.
 //! * **bandwidth**: rank 0 streams messages of each `--sizes` size (64 MiB in
 //!   all, at least 8 messages) and rank 1 answers with one byte when it has them
 //!   all.
@@ -134,6 +136,38 @@ async fn tutti_pingpong(loc: Location, n: u64) -> Run {
         ok &= v == 2 * i + u64::from(first);
         if !(first && i + 1 == n) {
             let _ = loc.send_bytes(other, (v + 1).to_le_bytes().to_vec());
+        }
+    }
+    Run {
+        elapsed: start.elapsed(),
+        ok,
+    }
+}
+
+/// tutti: `n` round trips of a `u64` over two channels of capacity 1 between
+/// the locations of ranks 0 and 1.
+async fn tutti_channel_pingpong(loc: Location, n: u64) -> Run {
+    let other = peer(&loc);
+    let first = loc.rank() == 0;
+    let (Ok(tx), Ok(rx)) = (
+        loc.channel_to::<u64>(other, 1),
+        loc.channel_from::<u64>(other, 1),
+    ) else {
+        return Run {
+            elapsed: Duration::ZERO,
+            ok: false,
+        };
+    };
+    let start = Instant::now();
+    let mut ok = true;
+    if first {
+        ok &= tx.send(0).await.is_ok();
+    }
+    for i in 0..n {
+        let v = rx.recv().await.unwrap_or(u64::MAX);
+        ok &= v == 2 * i + u64::from(first);
+        if !(first && i + 1 == n) {
+            ok &= tx.send(v + 1).await.is_ok();
         }
     }
     Run {
@@ -278,7 +312,7 @@ fn run_mpi(a: &MpiBenchArgs) -> Result<Report, String> {
         .iter()
         .map(|c| c.sizes(&COLLECTIVE_BYTES).len())
         .sum();
-    let steps = plan.total() * (5 + 2 * a.sizes.len() + 4 + 2 * coll_rows);
+    let steps = plan.total() * (6 + 2 * a.sizes.len() + 4 + 2 * coll_rows);
     let progress = Progress::new(if me == 0 { steps } else { 0 }, a.json);
     let mut report = Report::new("mpi-bench");
     report
@@ -357,8 +391,10 @@ fn latency(cx: &Ctx<'_>, report: &mut Report, all_ok: &mut bool) -> Result<(), S
         &mut [
             &mut || raw::on_mpi(world, move |c| raw::pingpong(c, n)),
             &mut || on_world(world, move |loc| tutti_pingpong(loc, n)),
+            &mut || on_world(world, move |loc| tutti_channel_pingpong(loc, n)),
         ],
     );
+    let lat_ch = ms.pop().unwrap_or_default();
     let lat_t = ms.pop().unwrap_or_default();
     let lat_raw = ms.pop().unwrap_or_default();
     let threads = crate::bench::world::world(world.config().workers().max(1))?;
@@ -368,10 +404,11 @@ fn latency(cx: &Ctx<'_>, report: &mut Report, all_ok: &mut bool) -> Result<(), S
     });
     drop(threads);
     let one_way_us = |m: &Measurement| m.map(|s| s * 1e6 / (2 * n) as f64);
-    let (l_raw, l_t, l_tt) = (
+    let (l_raw, l_t, l_tt, l_ch) = (
         stat(one_way_us(&lat_raw)),
         stat(one_way_us(&lat_t)),
         stat(one_way_us(&lat_tt)),
+        stat(one_way_us(&lat_ch)),
     );
     report.result(
         "rsmpi",
@@ -391,12 +428,22 @@ fn latency(cx: &Ctx<'_>, report: &mut Report, all_ok: &mut bool) -> Result<(), S
         l_tt.clone(),
         "us",
     );
+    report.result(
+        "tutti",
+        "latency one-way (channel between ranks)",
+        l_ch.clone(),
+        "us",
+    );
     report.ratio("latency_tutti_over_rsmpi", l_t.median / l_raw.median);
+    report.ratio(
+        "time_tutti_over_rsmpi_channel_pingpong",
+        l_ch.median / l_raw.median,
+    );
     report.ratio(
         "latency_thread_to_thread_over_process_to_process",
         l_tt.median / l_t.median,
     );
-    *all_ok &= lat_raw.ok && lat_t.ok && lat_tt.ok;
+    *all_ok &= lat_raw.ok && lat_t.ok && lat_tt.ok && lat_ch.ok;
     Ok(())
 }
 
