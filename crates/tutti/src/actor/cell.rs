@@ -282,10 +282,11 @@ impl<A: Actor> Cell<A> {
         wait: Option<(&Waker, &mut Option<u64>)>,
     ) -> Result<(), (M, Refusal)> {
         // A traced message's flow starts at a clock reading taken before the
-        // message can be seen (so before its turn reads the clock), and is
-        // recorded once it is queued: not in between, where the actor would
-        // find a reserved message still in flight and spin.
-        let traced = crate::diag::trace::begin();
+        // message can be seen (so before its turn reads the clock; one this
+        // slice took already, see `diag/trace/chain.rs`), and is recorded once
+        // it is queued: not in between, where the actor would find a reserved
+        // message still in flight and spin.
+        let traced = crate::diag::trace::flow_begin();
         let mut flow = 0;
         let make = |m| {
             let e = make(m);

@@ -24,6 +24,20 @@
 //!
 //! The cost: a task poll left open when recording stops (a worker that had
 //! not yet looked for more work) is not in the trace.
+//!
+//! # Flows share the readings of their slice
+//!
+//! A message sent from inside a slice (an actor `tell` or `ask`) starts a flow,
+//! whose time must lie in the sending slice and before the receiver's turn
+//! reads the clock. Any reading taken on the sending thread since the slice
+//! started and before the message was queued satisfies both, so flows take
+//! the thread's latest reading instead of reading the clock each: the slice's
+//! start, or the reading of an earlier flow of the same slice. At most
+//! [`FLOWS_PER_READING`] flows share one reading (the next reads anew), so a
+//! flow's arrow starts at most that many sends before its own send, always
+//! inside the slice that sent it. Every slice start and end on the thread
+//! renews or forgets the shared reading, so a flow never takes a reading of an
+//! earlier slice; outside every poll (a plain thread) each flow reads.
 
 use std::cell::Cell;
 
@@ -51,6 +65,7 @@ impl Chain {
     pub(crate) fn next(&mut self) -> u64 {
         if on() {
             let t = now();
+            slice_started(t);
             if let Some(open) = self.open.take() {
                 end_at(open, t);
             }
@@ -74,6 +89,7 @@ impl Chain {
     #[inline(always)]
     pub(crate) fn close(&mut self) {
         if let Some(open) = self.open.take() {
+            slice_ended();
             end_at(open, now());
         }
     }
@@ -95,6 +111,50 @@ fn end_packed(ts: u64, t: u64, id: u64, what: (u64, usize, usize)) {
     buffer::record(ts, t.saturating_sub(ts), id, what);
 }
 
+/// Flows at most that share one clock reading (module docs).
+pub(crate) const FLOWS_PER_READING: u32 = 8;
+
+/// The reading the flows of the current slice share (module docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct FlowReading {
+    ts: u64,
+    /// Flows that may still take `ts` (0: the next flow reads the clock).
+    left: u32,
+}
+
+impl FlowReading {
+    const NONE: FlowReading = FlowReading { ts: 0, left: 0 };
+
+    /// A slice started at `ts`: its flows may share that reading.
+    fn started(ts: u64) -> FlowReading {
+        FlowReading {
+            ts,
+            left: FLOWS_PER_READING,
+        }
+    }
+
+    /// A flow's time: the shared reading if a flow may still take it, else a
+    /// new one from `read`, shared by the next flows when `in_poll` (outside
+    /// every poll nothing marks where a slice starts or ends, so nothing is
+    /// shared).
+    fn take(&mut self, in_poll: bool, read: impl FnOnce() -> u64) -> u64 {
+        if in_poll && self.left > 0 {
+            self.left -= 1;
+            return self.ts;
+        }
+        let t = read();
+        *self = if in_poll {
+            FlowReading {
+                ts: t,
+                left: FLOWS_PER_READING - 1,
+            }
+        } else {
+            FlowReading::NONE
+        };
+        t
+    }
+}
+
 /// This thread's task polls.
 #[derive(Clone, Copy)]
 struct Polls {
@@ -104,10 +164,63 @@ struct Polls {
     /// reading: start, the task (its type or name), the trace generation it
     /// belongs to.
     open: Option<(u64, What, u64)>,
+    /// The reading flows of the current slice share.
+    flow: FlowReading,
 }
 
 std::thread_local! {
-    static POLLS: Cell<Polls> = const { Cell::new(Polls { depth: 0, open: None }) };
+    static POLLS: Cell<Polls> = const {
+        Cell::new(Polls {
+            depth: 0,
+            open: None,
+            flow: FlowReading::NONE,
+        })
+    };
+}
+
+/// A slice other than a task poll started at `t` on this thread (an actor
+/// turn, a run of RMI requests, a graph `act()`): its flows share `t`.
+#[inline]
+pub(crate) fn slice_started(t: u64) {
+    let _ = POLLS.try_with(|p| {
+        let mut s = p.get();
+        s.flow = FlowReading::started(t);
+        p.set(s);
+    });
+}
+
+/// A slice other than a task poll ends on this thread: later flows do not
+/// take its readings.
+#[inline]
+pub(crate) fn slice_ended() {
+    let _ = POLLS.try_with(|p| {
+        let mut s = p.get();
+        s.flow = FlowReading::NONE;
+        p.set(s);
+    });
+}
+
+/// A message leaves from inside the current slice: its flow's start time (0
+/// if not recording), shared with other flows of the slice (module docs).
+#[inline(always)]
+pub(crate) fn flow_begin() -> u64 {
+    if on() {
+        flow_begin_on()
+    } else {
+        0
+    }
+}
+
+#[inline(never)]
+fn flow_begin_on() -> u64 {
+    POLLS
+        .try_with(|p| {
+            let mut s = p.get();
+            let t = s.flow.take(s.depth > 0, now);
+            p.set(s);
+            t
+        })
+        .unwrap_or_else(|_| now())
 }
 
 /// A task poll starts on this thread: its start time (0 if not recording),
@@ -130,6 +243,7 @@ fn poll_begin_on() -> u64 {
             end_poll(open, t);
         }
         s.depth += 1;
+        s.flow = FlowReading::started(t);
         p.set(s);
     });
     t
@@ -167,6 +281,7 @@ fn poll_end_on(ts: u64, what: What) {
     let kept = POLLS.try_with(|p| {
         let mut s = p.get();
         s.depth = s.depth.saturating_sub(1);
+        s.flow = FlowReading::NONE;
         if let Some(open) = s.open.take() {
             // A nested poll left open: it ends before its parent does.
             end_poll(open, now());
@@ -197,8 +312,10 @@ pub(crate) fn poll_gap() {
 fn poll_gap_on() {
     let _ = POLLS.try_with(|p| {
         let mut s = p.get();
-        if let Some(open) = s.open.take() {
-            p.set(s);
+        s.flow = FlowReading::NONE;
+        let open = s.open.take();
+        p.set(s);
+        if let Some(open) = open {
             end_poll(open, now());
         }
     });
@@ -209,5 +326,53 @@ fn poll_gap_on() {
 fn end_poll((ts, what, generation): (u64, What, u64), t: u64) {
     if generation == buffer::generation() {
         end_at((ts, what, 0), t);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{FlowReading, FLOWS_PER_READING};
+
+    /// Reads of a fake clock that ticks by one.
+    fn clock() -> impl FnMut() -> u64 {
+        let mut t = 1000;
+        move || {
+            t += 1;
+            t
+        }
+    }
+
+    #[test]
+    fn flows_share_their_slices_start_then_read_anew_every_few() {
+        let mut read = clock();
+        let mut flow = FlowReading::started(500);
+        let times: Vec<u64> = (0..2 * FLOWS_PER_READING + 1)
+            .map(|_| flow.take(true, &mut read))
+            .collect();
+        let n = FLOWS_PER_READING as usize;
+        // The slice's start, then one reading per `FLOWS_PER_READING` flows.
+        assert!(times[..n].iter().all(|&t| t == 500), "{times:?}");
+        assert!(times[n..2 * n].iter().all(|&t| t == 1001), "{times:?}");
+        assert_eq!(times[2 * n], 1002);
+    }
+
+    #[test]
+    fn outside_a_poll_every_flow_reads_the_clock() {
+        let mut read = clock();
+        let mut flow = FlowReading::started(500);
+        assert_eq!(flow.take(false, &mut read), 1001);
+        assert_eq!(flow.take(false, &mut read), 1002);
+        assert_eq!(flow, FlowReading::NONE);
+    }
+
+    #[test]
+    fn a_slice_boundary_forgets_the_shared_reading() {
+        let mut read = clock();
+        let mut flow = FlowReading::started(500);
+        assert_eq!(flow.take(true, &mut read), 500);
+        flow = FlowReading::NONE; // the slice ended
+        assert_eq!(flow.take(true, &mut read), 1001);
+        flow = FlowReading::started(2000); // the next one started
+        assert_eq!(flow.take(true, &mut read), 2000);
     }
 }

@@ -29,14 +29,16 @@
 //! taken per event. Slices that follow each other at once on a thread (a
 //! worker's task polls, an actor's turns in one poll) share readings: each
 //! reads the clock when it starts, which also ends the previous one
-//! (`chain.rs`). A traced actor message is one reading and one record on each
-//! side: the flow's start, read before the message is queued and recorded
-//! after, and its turn. Chunks are reused once written out, within a trace and
-//! by the next one (up to 32 MiB kept): writing into mapped memory costs a
-//! fraction of faulting in fresh pages. Formatting JSON costs far more than
-//! recording, so it waits for a write-out: a buffer that reaches [`CHUNK`]
-//! events is handed to the
-//! process's sink (one global lock per chunk) and kept there, up to [`HOLD`]
+//! (`chain.rs`). A traced actor message is one record on each side: the
+//! flow's start, recorded once the message is queued, and its turn, which
+//! reads the clock. The flow's start is the sending thread's latest reading
+//! within the sending slice (its start, or an earlier flow's), read anew for
+//! every eighth flow of the slice and for every flow sent outside a poll, so a
+//! stream of tells pays for a fraction of a reading each. Chunks are reused
+//! once written out, within a trace and by the next one (up to 32 MiB kept):
+//! writing into mapped memory costs a fraction of faulting in fresh pages.
+//! Formatting JSON costs far more than recording, so it waits for a write-out:
+//! a buffer that reaches [`CHUNK`] events is handed to the process's sink (one global lock per chunk) and kept there, up to [`HOLD`]
 //! bytes; beyond that the thread that filled a buffer formats it into the file
 //! at once. Memory is bounded by `HOLD` plus `CHUNK` events per thread however
 //! long the program runs; only the time of a long trace grows.
@@ -92,7 +94,7 @@ use crate::loom::{unmodelled, Ordering};
 use std::io;
 use std::path::{Path, PathBuf};
 
-pub(crate) use chain::{block_on_end, poll_begin, poll_end, poll_gap, Chain};
+pub(crate) use chain::{block_on_end, flow_begin, poll_begin, poll_end, poll_gap, Chain};
 pub use check::{check, CheckSummary};
 pub(crate) use clock::now;
 #[cfg_attr(not(feature = "mpi"), allow(unused_imports))]
@@ -266,7 +268,9 @@ fn per_rank_path(path: &Path, rank: Option<(usize, usize)>) -> PathBuf {
 #[inline(always)]
 pub(crate) fn begin() -> u64 {
     if on() {
-        now()
+        let t = now();
+        chain::slice_started(t);
+        t
     } else {
         0
     }
@@ -286,6 +290,7 @@ pub(crate) fn end(ts: u64, what: What, id: u64) -> u64 {
 #[cold]
 #[inline(never)]
 fn end_cold(ts: u64, what: What, id: u64) -> u64 {
+    chain::slice_ended();
     let t = now();
     buffer::record(ts, t.saturating_sub(ts), id, what.pack());
     t
@@ -300,8 +305,8 @@ pub(crate) fn flow_out(id: usize) {
     }
 }
 
-/// A message that left from inside the current slice, at `ts` (a `begin()`:
-/// 0 when not recording), is queued; `id` names its flow.
+/// A message that left from inside the current slice, at `ts` (a
+/// [`flow_begin`]: 0 when not recording), is queued; `id` names its flow.
 #[inline(always)]
 pub(crate) fn flow_out_at(ts: u64, id: usize) {
     if ts != 0 {
