@@ -81,7 +81,8 @@ pub(crate) struct Outbox {
     from: LocationId,
     /// Indexed by destination location; grown on demand.
     bufs: Vec<Option<Buf>>,
-    /// Destinations whose buffer holds something.
+    /// Destinations whose buffer holds something, in the order their buffers
+    /// were first written to (a flush sends them in that order).
     dirty: Vec<u32>,
     /// The sweeper has seen this outbox non-empty (and not emptied since).
     seen: bool,
@@ -224,7 +225,8 @@ impl Outbox {
 
     fn unmark(&mut self, to: LocationId) {
         if let Some(i) = self.dirty.iter().position(|&d| d == to.raw()) {
-            self.dirty.swap_remove(i);
+            // Not `swap_remove`: the others keep their order.
+            self.dirty.remove(i);
         }
         if self.dirty.is_empty() {
             self.seen = false;
@@ -249,11 +251,19 @@ impl Outbox {
         self.unmark(to);
     }
 
-    /// Sends every buffer.
+    /// Sends every buffer, the one written to first first: messages to
+    /// different destinations leave in the order of their buffers' oldest
+    /// message, so a message that another one caused is not held back behind
+    /// it (a graph's credit to its producer behind the token it made room for,
+    /// which the next consumer may pass on around a ring before the credit).
     pub(crate) fn flush(&mut self, lim: Limits, out: &mut impl FnMut(Outgoing)) {
-        while let Some(&to) = self.dirty.last() {
+        let mut dirty = std::mem::take(&mut self.dirty);
+        for &to in &dirty {
             self.flush_one(LocationId::new(to), lim, out);
         }
+        // Keeps the allocation.
+        dirty.clear();
+        self.dirty = dirty;
         self.seen = false;
     }
 }
@@ -321,6 +331,60 @@ mod tests {
         });
         o.flush(LIM, &mut |x| out.push(x));
         assert_eq!(ids(&out), ["L1x3", "L0x1"]);
+        assert!(o.is_empty());
+    }
+
+    #[test]
+    fn a_flush_sends_the_buffers_in_the_order_they_were_first_written() {
+        let mut o = Outbox::new(LocationId::new(0));
+        let mut out = Vec::new();
+        let lim = Limits { factor: 8, ..LIM };
+        // Location 1 is on this rank, 2 and 3 on rank 1, 4 on rank 2.
+        for to in [3, 1, 4, 2, 1, 3] {
+            let to = LocationId::new(to);
+            if to.index() < 2 {
+                o.push_local(to, Payload::Bytes(vec![]), lim, &mut |x| out.push(x));
+            } else {
+                let rank = to.index() / 2;
+                o.push_remote(to, rank, Bytes::Owned(vec![0; 4]), lim, &mut |x| {
+                    out.push(x)
+                });
+            }
+        }
+        assert!(out.is_empty());
+        o.flush(lim, &mut |x| out.push(x));
+        assert_eq!(ids(&out), ["R1:3x2", "L1x2", "R2:4x1", "R1:2x1"]);
+        // A buffer sent on its own (full) leaves the others' order as it was.
+        out.clear();
+        for to in [4, 2, 3] {
+            let to = LocationId::new(to);
+            o.push_remote(
+                to,
+                to.index() / 2,
+                Bytes::Owned(vec![0; 4]),
+                LIM,
+                &mut |x| out.push(x),
+            );
+        }
+        for _ in 0..2 {
+            o.push_remote(
+                LocationId::new(4),
+                2,
+                Bytes::Owned(vec![0; 4]),
+                LIM,
+                &mut |x| out.push(x),
+            );
+        }
+        assert_eq!(ids(&out), ["R2:4x3"]);
+        o.push_remote(
+            LocationId::new(4),
+            2,
+            Bytes::Owned(vec![0; 4]),
+            LIM,
+            &mut |x| out.push(x),
+        );
+        o.flush(LIM, &mut |x| out.push(x));
+        assert_eq!(ids(&out), ["R2:4x3", "R1:2x1", "R1:3x1", "R2:4x1"]);
         assert!(o.is_empty());
     }
 
