@@ -26,12 +26,13 @@
 //! rings first (every mate has said it sent its last frame) and then MPI,
 //! whose shutdown waits for every frame of the other hosts.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use mpi::collective::SystemOperation;
 use mpi::topology::{Color, Communicator, SimpleCommunicator};
 use mpi::traits::{CommunicatorCollectives, Root};
 
+use super::Aborter;
 use crate::world::transport::shm::{self, Shm};
 use crate::world::transport::{Sink, Transport};
 
@@ -100,6 +101,7 @@ pub(crate) fn forget(plan: &Plan) {
 /// The rings to this rank's host mates.
 pub(crate) struct Mates {
     shm: Shm,
+    ranks: Arc<WorldRanks>,
     /// Per world rank, its index in the host's system if it is a mate.
     index_of: Vec<Option<usize>>,
     mates: usize,
@@ -115,11 +117,19 @@ impl Mates {
         locations: usize,
         sink: Arc<dyn Sink>,
     ) -> Result<Mates, crate::world::error::WorldError> {
-        let pending = Shm::join(&plan.name, plan.mates.len(), Some(plan.index), locations)?;
-        let shm = pending.attach(Arc::new(WorldRanks {
+        let ranks_sink = Arc::new(WorldRanks {
             sink,
             mates: plan.mates.clone(),
-        }))?;
+            abort: OnceLock::new(),
+        });
+        let pending = Shm::join(
+            &plan.name,
+            plan.mates.len(),
+            Some(plan.index),
+            locations,
+            shm::Members::Mates(plan.mates.clone()),
+        )?;
+        let shm = pending.attach(Arc::clone(&ranks_sink) as Arc<dyn Sink>)?;
         let mut index_of = vec![None; ranks];
         for (i, &r) in plan.mates.iter().enumerate() {
             if let Some(slot) = index_of.get_mut(r) {
@@ -128,6 +138,7 @@ impl Mates {
         }
         Ok(Mates {
             shm,
+            ranks: ranks_sink,
             index_of,
             mates: plan.mates.len(),
             hosts: plan.hosts,
@@ -147,6 +158,13 @@ impl Mates {
         &self.shm
     }
 
+    /// From now on a frame from a mate that the world rejects takes the job
+    /// down through MPI (before, through the shared-memory system: every
+    /// rank of the host exits, and `mpirun` ends the rest).
+    pub(crate) fn abort_with(&self, aborter: Aborter) {
+        let _ = self.ranks.abort.set(aborter);
+    }
+
     pub(crate) fn describe(&self) -> String {
         format!(
             "hybrid: {} host(s), {} between the {} ranks of this host, MPI between hosts",
@@ -162,9 +180,19 @@ impl Mates {
 struct WorldRanks {
     sink: Arc<dyn Sink>,
     mates: Vec<usize>,
+    /// How a rejected frame takes the job down, once MPI is attached.
+    abort: OnceLock<Aborter>,
 }
 
 impl WorldRanks {
+    /// `r`, or the job taken down with its error through MPI.
+    fn checked(&self, r: Result<(), String>) -> Result<(), String> {
+        match (r, self.abort.get()) {
+            (Err(why), Some(a)) => a.abort(&why),
+            (r, _) => r,
+        }
+    }
+
     fn world_rank(&self, member: usize) -> Result<usize, String> {
         self.mates.get(member).copied().ok_or_else(|| {
             format!(
@@ -182,11 +210,13 @@ impl Sink for WorldRanks {
         head: Arc<[u8]>,
         body: Option<Vec<u8>>,
     ) -> Result<(), String> {
-        self.sink.deliver(self.world_rank(from_rank)?, head, body)
+        let r = self.world_rank(from_rank)?;
+        self.checked(self.sink.deliver(r, head, body))
     }
 
     fn deliver_head(&self, from_rank: usize, head: &[u8]) -> Result<(), String> {
-        self.sink.deliver_head(self.world_rank(from_rank)?, head)
+        let r = self.world_rank(from_rank)?;
+        self.checked(self.sink.deliver_head(r, head))
     }
 
     fn body_buffer(&self, len: usize) -> Option<Vec<u8>> {

@@ -139,7 +139,7 @@ impl Pending {
             },
             None => (None, None),
         };
-        Ok(Mpi {
+        let mpi = Mpi {
             rank: self.hello.rank,
             ranks: self.hello.ranks,
             describe: match &host {
@@ -152,7 +152,13 @@ impl Pending {
             engine,
             finalize,
             owner: Mutex::new(Some(self.owner)),
-        })
+        };
+        if let Some(h) = &mpi.host {
+            // A frame from a host mate that breaks the protocol takes the
+            // job down as one from MPI does (`MPI_Abort`, naming the rank).
+            h.abort_with(mpi.aborter());
+        }
+        Ok(mpi)
     }
 }
 
@@ -170,6 +176,44 @@ pub(crate) struct Mpi {
     /// Polling mode: tells the owner thread to finalize.
     finalize: Option<mpsc::Sender<()>>,
     owner: Mutex<Option<JoinHandle<()>>>,
+}
+
+/// Takes the job down with `MPI_Abort` from any thread: through the engine
+/// (polling mode) or the progress thread ([`Transport::abort`] of [`Mpi`]).
+#[derive(Clone)]
+pub(crate) struct Aborter {
+    rank: usize,
+    ranks: usize,
+    engine: Option<Polled>,
+    control: Arc<Mailslot<Command>>,
+}
+
+impl Aborter {
+    pub(crate) fn abort(&self, why: &str) -> ! {
+        match &self.engine {
+            Some(e) => {
+                let deadline = Instant::now() + Duration::from_secs(10);
+                while Instant::now() < deadline {
+                    if let Ok(g) = e.try_lock() {
+                        if let Some(engine) = g.as_ref() {
+                            engine.abort(why);
+                        }
+                        break;
+                    }
+                    thread::yield_now();
+                }
+            }
+            None => {
+                self.control.push(Command::Abort(why.to_string()));
+                thread::sleep(Duration::from_secs(10));
+            }
+        }
+        crate::world::say(&format!(
+            "rank {} of {}: MPI did not end the job; stopping this process: {why}",
+            self.rank, self.ranks
+        ));
+        std::process::abort()
+    }
 }
 
 /// Unparks a thread (the progress thread's waker for its queues).
@@ -292,6 +336,15 @@ impl Mpi {
             polled: (mode == ProgressMode::Poll).then_some((engine_rx, finalize_tx)),
             owner,
         })
+    }
+
+    fn aborter(&self) -> Aborter {
+        Aborter {
+            rank: self.rank,
+            ranks: self.ranks,
+            engine: self.engine.clone(),
+            control: Arc::clone(&self.control),
+        }
     }
 
     fn engine_stats(&self) -> Option<EngineStats> {
@@ -593,29 +646,7 @@ impl Transport for Mpi {
     }
 
     fn abort(&self, why: &str) -> ! {
-        match &self.engine {
-            Some(e) => {
-                let deadline = Instant::now() + Duration::from_secs(10);
-                while Instant::now() < deadline {
-                    if let Ok(g) = e.try_lock() {
-                        if let Some(engine) = g.as_ref() {
-                            engine.abort(why);
-                        }
-                        break;
-                    }
-                    thread::yield_now();
-                }
-            }
-            None => {
-                self.control.push(Command::Abort(why.to_string()));
-                thread::sleep(Duration::from_secs(10));
-            }
-        }
-        crate::world::say(&format!(
-            "rank {} of {}: MPI did not end the job; stopping this process: {why}",
-            self.rank, self.ranks
-        ));
-        std::process::abort()
+        self.aborter().abort(why)
     }
 
     fn shutdown(&self) {

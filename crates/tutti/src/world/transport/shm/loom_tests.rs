@@ -1,7 +1,8 @@
 //! Loom models of the mailbox ring (`ring.rs`): slot hand-over between
 //! producers and the consumer (claim, commit, helping a claimant move the
 //! tail), the futex sleep/wake, and the reclaim of a slot whose producer
-//! died between claim and commit.
+//! died between claim and commit; and the end of a large body's loan
+//! (`loan.rs`).
 
 use super::ring::{Ring, FIRST, LAST};
 use crate::loom::{thread, Arc};
@@ -300,6 +301,77 @@ mod member {
             assert_eq!(won, [2]);
             assert_eq!(incarnation.load(Ordering::Relaxed), 2);
             assert_eq!(state.get(), JOINING);
+        });
+    }
+}
+
+mod loan {
+    use super::super::loan::{end, ended, next};
+    use super::model;
+    use crate::loom::{thread, Arc, AtomicU64, Ordering, UnsafeCell};
+
+    /// What the sender and the receiver share in the model: the lent body
+    /// (one word of the sender's memory), the ring's hand-over of the
+    /// descriptor (its sequence number), and the receiver's loan word.
+    struct Shared {
+        body: UnsafeCell<u64>,
+        posted: AtomicU64,
+        copied: AtomicU64,
+    }
+
+    // SAFETY: `body` is written by the sender only while no loan is open and
+    // read by the receiver only during one; loom checks exactly that.
+    unsafe impl Sync for Shared {}
+
+    /// Two loans in a row, the first copied, the second refused: the
+    /// receiver's copy reads the value lent (never the next one the sender
+    /// writes after the loan ended), the sender learns each outcome, and the
+    /// numbers follow one another. A Relaxed end or look is a data race loom
+    /// reports.
+    #[test]
+    fn the_copy_happens_before_the_sender_reuses_the_body() {
+        model(3, || {
+            let s = Arc::new(Shared {
+                body: UnsafeCell::new(0),
+                posted: AtomicU64::new(0),
+                copied: AtomicU64::new(0),
+            });
+            let receiver = {
+                let s = Arc::clone(&s);
+                thread::spawn(move || {
+                    let mut got = Vec::new();
+                    for (seq, copy) in [(1u64, true), (2, false)] {
+                        while s.posted.load(Ordering::Acquire) < seq {
+                            thread::yield_now();
+                        }
+                        assert_eq!(next(&s.copied), seq);
+                        if copy {
+                            // SAFETY: loan `seq` is open: the sender does not write.
+                            got.push(s.body.with(|p| unsafe { *p }));
+                        }
+                        end(&s.copied, seq, copy);
+                    }
+                    got
+                })
+            };
+            let mut outcomes = Vec::new();
+            for value in [10u64, 20] {
+                let seq = next(&s.copied);
+                // SAFETY: no loan is open (the previous one ended).
+                s.body.with_mut(|p| unsafe { *p = value });
+                s.posted.store(seq, Ordering::Release);
+                let copied = loop {
+                    if let Some(c) = ended(&s.copied, seq) {
+                        break c;
+                    }
+                    thread::yield_now();
+                };
+                outcomes.push(copied);
+            }
+            // SAFETY: every loan has ended.
+            s.body.with_mut(|p| unsafe { *p = 30 });
+            assert_eq!(receiver.join().unwrap(), [10]);
+            assert_eq!(outcomes, [true, false]);
         });
     }
 }

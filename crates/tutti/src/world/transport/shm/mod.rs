@@ -56,6 +56,7 @@
 //! [`World::incarnation`]: crate::world::World::incarnation
 //! [`WorldBuilder::processes`]: crate::world::WorldBuilder::processes
 
+mod loan;
 mod member;
 pub(crate) mod ring;
 #[cfg(not(loom))]

@@ -1,7 +1,8 @@
 //! The operating system's side of the shared-memory transport: named
 //! segments (`shm_open`, mode 0600), mappings, futex waits on a shared word,
-//! and whether a process is still the one that joined. Every `unsafe` of the
-//! transport's system calls is here.
+//! whether a process is still the one that joined, and reading another
+//! process's memory (cross-memory attach). Every `unsafe` of the transport's
+//! system calls is here.
 
 use std::ffi::CString;
 use std::io;
@@ -282,4 +283,56 @@ pub(crate) fn start_time(pid: u32) -> Option<(u64, bool)> {
 /// exited (a zombie has exited).
 pub(crate) fn alive(pid: u32, start: u64) -> bool {
     matches!(start_time(pid), Some((s, false)) if s == start)
+}
+
+/// Copies `into.len()` bytes at address `addr` of process `pid` into `into`
+/// with `process_vm_readv` (cross-memory attach: one copy, by the kernel,
+/// straight from the other process's pages). Fails where the kernel does not
+/// let this process read `pid`'s memory (ptrace access mode: Yama's
+/// `ptrace_scope`, other users' processes), where `pid` is gone, and where
+/// the range is not mapped there.
+pub(crate) fn read_process(pid: u32, addr: u64, into: &mut [u8]) -> io::Result<()> {
+    let pid = libc::pid_t::try_from(pid)
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "pid out of range"))?;
+    let mut done = 0usize;
+    while done < into.len() {
+        let rest = &mut into[done..];
+        let local = libc::iovec {
+            iov_base: rest.as_mut_ptr().cast(),
+            iov_len: rest.len(),
+        };
+        let remote = libc::iovec {
+            iov_base: addr.wrapping_add(done as u64) as usize as *mut libc::c_void,
+            iov_len: rest.len(),
+        };
+        // SAFETY: `local` describes `rest`, memory this function borrows
+        // mutably for the call; the kernel checks the remote range against
+        // `pid`'s mappings and writes only into `local`.
+        let n = unsafe { libc::process_vm_readv(pid, &local, 1, &remote, 1, 0) };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e);
+        }
+        if n == 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "process_vm_readv copied nothing",
+            ));
+        }
+        done += n as usize;
+    }
+    Ok(())
+}
+
+/// Yama's `ptrace_scope` (`/proc/sys/kernel/yama/ptrace_scope`), if the
+/// kernel has it: 1 and above keep processes from reading their siblings.
+pub(crate) fn ptrace_scope() -> Option<u32> {
+    std::fs::read_to_string("/proc/sys/kernel/yama/ptrace_scope")
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
 }

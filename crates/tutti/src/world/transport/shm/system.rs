@@ -40,7 +40,7 @@ use crate::world::error::WorldError;
 /// "tuttiSHM": the first word of an initialized system segment.
 pub(crate) const MAGIC: u64 = u64::from_le_bytes(*b"tuttiSHM");
 /// The layout version of the segments this build reads and writes.
-pub(crate) const VERSION: u64 = 5;
+pub(crate) const VERSION: u64 = 6;
 /// Most members a system has.
 pub(crate) const MAX_MEMBERS: usize = 64;
 /// Slots per mailbox.
@@ -49,6 +49,10 @@ pub(crate) const SLOTS: usize = 256;
 pub(crate) const SLOT_BYTES: usize = 4096 - 24;
 /// Words of a member's registry digest (8 KiB).
 const DIGEST_WORDS: usize = 1024;
+
+/// What a member's [`Member::probe`] points to: a word the others read
+/// with cross-memory attach to learn whether they may.
+pub(crate) static CMA_PROBE: u64 = u64::from_le_bytes(*b"tuttiCMA");
 
 /// A member's mailbox.
 pub(crate) type Mailbox = Ring<SLOTS, SLOT_BYTES>;
@@ -70,6 +74,17 @@ pub(crate) struct Member {
     pub(crate) incarnation: AtomicU64,
     /// `seen[r]`: the incarnation of rank `r` this member has taken in.
     pub(crate) seen: [AtomicU64; MAX_MEMBERS],
+    /// The address in this member's process of [`CMA_PROBE`], which the
+    /// others read at start-up to learn whether the kernel lets them read
+    /// this process's memory (cross-memory attach).
+    pub(crate) probe: AtomicU64,
+    /// Bit `r`: this member reads large bodies from member `r`'s memory
+    /// itself (its probe of `r` succeeded and no read failed since).
+    pub(crate) reads: AtomicU64,
+    /// `copied[r]`: `seq << 1 | refused` of the last large body member `r`
+    /// lent this member (`engine`): copied (or refused) and done with, so
+    /// `r` may reuse its memory.
+    pub(crate) copied: [AtomicU64; MAX_MEMBERS],
     digest_len: AtomicU64,
     digest: [AtomicU64; DIGEST_WORDS],
 }
@@ -442,6 +457,9 @@ impl System {
             .store(sys::start_time(me).map_or(0, |(t, _)| t), Ordering::Relaxed);
         m.heartbeat.store(now_ms(), Ordering::Relaxed);
         m.per_rank.store(per_rank as u64, Ordering::Relaxed);
+        m.probe
+            .store(std::ptr::addr_of!(CMA_PROBE) as u64, Ordering::Relaxed);
+        m.reads.store(0, Ordering::Relaxed);
         write_bytes(&m.digest, &m.digest_len, digest);
         m.state.set(READY, m.incarnation.load(Ordering::Relaxed));
         Ok(())

@@ -4,6 +4,7 @@
 //! reassembles and delivers exactly as the receiving thread does — but where
 //! the receiving thread takes the system down, this returns the error.
 
+use super::cma::Descriptor;
 use super::receive::{deliver, reassemble};
 use crate::world::fuzzing::MailboxOp;
 use crate::world::transport::shm::ring::{Push, Ring};
@@ -28,8 +29,10 @@ pub(crate) fn mailbox(ops: &[MailboxOp], sink: &dyn Sink, ranks: usize) -> Resul
             let Some(f) = ring.pop(&mut scratch, ranks).map_err(|e| e.0)? else {
                 return Ok(());
             };
-            if let Some(whole) = reassemble(&mut partial, &mut scratch, f)? {
-                deliver(sink, f.from, whole)?;
+            if let Some(whole) =
+                reassemble(&mut partial, &mut scratch, f, &|m| format!("rank {m}"))?
+            {
+                deliver(sink, f.from, whole, &mut refuse)?;
                 frames += 1;
             }
         }
@@ -53,4 +56,10 @@ pub(crate) fn mailbox(ops: &[MailboxOp], sink: &dyn Sink, ranks: usize) -> Resul
     }
     drain(&ring)?;
     Ok(frames)
+}
+
+/// A lent body cannot be read here: its frame is refused (after its
+/// descriptor was checked), as a reader's whose read failed would be.
+fn refuse(_: usize, _: Descriptor) -> Result<Option<Vec<u8>>, String> {
+    Ok(None)
 }

@@ -8,6 +8,7 @@
 //! watches; `receive.rs` is the receiving side (the thread, the drain shared
 //! with polling workers, reassembly, reclaiming a dead producer's slots).
 
+mod cma;
 #[cfg(feature = "fuzzing")]
 mod fuzz;
 mod receive;
@@ -39,10 +40,47 @@ const JOIN_TIMEOUT: Duration = Duration::from_secs(60);
 /// whether a body follows (u8).
 const PREFIX: usize = 5;
 
+/// How a system's messages name its members.
+#[derive(Clone, Debug)]
+pub(crate) enum Members {
+    /// A system of its own (`tutti launch`): members are the world's ranks,
+    /// and a new process may take a dead one's rank.
+    Ranks,
+    /// The ranks of one host under the hybrid transport: member `i` is world
+    /// rank `mates[i]`, and no process takes a dead rank (`mpirun` ends
+    /// the job).
+    Mates(Vec<usize>),
+}
+
+impl Members {
+    /// Member `m` as the program knows it: its world rank.
+    pub(crate) fn rank(&self, m: usize) -> String {
+        match self {
+            Members::Ranks => format!("rank {m}"),
+            Members::Mates(w) => match w.get(m) {
+                Some(r) => format!("rank {r}"),
+                None => format!("member {m} of the host's system"),
+            },
+        }
+    }
+
+    fn ranks(&self, ms: &[usize]) -> String {
+        let all: Vec<String> = ms.iter().map(|&m| self.rank(m)).collect();
+        all.join(", ")
+    }
+}
+
 /// What one process shares between its senders and its receiving thread.
 struct Inner {
     rank: usize,
     ranks: usize,
+    /// How messages name the members.
+    members: Members,
+    /// The smallest body lent by cross-memory attach (`cma.rs`;
+    /// `usize::MAX`: none).
+    cma_min: usize,
+    /// What start-up found about cross-memory attach, for [`Shm::describe`].
+    cma: String,
     /// This process's incarnation of its rank (`system.rs`).
     incarnation: u64,
     /// The incarnation of each rank whose mailbox `peers` holds (or held
@@ -98,12 +136,20 @@ impl Inner {
         // Never a newer incarnation that has taken the rank meanwhile.
         self.system.header().members[r].state.bury(known);
         let _ = super::sys::unlink(&system::mailbox_segment(&self.system.name, r, known));
-        crate::world::say(&format!(
-            "system {:?}: rank {r} (incarnation {known}) died without leaving; its mailbox is \
-             removed and messages to it fail until a new process takes the rank (rank {} \
-             goes on)",
-            self.system.name, self.rank
-        ));
+        let m = &self.members;
+        crate::world::say(&match m {
+            Members::Ranks => format!(
+                "system {:?}: rank {r} (incarnation {known}) died without leaving; its mailbox \
+                 is removed and messages to it fail until a new process takes the rank (rank \
+                 {} goes on)",
+                self.system.name, self.rank
+            ),
+            Members::Mates(_) => format!(
+                "{}: its host mate {} died; its mailbox is removed and messages to it fail",
+                m.rank(self.rank),
+                m.rank(r)
+            ),
+        });
     }
 
     /// Takes in every dead rank that a new process has taken (READY, a
@@ -207,8 +253,10 @@ impl Inner {
         if let Some((who, why)) = self.system.aborted() {
             if who != self.rank {
                 crate::world::say(&format!(
-                    "rank {} of system {:?}: rank {who} took the system down: {why}",
-                    self.rank, self.system.name
+                    "{} of system {:?}: {} took the system down: {why}",
+                    self.members.rank(self.rank),
+                    self.system.name,
+                    self.members.rank(who)
                 ));
                 self.system.leave(self.rank);
                 std::process::exit(1);
@@ -229,7 +277,11 @@ impl Inner {
     }
 
     fn abort(&self, why: &str) -> ! {
-        let text = format!("rank {} of system {:?}: {why}", self.rank, self.system.name);
+        let text = format!(
+            "{} of system {:?}: {why}",
+            self.members.rank(self.rank),
+            self.system.name
+        );
         self.system.set_abort(self.rank, &text);
         for p in &self.peers {
             if let Ok(g) = p.try_lock() {
@@ -243,28 +295,73 @@ impl Inner {
         std::process::exit(1)
     }
 
-    /// Writes `frame` into rank `to`'s mailbox, waiting while it is full.
-    fn send(&self, to: usize, frame: &Frame) {
+    /// Writes a frame of `head` and `body` into rank `to`'s mailbox, waiting
+    /// while it is full; a large body goes by cross-memory attach where it
+    /// can (`cma.rs`: the receiver copies it straight out of `body`, and
+    /// this returns once it has).
+    fn send(&self, to: usize, head: &[u8], body: Option<&[u8]>) {
         if self.is_dead(to) {
             self.dropped[to].fetch_add(1, Ordering::Relaxed);
             return;
         }
-        let head = &frame.head;
-        let body = frame.body.as_deref().unwrap_or(&[]);
-        let mut prefix = [0u8; PREFIX];
-        let Ok(head_len) = u32::try_from(head.len()) else {
-            self.abort(&format!("a frame head of {} bytes", head.len()))
-        };
-        prefix[..4].copy_from_slice(&head_len.to_le_bytes());
-        prefix[4] = frame.body.is_some() as u8;
-        let parts: [&[u8]; 3] = [&prefix, head, body];
-        let total = PREFIX + head.len() + body.len();
         let guard = lock(&self.peers[to]);
         let Some(mb) = guard.as_ref() else {
             self.dropped[to].fetch_add(1, Ordering::Relaxed);
             return;
         };
         let ring = mb.ring();
+        let sent = match body {
+            Some(b) if self.lends_to(to, b.len()) => match self.lend(to, ring, head, b) {
+                cma::Lent::Copied => return,
+                cma::Lent::Refused => self.push_frame(to, ring, head, body),
+                cma::Lent::Died => false,
+            },
+            _ => self.push_frame(to, ring, head, body),
+        };
+        if !sent {
+            drop(guard);
+            self.bury(to);
+            self.dropped[to].fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Writes the frame of `head` and `body` (`None`: no body; a lent
+    /// body's descriptor travels as [`PREFIX`]'s flag `2`, see `cma.rs`)
+    /// into `ring`, rank `to`'s mailbox, in slot-sized fragments, waiting
+    /// while it is full; false if `to` died meanwhile (nothing more is
+    /// written; the caller buries it).
+    fn push_frame(
+        &self,
+        to: usize,
+        ring: &system::Mailbox,
+        head: &[u8],
+        body: Option<&[u8]>,
+    ) -> bool {
+        self.push_flagged(
+            to,
+            ring,
+            head,
+            body.unwrap_or(&[]),
+            u8::from(body.is_some()),
+        )
+    }
+
+    fn push_flagged(
+        &self,
+        to: usize,
+        ring: &system::Mailbox,
+        head: &[u8],
+        body: &[u8],
+        flag: u8,
+    ) -> bool {
+        let mut prefix = [0u8; PREFIX];
+        let Ok(head_len) = u32::try_from(head.len()) else {
+            self.abort(&format!("a frame head of {} bytes", head.len()))
+        };
+        prefix[..4].copy_from_slice(&head_len.to_le_bytes());
+        prefix[4] = flag;
+        let parts: [&[u8]; 3] = [&prefix, head, body];
+        let total = PREFIX + head.len() + body.len();
         let mut chunk = Vec::with_capacity(SLOT_BYTES.min(total));
         let (mut part, mut off, mut done) = (0usize, 0usize, 0usize);
         while done < total {
@@ -293,7 +390,10 @@ impl Inner {
                 match ring.push_with(self.rank, flags, &chunk, claimed) {
                     Ok(Push::Done) => break,
                     Ok(Push::Full) => {}
-                    Err(e) => self.abort(&format!("rank {to}'s mailbox is corrupt: {e}")),
+                    Err(e) => self.abort(&format!(
+                        "{}'s mailbox is corrupt: {e}",
+                        self.members.rank(to)
+                    )),
                 }
                 waited += 1;
                 if waited < 64 {
@@ -305,27 +405,35 @@ impl Inner {
                     let t = *since.get_or_insert_with(Instant::now);
                     if t.elapsed() >= CHECK_EVERY {
                         since = Some(Instant::now());
-                        let replaced = self.system.incarnation(to)
-                            != self.incarnations[to].load(Ordering::Relaxed);
-                        if replaced || self.system.died(to) {
-                            drop(guard);
-                            self.bury(to);
-                            self.dropped[to].fetch_add(1, Ordering::Relaxed);
-                            return;
-                        }
-                        if let Some((who, why)) = self.system.aborted() {
-                            crate::world::say(&format!(
-                                "rank {}: rank {who} took the system down: {why}",
-                                self.rank
-                            ));
-                            self.system.leave(self.rank);
-                            std::process::exit(1);
+                        if !self.still_there(to) {
+                            return false;
                         }
                     }
                 }
             }
             done += chunk.len();
         }
+        true
+    }
+
+    /// For a sender waiting on rank `to` (its mailbox full, or its copy of
+    /// a lent body): false if `to` died or was replaced; ends this process
+    /// if someone took the system down.
+    fn still_there(&self, to: usize) -> bool {
+        let replaced = self.system.incarnation(to) != self.incarnations[to].load(Ordering::Relaxed);
+        if replaced || self.system.died(to) {
+            return false;
+        }
+        if let Some((who, why)) = self.system.aborted() {
+            crate::world::say(&format!(
+                "{}: {} took the system down: {why}",
+                self.members.rank(self.rank),
+                self.members.rank(who)
+            ));
+            self.system.leave(self.rank);
+            std::process::exit(1);
+        }
+        true
     }
 }
 
@@ -409,17 +517,20 @@ impl Shm {
             config.processes(),
             config.rank_wanted(),
             config.locations(),
+            Members::Ranks,
         )
     }
 
     /// [`init`](Self::init) with the settings given: system `name` of
     /// `ranks` processes, this one rank `rank_wanted` (else the first free),
-    /// every rank with `locations` locations.
+    /// every rank with `locations` locations, whose messages name the
+    /// members as `members` says.
     pub(crate) fn join(
         name: &str,
         ranks: usize,
         rank_wanted: Option<usize>,
         locations: usize,
+        members: Members,
     ) -> Result<Pending, WorldError> {
         let system = System::open_or_create(name, ranks)?;
         let rank = system.claim(rank_wanted)?;
@@ -465,13 +576,15 @@ impl Shm {
                     JOINING | CLAIMING | 0 => missing.push(r),
                     _ => {
                         return Err(leave(WorldError::Transport(format!(
-                            "system {name:?}: rank {r} ended before everyone joined"
+                            "system {name:?}: {} ended before everyone joined",
+                            members.rank(r)
                         ))))
                     }
                 }
                 if r != rank && system.died(r) {
                     return Err(leave(WorldError::Transport(format!(
-                        "system {name:?}: rank {r} died while starting"
+                        "system {name:?}: {} died while starting",
+                        members.rank(r)
                     ))));
                 }
             }
@@ -480,13 +593,20 @@ impl Shm {
             }
             if let Some((who, why)) = system.aborted() {
                 return Err(leave(WorldError::Transport(format!(
-                    "system {name:?} was taken down by rank {who}: {why}"
+                    "system {name:?} was taken down by {}: {why}",
+                    members.rank(who)
                 ))));
             }
             if Instant::now() > deadline {
+                let hint = match members {
+                    Members::Ranks => {
+                        format!(" (start {ranks} processes, e.g. `tutti launch -n {ranks} -- …`)")
+                    }
+                    Members::Mates(_) => String::new(),
+                };
                 return Err(leave(WorldError::Transport(format!(
-                    "system {name:?}: ranks {missing:?} of {ranks} did not join within \
-                     {} s (start {ranks} processes, e.g. `tutti launch -n {ranks} -- …`)",
+                    "system {name:?}: {} of the {ranks} did not join within {} s{hint}",
+                    members.ranks(&missing),
                     timeout.as_secs()
                 ))));
             }
@@ -518,6 +638,8 @@ impl Shm {
             let m = MailboxMap::open(name, r, i).map_err(|e| leave(WorldError::Transport(e)))?;
             peers.push(Mutex::new(Some(m)));
         }
+        let cma_min = cma::threshold();
+        let cma = cma::probe(&system, rank, ranks, &members, cma_min);
         if incarnation > 1 {
             // A new process of a dead rank: every other member must have read
             // all the dead one wrote to it, and mapped this one's mailbox,
@@ -548,6 +670,9 @@ impl Shm {
             inner: Arc::new(Inner {
                 rank,
                 ranks,
+                members,
+                cma_min,
+                cma,
                 incarnation,
                 incarnations: incarnations.into_iter().map(AtomicU64::new).collect(),
                 reviving: Mutex::new(vec![None; ranks]),
@@ -579,16 +704,21 @@ impl Shm {
 impl Transport for Shm {
     fn describe(&self) -> String {
         format!(
-            "shared memory: system {:?}, {} processes, mailboxes of {} slots × {} bytes",
+            "shared memory: system {:?}, {} processes, mailboxes of {} slots × {} bytes, {}",
             self.inner.system.name,
             self.inner.ranks,
             system::SLOTS,
-            SLOT_BYTES
+            SLOT_BYTES,
+            self.inner.cma
         )
     }
 
     fn send(&self, to: usize, frame: Frame) {
-        self.inner.send(to, &frame);
+        self.inner.send(to, &frame.head, frame.body.as_deref());
+    }
+
+    fn send_borrowed(&self, to: usize, head: Vec<u8>, body: &[u8]) {
+        self.inner.send(to, &head, Some(body));
     }
 
     fn progress(&self) -> bool {
@@ -653,8 +783,9 @@ impl Transport for Shm {
             if !told && started.elapsed() > Duration::from_secs(10) {
                 told = true;
                 crate::world::say(&format!(
-                    "rank {}: still waiting for ranks {waiting:?} to end their world",
-                    inner.rank
+                    "{}: still waiting for {} to end their world",
+                    inner.members.rank(inner.rank),
+                    inner.members.ranks(&waiting)
                 ));
             }
             thread::sleep(Duration::from_micros(200));
@@ -663,25 +794,26 @@ impl Transport for Shm {
         inner.mine.ring().nudge();
         if receiver.join().is_err() {
             crate::world::say(&format!(
-                "rank {}: the shared-memory receiving thread panicked",
-                inner.rank
+                "{}: the shared-memory receiving thread panicked",
+                inner.members.rank(inner.rank)
             ));
         }
         for (r, d) in inner.dropped.iter().enumerate() {
             let n = d.load(Ordering::Relaxed);
             if n > 0 {
                 crate::world::say(&format!(
-                    "rank {}: {n} frame(s) for rank {r} were refused: it had died",
-                    inner.rank
+                    "{}: {n} frame(s) for {} were refused: it had died",
+                    inner.members.rank(inner.rank),
+                    inner.members.rank(r)
                 ));
             }
         }
         let n = inner.reclaimed.load(Ordering::Relaxed);
         if n > 0 {
             crate::world::say(&format!(
-                "rank {}: {n} slot(s) of its mailbox were reclaimed from producers that died \
+                "{}: {n} slot(s) of its mailbox were reclaimed from producers that died \
                  mid-write",
-                inner.rank
+                inner.members.rank(inner.rank)
             ));
         }
         inner.system.leave(inner.rank);

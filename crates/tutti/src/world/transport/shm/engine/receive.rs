@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
+use super::cma::{Descriptor, LENT};
 use super::{Inner, CHECK_EVERY, PREFIX};
 use crate::loom::{lock, spin_hint, Ordering};
 use crate::world::transport::shm::ring::Fragment;
@@ -93,6 +94,8 @@ impl Inner {
         };
         let ring = self.mine.ring();
         let mut moved = false;
+        // What a delivery sends is never lent from here (`cma.rs`).
+        let _draining = super::cma::Draining::start();
         loop {
             let Consumer { partial, scratch } = &mut *c;
             scratch.clear();
@@ -109,12 +112,13 @@ impl Inner {
             };
             moved = true;
             let from = f.from;
-            let whole = match reassemble(partial, scratch, f) {
+            let whole = match reassemble(partial, scratch, f, &|m| self.members.rank(m)) {
                 Ok(Some(whole)) => whole,
                 Ok(None) => continue,
                 Err(why) => self.abort(&format!("its mailbox is corrupt: {why}")),
             };
-            if let Err(why) = deliver(sink, from, whole) {
+            let mut fetch = |from: usize, d: Descriptor| self.fetch(sink, from, d);
+            if let Err(why) = deliver(sink, from, whole, &mut fetch) {
                 self.abort(&why);
             }
         }
@@ -143,13 +147,16 @@ impl Inner {
         };
         let unfinished = partial[r].take().map_or(0, |b| b.len());
         self.reclaimed.fetch_add(1, Ordering::Relaxed);
+        let who = self.members.rank(r);
         crate::world::say(&format!(
-            "system {:?}: rank {}'s mailbox: slot {pos} was claimed by rank {r}, which died \
+            "system {:?}: {}'s mailbox: slot {pos} was claimed by {who}, which died \
              before writing it; the slot is reclaimed{}",
             self.system.name,
-            self.rank,
+            self.members.rank(self.rank),
             if unfinished > 0 {
-                format!(" and the unfinished frame from rank {r} ({unfinished} bytes so far) is dropped")
+                format!(
+                    " and the unfinished frame from {who} ({unfinished} bytes so far) is dropped"
+                )
             } else {
                 String::new()
             }
@@ -227,11 +234,12 @@ pub(super) fn receive(inner: Arc<Inner>, sink: Arc<dyn Sink>, polled: bool) {
 
 /// Adds fragment `f`, just read into `scratch`, to its sender's frame in
 /// `partial`: the whole frame once `f` is its last fragment. A fragment out
-/// of order is an error naming the sender.
+/// of order is an error naming the sender (as `name` names members).
 pub(super) fn reassemble(
     partial: &mut [Option<Vec<u8>>],
     scratch: &mut Vec<u8>,
     f: Fragment,
+    name: &dyn Fn(usize) -> String,
 ) -> Result<Option<Vec<u8>>, String> {
     let from = f.from;
     match (f.first, partial[from].take()) {
@@ -250,21 +258,35 @@ pub(super) fn reassemble(
             }
         }
         (true, Some(_)) => Err(format!(
-            "a frame from rank {from} began before the previous one ended"
+            "a frame from {} began before the previous one ended",
+            name(from)
         )),
-        (false, None) => Err(format!("a continuation from rank {from} without a start")),
+        (false, None) => Err(format!(
+            "a continuation from {} without a start",
+            name(from)
+        )),
     }
 }
 
-/// Splits a reassembled frame into head and body and hands it over.
-pub(super) fn deliver(sink: &dyn Sink, from: usize, whole: Vec<u8>) -> Result<(), String> {
+/// How [`deliver`] gets a lent body (`cma.rs`): the body, or `None` if it
+/// could not be read (the frame is then dropped: the sender sends it again).
+pub(super) type Fetch<'a> = dyn FnMut(usize, Descriptor) -> Result<Option<Vec<u8>>, String> + 'a;
+
+/// Splits a reassembled frame into head and body (from `fetch` if the body
+/// is lent) and hands it over.
+pub(super) fn deliver(
+    sink: &dyn Sink,
+    from: usize,
+    whole: Vec<u8>,
+    fetch: &mut Fetch<'_>,
+) -> Result<(), String> {
     if whole.len() < PREFIX {
         return Err(format!("{} bytes, shorter than its prefix", whole.len()));
     }
     let head_len = u32::from_le_bytes([whole[0], whole[1], whole[2], whole[3]]) as usize;
     let has_body = match whole[4] {
         0 => false,
-        1 => true,
+        1 | LENT => true,
         b => return Err(format!("body flag {b}")),
     };
     let Some(end) = PREFIX.checked_add(head_len).filter(|&e| e <= whole.len()) else {
@@ -274,7 +296,12 @@ pub(super) fn deliver(sink: &dyn Sink, from: usize, whole: Vec<u8>) -> Result<()
         ));
     };
     let head: Arc<[u8]> = Arc::from(&whole[PREFIX..end]);
-    let body = if has_body {
+    let body = if whole[4] == LENT {
+        match fetch(from, Descriptor::parse(&whole[end..])?)? {
+            Some(b) => Some(b),
+            None => return Ok(()),
+        }
+    } else if has_body {
         Some(whole[end..].to_vec())
     } else if end != whole.len() {
         return Err(format!("{} bytes after a bodiless head", whole.len() - end));
