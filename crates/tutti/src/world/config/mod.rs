@@ -39,20 +39,24 @@ pub const DEFAULT_FLUSH_AFTER: Duration = Duration::from_micros(500);
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub enum TransportKind {
-    /// MPI when the program was launched by `mpirun` (and built with the `mpi`
-    /// feature), otherwise in-process.
+    /// [`Hybrid`](TransportKind::Hybrid) when the program was launched by
+    /// `mpirun` (and built with the `mpi` feature), shared memory when a
+    /// system is named (`TUTTI_SYSTEM`), otherwise in-process.
     #[default]
     Auto,
     /// One process of threads: locations exchange typed values, nothing is
     /// serialized.
     InProcess,
     /// MPI (Open MPI or MPICH through rsmpi): one rank per process, every
-    /// frame between ranks by MPI.
+    /// frame between ranks by MPI, host mates included
+    /// (`TUTTI_TRANSPORT=mpi`).
     Mpi,
-    /// `TUTTI_TRANSPORT=hybrid` under `mpirun`: MPI between hosts, and
-    /// between the ranks of one host (found with `MPI_Comm_split_type`) the
-    /// shared-memory rings of [`Shm`](TransportKind::Shm), in one segment per
-    /// host that the job creates and removes itself. One rank per process.
+    /// The default under `mpirun`: MPI between hosts, and between the ranks
+    /// of one host (found with `MPI_Comm_split_type`) the shared-memory
+    /// rings of [`Shm`](TransportKind::Shm), in one segment per host that the
+    /// job creates and removes itself; large bodies between host mates are
+    /// copied once, from the sender's memory (cross-memory attach). One rank
+    /// per process.
     Hybrid,
     /// Shared memory between the processes of one host, which form a named
     /// system (`TUTTI_SYSTEM`): one rank per process.
@@ -166,7 +170,7 @@ impl fmt::Display for ProgressMode {
 ///
 /// | variable | builder | meaning | default |
 /// |---|---|---|---|
-/// | `TUTTI_TRANSPORT` | [`transport`](WorldBuilder::transport) | `auto`, `inproc`, `mpi`, `hybrid` or `shm` | `auto`: MPI when launched by `mpirun`, shared memory when `TUTTI_SYSTEM` is set, else in-process |
+/// | `TUTTI_TRANSPORT` | [`transport`](WorldBuilder::transport) | `auto`, `inproc`, `mpi`, `hybrid` or `shm` | `auto`: hybrid when launched by `mpirun`, shared memory when `TUTTI_SYSTEM` is set, else in-process |
 /// | `TUTTI_HOSTS` | — | hybrid: split the ranks of each host into this many pretend hosts (consecutive ranks together), so one machine exercises the MPI path between hosts and the rings within one | none (the real hosts) |
 /// | `TUTTI_SYSTEM` | [`system`](WorldBuilder::system) | the named system of processes to create or join (shared memory) | none |
 /// | `TUTTI_RANKS` | [`processes`](WorldBuilder::processes) | processes in the named system | none (required with `TUTTI_SYSTEM`) |

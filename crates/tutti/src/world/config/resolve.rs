@@ -145,8 +145,9 @@ impl WorldBuilder {
     }
 
     /// The transport: `chosen` (the builder's choice, else `TUTTI_TRANSPORT`),
-    /// else `auto`, which is shared memory with a named system, MPI under a
-    /// launcher, and in-process otherwise. A launch of several processes
+    /// else `auto`, which is shared memory with a named system, hybrid (MPI
+    /// between hosts, shared memory within one) under a launcher, and
+    /// in-process otherwise. A launch of several processes
     /// without the `mpi` feature is an error (each would run alone); a launch
     /// of one, or an in-process world chosen by the environment under a
     /// launcher, is a warning.
@@ -162,7 +163,7 @@ impl WorldBuilder {
             (t, _) => t,
         };
         Ok(match (chosen, launch) {
-            (TransportKind::Auto, Some(_)) if cfg!(feature = "mpi") => TransportKind::Mpi,
+            (TransportKind::Auto, Some(_)) if cfg!(feature = "mpi") => TransportKind::Hybrid,
             (TransportKind::Auto, Some(l)) if l.size > 1 => {
                 return Err(WorldError::MpiNotBuilt {
                     size: l.size,
@@ -348,7 +349,14 @@ mod tests {
         let launched = env_of(&[("OMPI_COMM_WORLD_SIZE", "2")]);
         let r = WorldBuilder::new().resolve(&launched);
         if cfg!(feature = "mpi") {
-            assert_eq!(r.unwrap().transport(), TransportKind::Mpi);
+            assert_eq!(r.unwrap().transport(), TransportKind::Hybrid);
+            let c = WorldBuilder::new()
+                .resolve(&env_of(&[
+                    ("OMPI_COMM_WORLD_SIZE", "2"),
+                    ("TUTTI_TRANSPORT", "mpi"),
+                ]))
+                .unwrap();
+            assert_eq!(c.transport(), TransportKind::Mpi);
             let c = WorldBuilder::new()
                 .resolve(&env_of(&[
                     ("OMPI_COMM_WORLD_SIZE", "4"),
