@@ -49,6 +49,7 @@ pub(crate) enum Members {
     /// The ranks of one host under the hybrid transport: member `i` is world
     /// rank `mates[i]`, and no process takes a dead rank (`mpirun` ends
     /// the job).
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
     Mates(Vec<usize>),
 }
 
