@@ -17,17 +17,28 @@
 //! 1. *Within the rank.* Each location stores its value in the round. The last to
 //!    arrive (the rank's leader for this epoch) folds the values in location order.
 //! 2. *Across ranks* (only with several ranks). The leader starts a *driver*
-//!    (a future, not a task) that runs a binomial tree over the ranks: for reductions it combines its
-//!    children's partial results in rank order and sends the result to its parent
-//!    (rank 0 ends up with the fold over all locations in id order, so an
-//!    associative operation need not be commutative), then the result travels back
-//!    down the tree (barrier, all-reduce) or to the root's rank (reduce); a
-//!    broadcast only travels down a tree rooted at the root's rank.
-//!    The personalised collectives take no tree: for a scatter the root's
-//!    rank cuts its values into one piece per rank ([`Split`]) and sends each
-//!    rank its piece; for an all-to-all every rank cuts its rows so and sends
-//!    each other rank its piece (pairwise exchange), then concatenates the
-//!    pieces it got in rank order.
+//!    (a future, not a task) that moves the rank's value by the kind's
+//!    [`Shape`], as MPI implementations choose for few ranks:
+//!    - *Recursive doubling* (barrier, all-reduce, all-gather): in round `k`
+//!      each rank swaps what it has combined with the rank `2^k` away, so all
+//!      ranks hold the result after `⌈log2 p⌉` rounds of one message each
+//!      way (a tree up and down takes twice the rounds). Blocks of ranks are
+//!      combined lower first, so the result is the fold over all locations
+//!      in id order and an associative operation need not be commutative.
+//!    - *Scan by recursive doubling* (inclusive and exclusive scan): the same
+//!      rounds, each rank keeping the folds from below apart ([`ScanOps`]).
+//!    - *Binomial trees* (reduce, gather, broadcast, and the quiescence waves
+//!      where the transport has no sum of its own): a reduction combines its
+//!      children's partial results in rank order and sends the result to its
+//!      parent, rank 0 ends up with the fold, which goes on to the root's
+//!      rank; a broadcast only travels down a tree rooted at the root's rank.
+//!    - *Personalised* (scatter, all-to-all(-v), reduce-scatter): for a
+//!      scatter the root's rank cuts its values into one piece per rank
+//!      ([`Split`]) and sends each rank its piece; for the others every rank
+//!      cuts its value so and sends each other rank its piece (pairwise
+//!      exchange), then combines the pieces it got in rank order
+//!      (concatenated, or element-wise reduced).
+//!
 //!    A quiescence wave's sums take a shorter way when the transport has a
 //!    sum of its own (MPI): the leader hands them to the engine, which sums
 //!    them over the ranks by recursive doubling over point-to-point messages
@@ -48,12 +59,14 @@
 //!    yet, a rank that takes no result) hands the driver to the runtime as a
 //!    task of its own, so no rank waits on another's awaiting.
 //! 3. The result is stored in the round and every waiting location of the rank is
-//!    woken; each clones it. The round is removed once every location that needs
-//!    the result has taken it and the driver is done.
+//!    woken; each clones it but the last, which takes it. The round is removed
+//!    once every location that needs the result has taken it and the driver is
+//!    done.
 //!
 //! Values cross ranks in the message codec's serde format
-//! ([`codec::encode`]/[`codec::decode`], guarded against malformed bytes); within
-//! a rank they move as typed values. A value that fails to encode or decode takes
+//! ([`codec::encode`]/[`codec::decode`], guarded against malformed bytes), or
+//! by a collective's own [`Wire`] (rows of plain numbers as their bytes);
+//! within a rank they move as typed values. A value that fails to encode or decode takes
 //! the job down with a message naming the collective and the rank.
 //!
 //! A location's contribution is made when it calls the collective; the returned
@@ -109,6 +122,20 @@ enum Shape {
     Reduce,
     /// Up the tree to rank 0, then down to every rank.
     AllReduce,
+    /// Recursive doubling: in round `k` every rank exchanges what it has
+    /// combined so far with the rank `2^k` away and combines the two in rank
+    /// order, so every rank holds the result after `log2 p` rounds (one
+    /// message each way per round, where the tree takes two rounds per level).
+    /// With `p` not a power of two the first `2·(p − 2^⌊log2 p⌋)` ranks pair
+    /// up first (the even one hands its value to the odd one above it and gets
+    /// the result back at the end), as MPICH does.
+    Doubling,
+    /// The prefix reduction by recursive doubling over the ranks (MPICH's
+    /// scan): in round `k` every rank sends the fold of its block of `2^k`
+    /// ranks to the rank `2^k` away and keeps what came from below apart, so
+    /// after `log2 p` rounds it holds the fold of every rank below it
+    /// ([`ScanOps`]).
+    Scan,
     /// The root's rank splits its value ([`Split`]) and sends each rank its
     /// piece directly.
     Scatter,
@@ -154,14 +181,13 @@ impl Kind {
             Kind::Broadcast => Shape::Broadcast,
             Kind::Scatter => Shape::Scatter,
             Kind::AllToAll | Kind::AllToAllV => Shape::Exchange,
+            Kind::ReduceScatter => Shape::Exchange,
             Kind::Reduce | Kind::Gather => Shape::Reduce,
-            Kind::Barrier
-            | Kind::AllReduce
-            | Kind::Quiescence
-            | Kind::AllGather
-            | Kind::Scan
-            | Kind::ExclusiveScan
-            | Kind::ReduceScatter => Shape::AllReduce,
+            Kind::Barrier | Kind::AllReduce | Kind::AllGather => Shape::Doubling,
+            Kind::Scan | Kind::ExclusiveScan => Shape::Scan,
+            // A wave's sums go through the transport's own sum where it has
+            // one (`Transport::sum_wave`); the tree is the fallback.
+            Kind::Quiescence => Shape::AllReduce,
         }
     }
 }
@@ -172,6 +198,51 @@ pub(crate) type Op<T> = Arc<dyn Fn(T, T) -> T + Send + Sync>;
 /// Cuts a rank's value into one piece per rank, in rank order, for the
 /// personalised collectives ([`Shape::Scatter`], [`Shape::Exchange`]).
 pub(crate) type Split<T> = Arc<dyn Fn(T) -> Vec<T> + Send + Sync>;
+
+/// The fold of a scan's locals ([`ScanOps::total`]).
+pub(crate) type Total<V> = Box<dyn Fn(&V) -> Option<V> + Send + Sync>;
+
+/// What a scan ([`Shape::Scan`]) does with a rank's value `V`: the values of
+/// its locations (`locals`), from which it sends folds and makes each
+/// location's result.
+pub(crate) struct ScanOps<V> {
+    /// The fold of `locals`, or `None` when `locals` is already its own fold
+    /// (a single location: sent as it is, without a copy).
+    pub(crate) total: Total<V>,
+    /// Combines two folds, the lower ranks' first.
+    pub(crate) fold: Box<dyn Fn(V, V) -> V + Send + Sync>,
+    /// The rank's result from the fold of every rank below it (`None` on
+    /// rank 0) and `locals`: each location's part, in location order.
+    pub(crate) finish: Box<dyn FnOnce(Option<V>, V) -> V + Send + Sync>,
+}
+
+/// How a rank's value travels beyond its shape's defaults: cut per rank
+/// (personalised collectives), folded as a scan, and encoded by a
+/// [`Wire`] instead of the codec.
+pub(crate) struct Plan<V> {
+    pub(crate) split: Option<Split<V>>,
+    pub(crate) scan: Option<ScanOps<V>>,
+    pub(crate) wire: Option<Wire<V>>,
+}
+
+impl<V> Plan<V> {
+    /// The shape's defaults: no split, no scan, the codec.
+    pub(crate) fn plain() -> Plan<V> {
+        Plan {
+            split: None,
+            scan: None,
+            wire: None,
+        }
+    }
+}
+
+/// An encoding of a collective's value other than the codec's serde format,
+/// for values whose bytes can travel as they are (rows of plain numbers).
+pub(crate) struct Wire<V> {
+    pub(crate) encode: fn(&V, &mut Vec<u8>),
+    /// Never panics: malformed bytes are an error naming what is wrong.
+    pub(crate) decode: fn(&[u8]) -> Result<V, String>,
+}
 
 /// One collective on this rank; see the module documentation.
 struct Round {
@@ -418,6 +489,46 @@ pub(crate) fn parent(rel: usize) -> usize {
     rel & (rel - 1)
 }
 
+/// What [`doubling_rounds`] returns: `Err(odd)`, or `Ok((pair, partners))`.
+pub(crate) type DoublingRounds = Result<(Option<usize>, Vec<(usize, bool)>), usize>;
+
+/// Rank `me`'s rounds of recursive doubling over `p` ranks
+/// ([`Shape::Doubling`]). With `2^m` the largest power of two ≤ `p` and
+/// `rem = p − 2^m`, the first `2·rem` ranks pair up: `Err(odd)` for an even
+/// one, which hands its value to rank `odd` above it and gets the result
+/// back; `Ok((pair, partners))` for the others, which first take the value
+/// of rank `pair` below (if any, and send it the result at the end), then
+/// swap with each partner in turn, whose block of ranks lies wholly below
+/// (`true`) or above this rank's.
+pub(crate) fn doubling_rounds(me: usize, p: usize) -> DoublingRounds {
+    let pof2 = 1usize << (usize::BITS - 1 - p.max(1).leading_zeros());
+    let rem = p - pof2;
+    if me < 2 * rem && me % 2 == 0 {
+        return Err(me + 1);
+    }
+    let pair = (me < 2 * rem).then(|| me - 1);
+    // This rank's place among the 2^m that double: place `n` stands for
+    // ranks 2n and 2n + 1 below 2·rem, and for rank n + rem above.
+    let place = if me < 2 * rem { me / 2 } else { me - rem };
+    let rank = |n: usize| if n < rem { 2 * n + 1 } else { n + rem };
+    let partners = (0..pof2.trailing_zeros())
+        .map(|k| place ^ (1 << k))
+        .map(|n| (rank(n), n < place))
+        .collect();
+    Ok((pair, partners))
+}
+
+/// Rank `me`'s partners, round by round, in the scan by recursive doubling
+/// over `p` ranks ([`Shape::Scan`]): the rank `2^k` away in round `k`, where
+/// there is one.
+pub(crate) fn scan_partners(me: usize, p: usize) -> impl Iterator<Item = usize> {
+    (0..usize::BITS)
+        .map(|k| 1usize << k)
+        .take_while(move |&d| d < p)
+        .map(move |d| me ^ d)
+        .filter(move |&to| to < p)
+}
+
 /// Makes location `local`'s contribution to its next collective and returns the
 /// epoch. The last location of the rank to arrive folds and starts the cross-rank
 /// part.
@@ -431,19 +542,20 @@ pub(crate) fn arrive<T>(
 where
     T: Serialize + DeserializeOwned + Clone + Send + 'static,
 {
-    arrive_split(loc, kind, root, value, op, None)
+    arrive_with(loc, kind, root, value, op, Plan::plain())
 }
 
-/// [`arrive`] for the personalised collectives, whose rank's value `split`
-/// cuts into one piece per rank. Each rank's result holds only the pieces for
-/// its locations: on a single rank, the fold of the locations' values.
-pub(crate) fn arrive_split<T>(
+/// [`arrive`] with a [`Plan`]: for the personalised collectives, whose rank's
+/// value `plan.split` cuts into one piece per rank (each rank's result holds
+/// only the pieces for its locations: on a single rank, the fold of the
+/// locations' values); for the scans, whose rank's result `plan.scan` makes.
+pub(crate) fn arrive_with<T>(
     loc: &Location,
     kind: Kind,
     root: u32,
     value: Option<T>,
     op: Option<Op<T>>,
-    split: Option<Split<T>>,
+    mut plan: Plan<T>,
 ) -> u64
 where
     T: Serialize + DeserializeOwned + Clone + Send + 'static,
@@ -520,7 +632,11 @@ where
         }
     };
     if local.ranks == 1 {
-        complete(local, epoch, partial);
+        let result = match plan.scan.take() {
+            Some(scan) => partial.map(|locals| (scan.finish)(None, locals)),
+            None => partial,
+        };
+        complete(local, epoch, result);
         return epoch;
     }
     if kind == Kind::Quiescence {
@@ -543,7 +659,7 @@ where
         kind,
         root,
         op,
-        split,
+        plan,
     };
     start(
         local,
@@ -641,7 +757,7 @@ struct Driver<T> {
     kind: Kind,
     root: u32,
     op: Option<Op<T>>,
-    split: Option<Split<T>>,
+    plan: Plan<T>,
 }
 
 impl<T: Serialize + DeserializeOwned + Clone + Send + 'static> Driver<T> {
@@ -666,6 +782,10 @@ impl<T: Serialize + DeserializeOwned + Clone + Send + 'static> Driver<T> {
     /// (its `Serialize` implementation fails) takes the job down.
     fn encode(&self, value: &T) -> Vec<u8> {
         let mut out = Vec::new();
+        if let Some(wire) = &self.plan.wire {
+            (wire.encode)(value, &mut out);
+            return out;
+        }
         match codec::encode(value, &mut out) {
             Ok(()) => out,
             Err(e) => self.transport.abort(&format!(
@@ -675,8 +795,23 @@ impl<T: Serialize + DeserializeOwned + Clone + Send + 'static> Driver<T> {
         }
     }
 
-    fn decode(&self, from: &str, bytes: &[u8]) -> T {
-        match codec::decode::<T>(bytes) {
+    /// [`decode`](Self::decode) of bytes this driver keeps no longer: a
+    /// large buffer goes back to the rank's pool for the next body.
+    fn decode_owned(&self, from: &dyn fmt::Display, bytes: Vec<u8>) -> T {
+        let v = self.decode(from, &bytes);
+        self.local.pool.put(bytes);
+        v
+    }
+
+    /// The value in `bytes`, which came from `from` (named only if they do
+    /// not decode: formatting costs nothing otherwise); bytes that do not
+    /// decode take the job down.
+    fn decode(&self, from: &dyn fmt::Display, bytes: &[u8]) -> T {
+        let decoded = match &self.plan.wire {
+            Some(wire) => (wire.decode)(bytes),
+            None => codec::decode::<T>(bytes).map_err(|e| e.to_string()),
+        };
+        match decoded {
             Ok(v) => v,
             Err(e) => self.transport.abort(&format!(
                 "collective #{}: the value from {from} does not decode as {}: {e}",
@@ -695,7 +830,7 @@ impl<T: Serialize + DeserializeOwned + Clone + Send + 'static> Driver<T> {
 
     /// The rank's value cut into one piece per rank (`Split`).
     fn split(&self, value: T) -> Vec<Option<T>> {
-        let Some(split) = &self.split else {
+        let Some(split) = &self.plan.split else {
             self.transport.abort(&format!(
                 "collective #{}: {} without its split (broken invariant)",
                 self.epoch,
@@ -715,7 +850,94 @@ impl<T: Serialize + DeserializeOwned + Clone + Send + 'static> Driver<T> {
         pieces.into_iter().map(Some).collect()
     }
 
-    async fn run(self, partial: Option<T>) {
+    /// [`Shape::Doubling`]: this rank's value combined with every other
+    /// rank's, in rank order; `None` if a rank died.
+    async fn doubling(&self, mut acc: T) -> Option<T> {
+        let (pair, partners) = match doubling_rounds(self.local.rank, self.local.ranks) {
+            Err(odd) => {
+                // Hand the value to the odd rank above; it sends the result back.
+                self.send(odd, Phase::Up, self.encode(&acc));
+                let b = Message::down(&self.local, self.epoch).await?;
+                return Some(self.decode_owned(&format_args!("rank {odd}"), b));
+            }
+            Ok(rounds) => rounds,
+        };
+        if let Some(even) = pair {
+            let b = Message::up(&self.local, self.epoch, even as u32).await?;
+            let lower = self.decode_owned(&format_args!("rank {even}"), b);
+            acc = self.combine(lower, acc);
+        }
+        for (to, below) in partners {
+            self.send(to, Phase::Up, self.encode(&acc));
+            let b = Message::up(&self.local, self.epoch, to as u32).await?;
+            let theirs = self.decode_owned(&format_args!("rank {to}"), b);
+            acc = if below {
+                self.combine(theirs, acc)
+            } else {
+                self.combine(acc, theirs)
+            };
+        }
+        if let Some(even) = pair {
+            self.send(even, Phase::Down, self.encode(&acc));
+        }
+        Some(acc)
+    }
+
+    /// [`Shape::Scan`]: the fold of every rank below this one (`None` on
+    /// rank 0), and `locals` back; `None` if a rank died.
+    ///
+    /// Invariant: after round `k` this rank's block of `2^(k+1)` ranks (cut
+    /// at `p`) folds to `below ⊕ total ⊕ above`, where `total` folds this
+    /// rank's locals, `below` the block's ranks under this one and `above`
+    /// those over it.
+    async fn scan(&self, ops: &ScanOps<T>, locals: T) -> Option<(Option<T>, T)> {
+        let me = self.local.rank;
+        let total = (ops.total)(&locals);
+        let mut below: Option<T> = None;
+        let mut above: Option<T> = None;
+        for to in scan_partners(me, self.local.ranks) {
+            let bytes = self.encode_block(ops, total.as_ref().unwrap_or(&locals), &below, &above);
+            self.send(to, Phase::Up, bytes);
+            let b = Message::up(&self.local, self.epoch, to as u32).await?;
+            let theirs = self.decode_owned(&format_args!("rank {to}"), b);
+            if to < me {
+                below = Some(match below {
+                    Some(b) => (ops.fold)(theirs, b),
+                    None => theirs,
+                });
+            } else {
+                above = Some(match above {
+                    Some(a) => (ops.fold)(a, theirs),
+                    None => theirs,
+                });
+            }
+        }
+        Some((below, locals))
+    }
+
+    /// The bytes of `below ⊕ total ⊕ above` (copies only when there is
+    /// something to fold).
+    fn encode_block(
+        &self,
+        ops: &ScanOps<T>,
+        total: &T,
+        below: &Option<T>,
+        above: &Option<T>,
+    ) -> Vec<u8> {
+        if below.is_none() && above.is_none() {
+            return self.encode(total);
+        }
+        let mut block = total.clone();
+        if let Some(b) = below {
+            block = (ops.fold)(b.clone(), block);
+        }
+        if let Some(a) = above {
+            block = (ops.fold)(block, a.clone());
+        }
+        self.encode(&block)
+    }
+
+    async fn run(mut self, partial: Option<T>) {
         let p = self.local.ranks;
         let me = self.local.rank;
         let root_rank = self.root as usize / self.local.per_rank;
@@ -738,7 +960,7 @@ impl<T: Serialize + DeserializeOwned + Clone + Send + 'static> Driver<T> {
                     let Some(b) = Message::down(&self.local, self.epoch).await else {
                         return;
                     };
-                    Some(self.decode(&format!("rank {root_rank}"), &b))
+                    Some(self.decode_owned(&format_args!("rank {root_rank}"), b))
                 }
             }
             Shape::Exchange => {
@@ -763,7 +985,7 @@ impl<T: Serialize + DeserializeOwned + Clone + Send + 'static> Driver<T> {
                         let Some(b) = Message::up(&self.local, self.epoch, r as u32).await else {
                             return;
                         };
-                        Some(self.decode(&format!("rank {r}"), &b))
+                        Some(self.decode_owned(&format_args!("rank {r}"), b))
                     };
                     acc = match (acc, v) {
                         (Some(a), Some(b)) => Some(self.combine(a, b)),
@@ -771,6 +993,33 @@ impl<T: Serialize + DeserializeOwned + Clone + Send + 'static> Driver<T> {
                     };
                 }
                 acc
+            }
+            Shape::Doubling => {
+                let Some(acc) = partial else {
+                    self.transport
+                        .abort("a reduction on a rank without locations (broken invariant)")
+                };
+                let Some(v) = self.doubling(acc).await else {
+                    return;
+                };
+                Some(v)
+            }
+            Shape::Scan => {
+                let Some(locals) = partial else {
+                    self.transport
+                        .abort("a scan on a rank without locations (broken invariant)")
+                };
+                let Some(scan) = self.plan.scan.take() else {
+                    self.transport.abort(&format!(
+                        "collective #{}: {} without its scan (broken invariant)",
+                        self.epoch,
+                        Kind::named(self.kind as u8)
+                    ))
+                };
+                let Some((below, locals)) = self.scan(&scan, locals).await else {
+                    return;
+                };
+                Some((scan.finish)(below, locals))
             }
             Shape::Broadcast => {
                 let rel = (me + p - root_rank) % p;
@@ -783,7 +1032,7 @@ impl<T: Serialize + DeserializeOwned + Clone + Send + 'static> Driver<T> {
                         let Some(b) = Message::down(&self.local, self.epoch).await else {
                             return;
                         };
-                        (self.decode("the parent rank", &b), b)
+                        (self.decode(&"the parent rank", &b), b)
                     }
                 };
                 for c in children(rel, p) {
@@ -800,7 +1049,7 @@ impl<T: Serialize + DeserializeOwned + Clone + Send + 'static> Driver<T> {
                     let Some(b) = Message::up(&self.local, self.epoch, c as u32).await else {
                         return;
                     };
-                    let v = self.decode(&format!("rank {c}"), &b);
+                    let v = self.decode_owned(&format_args!("rank {c}"), b);
                     acc = self.combine(acc, v);
                 }
                 if me != 0 {
@@ -817,7 +1066,7 @@ impl<T: Serialize + DeserializeOwned + Clone + Send + 'static> Driver<T> {
                             let Some(b) = Message::down(&self.local, self.epoch).await else {
                                 return;
                             };
-                            Some(self.decode("rank 0", &b))
+                            Some(self.decode_owned(&"rank 0", b))
                         } else {
                             None
                         }
@@ -830,7 +1079,7 @@ impl<T: Serialize + DeserializeOwned + Clone + Send + 'static> Driver<T> {
                             let Some(b) = Message::down(&self.local, self.epoch).await else {
                                 return;
                             };
-                            (self.decode("the parent rank", &b), b)
+                            (self.decode(&"the parent rank", &b), b)
                         };
                         for c in children(me, p) {
                             self.send(c, Phase::Down, bytes.clone());
@@ -933,11 +1182,21 @@ pub(crate) fn poll_result<T: Clone + 'static>(
         round.wakers[me] = Some(cx.waker().clone());
         return Poll::Pending;
     }
-    let value = round
-        .result
-        .as_ref()
-        .and_then(|r| r.downcast_ref::<T>())
-        .cloned();
+    // The last location to take the result takes it as it is; the others
+    // take a copy.
+    let value = if round.takers == Some(1) {
+        round
+            .result
+            .take()
+            .and_then(|r| r.downcast::<T>().ok())
+            .map(|b| *b)
+    } else {
+        round
+            .result
+            .as_ref()
+            .and_then(|r| r.downcast_ref::<T>())
+            .cloned()
+    };
     if let Some(t) = round.takers.as_mut() {
         *t = t.saturating_sub(1);
     }
@@ -1181,6 +1440,89 @@ mod tests {
                 assert!(kids.windows(2).all(|w| w[0] < w[1]));
             }
             assert!(seen.iter().all(|&s| s == 1), "p={p}: {seen:?}");
+        }
+    }
+
+    /// Runs the doubling rounds of every rank in lock step, on strings
+    /// concatenated (not commutative): every rank must end with "0,1,…".
+    #[test]
+    fn recursive_doubling_folds_every_rank_in_order() {
+        for p in 1..70 {
+            let plans: Vec<_> = (0..p).map(|r| doubling_rounds(r, p)).collect();
+            let mut acc: Vec<String> = (0..p).map(|r| format!("{r},")).collect();
+            // The pairs: each even rank's value goes to the odd one above.
+            for (r, plan) in plans.iter().enumerate() {
+                if let Ok((Some(even), _)) = plan {
+                    assert_eq!(plans[*even], Err(r), "p={p}");
+                    acc[r] = format!("{}{}", acc[*even], acc[r]);
+                }
+            }
+            let rounds = plans
+                .iter()
+                .filter_map(|x| x.as_ref().ok())
+                .map(|x| x.1.len());
+            let rounds = rounds.max().unwrap_or(0);
+            for k in 0..rounds {
+                let before = acc.clone();
+                for (r, plan) in plans.iter().enumerate() {
+                    let Ok((_, partners)) = plan else { continue };
+                    let (to, below) = partners[k];
+                    // Partners name each other in the same round.
+                    let Ok((_, theirs)) = &plans[to] else {
+                        panic!("p={p}: rank {r} swaps with a rank that hands")
+                    };
+                    assert_eq!(theirs[k], (r, !below), "p={p} k={k}");
+                    acc[r] = if below {
+                        format!("{}{}", before[to], before[r])
+                    } else {
+                        format!("{}{}", before[r], before[to])
+                    };
+                }
+            }
+            for (r, plan) in plans.iter().enumerate() {
+                if let Err(odd) = plan {
+                    acc[r] = acc[*odd].clone();
+                }
+            }
+            let want: String = (0..p).map(|r| format!("{r},")).collect();
+            assert!(acc.iter().all(|a| *a == want), "p={p}: {acc:?}");
+        }
+    }
+
+    /// The scan's rounds in lock step, as the driver keeps `below` and
+    /// `above`: every rank must end with the ranks below it, in order.
+    #[test]
+    fn doubling_scan_gives_each_rank_the_ranks_below_in_order() {
+        for p in 1..70 {
+            let mut below: Vec<String> = vec![String::new(); p];
+            let mut above: Vec<String> = vec![String::new(); p];
+            let partners: Vec<Vec<usize>> = (0..p).map(|r| scan_partners(r, p).collect()).collect();
+            for k in 0..usize::BITS as usize {
+                let d = 1usize << k;
+                if d >= p {
+                    break;
+                }
+                let block: Vec<String> = (0..p)
+                    .map(|r| format!("{}{r},{}", below[r], above[r]))
+                    .collect();
+                for r in 0..p {
+                    let to = r ^ d;
+                    if to >= p {
+                        assert!(!partners[r].contains(&to));
+                        continue;
+                    }
+                    assert!(partners[r].contains(&to) && partners[to].contains(&r));
+                    if to < r {
+                        below[r] = format!("{}{}", block[to], below[r]);
+                    } else {
+                        above[r] = format!("{}{}", above[r], block[to]);
+                    }
+                }
+            }
+            for (r, b) in below.iter().enumerate() {
+                let want: String = (0..r).map(|i| format!("{i},")).collect();
+                assert_eq!(*b, want, "p={p} rank {r}");
+            }
         }
     }
 }

@@ -36,6 +36,30 @@ impl Local {
     }
 }
 
+impl Local {
+    /// A collective frame's value, for the collective rounds.
+    fn collective(
+        &self,
+        from_rank: usize,
+        c: frame::CollectiveHead,
+        value: Vec<u8>,
+    ) -> Result<(), String> {
+        if c.from_rank as usize != from_rank {
+            return Err(malformed(
+                from_rank,
+                format!(
+                    "a collective frame claims to come from rank {}",
+                    c.from_rank
+                ),
+            ));
+        }
+        self.stall.arrived();
+        // A well-formed frame of a collective this rank runs otherwise:
+        // the message names both sides.
+        self.rounds.incoming(c.from_rank, c.tag, value)
+    }
+}
+
 impl Sink for Local {
     fn deliver_head(&self, from_rank: usize, head: &[u8]) -> Result<(), String> {
         match frame::parse(head, false).map_err(|e| malformed(from_rank, e.0))? {
@@ -56,6 +80,12 @@ impl Sink for Local {
                     payload: Payload::Bytes(head[r].to_vec()),
                 });
                 Ok(())
+            }
+            // A collective value: only its bytes are copied out (the head
+            // is parsed once, and not copied into a shared head first).
+            Parsed::Collective(c) => {
+                let value = head.get(c.inline.clone()).map(<[u8]>::to_vec);
+                self.collective(from_rank, c, value.unwrap_or_default())
             }
             _ => self.deliver(from_rank, Arc::from(head), None),
         }
@@ -83,23 +113,14 @@ impl Sink for Local {
                 Ok(())
             }
             Parsed::Collective(c) => {
-                if c.from_rank as usize != from_rank {
-                    return Err(malformed(
-                        from_rank,
-                        format!(
-                            "a collective frame claims to come from rank {}",
-                            c.from_rank
-                        ),
-                    ));
-                }
                 let value = match body {
                     Some(b) => b,
-                    None => head.get(c.inline).map(<[u8]>::to_vec).unwrap_or_default(),
+                    None => head
+                        .get(c.inline.clone())
+                        .map(<[u8]>::to_vec)
+                        .unwrap_or_default(),
                 };
-                self.stall.arrived();
-                // A well-formed frame of a collective this rank runs otherwise:
-                // the message names both sides.
-                self.rounds.incoming(c.from_rank, c.tag, value)
+                self.collective(from_rank, c, value)
             }
             Parsed::Channel(h) => {
                 let value = match body {

@@ -145,3 +145,4 @@ pub use pod::PodVec;
 
 pub(crate) use format::decode_prefix;
 pub(crate) use frame::seal_frame;
+pub(crate) use pod::{bytes_of, cast_or_copy};
