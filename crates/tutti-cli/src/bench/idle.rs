@@ -168,7 +168,9 @@ fn rayon_runtime_case(w: usize, window: Duration) -> Result<f64, String> {
         pool.broadcast(|_| piece());
     });
     if !started {
-        return Err(format!("not all {w} rayon threads took part in the start-up job"));
+        return Err(format!(
+            "not all {w} rayon threads took part in the start-up job"
+        ));
     }
     measure(window)
 }
@@ -331,10 +333,7 @@ fn parse_result(text: &str) -> Result<f64, String> {
 
 /// Runs one case in a child process and reads its percentage.
 fn run_case(case: &str, w: usize, seconds: f64) -> Result<f64, String> {
-    let out = std::env::temp_dir().join(format!(
-        "tutti-bench-idle-{}-{case}",
-        std::process::id()
-    ));
+    let out = std::env::temp_dir().join(format!("tutti-bench-idle-{}-{case}", std::process::id()));
     let _ = std::fs::remove_file(&out);
     let result = if case == "tutti-world" {
         tutti_world_case(w, seconds, &out)
@@ -411,14 +410,27 @@ pub fn run(args: &IdleArgs) -> Result<Report, String> {
     }
     // CPU time over the same wall window: ours ÷ peer. Infinite or NaN when
     // the peer used no measurable CPU at all.
-    let at = |case: &str| CASES.iter().position(|c| c.0 == case).and_then(|i| measured[i]);
+    let at = |case: &str| {
+        CASES
+            .iter()
+            .position(|c| c.0 == case)
+            .and_then(|i| measured[i])
+    };
     let mut ratio = |name: &str, ours: &str, peer: &str| {
         if let (Some(t), Some(k)) = (at(ours), at(peer)) {
             report.ratio(name, t / k);
         }
     };
-    ratio("cpu_tutti_over_tokio_runtime", "tutti-runtime", "tokio-runtime");
-    ratio("cpu_tutti_over_rayon_runtime", "tutti-runtime", "rayon-runtime");
+    ratio(
+        "cpu_tutti_over_tokio_runtime",
+        "tutti-runtime",
+        "tokio-runtime",
+    );
+    ratio(
+        "cpu_tutti_over_rayon_runtime",
+        "tutti-runtime",
+        "rayon-runtime",
+    );
     ratio("cpu_tutti_over_tokio_world", "tutti-world", "tokio-runtime");
     ratio("cpu_tutti_over_tokio_rpc", "tutti-rpc", "tokio-tcp");
     Ok(report)
