@@ -124,6 +124,8 @@ enum BenchCommand {
     Actor(bench::actor::ActorArgs),
     /// Deadlock detection's cost: actor tell, CSP ping-pong and RMI with it on vs off.
     Diag(bench::diag::DiagArgs),
+    /// A flood across two ranks into a slow actor: peak memory and throughput with backpressure (a bounded mailbox) vs without.
+    Backpressure(bench::backpressure::BackpressureArgs),
     /// Distributed objects: empty method, ping-pong and fence vs direct calls, an atomic flag and std::sync::Barrier.
     Rmi(bench::rmi::RmiArgs),
     /// Actor graphs: local port hand-over vs a crossbeam bounded channel between threads.
@@ -149,7 +151,7 @@ pub use args::{parse_seconds, parse_workers};
 
 /// Measured runs when `--runs` is not given, for the commands whose default is
 /// not 5 (each command's own constant; `swe`'s lives in its module's `run`).
-fn runs_defaults() -> [(&'static [&'static str], usize); 11] {
+fn runs_defaults() -> [(&'static [&'static str], usize); 12] {
     [
         (&["gauss"], apps::gauss::RUNS),
         (&["jacobi"], apps::jacobi::RUNS),
@@ -160,6 +162,7 @@ fn runs_defaults() -> [(&'static [&'static str], usize); 11] {
         (&["bench", "fib"], bench::fib::RUNS),
         (&["bench", "codec"], bench::codec::RUNS),
         (&["bench", "diag"], bench::diag::RUNS),
+        (&["bench", "backpressure"], bench::backpressure::RUNS),
         (&["bench", "priority"], bench::priority::RUNS),
         (&["bench", "http"], bench::http::RUNS),
     ]
@@ -255,6 +258,7 @@ fn main() {
                 BenchCommand::Shm(a) => (a.json, bench::shm::run(a)),
                 BenchCommand::Actor(a) => (a.json, bench::actor::run(a)),
                 BenchCommand::Diag(a) => (a.json, bench::diag::run(a)),
+                BenchCommand::Backpressure(a) => (a.json, bench::backpressure::run(a)),
                 BenchCommand::Rmi(a) => (a.json, bench::rmi::run(a)),
                 BenchCommand::Graph(a) => (a.json, bench::graph::run(a)),
                 BenchCommand::Rpc(a) => (a.json, bench::rpc::run(a)),

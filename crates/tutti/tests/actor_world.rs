@@ -7,10 +7,11 @@
 mod common;
 mod watchdog;
 
-use std::time::Duration;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
-use tutti::actor::{self, Actor, Context};
+use tutti::actor::{self, Actor, Context, Overflow};
 use tutti::msg::{Dispatch, Handler, Message, Remote};
 use tutti::remote::{Node, NodeLookupError, NodeRegisterError, RemoteDown, RemoteError, RemoteRef};
 use tutti::world::{LocationId, World};
@@ -27,6 +28,14 @@ const BODIES: &[(&str, Body)] = &[
     ("malformed_frames", malformed_frames),
     ("actors_ask_from_handlers", actors_ask_from_handlers),
     ("subscriptions_and_monitors", subscriptions_and_monitors),
+    (
+        "a_full_mailbox_holds_senders_back",
+        a_full_mailbox_holds_senders_back,
+    ),
+    (
+        "a_stopped_actor_returns_its_credits",
+        a_stopped_actor_returns_its_credits,
+    ),
 ];
 
 /// Every message type that crosses locations, in the process's registry (the
@@ -40,6 +49,9 @@ fn register_types() {
     tutti::msg::register::<Stall>().unwrap();
     tutti::msg::register::<NotExported>().unwrap();
     tutti::msg::register::<Subscribe>().unwrap();
+    tutti::msg::register::<Hold>().unwrap();
+    tutti::msg::register::<Item>().unwrap();
+    tutti::msg::register::<Tally>().unwrap();
 }
 
 fn main() {
@@ -737,5 +749,188 @@ fn subscriptions_and_monitors(world: &World) {
             p.stop();
             p.wait().await;
         }
+    });
+}
+
+// ----- backpressure across locations and ranks -----
+
+/// Makes a `Slow` actor wait at its gate.
+#[derive(Serialize, Deserialize)]
+struct Hold;
+impl Message for Hold {
+    type Reply = ();
+}
+impl Remote for Hold {
+    const NAME: &'static str = "test.Hold";
+}
+
+/// A numbered statement.
+#[derive(Serialize, Deserialize)]
+struct Item(u32);
+impl Message for Item {
+    type Reply = ();
+}
+impl Remote for Item {
+    const NAME: &'static str = "test.Item";
+}
+
+/// How many items arrived, and were they in order?
+#[derive(Serialize, Deserialize)]
+struct Tally;
+impl Message for Tally {
+    type Reply = (u32, bool);
+}
+impl Remote for Tally {
+    const NAME: &'static str = "test.Tally";
+}
+
+/// An actor with a bounded mailbox that can be made to wait at a gate.
+struct Slow {
+    gate: Arc<tutti::DataflowVar<()>>,
+    next: u32,
+    in_order: bool,
+}
+impl Actor for Slow {}
+impl Handler<Hold> for Slow {
+    async fn handle(&mut self, _: Hold, _: &mut Context<Self>) {
+        self.gate.read().await;
+    }
+}
+impl Handler<Item> for Slow {
+    async fn handle(&mut self, m: Item, _: &mut Context<Self>) {
+        self.in_order &= m.0 == self.next;
+        self.next += 1;
+    }
+}
+impl Handler<Tally> for Slow {
+    async fn handle(&mut self, _: Tally, _: &mut Context<Self>) -> (u32, bool) {
+        (self.next, self.in_order)
+    }
+}
+
+fn slow_table() -> Dispatch<Slow> {
+    let mut t = Dispatch::new();
+    t.register::<Hold>()
+        .unwrap()
+        .register::<Item>()
+        .unwrap()
+        .register::<Tally>()
+        .unwrap();
+    t
+}
+
+/// The last location exports a `Slow` actor with a mailbox of `capacity`
+/// (policy `Block`) under `name`; every location looks it up.
+async fn export_slow(
+    node: &Node,
+    name: &str,
+    capacity: usize,
+    gate: &Arc<tutti::DataflowVar<()>>,
+) -> (
+    Option<tutti::actor::Addr<Slow>>,
+    tutti::remote::RemoteAddr<Slow>,
+) {
+    let mut local = None;
+    if node.id().index() == node.world().locations() - 1 {
+        let slow = actor::Builder::new()
+            .bounded(capacity, Overflow::Block)
+            .spawn(Slow {
+                gate: Arc::clone(gate),
+                next: 0,
+                in_order: true,
+            });
+        let remote = node.export(&slow, slow_table());
+        node.register(name, &remote).await.unwrap();
+        local = Some(slow);
+    }
+    node.barrier().await;
+    let remote = node.lookup::<Slow>(name).await.unwrap();
+    assert_eq!(remote.window(), Some(capacity));
+    (local, remote)
+}
+
+/// A sender on the first location and a bounded actor on the last (another
+/// rank under `mpirun` or `tutti launch`): while the actor waits at its gate,
+/// the sender gets exactly `capacity` statements into its mailbox and
+/// `capacity` more held at its node, then `Full` — for as long as the actor
+/// waits; once it goes on, `send` gets thousands more through, in order,
+/// never more than the window on the way.
+fn a_full_mailbox_holds_senders_back(world: &World) {
+    const CAPACITY: usize = 4;
+    const MORE: u32 = 2000;
+    world.run(|loc| async move {
+        let node = Node::join(loc);
+        let gate = Arc::new(tutti::DataflowVar::new());
+        let (local, slow) = export_slow(&node, "slow", CAPACITY, &gate).await;
+        let first = node.id().index() == 0;
+        let mut sent = 0u32;
+        if first {
+            slow.tell(Hold).unwrap();
+            // Tell until the window has stayed spent for a while.
+            let mut full_since: Option<Instant> = None;
+            loop {
+                match slow.tell(Item(sent)) {
+                    Ok(()) => {
+                        sent += 1;
+                        full_since = None;
+                    }
+                    Err(RemoteError::Full) => {
+                        let since = *full_since.get_or_insert_with(Instant::now);
+                        if since.elapsed() > Duration::from_millis(300) {
+                            break;
+                        }
+                        tutti::sleep(Duration::from_millis(1)).await;
+                    }
+                    Err(e) => panic!("tell: {e}"),
+                }
+            }
+            assert_eq!(
+                sent as usize,
+                2 * CAPACITY,
+                "the mailbox's capacity, plus the window held at its node"
+            );
+        }
+        node.barrier().await;
+        if local.is_some() {
+            gate.set(()).unwrap();
+        }
+        if first {
+            for i in sent..sent + MORE {
+                slow.send(Item(i)).await.unwrap();
+            }
+            // Held behind the statements, as the mailbox is bounded `Block`.
+            assert_eq!(slow.ask(Tally).await, Ok((sent + MORE, true)));
+            assert_eq!(node.stats().undelivered, 0);
+        }
+        node.barrier().await;
+        node.leave().await;
+    });
+}
+
+/// Statements to an actor that stopped are dead letters, and each notice
+/// returns its credit: a sender never waits for ever on a stopped actor.
+fn a_stopped_actor_returns_its_credits(world: &World) {
+    const SENDS: u64 = 50;
+    world.run(|loc| async move {
+        let node = Node::join(loc);
+        let gate = Arc::new(tutti::DataflowVar::new());
+        let (local, doomed) = export_slow(&node, "doomed", 2, &gate).await;
+        node.barrier().await; // every location has its address
+        if let Some(a) = &local {
+            a.stop();
+            a.wait().await;
+        }
+        node.barrier().await;
+        if node.id().index() == 0 {
+            for i in 0..SENDS as u32 {
+                doomed.send(Item(i)).await.unwrap();
+            }
+            while node.stats().undelivered < SENDS {
+                tutti::sleep(Duration::from_millis(1)).await;
+            }
+            assert_eq!(node.stats().undelivered, SENDS);
+        }
+        node.barrier().await;
+        node.leave().await;
     });
 }

@@ -20,7 +20,8 @@ use std::sync::Arc;
 
 use in_process::in_process_world;
 use tutti::actor::{self, ask_cycle, Actor, Addr, AskError, Context, Overflow, StopReason};
-use tutti::msg::{Handler, Message};
+use tutti::msg::{Dispatch, Handler, Message};
+use tutti::remote::{Node, RemoteAddr, RemoteError};
 use tutti::world::LocationId;
 use tutti::DataflowVar;
 
@@ -750,5 +751,131 @@ fn a_select_over_an_ask_in_a_cycle_is_reported() {
             .iter()
             .any(|w| w.name() == a_name && w.waits().contains("waits for the reply to `TakeTwo`")),
         "{d}"
+    );
+}
+
+// ---- a sender held back by credits, in a cycle ----
+
+/// Fills a consumer's mailbox across locations; the first one makes it ask
+/// the producer.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Fill(u32);
+impl Message for Fill {
+    type Reply = ();
+}
+impl tutti::msg::Remote for Fill {
+    const NAME: &'static str = "diag.Fill";
+}
+
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Ping;
+impl Message for Ping {
+    type Reply = ();
+}
+impl tutti::msg::Remote for Ping {
+    const NAME: &'static str = "diag.Ping";
+}
+
+/// Sends ten `Fill`s to the consumer, waiting for credits, then stops.
+struct FloodConsumer(RemoteAddr<Consumer>);
+impl Message for FloodConsumer {
+    type Reply = ();
+}
+
+struct Producer;
+impl Actor for Producer {}
+impl Handler<Ping> for Producer {
+    async fn handle(&mut self, _: Ping, _: &mut Context<Self>) {}
+}
+impl Handler<FloodConsumer> for Producer {
+    async fn handle(&mut self, m: FloodConsumer, ctx: &mut Context<Self>) {
+        for i in 0..10 {
+            m.0.send(Fill(i)).await.unwrap();
+        }
+        ctx.stop();
+    }
+}
+
+struct Consumer {
+    producer: RemoteAddr<Producer>,
+    /// What its question to the producer got.
+    asked: Arc<std::sync::Mutex<Option<Result<(), RemoteError>>>>,
+}
+impl Actor for Consumer {}
+impl Handler<Fill> for Consumer {
+    async fn handle(&mut self, m: Fill, _: &mut Context<Self>) {
+        if m.0 == 0 {
+            let r = self.producer.ask(Ping).await;
+            *self.asked.lock().unwrap() = Some(r);
+        }
+    }
+}
+
+/// A producer on location 0 sends, held back by credits, to a consumer on
+/// location 1 (a bounded mailbox of 1) that asks the producer a question in
+/// its first handler: the producer cannot answer until it has sent, and the
+/// consumer takes nothing until it is answered. The cycle is reported (both
+/// actors named, with their waits) and a wait in it fails, instead of a hang.
+#[test]
+fn a_sender_held_back_by_credits_in_a_cycle_is_reported() {
+    let _ = tutti::msg::register::<Fill>();
+    let _ = tutti::msg::register::<Ping>();
+    let world = in_process_world(2, 2);
+    let asked = Arc::new(std::sync::Mutex::new(None));
+    let asked2 = Arc::clone(&asked);
+    let stops = world.run(move |loc| {
+        let asked = Arc::clone(&asked2);
+        async move {
+            let node = Node::join(loc);
+            let mut stop = None;
+            if node.id().index() == 0 {
+                let mut table = Dispatch::new();
+                table.register::<Ping>().unwrap();
+                let p = actor::spawn(Producer);
+                let remote = node.export(&p, table);
+                node.register("producer", &remote).await.unwrap();
+                node.barrier().await;
+                node.barrier().await;
+                let c = node.lookup::<Consumer>("consumer").await.unwrap();
+                assert_eq!(c.window(), Some(1));
+                p.tell(FloodConsumer(c)).unwrap();
+                // The producer stops either way: its send fails (a panic), or
+                // it finishes once the consumer's question failed.
+                stop = Some(p.wait().await);
+            } else {
+                node.barrier().await;
+                let producer = node.lookup::<Producer>("producer").await.unwrap();
+                let c = actor::Builder::new()
+                    .bounded(1, Overflow::Block)
+                    .spawn(Consumer { producer, asked });
+                let mut table = Dispatch::new();
+                table.register::<Fill>().unwrap();
+                let remote = node.export(&c, table);
+                node.register("consumer", &remote).await.unwrap();
+                node.barrier().await;
+            }
+            node.barrier().await;
+            node.leave().await;
+            stop
+        }
+    });
+    // Either the producer's send failed (its handler panicked with the
+    // report), or the consumer's question did (with the report).
+    let text = match (&stops[0], asked.lock().unwrap().clone()) {
+        (Some(StopReason::Panicked(t)), _) => {
+            assert!(t.contains("the send deadlocked"), "{t}");
+            t.clone()
+        }
+        (_, Some(Err(RemoteError::Deadlock(d)))) => d.to_string(),
+        other => panic!("no wait of the cycle failed: {other:?}"),
+    };
+    assert!(text.contains("cycle: "), "{text}");
+    assert!(
+        text.contains("(Producer)` waits for room to send `Fill` in the full mailbox of `"),
+        "{text}"
+    );
+    assert!(
+        text.contains("(Consumer)` waits for the reply to `Ping`"),
+        "{text}"
     );
 }

@@ -1,6 +1,7 @@
 //! Micro-benchmarks of one runtime mechanism each, tutti beside its peers.
 
 pub mod actor;
+pub mod backpressure;
 pub mod codec;
 pub mod csp;
 pub mod diag;

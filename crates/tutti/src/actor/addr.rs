@@ -16,7 +16,7 @@ use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use super::cell::Cell;
@@ -477,6 +477,21 @@ impl<A: Actor> Addr<A> {
                 Refusal::Stopped => (e, AskError::Stopped),
                 Refusal::Full | Refusal::Wait => (e, AskError::Full),
             })
+    }
+
+    /// [`enqueue`](Addr::enqueue) that waits for room as [`send`](Addr::send) does:
+    /// a full `Block` or `Fail` mailbox queues `waker` under `ticket` (kept by the
+    /// caller from one try to the next) and gives the envelope back with `false`;
+    /// a stopped actor gives it back with `true`.
+    pub(crate) fn enqueue_waiting(
+        &self,
+        env: Envelope<A>,
+        waker: &Waker,
+        ticket: &mut Option<u64>,
+    ) -> Result<(), (Envelope<A>, bool)> {
+        self.cell
+            .offer(env, |e| e, Some((waker, ticket)))
+            .map_err(|(e, why)| (e, matches!(why, Refusal::Stopped)))
     }
 
     /// Calls `f` with the actor's [`Down`] once it has stopped (at once if it has

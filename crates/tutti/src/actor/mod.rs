@@ -155,6 +155,7 @@ mod spawn;
 mod supervisor;
 mod system;
 
+pub(crate) use addr::short_type_name;
 pub use addr::{Addr, Ask, SendFuture, WaitStop, WeakAddr};
 pub use context::Context;
 pub use error::{

@@ -3,9 +3,11 @@
 //! registry.
 
 use std::fmt;
+use std::sync::Arc;
 
 use crate::actor::Name;
 use crate::call::{CallError, Refusal};
+use crate::diag::Deadlock;
 use crate::world::LocationId;
 
 /// Why a remote `tell` or `ask` failed. A question never hangs on a node that
@@ -26,8 +28,10 @@ pub enum RemoteError {
     /// The actor has stopped (or was never exported at that node), or stopped
     /// before it replied.
     Stopped,
-    /// The actor's bounded mailbox was full (remote messages never wait for
-    /// room).
+    /// The actor's bounded mailbox was full: a question to a full `Fail`
+    /// mailbox, or a [`tell`](super::RemoteAddr::tell) when this node already
+    /// has the actor's window of statements on the way (its waiting form is
+    /// [`send`](super::RemoteAddr::send)).
     Full,
     /// The message could not be encoded.
     Encode(String),
@@ -44,6 +48,9 @@ pub enum RemoteError {
     /// A [`RemoteRef`](super::RemoteRef) could not be made an address here: it
     /// names another actor type, or a location outside this world.
     BadRef(String),
+    /// The question was part of a deadlock the runtime detected (a cycle of
+    /// actors of this process, each waiting for the next): the report.
+    Deadlock(Arc<Deadlock>),
 }
 
 impl fmt::Display for RemoteError {
@@ -61,6 +68,7 @@ impl fmt::Display for RemoteError {
                 write!(f, "the process of the actor node of {at} died")
             }
             RemoteError::BadRef(e) => write!(f, "a bad actor reference: {e}"),
+            RemoteError::Deadlock(d) => write!(f, "tutti::remote: the ask deadlocked\n{d}"),
         }
     }
 }

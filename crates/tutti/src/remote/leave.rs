@@ -28,6 +28,7 @@ impl Inner {
             ex.drain().collect()
         };
         for (actor, e) in &exports {
+            super::wait::withdrawn(self.world.diag_id(), self.id, *actor);
             e.monitor.clone().cancel();
             self.unregister_names(*actor, &e.names);
         }
@@ -52,6 +53,8 @@ impl Inner {
         }
         drop(st);
         self.flush();
+        // Senders waiting for credits now find that this node may not send.
+        self.wake_flows(None);
     }
 
     /// `from`'s node leaves: it is gone for this node, and every question
@@ -76,6 +79,7 @@ impl Inner {
             "its actor node left",
         );
         lock(&self.home).retain(|_, e| e.location != from.raw());
+        self.wake_flows(Some(from));
     }
 
     pub(super) fn on_left_ack(&self, from: LocationId) {
@@ -123,6 +127,7 @@ impl Inner {
             self.fire_location(at, super::RemoteError::RankDied(at), &why);
         }
         lock(&self.home).retain(|_, e| (e.location as usize) / per_rank != rank);
+        self.wake_flows(None);
     }
 
     /// Whether the leave is complete (the receiving task then ends).

@@ -73,8 +73,9 @@
 //! # Failures are answers
 //!
 //! * An `ask` to an actor that stopped (or was never exported) gets
-//!   [`RemoteError::Stopped`]; to a full bounded mailbox [`RemoteError::Full`]
-//!   (remote messages never wait for room); a message type the actor's `Dispatch`
+//!   [`RemoteError::Stopped`]; to a full bounded mailbox of policy `Fail`
+//!   [`RemoteError::Full`] (policy `Block`: it waits for room at the actor's
+//!   node, see *Backpressure*); a message type the actor's `Dispatch`
 //!   lacks, or a payload that does not decode, gets [`RemoteError::Fault`] with
 //!   the receiving node's explanation.
 //! * A `tell` that cannot be delivered is a **dead letter**: the receiving node
@@ -106,6 +107,22 @@
 //! `Leaving`, so a message to a node is sent either before its `LeftAck` (and is
 //! received by it) or not at all.
 //!
+//! # Backpressure
+//!
+//! An actor whose mailbox is bounded (policy `Block` or `Fail`) keeps its
+//! bound for senders on other locations and ranks too: each sending node may
+//! have at most the mailbox's capacity of statements on the way to it
+//! ([`RemoteAddr::window`]). [`RemoteAddr::send`] waits while the window is
+//! spent, [`RemoteAddr::tell`] fails with [`RemoteError::Full`]; credits come
+//! back, in batches, as the statements enter the actor's mailbox (one that
+//! arrives while the mailbox is full is held at the actor's node until there
+//! is room). So a producer on one rank flooding a slow actor on another is
+//! held to the actor's pace, and the memory both ranks use does not grow with
+//! the number of messages. The protocol, its invariants and why it cannot
+//! deadlock (nor hold up a fence) are in `credit.rs`. A sender held back by an
+//! actor that waits for that sender is a cycle the deadlock detector reports
+//! when both run in one process (`wait.rs`).
+//!
 //! # The world-wide registry
 //!
 //! [`Node::register`] gives an exported actor a name that every location can
@@ -123,7 +140,9 @@
 //! ([`NodeLookupError::HomeLeft`]).
 
 mod addr;
+mod credit;
 mod error;
+mod held;
 mod leave;
 mod link;
 mod monitor;
@@ -131,8 +150,12 @@ mod node;
 mod protocol;
 mod receive;
 mod registry;
+mod wait;
 
-pub use addr::{RemoteAddr, RemoteAsk, RemoteRef};
+#[cfg(all(test, loom))]
+mod loom_tests;
+
+pub use addr::{RemoteAddr, RemoteAsk, RemoteRef, RemoteSend};
 pub use error::{NodeLookupError, NodeRegisterError, RemoteError};
 pub use monitor::{RemoteDown, RemoteMonitor};
 pub use node::{Leave, Node};

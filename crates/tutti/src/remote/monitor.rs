@@ -175,7 +175,12 @@ impl Node {
                 std::any::type_name::<A>()
             )));
         }
-        Ok(RemoteAddr::new(&self.inner, r.location(), r.actor_id()))
+        Ok(RemoteAddr::new(
+            &self.inner,
+            r.location(),
+            r.actor_id(),
+            r.window_raw(),
+        ))
     }
 }
 

@@ -6,13 +6,15 @@ use std::collections::HashMap;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 use crate::loom::{AtomicBool, AtomicU64, Mutex, Ordering};
 use std::task::{Context, Poll, Waker};
 
 use serde::Serialize;
 
+use super::credit::{self, Due, Flow};
+use super::held::Credited;
 use super::link::NodeLink;
 use super::protocol::{Control, RegistryReply, CONTROL};
 use super::{home_index, NodeLookupError, NodeRegisterError, NodeStats, RemoteAddr, RemoteError};
@@ -56,6 +58,11 @@ pub(crate) struct Inner {
     /// Not held while taking another lock.
     pub(super) watches: Mutex<HashMap<u64, super::monitor::Watch>>,
     pub(super) next_watch: AtomicU64,
+    /// This node's credits toward actors with a window, by (location, actor)
+    /// (`credit.rs`). Not held while taking another lock.
+    pub(super) flows: Mutex<HashMap<(LocationId, u64), Arc<Flow>>>,
+    /// The credits this node owes the nodes that send to its actors.
+    pub(super) due: Due,
 }
 
 pub(super) struct State {
@@ -88,6 +95,7 @@ pub(super) struct HomeEntry {
     pub(super) type_name: String,
     pub(super) location: u32,
     pub(super) actor: u64,
+    pub(super) window: u32,
 }
 
 pub(super) use crate::loom::lock;
@@ -123,6 +131,8 @@ impl Node {
             ended: AtomicBool::new(false),
             watches: Mutex::new(HashMap::new()),
             next_watch: AtomicU64::new(0),
+            flows: Mutex::new(HashMap::new()),
+            due: Due::default(),
         });
         let watcher: Arc<dyn crate::world::RankDeath> = Arc::clone(&inner) as _;
         loc.watch_deaths(Arc::downgrade(&watcher));
@@ -171,6 +181,7 @@ impl Node {
     pub fn export<A: Actor>(&self, addr: &Addr<A>, dispatch: Dispatch<A>) -> RemoteAddr<A> {
         let actor = addr.id().as_u64();
         let weak = Arc::downgrade(&self.inner);
+        let weak_node = Weak::clone(&weak);
         // Watched before the export is recorded, outside the locks: an actor that
         // has already stopped calls back at once.
         let monitor = addr.on_stop(move |down| {
@@ -178,7 +189,12 @@ impl Node {
                 inner.actor_stopped(actor, &down.reason.to_string());
             }
         });
-        let target: Arc<dyn Target> = Arc::new(ServedObject::new(dispatch, addr.clone()));
+        let window = credit::window(addr);
+        let target: Arc<dyn Target> = if window > 0 {
+            Arc::new(Credited::new(dispatch, addr.clone(), window, weak_node))
+        } else {
+            Arc::new(ServedObject::new(dispatch, addr.clone()))
+        };
         let mut exports = lock(&self.inner.exports);
         let mut stale = None;
         let replaced = exports.remove(&actor);
@@ -196,10 +212,13 @@ impl Node {
                     watchers: watchers.unwrap_or_default(),
                 },
             );
+            let diag_node = addr.cell().node.id;
+            super::wait::exported(self.inner.world.diag_id(), self.inner.id, actor, diag_node);
             // A stop that called back before the insert found nothing to remove;
             // its mailbox is closed by then.
             if addr.is_stopped() {
                 stale = exports.remove(&actor);
+                super::wait::withdrawn(self.inner.world.diag_id(), self.inner.id, actor);
             }
         }
         drop(exports);
@@ -210,7 +229,7 @@ impl Node {
         if let Some(old) = replaced {
             old.monitor.cancel();
         }
-        RemoteAddr::new(&self.inner, self.inner.id, actor)
+        RemoteAddr::new(&self.inner, self.inner.id, actor, window)
     }
 
     /// The home location of `name`: where its registry entry lives.
@@ -255,6 +274,7 @@ impl Node {
             name: name.as_str().to_string(),
             type_name: std::any::type_name::<A>().to_string(),
             actor,
+            window: addr.window_raw(),
         };
         let answer = {
             let mut exports = lock(&inner.exports);
@@ -313,6 +333,7 @@ impl Node {
                 type_name,
                 location,
                 actor,
+                window,
             } => {
                 if type_name != std::any::type_name::<A>() {
                     return Err(NodeLookupError::WrongType {
@@ -325,6 +346,7 @@ impl Node {
                     &self.inner,
                     LocationId::new(location),
                     actor,
+                    window,
                 ))
             }
             _ => Err(NodeLookupError::NotFound { name }),
@@ -459,6 +481,11 @@ impl Inner {
         Ok(())
     }
 
+    /// Whether this node may send to `to` now (see [`may_send`](Inner::may_send)).
+    pub(super) fn may_send_now(&self, to: LocationId) -> Result<(), RemoteError> {
+        self.may_send(&lock(&self.state), to, false)
+    }
+
     /// Sends a statement to actor `actor` at `to`.
     pub(super) fn tell<M: Serialize>(
         &self,
@@ -516,5 +543,85 @@ impl Inner {
     /// Sends what the node's location has buffered.
     pub(super) fn flush(&self) {
         self.conv.link().flush_all();
+    }
+
+    /// This node's flow toward `actor` at `at`, made with `window` credits if
+    /// it is new (`credit.rs`).
+    pub(super) fn flow(&self, at: LocationId, actor: u64, window: u32) -> Arc<Flow> {
+        let mut flows = lock(&self.flows);
+        Arc::clone(
+            flows
+                .entry((at, actor))
+                .or_insert_with(|| Arc::new(Flow::new(window))),
+        )
+    }
+
+    /// Credits came back from `from` for its actor `actor`.
+    pub(super) fn on_credit(&self, from: LocationId, actor: u64, n: u32) {
+        let flow = lock(&self.flows).get(&(from, actor)).cloned();
+        match flow {
+            Some(f) => f.credit(n),
+            None => self.note_error(format!(
+                "{from} returned {n} credits for actor {actor}, to which this node sends none"
+            )),
+        }
+    }
+
+    /// Wakes the senders waiting for credits toward `at` (every location:
+    /// `None`), so that they find that they may not send.
+    pub(super) fn wake_flows(&self, at: Option<LocationId>) {
+        let flows: Vec<Arc<Flow>> = lock(&self.flows)
+            .iter()
+            .filter(|((l, _), _)| at.is_none_or(|at| *l == at))
+            .map(|(_, f)| Arc::clone(f))
+            .collect();
+        for f in flows {
+            f.wake_all();
+        }
+    }
+
+    /// A statement from `from` to this node's `actor` (window `window`) entered
+    /// its mailbox, or was rejected: one credit more is owed, sent with its
+    /// batch.
+    pub(super) fn owe_credit(&self, from: LocationId, actor: u64, window: u32) {
+        if let Some(n) = self.due.owe(from, actor, window) {
+            self.send_credit(from, actor, n);
+            self.flush();
+        }
+    }
+
+    /// Sends every credit owed (the inbox is empty: the end of a burst).
+    pub(super) fn return_credits(&self) {
+        let owed = self.due.take_all();
+        if owed.is_empty() {
+            return;
+        }
+        for (to, actor, n) in owed {
+            self.send_credit(to, actor, n);
+        }
+        self.flush();
+    }
+
+    fn send_credit(&self, to: LocationId, actor: u64, n: u32) {
+        if to == self.id {
+            // Our own statements: no need for the round trip through the inbox.
+            self.on_credit(to, actor, n);
+        } else {
+            // Part of the protocol (a leaving node still returns what it owes);
+            // a sender that left needs none.
+            let _ = self.control(to, &Control::Credit { actor, n }, true);
+        }
+    }
+
+    /// Tells `to` that its statement (message `msg` to `actor`) was not
+    /// delivered, for `why` (the notice also returns its credit).
+    pub(super) fn dead_letter_notice(&self, to: LocationId, actor: u64, msg: MsgId, why: String) {
+        let c = Control::DeadLetter {
+            actor,
+            msg: msg.get(),
+            why,
+        };
+        let _ = self.control(to, &c, true);
+        self.flush();
     }
 }

@@ -26,6 +26,8 @@ pub(crate) enum Control {
         name: String,
         type_name: String,
         actor: u64,
+        /// The actor's credit window (`credit.rs`; 0: none).
+        window: u32,
     },
     /// To a name's home: remove `name` if it maps to (sender location, `actor`).
     Unregister { name: String, actor: u64 },
@@ -46,6 +48,9 @@ pub(crate) enum Control {
     Demonitor { actor: u64, watch: u64 },
     /// To a watching node: `actor` (of the sender) stopped, for monitor `watch`.
     Down { actor: u64, watch: u64, why: String },
+    /// To a node sending statements to `actor` (of the sender): `n` of them
+    /// entered its mailbox, so `n` credits come back (`credit.rs`).
+    Credit { actor: u64, n: u32 },
 }
 
 /// A name's home replies to a registry request.
@@ -60,6 +65,7 @@ pub(crate) enum RegistryReply {
         type_name: String,
         location: u32,
         actor: u64,
+        window: u32,
     },
     NotFound,
     Unregistered(bool),

@@ -31,6 +31,10 @@ pub(super) async fn receive(inner: Arc<Inner>, loc: Arc<Location>) {
         if inner.finished() {
             break;
         }
+        if !loc.has_arrived() {
+            // The end of a burst: what is owed goes back now (`credit.rs`).
+            inner.return_credits();
+        }
     }
     inner.end(loc);
 }
@@ -77,13 +81,7 @@ impl Server for Inner {
             Refusal::Full => format!("the mailbox of actor {} at {} is full", h.target, self.id),
             _ => format!("no running actor {} at {}", h.target, self.id),
         };
-        let c = Control::DeadLetter {
-            actor: h.target,
-            msg: h.msg.get(),
-            why,
-        };
-        let _ = self.control(from, &c, true);
-        self.flush();
+        self.dead_letter_notice(from, h.target, h.msg, why);
     }
 
     /// Withheld if either node has left: the asker then fails the question on
@@ -122,7 +120,13 @@ impl Inner {
                     "a tell of message {} to actor {actor} at {from} was not delivered: {why}",
                     MsgId::new(msg)
                 ));
+                // The notice returns the statement's credit (`credit.rs`).
+                let flow = lock(&self.flows).get(&(from, actor)).cloned();
+                if let Some(f) = flow {
+                    f.credit(1);
+                }
             }
+            Control::Credit { actor, n } => self.on_credit(from, actor, n),
             Control::Leaving => self.on_leaving(from),
             Control::LeftAck => self.on_left_ack(from),
             Control::Wake => {}

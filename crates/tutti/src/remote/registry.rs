@@ -80,6 +80,7 @@ impl Inner {
                 name,
                 type_name,
                 actor,
+                window,
             } => match home.get(name.as_str()) {
                 Some(e) => RegistryReply::Taken {
                     location: e.location,
@@ -92,6 +93,7 @@ impl Inner {
                             type_name: type_name.clone(),
                             location: from.raw(),
                             actor: *actor,
+                            window: *window,
                         },
                     );
                     RegistryReply::Registered
@@ -111,6 +113,7 @@ impl Inner {
                     type_name: e.type_name.clone(),
                     location: e.location,
                     actor: e.actor,
+                    window: e.window,
                 },
                 None => RegistryReply::NotFound,
             },
@@ -129,6 +132,7 @@ impl Inner {
     /// remove its names at their homes; tell its monitors' nodes.
     pub(super) fn actor_stopped(&self, actor: u64, why: &str) {
         let export = lock(&self.exports).remove(&actor);
+        super::wait::withdrawn(self.world.diag_id(), self.id, actor);
         if let Some(e) = export {
             self.unregister_names(actor, &e.names);
             self.tell_watchers(actor, &e.watchers, why);
