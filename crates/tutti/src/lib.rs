@@ -222,3 +222,8 @@ pub mod __private {
 #[cfg(doctest)]
 #[doc = include_str!("../../../README.md")]
 pub struct ReadmeDoctests;
+
+/// The examples of `docs/ranks.md` run as doctests too.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/ranks.md")]
+pub struct RanksDoctests;
