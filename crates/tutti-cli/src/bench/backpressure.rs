@@ -38,7 +38,7 @@ use std::time::{Duration, Instant};
 use clap::{Args, ValueEnum};
 use serde::{Deserialize, Serialize};
 use tutti::actor::{self, Actor, Context, Overflow};
-use tutti::graph::{ActorGraph, Partition, PortActor, Ports, SendError, Status};
+use tutti::graph::{ActorGraph, Partition, PortActor, Ports, Status};
 use tutti::msg::{Dispatch, Handler, Message, Remote};
 use tutti::remote::Node;
 use tutti::world::World;
@@ -248,17 +248,7 @@ fn graph_run(w: &World, n: u64, capacity: usize, work: Duration) -> Outcome {
         let ran = g
             .run(&loc, &placement, move |id| -> Box<dyn PortActor> {
                 if id == producer {
-                    let mut next = 0;
-                    Box::new(move |p: &mut Ports| {
-                        while next < n {
-                            match p.send(out, next) {
-                                Ok(()) => next += 1,
-                                Err(SendError::Full(_)) => return Status::Continue,
-                                Err(_) => return Status::Done,
-                            }
-                        }
-                        Status::Done
-                    })
+                    super::graph::counting_producer(out, n)
                 } else {
                     let (mut next, mut ok) = (0, true);
                     let seen = Arc::clone(&seen);

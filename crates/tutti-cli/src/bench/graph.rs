@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use clap::Args;
-use tutti::graph::{ActorGraph, Partition, PortActor, Ports, SendError, Status};
+use tutti::graph::{ActorGraph, OutPort, Partition, PortActor, Ports, SendError, Status};
 use tutti::world::{TransportKind, World};
 
 use crate::measure::{timed, Measurement, Progress, RunOpts};
@@ -33,6 +33,22 @@ pub struct GraphArgs {
     /// Print one JSON object instead of a table.
     #[arg(long)]
     pub json: bool,
+}
+
+/// A port actor that sends 0, 1, …, `n` − 1 on `out` as fast as its credits
+/// allow (a full port makes it yield until the next firing), then is done.
+pub fn counting_producer(out: OutPort<u64>, n: u64) -> Box<dyn PortActor> {
+    let mut next = 0u64;
+    Box::new(move |p: &mut Ports| {
+        while next < n {
+            match p.send(out, next) {
+                Ok(()) => next += 1,
+                Err(SendError::Full(_)) => return Status::Continue,
+                Err(_) => return Status::Done,
+            }
+        }
+        Status::Done
+    })
 }
 
 fn expected(n: u64) -> u64 {
@@ -60,17 +76,7 @@ fn tutti_stream(world: &World, n: u64, cap: usize) -> bool {
         let ran = g
             .run(&loc, &p, move |id| -> Box<dyn PortActor> {
                 if id == s {
-                    let mut next = 0u64;
-                    Box::new(move |p: &mut Ports| {
-                        while next < n {
-                            match p.send(out, next) {
-                                Ok(()) => next += 1,
-                                Err(SendError::Full(_)) => return Status::Continue,
-                                Err(_) => return Status::Done,
-                            }
-                        }
-                        Status::Done
-                    })
+                    counting_producer(out, n)
                 } else {
                     let (mut want, mut acc) = (0u64, 0u64);
                     let s2 = Arc::clone(&s2);
