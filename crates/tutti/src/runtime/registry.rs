@@ -612,11 +612,10 @@ fn with_current_registry_cold<R>(f: impl FnOnce(&Arc<Registry>) -> R) -> R {
 
 #[cfg(all(test, not(loom)))]
 mod tests {
-    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering as O};
+    use std::sync::{Arc, Mutex as StdMutex};
     use std::task::{Poll, Waker};
     use std::time::Duration;
-
-    use crate::loom::{AtomicBool, AtomicU64, Mutex as StdMutex, Ordering as O};
 
     /// An engine whose input cannot wake a parked worker (like MPI): input
     /// shows in a flag only a poll sees, and the poll wakes the task waiting
