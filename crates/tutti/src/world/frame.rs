@@ -273,14 +273,8 @@ pub(crate) fn collective(
     value: Vec<u8>,
     inline_max: usize,
 ) -> Frame {
-    let as_body = value.len() > inline_max;
-    let mut head = reserve(HEADER + if as_body { 0 } else { value.len() });
-    let body = if as_body {
-        Some(value)
-    } else {
-        head.extend_from_slice(&value);
-        None
-    };
+    let (mut head, body) = head_and_body(value, inline_max);
+    let as_body = body.is_some();
     let corr = tag.corr();
     seal(
         &mut head,
@@ -305,14 +299,8 @@ pub(crate) fn stall(
     payload: Vec<u8>,
     inline_max: usize,
 ) -> Frame {
-    let as_body = payload.len() > inline_max;
-    let mut head = reserve(HEADER + if as_body { 0 } else { payload.len() });
-    let body = if as_body {
-        Some(payload)
-    } else {
-        head.extend_from_slice(&payload);
-        None
-    };
+    let (mut head, body) = head_and_body(payload, inline_max);
+    let as_body = body.is_some();
     seal(
         &mut head, WHAT_STALL, as_body, from_rank, to_rank, code, seq,
     );
@@ -331,14 +319,8 @@ pub(crate) fn channel(
     value: Vec<u8>,
     inline_max: usize,
 ) -> Frame {
-    let as_body = value.len() > inline_max;
-    let mut head = reserve(HEADER + if as_body { 0 } else { value.len() });
-    let body = if as_body {
-        Some(value)
-    } else {
-        head.extend_from_slice(&value);
-        None
-    };
+    let (mut head, body) = head_and_body(value, inline_max);
+    let as_body = body.is_some();
     let target = u64::from(seq) | u64::from(kind) << 32;
     seal(&mut head, WHAT_CHANNEL, as_body, from, to, target, arg);
     Frame { head, body }
@@ -712,5 +694,17 @@ mod tests {
         let mut m = f.head.clone();
         m[HEADER + 5] = 1;
         expect(&m, false, "padding");
+    }
+}
+
+/// A frame's head with room for its header, and `value`: appended to the head
+/// when it is at most `inline_max` bytes, else returned as the frame's body.
+fn head_and_body(value: Vec<u8>, inline_max: usize) -> (Vec<u8>, Option<Vec<u8>>) {
+    if value.len() > inline_max {
+        (reserve(HEADER), Some(value))
+    } else {
+        let mut head = reserve(HEADER + value.len());
+        head.extend_from_slice(&value);
+        (head, None)
     }
 }
