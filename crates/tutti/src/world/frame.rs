@@ -326,6 +326,18 @@ pub(crate) fn channel(
     Frame { head, body }
 }
 
+/// A frame's head with room for its header, and `value`: appended to the head
+/// when it is at most `inline_max` bytes, else returned as the frame's body.
+fn head_and_body(value: Vec<u8>, inline_max: usize) -> (Vec<u8>, Option<Vec<u8>>) {
+    if value.len() > inline_max {
+        (reserve(HEADER), Some(value))
+    } else {
+        let mut head = reserve(HEADER + value.len());
+        head.extend_from_slice(&value);
+        (head, None)
+    }
+}
+
 /// Parses and fully validates a frame's head (`has_body`: a body came with it).
 pub(crate) fn parse(head: &[u8], has_body: bool) -> Result<Parsed, FrameError> {
     let frame = codec::decode_frame(head).map_err(|e| FrameError(e.to_string()))?;
@@ -694,17 +706,5 @@ mod tests {
         let mut m = f.head.clone();
         m[HEADER + 5] = 1;
         expect(&m, false, "padding");
-    }
-}
-
-/// A frame's head with room for its header, and `value`: appended to the head
-/// when it is at most `inline_max` bytes, else returned as the frame's body.
-fn head_and_body(value: Vec<u8>, inline_max: usize) -> (Vec<u8>, Option<Vec<u8>>) {
-    if value.len() > inline_max {
-        (reserve(HEADER), Some(value))
-    } else {
-        let mut head = reserve(HEADER + value.len());
-        head.extend_from_slice(&value);
-        (head, None)
     }
 }
