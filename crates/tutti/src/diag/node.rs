@@ -77,6 +77,16 @@ pub(crate) enum What {
     Fence(u64),
     /// A world collective of this epoch.
     Collective(u64),
+    /// A channel between locations (`world::channel`): `what` the end waits
+    /// for, the channel's number and ends, and the call that waits. Kept as
+    /// data: the text is made only for a report, not on every wait.
+    Channel {
+        what: &'static str,
+        seq: u32,
+        from: crate::world::LocationId,
+        to: crate::world::LocationId,
+        call: &'static str,
+    },
 }
 
 impl Wait {
@@ -102,6 +112,13 @@ impl Wait {
             What::Collective(epoch) => {
                 format!("waits in collective #{epoch} for every location to join it")
             }
+            What::Channel {
+                what,
+                seq,
+                from,
+                to,
+                call,
+            } => format!("{what} channel #{seq} from {from} to {to} (`{call}`)"),
         }
     }
 }

@@ -303,16 +303,16 @@ impl Link {
         crate::diag::node::note(
             || crate::diag::node::Wait {
                 on: crate::diag::node::On::Unknown,
-                what: crate::diag::node::What::Owned(format!(
-                    "{what} channel #{} from {} to {} (`{}`)",
-                    self.key.seq,
-                    self.key.from,
-                    self.key.to,
-                    match self.side {
+                what: crate::diag::node::What::Channel {
+                    what,
+                    seq: self.key.seq,
+                    from: self.key.from,
+                    to: self.key.to,
+                    call: match self.side {
                         Side::Tx => "RemoteTx::send",
                         Side::Rx => "RemoteRx::recv",
-                    }
-                )),
+                    },
+                },
             },
             None,
         );
