@@ -173,6 +173,17 @@ impl Inner {
             if waited < 256 {
                 spin_hint();
             } else if waited < 1024 {
+                if waited == 256 {
+                    // While this thread waits, maybe no worker of this
+                    // process drains its mailbox: in an exchange (an
+                    // all-gather) each side's worker lends to the other
+                    // and waits for its copy. Each lender wakes its own
+                    // receiving thread from its nap, which copies what
+                    // the other lent: both copies happen now, not after
+                    // the naps (a 64 KiB all-gather of two ranks: 205 µs
+                    // → 58 µs, `mpi-bench --what collectives`).
+                    self.wake_receiving();
+                }
                 thread::yield_now();
             } else {
                 thread::sleep(Duration::from_micros(20));

@@ -118,9 +118,19 @@ struct Inner {
     /// is only a backstop that never sleeps on the futex (the worker is
     /// its only sleeper, so a sender's wake-up always reaches it).
     waiter: AtomicBool,
+    /// The receiving thread, once it runs: a lender waiting for its copy
+    /// wakes it from a nap (`cma.rs`).
+    receiving: std::sync::OnceLock<thread::Thread>,
 }
 
 impl Inner {
+    /// Ends the receiving thread's nap, if it naps (`cma.rs`).
+    fn wake_receiving(&self) {
+        if let Some(t) = self.receiving.get() {
+            t.unpark();
+        }
+    }
+
     fn is_dead(&self, r: usize) -> bool {
         self.dead.load(Ordering::Acquire) & (1 << r) != 0
     }
@@ -689,6 +699,7 @@ impl Shm {
                 sink: std::sync::OnceLock::new(),
                 hooked: AtomicBool::new(false),
                 waiter: AtomicBool::new(false),
+                receiving: std::sync::OnceLock::new(),
             }),
         })
     }

@@ -176,6 +176,7 @@ pub(super) fn receive(inner: Arc<Inner>, sink: Arc<dyn Sink>, polled: bool) {
         .ok()
         .and_then(|v| v.trim().parse().ok())
         .map_or(BACKSTOP_AFTER, Duration::from_micros);
+    let _ = inner.receiving.set(thread::current());
     let mut last = Instant::now();
     let mut checked = Instant::now();
     loop {
@@ -206,7 +207,8 @@ pub(super) fn receive(inner: Arc<Inner>, sink: Arc<dyn Sink>, polled: bool) {
             // It never sleeps on the futex itself, so the worker is the
             // only sleeper there and senders wake it, not this thread.
             let busy = !inner.hooked.load(Ordering::Relaxed) && idle < backstop_after;
-            thread::sleep(if busy {
+            // Naps are parks: a lender waiting for its copy ends them.
+            thread::park_timeout(if busy {
                 WAITER_BACKSTOP_NAP
             } else {
                 CHECK_EVERY
@@ -218,7 +220,7 @@ pub(super) fn receive(inner: Arc<Inner>, sink: Arc<dyn Sink>, polled: bool) {
             // futex (so senders make no system call) until the traffic
             // has stopped for a while.
             if idle < backstop_after {
-                thread::sleep(BACKSTOP_NAP);
+                thread::park_timeout(BACKSTOP_NAP);
                 continue;
             }
         } else if idle < spin {
