@@ -298,6 +298,14 @@ impl Link {
         shared.transport.start_sends();
     }
 
+    /// Before a task waits on an end whose other end is on another rank:
+    /// drives a polled engine from here until `ready` holds, briefly, as a
+    /// location's receive does (a value or credit due within a round trip then
+    /// costs no trip through the scheduler). Returns whether `ready` held.
+    fn spin_until(&self, ready: impl FnMut() -> bool) -> bool {
+        !self.same_rank() && self.world.shared().spin_until(ready)
+    }
+
     /// Notes for the deadlock detector that the current task waits on this end.
     fn note_wait(&self, what: &'static str) {
         crate::diag::node::note(
@@ -543,13 +551,19 @@ impl<T: Serialize + Send + 'static> Future for RemoteSend<'_, T> {
         let Some(value) = this.value.take() else {
             panic!("tutti::world: a `RemoteSend` polled after it completed");
         };
-        let out = match this.tx.end.room(Some(cx)) {
-            Room::Granted => this.tx.transmit(value),
+        let tx = this.tx;
+        let mut room = tx.end.room(None);
+        if matches!(room, Room::Full) {
+            tx.link.spin_until(|| tx.end.can_send());
+            room = tx.end.room(Some(cx));
+        }
+        let out = match room {
+            Room::Granted => tx.transmit(value),
             Room::Closed => Err(RemoteSendError::Closed(value)),
             Room::Dead(rank) => Err(RemoteSendError::RankDied { rank, value }),
             Room::Full => {
                 this.value = Some(value);
-                this.tx.link.note_wait("waits for room in the");
+                tx.link.note_wait("waits for room in the");
                 return Poll::Pending;
             }
         };
@@ -705,6 +719,13 @@ impl<T: DeserializeOwned + Send + 'static> Future for RemoteRecv<'_, T> {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let rx = self.rx;
+        // Without registering first: a value that comes while it spins is
+        // taken by the next look, and a waker left behind would be woken for
+        // nothing. An empty look hands the credits back before the spin.
+        if let Poll::Ready(out) = rx.take(None) {
+            return Poll::Ready(out);
+        }
+        rx.link.spin_until(|| rx.end.can_take());
         let out = rx.take(Some(cx));
         if out.is_pending() {
             rx.link.note_wait("waits to receive on the");
