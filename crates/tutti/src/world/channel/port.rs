@@ -303,6 +303,12 @@ impl Ports {
         (key, end)
     }
 
+    /// Ends this rank keeps now (open ones, and ones a message reached first).
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        lock(&self.inner).ends.len()
+    }
+
     /// The end on `side` of channel `key` was dropped: messages for it are
     /// dropped from now on.
     pub(crate) fn close(&self, key: Key, side: Side) {
