@@ -36,6 +36,10 @@ const BODIES: &[(&str, Body)] = &[
         "a_stopped_actor_returns_its_credits",
         a_stopped_actor_returns_its_credits,
     ),
+    (
+        "credit_tables_forget_actors_that_went",
+        credit_tables_forget_actors_that_went,
+    ),
 ];
 
 /// Every message type that crosses locations, in the process's registry (the
@@ -930,6 +934,70 @@ fn a_stopped_actor_returns_its_credits(world: &World) {
             }
             assert_eq!(node.stats().undelivered, SENDS);
         }
+        node.barrier().await;
+        node.leave().await;
+    });
+}
+
+/// Waits (bounded) until `done` holds for this node's statistics.
+async fn stats_until(node: &Node, what: &str, done: impl Fn(&tutti::remote::NodeStats) -> bool) {
+    let start = Instant::now();
+    loop {
+        let s = node.stats();
+        if done(&s) {
+            return;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "{what}: the credit tables of {} kept {} flows and {} owed pairs",
+            node.id(),
+            s.credit_flows,
+            s.credits_owed
+        );
+        tutti::sleep(Duration::from_millis(1)).await;
+    }
+}
+
+/// Bounded actors come and go, one after the other; every location holds an
+/// address of each and the first sends it statements (more than one credit
+/// batch, and a remainder owed until the inbox empties). The credit tables —
+/// flows on the senders, credits owed on the actor's node — hold the current
+/// actor while it is used and nothing of the ones that went: they shrink back
+/// to empty rather than grow with the number of actors.
+fn credit_tables_forget_actors_that_went(world: &World) {
+    const ACTORS: u32 = 30;
+    const SENDS: u32 = 5;
+    world.run(|loc| async move {
+        let node = Node::join(loc);
+        let gate = Arc::new(tutti::DataflowVar::new());
+        gate.set(()).unwrap();
+        let first = node.id().index() == 0;
+        for round in 0..ACTORS {
+            let name = format!("passing-{round}");
+            let (local, addr) = export_slow(&node, &name, 8, &gate).await;
+            // This actor's flow; the last one's goes once its last credits
+            // are back (they may still be on their way).
+            stats_until(&node, "while one actor is reached", |s| s.credit_flows == 1).await;
+            if first {
+                for i in 0..SENDS {
+                    addr.send(Item(i)).await.unwrap();
+                }
+                assert_eq!(addr.ask(Tally).await, Ok((SENDS, true)));
+            }
+            drop(addr);
+            node.barrier().await;
+            if let Some(a) = local {
+                assert_eq!(node.unregister(name.as_str()).await, Ok(true));
+                a.stop();
+                a.wait().await;
+            }
+        }
+        // Every credit returned (the last of each actor's when its node's inbox
+        // emptied), every address dropped: nothing is left in either table.
+        stats_until(&node, "after every actor went", |s| {
+            s.credit_flows == 0 && s.credits_owed == 0
+        })
+        .await;
         node.barrier().await;
         node.leave().await;
     });

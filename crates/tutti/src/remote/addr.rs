@@ -288,6 +288,19 @@ impl<A: Actor> Clone for RemoteAddr<A> {
     }
 }
 
+impl<A: Actor> Drop for RemoteAddr<A> {
+    fn drop(&mut self) {
+        if self.flow.is_none() {
+            return;
+        }
+        // The node forgets the flow if this was its last address and nothing
+        // of it is out (`credit.rs`, step 4).
+        if let Some(node) = self.node.upgrade() {
+            node.forget_flow(self.at, self.actor, 1);
+        }
+    }
+}
+
 /// Sends a statement whose credit was taken from `flow`; the credit goes back
 /// if the statement cannot be sent.
 fn send_credited<M: Remote>(

@@ -31,6 +31,14 @@
 //!    `Credit` messages are node control frames: they travel through the world
 //!    like any frame, aggregated with the other frames to the same location
 //!    (replies, statements going the other way), and are flushed when sent.
+//! 4. Neither side keeps a record of a pair it has nothing out with: `S`
+//!    forgets its `Flow` toward `X` once no address of `S` holds it and every
+//!    credit is back (or `X`'s node is gone and none will come); a later
+//!    address starts a new flow with the whole window, which is right since
+//!    nothing of the old one is out. `X`'s node keeps a [`Due`] entry only
+//!    while it owes credits. So a long-running program that makes and drops
+//!    many bounded actors and addresses keeps tables the size of what is in
+//!    flight ([`NodeStats`](super::NodeStats) counts both).
 //!
 //! # Invariants
 //!
@@ -168,6 +176,11 @@ impl Flow {
         }
     }
 
+    /// Whether every credit is back (nothing of this flow is out).
+    pub(crate) fn is_full(&self) -> bool {
+        lock(&self.state).credits >= self.window
+    }
+
     /// Credits held now (a snapshot).
     #[cfg(test)]
     pub(crate) fn credits(&self) -> u32 {
@@ -190,22 +203,25 @@ impl Due {
         let mut owed = lock(&self.owed);
         let e = owed.entry((from, actor)).or_insert((0, batch(window)));
         e.0 += 1;
-        if e.0 >= e.1 {
-            return Some(std::mem::take(&mut e.0));
+        if e.0 < e.1 {
+            return None;
         }
-        None
+        // A pair owed nothing has no entry: the table holds only what is owed
+        // now, however many actors and senders came and went.
+        owed.remove(&(from, actor)).map(|(n, _)| n)
     }
 
     /// Everything owed, taken: (to, actor, credits).
     pub(super) fn take_all(&self) -> Vec<(LocationId, u64, u32)> {
-        let mut owed = lock(&self.owed);
-        let mut out = Vec::new();
-        for (&(to, actor), e) in owed.iter_mut() {
-            if e.0 > 0 {
-                out.push((to, actor, std::mem::take(&mut e.0)));
-            }
-        }
-        out
+        lock(&self.owed)
+            .drain()
+            .map(|((to, actor), (n, _))| (to, actor, n))
+            .collect()
+    }
+
+    /// Pairs of (sender, actor) owed credits now.
+    pub(super) fn len(&self) -> usize {
+        lock(&self.owed).len()
     }
 }
 
@@ -242,8 +258,24 @@ mod tests {
             assert_eq!(d.owe(a, 7, 16), None);
         }
         assert_eq!(d.owe(a, 7, 16), Some(4));
+        assert_eq!(d.len(), 0, "a batch sent leaves nothing owed");
         assert_eq!(d.owe(a, 7, 16), None);
         assert_eq!(d.take_all(), vec![(a, 7, 1)]);
         assert!(d.take_all().is_empty());
+    }
+
+    #[test]
+    fn the_owed_table_keeps_only_what_is_owed() {
+        let d = Due::default();
+        // Many actors, each sent a few statements, come and go.
+        for actor in 0..1000 {
+            for _ in 0..3 {
+                let _ = d.owe(LocationId::new(actor as u32 % 4), actor, 8);
+            }
+            if actor % 10 == 9 {
+                assert_eq!(d.take_all().len(), 10);
+                assert_eq!(d.len(), 0);
+            }
+        }
     }
 }

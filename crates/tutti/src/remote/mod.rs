@@ -179,6 +179,13 @@ pub struct NodeStats {
     pub malformed: u64,
     /// Messages this node sent that the receiver rejected as malformed.
     pub rejected: u64,
+    /// Bounded actors (of any node) this node holds credits toward now: one
+    /// per actor that an address of this node reaches, or that statements
+    /// of this node are still on their way to.
+    pub credit_flows: usize,
+    /// (sending node, actor) pairs this node owes credits to now (returned
+    /// in batches, and whenever its inbox empties).
+    pub credits_owed: usize,
     /// The last reason given for an undelivered tell or a rejected message.
     pub last_error: Option<String>,
 }

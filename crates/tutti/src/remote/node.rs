@@ -59,7 +59,8 @@ pub(crate) struct Inner {
     pub(super) watches: Mutex<HashMap<u64, super::monitor::Watch>>,
     pub(super) next_watch: AtomicU64,
     /// This node's credits toward actors with a window, by (location, actor)
-    /// (`credit.rs`). Not held while taking another lock.
+    /// (`credit.rs`); an entry goes when nothing of it is out and no address
+    /// holds it. Not held while taking another lock but a flow's own.
     pub(super) flows: Mutex<HashMap<(LocationId, u64), Arc<Flow>>>,
     /// The credits this node owes the nodes that send to its actors.
     pub(super) due: Due,
@@ -386,6 +387,8 @@ impl Node {
             served: s.served,
             dead_letters: s.dead_letters,
             undelivered: self.inner.undelivered.load(Ordering::Relaxed),
+            credit_flows: lock(&self.inner.flows).len(),
+            credits_owed: self.inner.due.len(),
             malformed: s.malformed,
             rejected: s.rejected,
             last_error: s.last_error,
@@ -556,14 +559,39 @@ impl Inner {
         )
     }
 
-    /// Credits came back from `from` for its actor `actor`.
-    pub(super) fn on_credit(&self, from: LocationId, actor: u64, n: u32) {
+    /// Credits came back from `from` for its actor `actor` (`dead_letter`: the
+    /// credit of a statement reported undelivered).
+    pub(super) fn on_credit(&self, from: LocationId, actor: u64, n: u32, dead_letter: bool) {
         let flow = lock(&self.flows).get(&(from, actor)).cloned();
         match flow {
-            Some(f) => f.credit(n),
+            Some(f) => {
+                f.credit(n);
+                drop(f);
+                self.forget_flow(from, actor, 0);
+            }
+            // A flow forgotten after `from`'s node left, or a dead letter of a
+            // statement sent without credit: nothing to return it to.
+            None if dead_letter || self.is_gone_or_left(from) => {}
             None => self.note_error(format!(
                 "{from} returned {n} credits for actor {actor}, to which this node sends none"
             )),
+        }
+    }
+
+    /// Forgets this node's flow toward `actor` at `at` if nothing is left of
+    /// it (`credit.rs`, step 4): no one holds it but the table and `holders`
+    /// references of the caller, and every credit is back or `at`'s node is
+    /// gone. Counting holders under the table's lock is exact: a new holder
+    /// clones from the table under that lock (`flow`) or from an address,
+    /// which is a holder already.
+    pub(super) fn forget_flow(&self, at: LocationId, actor: u64, holders: usize) {
+        let gone = self.is_gone_or_left(at);
+        let mut flows = lock(&self.flows);
+        let unused = flows
+            .get(&(at, actor))
+            .is_some_and(|f| Arc::strong_count(f) == 1 + holders && (gone || f.is_full()));
+        if unused {
+            flows.remove(&(at, actor));
         }
     }
 
@@ -605,7 +633,7 @@ impl Inner {
     fn send_credit(&self, to: LocationId, actor: u64, n: u32) {
         if to == self.id {
             // Our own statements: no need for the round trip through the inbox.
-            self.on_credit(to, actor, n);
+            self.on_credit(to, actor, n, false);
         } else {
             // Part of the protocol (a leaving node still returns what it owes);
             // a sender that left needs none.

@@ -92,7 +92,7 @@ impl Server for Inner {
 }
 
 impl Inner {
-    fn is_gone_or_left(&self, from: LocationId) -> bool {
+    pub(super) fn is_gone_or_left(&self, from: LocationId) -> bool {
         let st = lock(&self.state);
         st.left || st.gone.get(from.index()).copied().unwrap_or(true)
     }
@@ -121,12 +121,9 @@ impl Inner {
                     MsgId::new(msg)
                 ));
                 // The notice returns the statement's credit (`credit.rs`).
-                let flow = lock(&self.flows).get(&(from, actor)).cloned();
-                if let Some(f) = flow {
-                    f.credit(1);
-                }
+                self.on_credit(from, actor, 1, true);
             }
-            Control::Credit { actor, n } => self.on_credit(from, actor, n),
+            Control::Credit { actor, n } => self.on_credit(from, actor, n, false),
             Control::Leaving => self.on_leaving(from),
             Control::LeftAck => self.on_left_ack(from),
             Control::Wake => {}

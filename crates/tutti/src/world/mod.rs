@@ -176,7 +176,7 @@ mod loom_tests;
 mod tests;
 
 pub use channel::{
-    ChannelError, RemoteRecv, RemoteRecvError, RemoteRx, RemoteSend, RemoteSendError, RemoteTx,
+    ChannelError, ChannelRecv, ChannelSend, RemoteRecvError, RemoteRx, RemoteSendError, RemoteTx,
 };
 pub use collective::{Collective, Portion, Reduction};
 pub use config::{

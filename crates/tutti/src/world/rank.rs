@@ -10,6 +10,7 @@
 //! handle on all of it is [`World`](super::World) (`world.rs`).
 
 use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant};
 
 use super::collective::Rounds;
 use super::config::{TransportKind, WorldConfig};
@@ -20,6 +21,15 @@ use super::transport::Transport;
 use super::LocationId;
 use crate::loom::{lock, AtomicBool, AtomicU64, AtomicUsize, Mutex, Ordering};
 use crate::runtime::Runtime;
+
+/// How long a task waiting for another rank (a location's receive, fence or
+/// collective, a channel end) drives a polled engine itself before it lets its
+/// worker go: a reply to a small message is due within a round trip (about a
+/// microsecond between ranks of one machine), while handing the worker back
+/// and being woken through the scheduler costs more than that.
+const SPIN_FOR: Duration = Duration::from_micros(30);
+/// Engine rounds between looks at the clock and the worker's queues.
+const SPIN_CHECK_EVERY: u32 = 16;
 
 /// One location's state on its rank.
 pub(crate) struct Slot {
@@ -239,6 +249,34 @@ impl Shared {
             limits,
             sweeper_armed: AtomicBool::new(false),
         })
+    }
+
+    /// In polling mode, drives the engine from the calling task until `ready`
+    /// holds — for at most [`SPIN_FOR`], and only while no other work waits
+    /// for this worker — so that a reply due within a round trip costs no trip
+    /// through the scheduler. Returns whether `ready` held. With a progress
+    /// thread it returns `false` at once (the thread needs the core more), and
+    /// so it does on an oversubscribed host (the sender needs the core more).
+    pub(crate) fn spin_until(&self, mut ready: impl FnMut() -> bool) -> bool {
+        let t = &self.transport;
+        if !t.polled() || !t.location_spins() || self.config.oversubscribed() {
+            return false;
+        }
+        let start = Instant::now();
+        let mut rounds = 0u32;
+        loop {
+            t.progress();
+            if ready() {
+                return true;
+            }
+            rounds = rounds.wrapping_add(1);
+            if rounds % SPIN_CHECK_EVERY == 0
+                && (start.elapsed() >= SPIN_FOR || crate::runtime::work_waiting())
+            {
+                return false;
+            }
+            crate::loom::spin_hint();
+        }
     }
 
     /// Hands what left an outbox to its destination.

@@ -54,7 +54,7 @@
 //! completed) has consumed nothing. A send transmits its value only in the poll
 //! that returns `Ready`, after it took room in the channel: a `send` arm that
 //! loses has **not sent and never will** — the value is *withdrawn*, dropped
-//! with the future, or taken back with [`RemoteSend::withdraw`] from a future
+//! with the future, or taken back with [`ChannelSend::withdraw`] from a future
 //! the selection borrowed (`alt.future(&mut send)`).
 //!
 //! Dropping an end closes the channel: after the sender's drop the receiver
@@ -298,6 +298,14 @@ impl Link {
         shared.transport.start_sends();
     }
 
+    /// Before a task waits on an end whose other end is on another rank:
+    /// drives a polled engine from here until `ready` holds, briefly, as a
+    /// location's receive does (a value or credit due within a round trip then
+    /// costs no trip through the scheduler). Returns whether `ready` held.
+    fn spin_until(&self, ready: impl FnMut() -> bool) -> bool {
+        !self.same_rank() && self.world.shared().spin_until(ready)
+    }
+
     /// Notes for the deadlock detector that the current task waits on this end.
     fn note_wait(&self, what: &'static str) {
         crate::diag::node::note(
@@ -397,7 +405,7 @@ impl<T> fmt::Debug for RemoteTx<T> {
 impl<T: Serialize + Send + 'static> RemoteTx<T> {
     /// Sends `value`, waiting (without holding a worker) while the channel is
     /// full. Cancellation-safe: the value is sent only in the poll that
-    /// completes the future (see [`RemoteSend`]).
+    /// completes the future (see [`ChannelSend`]).
     ///
     /// ```
     /// use tutti::world::World;
@@ -408,8 +416,8 @@ impl<T: Serialize + Send + 'static> RemoteTx<T> {
     /// tutti::runtime::block_on(tx.send(3)).unwrap();
     /// assert_eq!(rx.try_recv(), Ok(3));
     /// ```
-    pub fn send(&self, value: T) -> RemoteSend<'_, T> {
-        RemoteSend {
+    pub fn send(&self, value: T) -> ChannelSend<'_, T> {
+        ChannelSend {
             tx: self,
             value: Some(value),
         }
@@ -497,24 +505,24 @@ impl<T> Drop for RemoteTx<T> {
 /// borrows it (`alt.future(&mut send)`) and fires another guard leaves the
 /// value in it: [`withdraw`](Self::withdraw) takes it back.
 #[must_use = "futures do nothing unless polled"]
-pub struct RemoteSend<'a, T> {
+pub struct ChannelSend<'a, T> {
     tx: &'a RemoteTx<T>,
     value: Option<T>,
 }
 
 // The value is never pinned: it is only moved out, by value.
-impl<T> Unpin for RemoteSend<'_, T> {}
+impl<T> Unpin for ChannelSend<'_, T> {}
 
-impl<T> fmt::Debug for RemoteSend<'_, T> {
+impl<T> fmt::Debug for ChannelSend<'_, T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("RemoteSend")
+        f.debug_struct("ChannelSend")
             .field("tx", self.tx)
             .field("sent", &self.value.is_none())
             .finish()
     }
 }
 
-impl<T> RemoteSend<'_, T> {
+impl<T> ChannelSend<'_, T> {
     /// Takes the value back: `Some` if it was not sent (and never will be).
     ///
     /// ```
@@ -535,21 +543,27 @@ impl<T> RemoteSend<'_, T> {
     }
 }
 
-impl<T: Serialize + Send + 'static> Future for RemoteSend<'_, T> {
+impl<T: Serialize + Send + 'static> Future for ChannelSend<'_, T> {
     type Output = Result<(), RemoteSendError<T>>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.get_mut();
         let Some(value) = this.value.take() else {
-            panic!("tutti::world: a `RemoteSend` polled after it completed");
+            panic!("tutti::world: a `ChannelSend` polled after it completed");
         };
-        let out = match this.tx.end.room(Some(cx)) {
-            Room::Granted => this.tx.transmit(value),
+        let tx = this.tx;
+        let mut room = tx.end.room(None);
+        if matches!(room, Room::Full) {
+            tx.link.spin_until(|| tx.end.can_send());
+            room = tx.end.room(Some(cx));
+        }
+        let out = match room {
+            Room::Granted => tx.transmit(value),
             Room::Closed => Err(RemoteSendError::Closed(value)),
             Room::Dead(rank) => Err(RemoteSendError::RankDied { rank, value }),
             Room::Full => {
                 this.value = Some(value);
-                this.tx.link.note_wait("waits for room in the");
+                tx.link.note_wait("waits for room in the");
                 return Poll::Pending;
             }
         };
@@ -594,8 +608,8 @@ impl<T: DeserializeOwned + Send + 'static> RemoteRx<T> {
     /// assert_eq!(tutti::runtime::block_on(rx.recv()), Ok(5));
     /// assert_eq!(rx.recv_blocking(), Err(RemoteRecvError::Closed));
     /// ```
-    pub fn recv(&self) -> RemoteRecv<'_, T> {
-        RemoteRecv { rx: self }
+    pub fn recv(&self) -> ChannelRecv<'_, T> {
+        ChannelRecv { rx: self }
     }
 
     /// [`recv`](Self::recv) for plain threads (on a worker, outside an async
@@ -690,21 +704,28 @@ impl<T> Drop for RemoteRx<T> {
 
 /// Future of [`RemoteRx::recv`].
 #[must_use = "futures do nothing unless polled"]
-pub struct RemoteRecv<'a, T> {
+pub struct ChannelRecv<'a, T> {
     rx: &'a RemoteRx<T>,
 }
 
-impl<T> fmt::Debug for RemoteRecv<'_, T> {
+impl<T> fmt::Debug for ChannelRecv<'_, T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("RemoteRecv").field("rx", self.rx).finish()
+        f.debug_struct("ChannelRecv").field("rx", self.rx).finish()
     }
 }
 
-impl<T: DeserializeOwned + Send + 'static> Future for RemoteRecv<'_, T> {
+impl<T: DeserializeOwned + Send + 'static> Future for ChannelRecv<'_, T> {
     type Output = Result<T, RemoteRecvError>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let rx = self.rx;
+        // Without registering first: a value that comes while it spins is
+        // taken by the next look, and a waker left behind would be woken for
+        // nothing. An empty look hands the credits back before the spin.
+        if let Poll::Ready(out) = rx.take(None) {
+            return Poll::Ready(out);
+        }
+        rx.link.spin_until(|| rx.end.can_take());
         let out = rx.take(Some(cx));
         if out.is_pending() {
             rx.link.note_wait("waits to receive on the");

@@ -230,6 +230,20 @@ impl End {
         Room::Full
     }
 
+    /// Receiving end: whether a receive would end now (a value, the close or
+    /// the death of the other end is there); no credit moves.
+    pub(crate) fn can_take(&self) -> bool {
+        let s = lock(&self.state);
+        !s.queue.is_empty() || s.peer_closed || s.dead.is_some()
+    }
+
+    /// Sending end: whether a send would end now (a credit, the close or the
+    /// death of the other end is there); no credit is taken.
+    pub(crate) fn can_send(&self) -> bool {
+        let s = lock(&self.state);
+        s.credits > 0 || s.peer_closed || s.dead.is_some()
+    }
+
     /// Sending end: gives back a credit taken for a value that was not sent.
     pub(crate) fn unsend(&self) {
         lock(&self.state).credits += 1;
@@ -287,6 +301,12 @@ impl Ports {
         drop(inner);
         end.opened(side, capacity, dead);
         (key, end)
+    }
+
+    /// Ends this rank keeps now (open ones, and ones a message reached first).
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        lock(&self.inner).ends.len()
     }
 
     /// The end on `side` of channel `key` was dropped: messages for it are

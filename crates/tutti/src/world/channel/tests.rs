@@ -220,3 +220,31 @@ fn select_waits_on_channels_from_two_locations() {
         (100..110).sum::<usize>() + (200..210).sum::<usize>()
     );
 }
+
+/// Channels that come and go leave nothing behind: whichever end goes first,
+/// with values still queued or credits on their way, the rank's table of ends
+/// is empty once both ends are dropped, however many channels there were.
+#[test]
+fn dropped_channels_leave_no_ends_behind() {
+    let w = world(2);
+    let a = w.location(0).unwrap();
+    let b = w.location(1).unwrap();
+    let ends = || w.shared().local.channels.len();
+    for round in 0..300u32 {
+        let tx = a.channel_to::<u32>(b.id(), 2).unwrap();
+        let rx = b.channel_from::<u32>(a.id(), 2).unwrap();
+        assert_eq!(ends(), 2);
+        tx.try_send(round).unwrap();
+        tx.try_send(round + 1).unwrap();
+        assert_eq!(rx.try_recv(), Ok(round)); // one left queued
+        if round % 2 == 0 {
+            drop(tx);
+            drop(rx);
+        } else {
+            drop(rx);
+            assert_eq!(tx.try_send(0), Err(RemoteSendError::Closed(0)));
+            drop(tx);
+        }
+        assert_eq!(ends(), 0, "round {round} left ends behind");
+    }
+}

@@ -22,7 +22,6 @@ pub use recv::{Recv, RecvMatching};
 use std::fmt;
 use std::sync::Arc;
 use std::task::Context;
-use std::time::{Duration, Instant};
 
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -32,14 +31,6 @@ use super::outbox::Limits;
 use super::rank::{Shared, Slot};
 use super::{LocationId, World};
 use crate::loom::{lock, Mutex, Ordering};
-
-/// How long a waiting location drives a polled engine itself before it lets its
-/// worker go: a reply to a small message is due within a round trip (about a
-/// microsecond between ranks of one machine), while handing the worker back
-/// and being woken through the scheduler costs more than that.
-const SPIN_FOR: Duration = Duration::from_micros(30);
-/// Engine rounds between looks at the clock and the worker's queues.
-const SPIN_CHECK_EVERY: u32 = 16;
 
 /// One location of a [`World`]: the endpoint its SPMD code sends and receives
 /// through. A location is a *logical* place (ARMI's thread): its code runs as a
@@ -151,33 +142,10 @@ impl Location {
         }
     }
 
-    /// In polling mode, drives the engine from this task until `ready` holds —
-    /// for at most [`SPIN_FOR`], and only while no other work waits for this
-    /// worker — so that a reply due within a round trip costs no trip through
-    /// the scheduler. Returns whether `ready` held. With a progress thread it
-    /// returns `false` at once (the thread needs the core more), and so it does
-    /// on an oversubscribed host (the sender needs the core more).
-    pub(crate) fn spin_until(&self, mut ready: impl FnMut() -> bool) -> bool {
-        let shared = self.shared();
-        let t = &shared.transport;
-        if !t.polled() || !t.location_spins() || shared.config.oversubscribed() {
-            return false;
-        }
-        let start = Instant::now();
-        let mut rounds = 0u32;
-        loop {
-            t.progress();
-            if ready() {
-                return true;
-            }
-            rounds = rounds.wrapping_add(1);
-            if rounds % SPIN_CHECK_EVERY == 0
-                && (start.elapsed() >= SPIN_FOR || crate::runtime::work_waiting())
-            {
-                return false;
-            }
-            crate::loom::spin_hint();
-        }
+    /// In polling mode, drives the engine from this task until `ready` holds,
+    /// briefly (see `Shared::spin_until`). Returns whether `ready` held.
+    pub(crate) fn spin_until(&self, ready: impl FnMut() -> bool) -> bool {
+        self.shared().spin_until(ready)
     }
 
     /// This location waits (in a fence, quiescence wave or collective) for every
