@@ -16,8 +16,8 @@ pub const G: f64 = 9.81;
 pub const DRY: f64 = 1e-3;
 
 /// Floating-point operations of one [`fwave`] call (counted by hand from the
-/// code below: 6 divisions, 3 square roots, 3 `abs`/`max`, the rest additions and
-/// multiplications), as Pond counts the solver's work.
+/// code below: 5 divisions, 3 square roots, 3 `abs`/`max`, the rest additions and
+/// multiplications; selects not counted), as Pond counts the solver's work.
 pub const FLOPS_PER_EDGE: u64 = 63;
 
 /// Floating-point operations of one cell's update from its edges' net updates.
@@ -94,16 +94,31 @@ impl Prepared {
 
 /// The net updates of an edge between two wet cells ([`fwave`]'s arithmetic,
 /// on prepared cells).
+///
+/// Written for the divider and the branch predictor, which bound this kernel
+/// (a profile of `Patch::step` shows the time at the `divsd`/`sqrtsd` and at
+/// the sign tests): the two reciprocals an edge needs, `1 / (√hl + √hr)` for
+/// the Roe averages and `1 / (λ3 − λ1)` for the decomposition, come from one
+/// division (`r = 1 / (a·b)`, then `1/a = b·r`, `1/b = a·r`: about one unit
+/// in the last place from two divisions), and each wave goes to its side by a
+/// select, not a branch (the signs of the speeds follow the flow, which
+/// changes direction across a wave front).
 #[inline(always)]
 fn waves(l: &Prepared, r: &Prepared) -> Edge {
     let (ul, ur) = (l.un, r.un);
     let (vl, vr) = (l.ut, r.ut);
     let (sl, sr) = (l.root, r.root);
-    // Roe averages.
-    let w = 1.0 / (sl + sr);
-    let u = (ul * sl + ur * sr) * w;
-    let v = (vl * sl + vr * sr) * w;
+    let roots = sl + sr;
+    // Roe averages (scaled by `roots` until the one division below).
+    let us = ul * sl + ur * sr;
+    let vs = vl * sl + vr * sr;
     let c = (G * 0.5 * (l.h + r.h)).sqrt();
+    // λ3 − λ1 = 2c up to rounding: u cancels out.
+    let gap = 2.0 * c;
+    let rec = 1.0 / (roots * gap);
+    let u = us * (gap * rec);
+    let v = vs * (gap * rec);
+    let inv = roots * rec;
     let (l1, l3) = (u - c, u + c);
     // Flux difference with the bathymetry source term; grouped so that a lake
     // at rest (h + b equal on both sides, no motion) gives exactly zero.
@@ -111,36 +126,23 @@ fn waves(l: &Prepared, r: &Prepared) -> Edge {
     let df1 = (r.hn * ur - l.hn * ul) + G * 0.5 * (l.h + r.h) * ((r.h - l.h) + (r.b - l.b));
     let df2 = r.hn * vr - l.hn * vl;
     // Decompose onto the eigenvectors.
-    let inv = 1.0 / (l3 - l1);
     let b1 = (l3 * df0 - df1) * inv;
     let b3 = (df1 - l1 * df0) * inv;
     let b2 = df2 - v * df0;
-    let mut e = Edge {
-        speed: l1.abs().max(l3.abs()),
-        ..Edge::default()
-    };
     // Each wave goes to the side its speed points to; a shear wave standing
     // still is split evenly (so mirror-symmetric states stay symmetric).
-    for (beta, speed) in [(b1, l1), (b3, l3)] {
-        if speed < 0.0 {
-            e.left_h += beta;
-            e.left_hn += beta * speed;
-            e.left_ht += beta * v;
-        } else {
-            e.right_h += beta;
-            e.right_hn += beta * speed;
-            e.right_ht += beta * v;
-        }
+    let left = |speed: f64, x: f64| if speed < 0.0 { x } else { 0.0 };
+    let right = |speed: f64, x: f64| if speed < 0.0 { 0.0 } else { x };
+    let shear = if u == 0.0 { 0.5 * b2 } else { b2 };
+    Edge {
+        left_h: left(l1, b1) + left(l3, b3),
+        left_hn: left(l1, b1 * l1) + left(l3, b3 * l3),
+        left_ht: left(l1, b1 * v) + left(l3, b3 * v) + if u > 0.0 { 0.0 } else { shear },
+        right_h: right(l1, b1) + right(l3, b3),
+        right_hn: right(l1, b1 * l1) + right(l3, b3 * l3),
+        right_ht: right(l1, b1 * v) + right(l3, b3 * v) + if u < 0.0 { 0.0 } else { shear },
+        speed: l1.abs().max(l3.abs()),
     }
-    if u < 0.0 {
-        e.left_ht += b2;
-    } else if u > 0.0 {
-        e.right_ht += b2;
-    } else {
-        e.left_ht += 0.5 * b2;
-        e.right_ht += 0.5 * b2;
-    }
-    e
 }
 
 /// One patch: `nx × ny` cells and a ghost layer around them, row-major with
@@ -363,21 +365,24 @@ impl Patch {
     /// (both prepared).
     #[inline(always)]
     fn edge(&self, l: usize, r: usize, axis: Axis) -> Edge {
-        let side = |i: usize| {
-            let (hn, un, ut) = match axis {
-                Axis::X => (self.hu[i], self.u[i], self.v[i]),
-                Axis::Y => (self.hv[i], self.v[i], self.u[i]),
-            };
-            Prepared {
-                h: self.h[i],
-                hn,
-                b: self.b[i],
-                root: self.root[i],
-                un,
-                ut,
-            }
+        waves(&self.side(l, axis), &self.side(r, axis))
+    }
+
+    /// Prepared cell `i` seen from an edge across `axis`.
+    #[inline(always)]
+    fn side(&self, i: usize, axis: Axis) -> Prepared {
+        let (hn, un, ut) = match axis {
+            Axis::X => (self.hu[i], self.u[i], self.v[i]),
+            Axis::Y => (self.hv[i], self.v[i], self.u[i]),
         };
-        waves(&side(l), &side(r))
+        Prepared {
+            h: self.h[i],
+            hn,
+            b: self.b[i],
+            root: self.root[i],
+            un,
+            ut,
+        }
     }
 
     /// The largest wave speed `|u| + √(g h)` over the cells (for the time step).
