@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use super::endpoint::State;
 use super::request::{decoded, decoded_run, Call, Chain, Rep, Request};
+use super::scope::{decoded_scoped, ScopeTag};
 use super::{HandlerContext, Rmi};
 
 use crate::loom::Ordering;
@@ -16,8 +17,11 @@ use crate::msg::{Dispatch, MsgId, Object};
 use crate::world::LocationId;
 
 /// Decodes the messages of a request frame from another rank into calls on
-/// the object type (a `Tell` run: one call per message; an `Ask`: one call).
-type DecodeFn = dyn Fn(&Frame<'_>, &mut Vec<Box<dyn Call>>) -> Result<(), String> + Send + Sync;
+/// the object type (a `Tell` run: one call per message; an `Ask`: one call,
+/// scoped work if the frame before it named its scope).
+type DecodeFn = dyn Fn(&Frame<'_>, Option<ScopeTag>, &mut Vec<Box<dyn Call>>) -> Result<(), String>
+    + Send
+    + Sync;
 
 /// What an object type accepts from other locations (its
 /// [`Object::remote`] table), and how to decode it.
@@ -41,32 +45,36 @@ impl Methods {
             );
         }
         let accepts: Vec<MsgId> = table.message_types().map(|(id, _)| id).collect();
-        let decode = move |frame: &Frame<'_>, out: &mut Vec<Box<dyn Call>>| {
-            let h = frame.header();
-            let name = table.name_of(h.msg).unwrap_or("?");
-            if h.kind == FrameKind::Ask {
-                let incoming = table.incoming(frame).map_err(|e| e.to_string())?;
-                out.push(decoded(incoming, name));
-                return Ok(());
-            }
-            let run = crate::call::Run::of(frame).map_err(|e| e.to_string())?;
-            let (count, bytes) = run.remaining();
-            let (batch, rest, bad) = table
-                .batch(h.msg, bytes, count, frame.max_depth())
-                .map_err(|e| e.to_string())?;
-            let mut bad = bad.map(|e| e.to_string());
-            if bad.is_none() && !rest.is_empty() {
-                bad = Some(format!(
-                    "a run of {count} \"{name}\" messages with {} bytes after them",
-                    rest.len()
-                ));
-            }
-            // The statements before a bad one still run.
-            if batch.len > 0 {
-                out.push(decoded_run(batch, name));
-            }
-            bad.map_or(Ok(()), Err)
-        };
+        let decode =
+            move |frame: &Frame<'_>, scoped: Option<ScopeTag>, out: &mut Vec<Box<dyn Call>>| {
+                let h = frame.header();
+                let name = table.name_of(h.msg).unwrap_or("?");
+                if h.kind == FrameKind::Ask {
+                    let incoming = table.incoming(frame).map_err(|e| e.to_string())?;
+                    out.push(match scoped {
+                        Some(tag) => decoded_scoped(incoming, name, tag),
+                        None => decoded(incoming, name),
+                    });
+                    return Ok(());
+                }
+                let run = crate::call::Run::of(frame).map_err(|e| e.to_string())?;
+                let (count, bytes) = run.remaining();
+                let (batch, rest, bad) = table
+                    .batch(h.msg, bytes, count, frame.max_depth())
+                    .map_err(|e| e.to_string())?;
+                let mut bad = bad.map(|e| e.to_string());
+                if bad.is_none() && !rest.is_empty() {
+                    bad = Some(format!(
+                        "a run of {count} \"{name}\" messages with {} bytes after them",
+                        rest.len()
+                    ));
+                }
+                // The statements before a bad one still run.
+                if batch.len > 0 {
+                    out.push(decoded_run(batch, name));
+                }
+                bad.map_or(Ok(()), Err)
+            };
         Methods {
             accepts,
             decode: Box::new(decode),
