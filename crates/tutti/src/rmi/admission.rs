@@ -2,6 +2,7 @@
 //! may run now. A request runs when its representative is in the table and no
 //! earlier request from the same sender waits; otherwise it is *deferred* (in
 //! issue order per sender) — unless waiting would deadlock, which is reported.
+//! Scoped work keeps no issue order: it waits only for its representative.
 
 use std::any::TypeId;
 use std::sync::Arc;
@@ -166,7 +167,13 @@ impl Rmi {
     /// [`cycle`](Self::cycle)).
     pub(super) fn admit(&self, st: &mut State, from: LocationId, req: Request) -> Option<Admitted> {
         let rep = {
-            let blocked = st.deferred.iter().any(|d| d.from == from);
+            // Scoped work is not ordered with its sender's other requests
+            // (see `ordered`).
+            let blocked = ordered(&req)
+                && st
+                    .deferred
+                    .iter()
+                    .any(|d| d.from == from && ordered(&d.req));
             let id = req.object as usize;
             let Some(slot) = st.objects.get_mut(id) else {
                 panic!(
@@ -306,7 +313,7 @@ impl Rmi {
             let mut blocked: Vec<LocationId> = Vec::new();
             for i in 0..st.deferred.len() {
                 let (from, id) = (st.deferred[i].from, st.deferred[i].req.object as usize);
-                if blocked.contains(&from) {
+                if ordered(&st.deferred[i].req) && blocked.contains(&from) {
                     continue;
                 }
                 let slot = &mut st.objects[id];
@@ -317,7 +324,9 @@ impl Rmi {
                     }
                     other => {
                         slot.entry = other;
-                        blocked.push(from);
+                        if ordered(&st.deferred[i].req) {
+                            blocked.push(from);
+                        }
                     }
                 }
             }
@@ -356,4 +365,17 @@ impl Rmi {
             rep,
         }
     }
+}
+
+/// Whether `req` keeps issue order with the other requests of its sender.
+/// Scoped work ([`Rmi::scope`]) does not: pieces of work spawned in a scope
+/// run concurrently, as tasks spawned in a scope do, so a spawn neither
+/// waits behind an earlier deferred request of its sender nor holds back a
+/// later one — it waits only for its representative. Without this, a method
+/// waiting in a scope for work it spawned to a location could wait forever
+/// behind a request, from the same sender, for a representative held by a
+/// method that waits in turn (a ring of such methods over the locations
+/// deadlocks).
+fn ordered(req: &Request) -> bool {
+    req.call.scope().is_none()
 }

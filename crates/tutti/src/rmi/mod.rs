@@ -89,7 +89,9 @@
 //!   the later ones from the same sender). Requests a location sends itself
 //!   skip the world: they wait in a queue of the location's own and run, in
 //!   order, before it receives anything else (and before `fence` contributes
-//!   to a quiescence wave, so what they send is counted).
+//!   to a quiescence wave, so what they send is counted). Work spawned in a
+//!   [`scope`](Rmi::scope) is the exception: its pieces run concurrently, in
+//!   no order among themselves or with other requests.
 //! * **Atomicity.** A method runs with `&mut` access to its representative; no
 //!   other method of that representative, and none of the location's own code,
 //!   runs until it returns — except at its own `.await`s on RMI calls, where

@@ -57,8 +57,13 @@
 //! Closures cannot cross a process boundary, so work is what RMI already
 //! ships everywhere: a [`Remote`] message for a registered object's
 //! handler, run on the destination's representative with RMI's rules
-//! (issue order per sender, atomicity, deferral while the representative is
-//! busy, the deadlock check for chains of waiting methods). The same program
+//! (atomicity, deferral while the representative is busy, the deadlock check
+//! for chains of waiting methods) but one: pieces of scoped work run
+//! concurrently, in no issue order — among themselves or with the sender's
+//! other requests. A spawn waits only for its representative, so a method
+//! waiting in a scope never waits behind a request for a representative held
+//! by another waiting method (with issue order, a ring of such methods over
+//! the locations would deadlock). The same program
 //! runs in threads, under `tutti launch` and under `mpirun`. A message the
 //! work's object accepts from other locations (its
 //! [`Object::remote`](crate::msg::Object::remote)) can be spawned; its reply
