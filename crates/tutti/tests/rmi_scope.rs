@@ -15,8 +15,10 @@
 mod common;
 mod watchdog;
 
+use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -31,6 +33,7 @@ const BODIES: &[(&str, Body)] = &[
     ("work_finishes_before_the_scope_returns", finishes),
     ("panics_and_errors_name_the_location_and_rank", failures),
     ("cancel_skips_work_that_has_not_started", cancel),
+    ("dropping_a_scope_cancels_its_work", dropped),
     ("nested_scopes_and_scopes_inside_methods", nested),
 ];
 
@@ -284,6 +287,45 @@ fn cancel(w: &World) {
         } else if me == dest {
             // Executes no request until location 0 has cancelled: the work
             // waits in this location's inbox.
+            let _ = loc.world().recv_matching(Match::any().tag(GO)).await;
+        }
+        loc.fence().await;
+    });
+}
+
+/// A scope whose future is dropped before it returned (here after its first
+/// poll, its body still running) cancels the work that has not started, on
+/// every rank: it never runs, and the location that owed it goes on.
+fn dropped(w: &World) {
+    rmi::run(w, |loc| async move {
+        let h = loc.register(Tally::default()).await.unwrap();
+        let (me, n) = (loc.id(), loc.count());
+        let dest = n - 1;
+        if me == 0 {
+            let mut scope = Box::pin(loc.scope(|s| async move {
+                for _ in 0..5 {
+                    s.spawn(dest, &h, Add { from: 0, n: 1 }).await;
+                }
+                std::future::pending::<()>().await;
+            }));
+            std::future::poll_fn(|cx| {
+                assert!(scope.as_mut().poll(cx).is_pending(), "the body never ends");
+                Poll::Ready(())
+            })
+            .await;
+            drop(scope);
+            if dest != 0 {
+                let world = loc.world();
+                world
+                    .send_tagged(LocationId::new(dest as u32), GO, ())
+                    .unwrap();
+                world.flush();
+            }
+            // Runs after the spawns, which were answered as cancelled (they
+            // arrived first and their tally was never busy).
+            assert_eq!(loc.sync_rmi(dest, &h, Get { from: 0 }).await, 0);
+        } else if me == dest {
+            // Executes no request until location 0 has dropped its scope.
             let _ = loc.world().recv_matching(Match::any().tag(GO)).await;
         }
         loc.fence().await;
