@@ -373,15 +373,37 @@ pub(crate) type IdlePoller = Arc<dyn Fn() -> bool + Send + Sync>;
 /// (this serializes the engine's progress as `MPI_THREAD_SERIALIZED` requires).
 /// After a poll that moved something, idle workers poll continuously for
 /// [`SPIN_POLLS`](IdlePollers::SPIN_POLLS) polls, then yield between polls, and
-/// only then fall back to the runtime's idle strategy; parked workers wake every
-/// [`POLL_INTERVAL`](IdlePollers::POLL_INTERVAL) to poll, since an external
-/// engine cannot wake them — unless the engine also registered an idle waiter
-/// (`sleep::IdleWaiter`): then the spin adapts, there are no yields, and one
-/// parked worker blocks in the waiter (the engine's input wakes it) while the
-/// others park without a bound.
+/// only then fall back to the runtime's idle strategy, which parks them.
+///
+/// How parked workers learn of an engine's input depends on the engine:
+///
+/// * **It can wake a worker** (registered with `wakes`): the shared-memory
+///   rings, whose futex a parked worker blocks on (the engine's idle waiter,
+///   `sleep::IdleWaiter`; the spin then adapts and there are no yields) or
+///   whose receiving thread delivers and so wakes the tasks; the I/O driver,
+///   whose `epoll_wait` is the waiter. Parked workers sleep without a bound.
+/// * **It cannot** (a *deaf* engine: MPI, which has no descriptor to wait
+///   on): one parked worker at a time holds the *poll turn* and parks with a
+///   timeout, polls when it ends, and parks again with twice the timeout, from
+///   [`POLL_INTERVAL`](IdlePollers::POLL_INTERVAL) up to
+///   [`POLL_MAX`](IdlePollers::POLL_MAX); input resets it. The other parked
+///   workers sleep without a bound; when the turn's poll finds input, its
+///   worker wakes one of them, which takes the turn over while it runs what
+///   it found. So an idle process polls a deaf engine about `1 / POLL_MAX`
+///   times a second, and a message reaching it after a long silence waits
+///   up to `POLL_MAX` more than one that arrives during traffic.
 pub(crate) struct IdlePollers {
     list: Mutex<Vec<IdlePoller>>,
     active: AtomicBool,
+    /// Registered pollers whose engine cannot wake a parked worker.
+    deaf: AtomicUsize,
+    /// A parked worker polls the deaf engines on a timer now.
+    turn: AtomicBool,
+    /// The poll turn's next park timeout, in nanoseconds (see the type doc).
+    turn_wait: AtomicU64,
+    /// The poll turn's worker found input and woke another worker to take
+    /// the turn over: the first worker to see this parks with it at once.
+    handoff: AtomicBool,
     /// Pauses in force (`Runtime::pause_idle_pollers`); while any is, the
     /// pollers are not called.
     paused: AtomicUsize,
@@ -399,6 +421,10 @@ impl Default for IdlePollers {
         IdlePollers {
             list: Mutex::new(Vec::new()),
             active: AtomicBool::new(false),
+            deaf: AtomicUsize::new(0),
+            turn: AtomicBool::new(false),
+            turn_wait: AtomicU64::new(Self::POLL_INTERVAL.as_nanos() as u64),
+            handoff: AtomicBool::new(false),
             paused: AtomicUsize::new(0),
             moves: AtomicU64::new(0),
             spin_polls: AtomicU32::new(Self::SPIN_POLLS),
@@ -408,8 +434,11 @@ impl Default for IdlePollers {
 }
 
 impl IdlePollers {
-    /// How long a parked worker sleeps between polls while pollers exist.
+    /// The poll turn's first park timeout after input (see the type doc).
     pub(crate) const POLL_INTERVAL: std::time::Duration = std::time::Duration::from_micros(100);
+    /// The poll turn's longest park timeout: the most a message to an idle
+    /// process waits for a deaf engine to be polled.
+    pub(crate) const POLL_MAX: std::time::Duration = std::time::Duration::from_millis(2);
     /// After a poll moved something, idle workers keep polling without pause
     /// for this many polls that move nothing (about 0.2–0.5 ms: traffic tends to
     /// continue, and a ping-pong's reply is due within a round trip), then yield
@@ -437,9 +466,66 @@ impl IdlePollers {
         )
     }
 
-    pub(crate) fn add(&self, p: IdlePoller) {
+    /// Registers `p`; `wakes` says whether its engine's input can wake a
+    /// parked worker (see the type doc), else parked workers poll it on a
+    /// timer.
+    pub(crate) fn add(&self, p: IdlePoller, wakes: bool) {
         lock(&self.list).push(p);
+        if !wakes {
+            self.deaf.fetch_add(1, Ordering::Relaxed);
+        }
         self.active.store(true, Ordering::Release);
+    }
+
+    /// Whether a registered engine cannot wake a parked worker.
+    #[inline]
+    pub(crate) fn deaf(&self) -> bool {
+        self.deaf.load(Ordering::Relaxed) != 0
+    }
+
+    /// Takes the poll turn for the calling parking worker, with the timeout
+    /// to park for; `None` if another parked worker holds it. Give it back
+    /// with [`release_turn`](Self::release_turn).
+    pub(crate) fn claim_turn(&self) -> Option<std::time::Duration> {
+        if self.turn.swap(true, Ordering::Acquire) {
+            return None;
+        }
+        Some(std::time::Duration::from_nanos(
+            self.turn_wait.load(Ordering::Relaxed),
+        ))
+    }
+
+    /// Gives the poll turn back after its park.
+    pub(crate) fn release_turn(&self) {
+        self.turn.store(false, Ordering::Release);
+    }
+
+    /// The poll turn's worker found input and will run what it woke: asks
+    /// a parked worker to take the turn over; true if one was woken for it.
+    pub(crate) fn hand_turn_over(&self, sleep: &super::sleep::Sleep) -> bool {
+        self.handoff.store(true, Ordering::Relaxed);
+        if sleep.wake_one_sleeper() {
+            return true;
+        }
+        self.handoff.store(false, Ordering::Relaxed);
+        false
+    }
+
+    /// Whether the calling worker was woken to take the poll turn over (it
+    /// then parks with it at once).
+    pub(crate) fn take_handoff(&self) -> bool {
+        self.handoff.load(Ordering::Relaxed) && self.handoff.swap(false, Ordering::Relaxed)
+    }
+
+    /// The poll turn's park ended and its poll found nothing: the next park
+    /// waits twice as long, up to [`Self::POLL_MAX`].
+    pub(crate) fn turn_was_quiet(&self) {
+        let next = self
+            .turn_wait
+            .load(Ordering::Relaxed)
+            .saturating_mul(2)
+            .min(Self::POLL_MAX.as_nanos() as u64);
+        self.turn_wait.store(next, Ordering::Relaxed);
     }
 
     /// Whether any poller is registered and polling is not paused.
@@ -467,6 +553,10 @@ impl IdlePollers {
         };
         if moved {
             self.moves.fetch_add(1, Ordering::Relaxed);
+            if self.turn_wait.load(Ordering::Relaxed) != Self::POLL_INTERVAL.as_nanos() as u64 {
+                self.turn_wait
+                    .store(Self::POLL_INTERVAL.as_nanos() as u64, Ordering::Relaxed);
+            }
         }
         moved
     }
@@ -517,5 +607,71 @@ fn with_current_registry_cold<R>(f: impl FnOnce(&Arc<Registry>) -> R) -> R {
     match super::entered_registry() {
         Some(r) => f(&r),
         None => f(global_registry()),
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use std::sync::Arc;
+    use std::task::{Poll, Waker};
+    use std::time::Duration;
+
+    use crate::loom::{AtomicBool, AtomicU64, Mutex as StdMutex, Ordering as O};
+
+    /// An engine whose input cannot wake a parked worker (like MPI): input
+    /// shows in a flag only a poll sees, and the poll wakes the task waiting
+    /// for it.
+    #[derive(Default)]
+    struct Deaf {
+        input: AtomicBool,
+        delivered: AtomicBool,
+        polls: AtomicU64,
+        waiting: StdMutex<Option<Waker>>,
+    }
+
+    impl Deaf {
+        fn poll(&self) -> bool {
+            self.polls.fetch_add(1, O::Relaxed);
+            if !self.input.swap(false, O::AcqRel) {
+                return false;
+            }
+            self.delivered.store(true, O::Release);
+            if let Some(w) = self.waiting.lock().unwrap().take() {
+                w.wake();
+            }
+            true
+        }
+    }
+
+    /// Every worker parked (the poll turn backed off to its longest wait),
+    /// input of a deaf engine still reaches its task, through the worker
+    /// that holds the poll turn: with one worker and with two.
+    #[test]
+    fn a_parked_runtime_finds_a_deaf_engines_input() {
+        for workers in [1, 2] {
+            let rt = crate::Runtime::builder().workers(workers).build().unwrap();
+            let deaf = Arc::new(Deaf::default());
+            let d = Arc::clone(&deaf);
+            rt.add_idle_poller(Arc::new(move || d.poll()), false);
+            for round in 0..3 {
+                let d = Arc::clone(&deaf);
+                let task = rt.spawn(std::future::poll_fn(move |cx| {
+                    *d.waiting.lock().unwrap() = Some(cx.waker().clone());
+                    if d.delivered.swap(false, O::AcqRel) {
+                        Poll::Ready(())
+                    } else {
+                        Poll::Pending
+                    }
+                }));
+                std::thread::sleep(Duration::from_millis(30));
+                let before = deaf.polls.load(O::Relaxed);
+                deaf.input.store(true, O::Release);
+                task.join();
+                assert!(
+                    deaf.polls.load(O::Relaxed) > before,
+                    "{workers} workers, round {round}: the input was found by a poll"
+                );
+            }
+        }
     }
 }
