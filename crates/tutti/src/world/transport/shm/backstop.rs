@@ -6,63 +6,95 @@
 //! within a nap); with a worker there, after a long quiet spell, it *dozes*
 //! on descriptors that no sender rings (`engine/doze.rs`). A doze must end
 //! when the worker leaves the futex, or the mailbox would go undrained while
-//! the worker runs long tasks. Two flags, each written by one side:
+//! the worker runs long tasks.
 //!
-//! * `hooked`, by the worker: set before it blocks, cleared after (**W1**),
-//!   then it reads `dozing` (**W2**) and, if set, rings the thread's bell.
-//! * `dozing`, by the thread: set before a doze (**T1**), then it reads
-//!   `hooked` (**T2**) and dozes only if it is set; cleared after.
+//! # The state word
 //!
-//! All four accesses are SeqCst, so they have one total order: if W1
-//! precedes T2, T2 sees `hooked` cleared and the thread does not doze; else
-//! T1 precedes W2 (T1 before T2, W1 before W2), W2 sees `dozing` and the
-//! worker rings the bell, which ends the doze or makes it return at once
-//! (the bell stays rung until the thread empties it after the doze).
-//! `loom_tests::a_worker_leaving_the_futex_ends_the_doze` checks it.
+//! Both sides change one atomic word, by read-modify-writes only:
+//!
+//! | bits   | name      | set by                      | cleared by                  |
+//! |--------|-----------|-----------------------------|-----------------------------|
+//! | 0      | `DOZING`  | the thread, before a doze   | the thread, after it        |
+//! | 1..    | `HOOKED`s | a worker, before it blocks  | that worker, after it       |
+//!
+//! The upper bits count the workers on the futex (one per runtime at a time,
+//! `sleep::Sleep::claim_waiter`, but several runtimes may share a process).
+//!
+//! * **W** (worker leaves): `fetch_sub(HOOKED)`; if the value before had
+//!   `DOZING`, the worker rings the thread's bell.
+//! * **T** (thread about to doze): `fetch_or(DOZING)`; it dozes only if the
+//!   value before counted a worker.
+//!
+//! # Why no ring is lost
+//!
+//! W and T are read-modify-writes of one location, so they are ordered by
+//! its modification order and each reads the value the other left if it
+//! comes second. If W comes first, T reads no worker (or only another one
+//! still on the futex, whose own W is then ordered after T) and does not
+//! doze on this one's account; if T comes first, W reads `DOZING` and rings
+//! the bell, which ends the doze or makes it return at once (the bell, an
+//! eventfd, stays rung until the thread empties it after the doze). A ring
+//! that comes after the doze has ended only makes the next doze return at
+//! once: one extra look, never a missed one.
+//!
+//! An earlier version used two flags, each written by one side with a
+//! SeqCst store and read by the other with a SeqCst load (the store-buffering
+//! pattern). That is correct in the C++ memory model but not checkable by
+//! loom, which treats SeqCst loads and stores as acquire/release and so
+//! explores the outcome where both loads miss both stores: it reported a
+//! lost ring that real hardware cannot produce. One word with
+//! read-modify-writes needs no SeqCst reasoning at all, and loom models it
+//! exactly. `loom_tests::a_worker_leaving_the_futex_ends_the_doze` checks
+//! it.
 
-use crate::loom::{AtomicBool, Ordering};
+use crate::loom::{AtomicUsize, Ordering};
 
-/// The two flags of the handshake (see the module doc).
+/// Bit 0 of the state word: the thread dozes (or is about to).
+const DOZING: usize = 1;
+/// One worker on the futex, in the state word's upper bits.
+const HOOKED: usize = 2;
+
+/// The state word of the handshake (see the module doc).
 pub(crate) struct Backstop {
-    hooked: AtomicBool,
-    dozing: AtomicBool,
+    state: AtomicUsize,
 }
 
 impl Backstop {
     /// No worker on the futex, the thread awake.
     pub(crate) fn new() -> Backstop {
         Backstop {
-            hooked: AtomicBool::new(false),
-            dozing: AtomicBool::new(false),
+            state: AtomicUsize::new(0),
         }
     }
 
     /// A worker is about to block on the futex.
     pub(crate) fn worker_blocks(&self) {
-        self.hooked.store(true, Ordering::SeqCst);
+        // Relaxed: only the modification order of the word matters (module
+        // doc); the bell and the futex carry the data.
+        self.state.fetch_add(HOOKED, Ordering::Relaxed);
     }
 
-    /// The worker left the futex (W1, W2): true if it must ring the bell.
+    /// The worker left the futex (W): true if it must ring the bell.
     #[must_use]
     pub(crate) fn worker_leaves(&self) -> bool {
-        self.hooked.store(false, Ordering::SeqCst);
-        self.dozing.load(Ordering::SeqCst)
+        let before = self.state.fetch_sub(HOOKED, Ordering::Relaxed);
+        debug_assert!(before >= HOOKED, "a worker left the futex it never hooked");
+        before & DOZING != 0
     }
 
     /// Whether a worker blocks on the futex (a hint for the thread's naps).
     pub(crate) fn hooked(&self) -> bool {
-        self.hooked.load(Ordering::Relaxed)
+        self.state.load(Ordering::Relaxed) >= HOOKED
     }
 
-    /// The thread dozes (T1, T2) by `doze` unless the worker has left; true
-    /// if it dozed. The caller empties the bell afterwards.
+    /// The thread dozes (T) by `doze` unless no worker is on the futex;
+    /// true if it dozed. The caller empties the bell afterwards.
     pub(crate) fn doze(&self, doze: impl FnOnce()) -> bool {
-        self.dozing.store(true, Ordering::SeqCst);
-        let stay = self.hooked.load(Ordering::SeqCst);
+        let stay = self.state.fetch_or(DOZING, Ordering::Relaxed) >= HOOKED;
         if stay {
             doze();
         }
-        self.dozing.store(false, Ordering::SeqCst);
+        self.state.fetch_and(!DOZING, Ordering::Relaxed);
         stay
     }
 }
