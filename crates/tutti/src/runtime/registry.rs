@@ -387,11 +387,34 @@ pub(crate) type IdlePoller = Arc<dyn Fn() -> bool + Send + Sync>;
 ///   timeout, polls when it ends, and parks again with twice the timeout, from
 ///   [`POLL_INTERVAL`](IdlePollers::POLL_INTERVAL) up to
 ///   [`POLL_MAX`](IdlePollers::POLL_MAX); input resets it. The other parked
-///   workers sleep without a bound; when the turn's poll finds input, its
-///   worker wakes one of them, which takes the turn over while it runs what
-///   it found. So an idle process polls a deaf engine about `1 / POLL_MAX`
-///   times a second, and a message reaching it after a long silence waits
-///   up to `POLL_MAX` more than one that arrives during traffic.
+///   workers sleep without a bound; when the turn's worker wakes to run
+///   something (its poll found input, or work was handed to it), it wakes
+///   one of them, which takes the turn over meanwhile. So an idle process
+///   polls a deaf engine about `1 / POLL_MAX` times a second, and a message
+///   reaching it after a long silence waits up to `POLL_MAX` more than one
+///   that arrives during traffic.
+///
+/// # The poll turn's hand-over
+///
+/// The turn is a flag taken by a swap ([`claim_turn`](Self::claim_turn)) and
+/// given back after the park. A worker that finds it taken parks without a
+/// bound, so the holder must not leave it while such a worker sleeps on: the
+/// *hand-over* ([`hand_turn_over`](Self::hand_turn_over)) sets `handoff`,
+/// then, after a SeqCst fence, wakes a parked worker if the sleep counters
+/// show one (`Sleep::wake_one_sleeper`). A worker parking without the turn
+/// counts itself sleeping, issues its SeqCst fence and only then reads
+/// `handoff` among its last looks for work (`handoff_pending`): the two
+/// fences are ordered, so either the parking worker sees `handoff` and does
+/// not park, or the hand-over sees it counted and wakes it (the waker takes
+/// the parked worker's lock, which that worker holds until it blocks). The
+/// worker so woken (or not parked) takes `handoff` and parks again at once,
+/// claiming the turn; a successful claim clears `handoff`, since the turn is
+/// held again. This is `sleep.rs`'s argument for injected work, with
+/// `handoff` as the work. A `handoff` left over (set after another worker
+/// claimed the turn) costs a turnless worker one extra idle round, never
+/// more: taking it clears it.
+/// `loom_tests::the_poll_turn_reaches_a_parking_worker` checks the
+/// hand-over.
 pub(crate) struct IdlePollers {
     list: Mutex<Vec<IdlePoller>>,
     active: AtomicBool,
@@ -487,9 +510,19 @@ impl IdlePollers {
     /// to park for; `None` if another parked worker holds it. Give it back
     /// with [`release_turn`](Self::release_turn).
     pub(crate) fn claim_turn(&self) -> Option<std::time::Duration> {
-        if self.turn.swap(true, Ordering::Acquire) {
+        // A compare-exchange, not a swap: a failed claim writes nothing, so
+        // the holder's release is the newest store a later claim can read
+        // (a swap that fails still writes `true`; loom then lets a later
+        // claim read that write instead of the release it has seen).
+        if self
+            .turn
+            .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
             return None;
         }
+        // The turn is held again: no hand-over is owed.
+        self.handoff.store(false, Ordering::Relaxed);
         Some(std::time::Duration::from_nanos(
             self.turn_wait.load(Ordering::Relaxed),
         ))
@@ -500,21 +533,30 @@ impl IdlePollers {
         self.turn.store(false, Ordering::Release);
     }
 
-    /// The poll turn's worker found input and will run what it woke: asks
-    /// a parked worker to take the turn over; true if one was woken for it.
-    pub(crate) fn hand_turn_over(&self, sleep: &super::sleep::Sleep) -> bool {
-        self.handoff.store(true, Ordering::Relaxed);
-        if sleep.wake_one_sleeper() {
-            return true;
-        }
-        self.handoff.store(false, Ordering::Relaxed);
-        false
+    /// The poll turn's worker left its park to run something (it released
+    /// the turn already): asks a parked worker to take the turn over, waking
+    /// one if any is parked (see "The poll turn's hand-over"). If none is,
+    /// `handoff` stays set for the next worker that parks without the turn.
+    pub(crate) fn hand_turn_over(&self, sleep: &super::sleep::Sleep) {
+        // `wake_one_sleeper`'s SeqCst fence orders this store before its
+        // read of the sleep counters (type doc). Release: a worker that
+        // sees the request (Acquire) also sees the turn given back, so its
+        // claim succeeds (unless another worker's claim came between).
+        self.handoff.store(true, Ordering::Release);
+        sleep.wake_one_sleeper();
     }
 
-    /// Whether the calling worker was woken to take the poll turn over (it
-    /// then parks with it at once).
+    /// Whether a hand-over of the poll turn waits for a taker: a worker
+    /// about to park without the turn asks this after its SeqCst fence
+    /// (`Sleep::sleep`'s last look for work), and does not park if so.
+    pub(crate) fn handoff_pending(&self) -> bool {
+        self.handoff.load(Ordering::Acquire)
+    }
+
+    /// Whether the calling worker is to take the poll turn over (it then
+    /// parks with it at once); clears the request.
     pub(crate) fn take_handoff(&self) -> bool {
-        self.handoff.load(Ordering::Relaxed) && self.handoff.swap(false, Ordering::Relaxed)
+        self.handoff.load(Ordering::Acquire) && self.handoff.swap(false, Ordering::Acquire)
     }
 
     /// The poll turn's park ended and its poll found nothing: the next park
@@ -673,5 +715,55 @@ mod tests {
                 );
             }
         }
+    }
+}
+
+#[cfg(all(test, loom))]
+mod loom_tests {
+    use super::IdlePollers;
+    use crate::loom::{thread, Arc};
+    use crate::runtime::latch::CoreLatch;
+    use crate::runtime::sleep::Sleep;
+
+    /// The poll turn's hand-over (`IdlePollers`): worker 0 holds the turn
+    /// and leaves its park to run work while worker 1, finding the turn
+    /// taken, parks without a bound. Worker 1 must end up holding the turn:
+    /// it sees the hand-over before it parks or is woken by it. Under loom a
+    /// park has no timeout, so a worker left parked with nobody to wake it
+    /// (the turn's holder gone to run work, the engine polled by nobody) is
+    /// a deadlock loom reports.
+    #[test]
+    fn the_poll_turn_reaches_a_parking_worker() {
+        let mut model = loom::model::Builder::new();
+        model.preemption_bound = Some(3);
+        model.check(|| {
+            let sleep = Arc::new(Sleep::new(2));
+            let pollers = Arc::new(IdlePollers::default());
+            pollers.add(std::sync::Arc::new(|| false), false);
+            assert!(pollers.claim_turn().is_some(), "worker 0 takes the turn");
+            let parker = {
+                let (sleep, pollers) = (Arc::clone(&sleep), Arc::clone(&pollers));
+                thread::spawn(move || {
+                    let latch = CoreLatch::new();
+                    sleep.start_looking();
+                    // As `WorkerThread::park`: a worker without the turn
+                    // counts a pending hand-over as work.
+                    while pollers.claim_turn().is_none() {
+                        sleep.sleep(1, &latch, None, None, || pollers.handoff_pending());
+                        pollers.take_handoff();
+                    }
+                    sleep.stop_looking();
+                })
+            };
+            // Worker 0's park ended with work to run: it gives the turn
+            // back and hands it over.
+            pollers.release_turn();
+            pollers.hand_turn_over(&sleep);
+            parker.join().unwrap();
+            assert_eq!(sleep.counters().sleeping(), 0);
+            assert!(pollers.claim_turn().is_none(), "worker 1 holds the turn");
+            // A hand-over set after worker 1's claim may be left over: the
+            // next worker to park without the turn takes it (type doc).
+        });
     }
 }

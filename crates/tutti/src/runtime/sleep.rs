@@ -302,8 +302,13 @@ impl Sleep {
         false
     }
 
-    /// Wakes one parked worker, if any is parked; true if one was.
+    /// Wakes one parked worker, if any is parked or about to park; true if
+    /// one was. Whatever the caller stored before is seen by a worker that
+    /// parks meanwhile (in its `has_work` look), or that worker is woken:
+    /// the fence pairs with the one in [`Self::sleep`], as for injected work
+    /// (the poll turn's hand-over, `registry::IdlePollers`).
     pub(crate) fn wake_one_sleeper(&self) -> bool {
+        fence(Ordering::SeqCst);
         self.counters.load().sleeping() > 0 && self.wake_any_cold()
     }
 

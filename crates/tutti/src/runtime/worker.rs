@@ -690,8 +690,12 @@ impl WorkerThread {
                 (Some(p), Some(r)) => Some(p.min(r)),
                 (p, r) => p.or(r),
             };
+            // Without the turn, a hand-over of it counts as work: this
+            // worker must not park without a bound while nobody holds the
+            // turn (`IdlePollers`, "The poll turn's hand-over").
+            let turnless = turn.is_none() && pollers.deaf();
             sleep.sleep(self.index, latch, max, waiter, || {
-                registry.has_visible_work()
+                registry.has_visible_work() || (turnless && pollers.handoff_pending())
             });
             if waiter.is_some() {
                 sleep.release_waiter();
