@@ -22,6 +22,11 @@
 //! connection's unsent answers are over their bound (`link.rs`), so a client
 //! that does not read its answers stops only itself.
 //!
+//! **Half-close.** A client that shuts down its sending side after its
+//! calls still gets their answers: at the end of its requests the reader
+//! waits until every answer owed on the connection is written and sent
+//! (`Conn::settled`, at most the endpoint's call deadline), then ends it.
+//!
 //! **Admission.** A client must complete its handshake within the endpoint's
 //! `handshake_timeout` (a client that connects and says nothing, or half a
 //! hello, is dropped with the reason recorded); beyond `max_connections` open
@@ -201,7 +206,15 @@ async fn read_frames(inner: &Arc<Inner>, conn: &Arc<Conn>) -> String {
             }
         };
         match got {
-            Ok(0) => return "closed by the other end".into(),
+            Ok(0) => {
+                if conn.side == Side::Incoming && r.open {
+                    // A client may half-close once it has sent its calls:
+                    // the answers still owed go out before the connection
+                    // ends (a call's deadline bounds the wait).
+                    let _ = timeout(inner.config.deadline, conn.settled()).await;
+                }
+                return "closed by the other end".into();
+            }
             Ok(n) => {
                 r.end += n;
                 if let After::End(why) = frames(inner, conn, &mut r, &limits) {

@@ -302,6 +302,9 @@ impl Inner {
 
     /// One frame of an open connection.
     pub(crate) fn on_frame(self: &Arc<Self>, conn: &Arc<Conn>, bytes: &[u8]) -> After {
+        if conn.side == Side::Incoming && super::link::is_question(bytes) {
+            conn.owe();
+        }
         serve::receive(self, conn.id, bytes, conn.format());
         After::Go
     }

@@ -32,7 +32,7 @@ use std::time::{Duration, Instant};
 
 use crate::call::{Link, LinkError};
 use crate::loom::{lock, Mutex};
-use crate::msg::codec::Format;
+use crate::msg::codec::{self, Format, FrameKind};
 use crate::net::TcpStream;
 
 /// One connection of an endpoint, as a peer of its conversation.
@@ -99,6 +99,10 @@ pub(crate) struct Conn {
     limits: OutLimits,
     /// Set once the connection has ended (its failure is handled once).
     pub(crate) ended: AtomicBool,
+    /// Questions a client asked on this (incoming) connection whose answers
+    /// have not been written yet: a client that half-closes after its calls
+    /// gets them before the connection ends ([`Conn::settled`]).
+    owed: AtomicU64,
 }
 
 impl Conn {
@@ -124,7 +128,58 @@ impl Conn {
             }),
             limits,
             ended: AtomicBool::new(false),
+            owed: AtomicU64::new(0),
         }
+    }
+
+    /// A question arrived on this connection: its answer is owed.
+    pub(crate) fn owe(&self) {
+        self.owed.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// An answer was written (or failed to be: the connection failed then):
+    /// one question less, and the reader waiting in [`Conn::settled`] looks
+    /// again when none is left.
+    fn paid(&self) {
+        let mut n = self.owed.load(Ordering::Acquire);
+        // Never below zero: an answer to a question not counted (its header
+        // did not parse here) changes nothing.
+        while n > 0 {
+            match self
+                .owed
+                .compare_exchange_weak(n, n - 1, Ordering::AcqRel, Ordering::Acquire)
+            {
+                Ok(_) => {
+                    if n == 1 {
+                        wake_reader(&mut lock(&self.out));
+                    }
+                    return;
+                }
+                Err(now) => n = now,
+            }
+        }
+    }
+
+    /// Ready once every owed answer is written and the socket has taken
+    /// every queued byte, or the connection has failed. The lock orders it
+    /// with [`Conn::paid`]: the count is read under it, and a payment after
+    /// the read wakes the waker stored under it.
+    fn poll_settled(&self, cx: &mut Context<'_>) -> Poll<()> {
+        let mut out = lock(&self.out);
+        if out.failed.is_some() || (self.owed.load(Ordering::Acquire) == 0 && out.unsent() == 0) {
+            out.reader = None;
+            Poll::Ready(())
+        } else {
+            out.reader = Some(cx.waker().clone());
+            Poll::Pending
+        }
+    }
+
+    /// Waits until every owed answer has gone out (see
+    /// [`poll_settled`](Self::poll_settled)): the reader, at the end of
+    /// the client's requests, before it ends the connection.
+    pub(crate) async fn settled(&self) {
+        std::future::poll_fn(|cx| self.poll_settled(cx)).await
     }
 
     /// `tcp://ip:port` of the other end.
@@ -324,6 +379,20 @@ fn wake_reader(out: &mut Out) {
     }
 }
 
+/// Whether `frame` answers a question (a reply or a fault).
+fn is_answer(frame: &[u8]) -> bool {
+    matches!(
+        codec::decode_frame(frame).map(|f| f.header().kind),
+        Ok(FrameKind::Reply | FrameKind::Fault)
+    )
+}
+
+/// Whether `frame` is a question (its answer will be owed).
+pub(crate) fn is_question(frame: &[u8]) -> bool {
+    codec::decode_frame(frame)
+        .is_ok_and(|f| f.header().kind == FrameKind::Ask && f.header().corr != 0)
+}
+
 /// Deadline arithmetic that cannot overflow.
 pub(crate) fn after(d: Duration) -> Instant {
     let now = Instant::now();
@@ -370,7 +439,13 @@ impl Link for Conns {
 
     fn send_frame(&self, to: ConnId, frame: &[u8]) -> Result<(), LinkError> {
         match self.get(to) {
-            Some(conn) => conn.write(frame),
+            Some(conn) => {
+                let written = conn.write(frame);
+                if conn.side == Side::Incoming && is_answer(frame) {
+                    conn.paid();
+                }
+                written
+            }
             None => Err(LinkError {
                 why: format!("{to} is closed"),
                 rank_died: None,

@@ -236,8 +236,7 @@ fn frames_cut_anywhere_arrive_whole() {
                 s.write_all(&batch[at..end]).unwrap();
                 at = end;
             }
-            // Half-closing would end the connection before the answers: read
-            // exactly one answer per question instead.
+            // One answer per question, read while the connection is open.
             let mut replies = Vec::new();
             for _ in 0..payloads.len() {
                 let f = read_frame(&mut s)?;
@@ -256,5 +255,65 @@ fn frames_cut_anywhere_arrive_whole() {
         })
         .unwrap();
     assert_eq!(rpc.stats().malformed, 0);
+    still_serving(&rpc);
+}
+
+#[derive(Serialize, Deserialize, Debug)]
+struct Slow(u64);
+impl Message for Slow {
+    type Reply = u64;
+}
+impl Remote for Slow {
+    const NAME: &'static str = "test.rpc.Slow";
+}
+
+/// Answers after a pause, so that its answers are still owed when the
+/// client's end of its requests arrives.
+struct Sleeper;
+impl Object for Sleeper {
+    type Context = ();
+    fn remote(t: &mut Dispatch<Self>) -> Result<(), RegistryError> {
+        t.register::<Slow>()?;
+        Ok(())
+    }
+}
+impl Handler<Slow> for Sleeper {
+    async fn handle(&mut self, m: Slow, _: &mut ()) -> u64 {
+        crate::runtime::sleep(Duration::from_millis(20)).await;
+        m.0
+    }
+}
+
+/// A client that sends its calls and half-closes at once gets every answer
+/// (in order: the object serves one call at a time), then the end of the
+/// connection.
+#[test]
+fn a_client_half_closing_after_its_calls_gets_every_answer() {
+    const SLOW: &str = "test/slow";
+    let (rpc, addr) = server();
+    rpc.publish(SLOW, Sleeper, Vendor::Sequential).unwrap();
+    let mut s = raw(&addr);
+    let mut bytes = Vec::new();
+    for corr in 1..=5u64 {
+        let h = Header {
+            msg: Slow::ID,
+            target: endpoint::target_of(SLOW),
+            corr,
+            ..Header::new(FrameKind::Ask)
+        };
+        codec::encode_frame(&h, &Slow(corr * 10), &mut bytes).unwrap();
+    }
+    s.write_all(&bytes).unwrap();
+    s.shutdown(Shutdown::Write).unwrap();
+    let mut got = Vec::new();
+    s.read_to_end(&mut got).unwrap();
+    let answers: Vec<(FrameKind, u64, u64)> = codec::frames_with(&got, &Limits::DEFAULT)
+        .map(|f| {
+            let f = f.unwrap();
+            (f.header().kind, f.header().corr, f.decode::<u64>().unwrap())
+        })
+        .collect();
+    let want: Vec<_> = (1..=5u64).map(|c| (FrameKind::Reply, c, c * 10)).collect();
+    assert_eq!(answers, want);
     still_serving(&rpc);
 }

@@ -295,9 +295,11 @@ impl Runtime {
     }
 
     /// Registers `poller` to be called by idle workers, one at a time, before
-    /// each idle round (and every `IdlePollers::POLL_INTERVAL` while parked).
-    pub(crate) fn add_idle_poller(&self, poller: registry::IdlePoller) {
-        self.registry.pollers.add(poller);
+    /// each idle round; `wakes` says whether its engine's input can wake a
+    /// parked worker (else one parked worker polls it on a backing-off timer,
+    /// see `registry::IdlePollers`).
+    pub(crate) fn add_idle_poller(&self, poller: registry::IdlePoller, wakes: bool) {
+        self.registry.pollers.add(poller, wakes);
     }
 
     /// Registers `waiter`, the OS primitive of the engine whose poller is

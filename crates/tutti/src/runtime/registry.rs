@@ -373,15 +373,60 @@ pub(crate) type IdlePoller = Arc<dyn Fn() -> bool + Send + Sync>;
 /// (this serializes the engine's progress as `MPI_THREAD_SERIALIZED` requires).
 /// After a poll that moved something, idle workers poll continuously for
 /// [`SPIN_POLLS`](IdlePollers::SPIN_POLLS) polls, then yield between polls, and
-/// only then fall back to the runtime's idle strategy; parked workers wake every
-/// [`POLL_INTERVAL`](IdlePollers::POLL_INTERVAL) to poll, since an external
-/// engine cannot wake them — unless the engine also registered an idle waiter
-/// (`sleep::IdleWaiter`): then the spin adapts, there are no yields, and one
-/// parked worker blocks in the waiter (the engine's input wakes it) while the
-/// others park without a bound.
+/// only then fall back to the runtime's idle strategy, which parks them.
+///
+/// How parked workers learn of an engine's input depends on the engine:
+///
+/// * **It can wake a worker** (registered with `wakes`): the shared-memory
+///   rings, whose futex a parked worker blocks on (the engine's idle waiter,
+///   `sleep::IdleWaiter`; the spin then adapts and there are no yields) or
+///   whose receiving thread delivers and so wakes the tasks; the I/O driver,
+///   whose `epoll_wait` is the waiter. Parked workers sleep without a bound.
+/// * **It cannot** (a *deaf* engine: MPI, which has no descriptor to wait
+///   on): one parked worker at a time holds the *poll turn* and parks with a
+///   timeout, polls when it ends, and parks again with twice the timeout, from
+///   [`POLL_INTERVAL`](IdlePollers::POLL_INTERVAL) up to
+///   [`POLL_MAX`](IdlePollers::POLL_MAX); input resets it. The other parked
+///   workers sleep without a bound; when the turn's worker wakes to run
+///   something (its poll found input, or work was handed to it), it wakes
+///   one of them, which takes the turn over meanwhile. So an idle process
+///   polls a deaf engine about `1 / POLL_MAX` times a second, and a message
+///   reaching it after a long silence waits up to `POLL_MAX` more than one
+///   that arrives during traffic.
+///
+/// # The poll turn's hand-over
+///
+/// The turn is a flag taken by a swap ([`claim_turn`](Self::claim_turn)) and
+/// given back after the park. A worker that finds it taken parks without a
+/// bound, so the holder must not leave it while such a worker sleeps on: the
+/// *hand-over* ([`hand_turn_over`](Self::hand_turn_over)) sets `handoff`,
+/// then, after a SeqCst fence, wakes a parked worker if the sleep counters
+/// show one (`Sleep::wake_one_sleeper`). A worker parking without the turn
+/// counts itself sleeping, issues its SeqCst fence and only then reads
+/// `handoff` among its last looks for work (`handoff_pending`): the two
+/// fences are ordered, so either the parking worker sees `handoff` and does
+/// not park, or the hand-over sees it counted and wakes it (the waker takes
+/// the parked worker's lock, which that worker holds until it blocks). The
+/// worker so woken (or not parked) takes `handoff` and parks again at once,
+/// claiming the turn; a successful claim clears `handoff`, since the turn is
+/// held again. This is `sleep.rs`'s argument for injected work, with
+/// `handoff` as the work. A `handoff` left over (set after another worker
+/// claimed the turn) costs a turnless worker one extra idle round, never
+/// more: taking it clears it.
+/// `loom_tests::the_poll_turn_reaches_a_parking_worker` checks the
+/// hand-over.
 pub(crate) struct IdlePollers {
     list: Mutex<Vec<IdlePoller>>,
     active: AtomicBool,
+    /// Registered pollers whose engine cannot wake a parked worker.
+    deaf: AtomicUsize,
+    /// A parked worker polls the deaf engines on a timer now.
+    turn: AtomicBool,
+    /// The poll turn's next park timeout, in nanoseconds (see the type doc).
+    turn_wait: AtomicU64,
+    /// The poll turn's worker found input and woke another worker to take
+    /// the turn over: the first worker to see this parks with it at once.
+    handoff: AtomicBool,
     /// Pauses in force (`Runtime::pause_idle_pollers`); while any is, the
     /// pollers are not called.
     paused: AtomicUsize,
@@ -399,6 +444,10 @@ impl Default for IdlePollers {
         IdlePollers {
             list: Mutex::new(Vec::new()),
             active: AtomicBool::new(false),
+            deaf: AtomicUsize::new(0),
+            turn: AtomicBool::new(false),
+            turn_wait: AtomicU64::new(Self::POLL_INTERVAL.as_nanos() as u64),
+            handoff: AtomicBool::new(false),
             paused: AtomicUsize::new(0),
             moves: AtomicU64::new(0),
             spin_polls: AtomicU32::new(Self::SPIN_POLLS),
@@ -408,8 +457,11 @@ impl Default for IdlePollers {
 }
 
 impl IdlePollers {
-    /// How long a parked worker sleeps between polls while pollers exist.
+    /// The poll turn's first park timeout after input (see the type doc).
     pub(crate) const POLL_INTERVAL: std::time::Duration = std::time::Duration::from_micros(100);
+    /// The poll turn's longest park timeout: the most a message to an idle
+    /// process waits for a deaf engine to be polled.
+    pub(crate) const POLL_MAX: std::time::Duration = std::time::Duration::from_millis(2);
     /// After a poll moved something, idle workers keep polling without pause
     /// for this many polls that move nothing (about 0.2–0.5 ms: traffic tends to
     /// continue, and a ping-pong's reply is due within a round trip), then yield
@@ -437,9 +489,85 @@ impl IdlePollers {
         )
     }
 
-    pub(crate) fn add(&self, p: IdlePoller) {
+    /// Registers `p`; `wakes` says whether its engine's input can wake a
+    /// parked worker (see the type doc), else parked workers poll it on a
+    /// timer.
+    pub(crate) fn add(&self, p: IdlePoller, wakes: bool) {
         lock(&self.list).push(p);
+        if !wakes {
+            self.deaf.fetch_add(1, Ordering::Relaxed);
+        }
         self.active.store(true, Ordering::Release);
+    }
+
+    /// Whether a registered engine cannot wake a parked worker.
+    #[inline]
+    pub(crate) fn deaf(&self) -> bool {
+        self.deaf.load(Ordering::Relaxed) != 0
+    }
+
+    /// Takes the poll turn for the calling parking worker, with the timeout
+    /// to park for; `None` if another parked worker holds it. Give it back
+    /// with [`release_turn`](Self::release_turn).
+    pub(crate) fn claim_turn(&self) -> Option<std::time::Duration> {
+        // A compare-exchange, not a swap: a failed claim writes nothing, so
+        // the holder's release is the newest store a later claim can read
+        // (a swap that fails still writes `true`; loom then lets a later
+        // claim read that write instead of the release it has seen).
+        if self
+            .turn
+            .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            return None;
+        }
+        // The turn is held again: no hand-over is owed.
+        self.handoff.store(false, Ordering::Relaxed);
+        Some(std::time::Duration::from_nanos(
+            self.turn_wait.load(Ordering::Relaxed),
+        ))
+    }
+
+    /// Gives the poll turn back after its park.
+    pub(crate) fn release_turn(&self) {
+        self.turn.store(false, Ordering::Release);
+    }
+
+    /// The poll turn's worker left its park to run something (it released
+    /// the turn already): asks a parked worker to take the turn over, waking
+    /// one if any is parked (see "The poll turn's hand-over"). If none is,
+    /// `handoff` stays set for the next worker that parks without the turn.
+    pub(crate) fn hand_turn_over(&self, sleep: &super::sleep::Sleep) {
+        // `wake_one_sleeper`'s SeqCst fence orders this store before its
+        // read of the sleep counters (type doc). Release: a worker that
+        // sees the request (Acquire) also sees the turn given back, so its
+        // claim succeeds (unless another worker's claim came between).
+        self.handoff.store(true, Ordering::Release);
+        sleep.wake_one_sleeper();
+    }
+
+    /// Whether a hand-over of the poll turn waits for a taker: a worker
+    /// about to park without the turn asks this after its SeqCst fence
+    /// (`Sleep::sleep`'s last look for work), and does not park if so.
+    pub(crate) fn handoff_pending(&self) -> bool {
+        self.handoff.load(Ordering::Acquire)
+    }
+
+    /// Whether the calling worker is to take the poll turn over (it then
+    /// parks with it at once); clears the request.
+    pub(crate) fn take_handoff(&self) -> bool {
+        self.handoff.load(Ordering::Acquire) && self.handoff.swap(false, Ordering::Acquire)
+    }
+
+    /// The poll turn's park ended and its poll found nothing: the next park
+    /// waits twice as long, up to [`Self::POLL_MAX`].
+    pub(crate) fn turn_was_quiet(&self) {
+        let next = self
+            .turn_wait
+            .load(Ordering::Relaxed)
+            .saturating_mul(2)
+            .min(Self::POLL_MAX.as_nanos() as u64);
+        self.turn_wait.store(next, Ordering::Relaxed);
     }
 
     /// Whether any poller is registered and polling is not paused.
@@ -467,6 +595,10 @@ impl IdlePollers {
         };
         if moved {
             self.moves.fetch_add(1, Ordering::Relaxed);
+            if self.turn_wait.load(Ordering::Relaxed) != Self::POLL_INTERVAL.as_nanos() as u64 {
+                self.turn_wait
+                    .store(Self::POLL_INTERVAL.as_nanos() as u64, Ordering::Relaxed);
+            }
         }
         moved
     }
@@ -517,5 +649,121 @@ fn with_current_registry_cold<R>(f: impl FnOnce(&Arc<Registry>) -> R) -> R {
     match super::entered_registry() {
         Some(r) => f(&r),
         None => f(global_registry()),
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use std::sync::Arc;
+    use std::task::{Poll, Waker};
+    use std::time::Duration;
+
+    use crate::loom::{AtomicBool, AtomicU64, Mutex as StdMutex, Ordering as O};
+
+    /// An engine whose input cannot wake a parked worker (like MPI): input
+    /// shows in a flag only a poll sees, and the poll wakes the task waiting
+    /// for it.
+    #[derive(Default)]
+    struct Deaf {
+        input: AtomicBool,
+        delivered: AtomicBool,
+        polls: AtomicU64,
+        waiting: StdMutex<Option<Waker>>,
+    }
+
+    impl Deaf {
+        fn poll(&self) -> bool {
+            self.polls.fetch_add(1, O::Relaxed);
+            if !self.input.swap(false, O::AcqRel) {
+                return false;
+            }
+            self.delivered.store(true, O::Release);
+            if let Some(w) = self.waiting.lock().unwrap().take() {
+                w.wake();
+            }
+            true
+        }
+    }
+
+    /// Every worker parked (the poll turn backed off to its longest wait),
+    /// input of a deaf engine still reaches its task, through the worker
+    /// that holds the poll turn: with one worker and with two.
+    #[test]
+    fn a_parked_runtime_finds_a_deaf_engines_input() {
+        for workers in [1, 2] {
+            let rt = crate::Runtime::builder().workers(workers).build().unwrap();
+            let deaf = Arc::new(Deaf::default());
+            let d = Arc::clone(&deaf);
+            rt.add_idle_poller(Arc::new(move || d.poll()), false);
+            for round in 0..3 {
+                let d = Arc::clone(&deaf);
+                let task = rt.spawn(std::future::poll_fn(move |cx| {
+                    *d.waiting.lock().unwrap() = Some(cx.waker().clone());
+                    if d.delivered.swap(false, O::AcqRel) {
+                        Poll::Ready(())
+                    } else {
+                        Poll::Pending
+                    }
+                }));
+                std::thread::sleep(Duration::from_millis(30));
+                let before = deaf.polls.load(O::Relaxed);
+                deaf.input.store(true, O::Release);
+                task.join();
+                assert!(
+                    deaf.polls.load(O::Relaxed) > before,
+                    "{workers} workers, round {round}: the input was found by a poll"
+                );
+            }
+        }
+    }
+}
+
+#[cfg(all(test, loom))]
+mod loom_tests {
+    use super::IdlePollers;
+    use crate::loom::{thread, Arc};
+    use crate::runtime::latch::CoreLatch;
+    use crate::runtime::sleep::Sleep;
+
+    /// The poll turn's hand-over (`IdlePollers`): worker 0 holds the turn
+    /// and leaves its park to run work while worker 1, finding the turn
+    /// taken, parks without a bound. Worker 1 must end up holding the turn:
+    /// it sees the hand-over before it parks or is woken by it. Under loom a
+    /// park has no timeout, so a worker left parked with nobody to wake it
+    /// (the turn's holder gone to run work, the engine polled by nobody) is
+    /// a deadlock loom reports.
+    #[test]
+    fn the_poll_turn_reaches_a_parking_worker() {
+        let mut model = loom::model::Builder::new();
+        model.preemption_bound = Some(3);
+        model.check(|| {
+            let sleep = Arc::new(Sleep::new(2));
+            let pollers = Arc::new(IdlePollers::default());
+            pollers.add(std::sync::Arc::new(|| false), false);
+            assert!(pollers.claim_turn().is_some(), "worker 0 takes the turn");
+            let parker = {
+                let (sleep, pollers) = (Arc::clone(&sleep), Arc::clone(&pollers));
+                thread::spawn(move || {
+                    let latch = CoreLatch::new();
+                    sleep.start_looking();
+                    // As `WorkerThread::park`: a worker without the turn
+                    // counts a pending hand-over as work.
+                    while pollers.claim_turn().is_none() {
+                        sleep.sleep(1, &latch, None, None, || pollers.handoff_pending());
+                        pollers.take_handoff();
+                    }
+                    sleep.stop_looking();
+                })
+            };
+            // Worker 0's park ended with work to run: it gives the turn
+            // back and hands it over.
+            pollers.release_turn();
+            pollers.hand_turn_over(&sleep);
+            parker.join().unwrap();
+            assert_eq!(sleep.counters().sleeping(), 0);
+            assert!(pollers.claim_turn().is_none(), "worker 1 holds the turn");
+            // A hand-over set after worker 1's claim may be left over: the
+            // next worker to park without the turn takes it (type doc).
+        });
     }
 }

@@ -90,9 +90,11 @@ use std::time::Duration;
 use super::latch::CoreLatch;
 use crate::loom::{fence, lock, AtomicBool, AtomicU64, Condvar, Mutex, Ordering};
 
-/// The longest a worker blocks in an [`IdleWaiter`] without a bound of its
-/// own (the waiter's input and every runtime wake-up end it sooner).
-pub(crate) const WAITER_MAX: Duration = Duration::from_secs(1);
+/// The longest a worker blocks in an [`IdleWaiter`] while no timer is armed
+/// and the caller gives no bound: a safety net, not a polling interval (the
+/// waiter's input and every runtime wake-up end the block; a timer bounds it,
+/// see [`Sleep::sleep`]).
+pub(crate) const WAITER_MAX: Duration = Duration::from_secs(30);
 
 /// Most workers one runtime may have (16-bit fields in [`Counters`]).
 pub(crate) const MAX_WORKERS: usize = 0x7fff;
@@ -291,12 +293,23 @@ impl Sleep {
     }
 
     #[cold]
-    fn wake_any_cold(&self) {
+    fn wake_any_cold(&self) -> bool {
         for i in 0..self.workers.len() {
             if self.wake_specific_thread(i) {
-                return;
+                return true;
             }
         }
+        false
+    }
+
+    /// Wakes one parked worker, if any is parked or about to park; true if
+    /// one was. Whatever the caller stored before is seen by a worker that
+    /// parks meanwhile (in its `has_work` look), or that worker is woken:
+    /// the fence pairs with the one in [`Self::sleep`], as for injected work
+    /// (the poll turn's hand-over, `registry::IdlePollers`).
+    pub(crate) fn wake_one_sleeper(&self) -> bool {
+        fence(Ordering::SeqCst);
+        self.counters.load().sleeping() > 0 && self.wake_any_cold()
     }
 
     /// Wakes every parked worker (shutdown).
@@ -334,8 +347,10 @@ impl Sleep {
     #[cold]
     ///
     /// With `waiter` (claimed with [`Self::claim_waiter`]) the worker blocks
-    /// in it instead of on its condvar, for at most `max` (else
-    /// [`WAITER_MAX`]).
+    /// in it instead of on its condvar, for at most `max`, and at most until
+    /// the earliest armed timer is due (`timer::until_next_due`: the worker
+    /// then fires it itself, with no hop through the timer thread), else
+    /// [`WAITER_MAX`].
     pub(crate) fn sleep(
         &self,
         index: usize,
@@ -361,7 +376,11 @@ impl Sleep {
         if let Some(waiter) = waiter {
             w.in_waiter.store(true, Ordering::Relaxed);
             drop(blocked);
-            waiter.block(max.unwrap_or(WAITER_MAX), &|| *lock(&w.blocked));
+            let bound = match (max, super::timer::until_next_due()) {
+                (Some(m), Some(t)) => m.min(t),
+                (m, t) => m.or(t).unwrap_or(WAITER_MAX),
+            };
+            waiter.block(bound, &|| *lock(&w.blocked));
             let mut blocked = lock(&w.blocked);
             w.in_waiter.store(false, Ordering::Relaxed);
             if *blocked {

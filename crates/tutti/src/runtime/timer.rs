@@ -421,6 +421,32 @@ pub(crate) fn fire_due_here() {
     }
 }
 
+/// How long until the earliest timer of the process is due, by the next-due hint;
+/// `None` while no timer is armed. A worker about to block in the runtime's idle
+/// waiter (the I/O driver's `epoll_wait`, a shared-memory mailbox's futex) bounds
+/// the block by this, so that it wakes when the timer is due and fires it itself
+/// ([`fire_due_here`] runs before its next search), with no hop through the timer
+/// thread. The hint is only a hint (invariant 4): read too early, it costs one
+/// wake-up; read too late, the timer thread still fires the entry, and the task it
+/// wakes is injected, which wakes the blocked worker.
+///
+/// Under loom: `None` (the models give waiters no timeouts).
+#[cfg(not(loom))]
+pub(crate) fn until_next_due() -> Option<Duration> {
+    let next = Driver::global().next_due.0.load(Ordering::Relaxed);
+    if next == NONE_DUE {
+        return None;
+    }
+    let now = nanos_since_epoch(Instant::now());
+    Some(Duration::from_nanos(next.saturating_sub(now)))
+}
+
+/// See the other `until_next_due`.
+#[cfg(loom)]
+pub(crate) fn until_next_due() -> Option<Duration> {
+    None
+}
+
 #[cold]
 #[cfg_attr(loom, allow(dead_code))]
 fn fire_due_here_cold(driver: &Driver) {

@@ -105,6 +105,12 @@ pub(crate) struct WorkerThread {
     spin_budget: Cell<u32>,
     /// Idle rounds since this worker last ran a job ([`SPIN_POLL_EVERY`]).
     spin_rounds: Cell<u32>,
+    /// This worker's last park held the poll turn of deaf engines
+    /// (`IdlePollers`): its next idle round polls once and parks again.
+    turn_park: Cell<bool>,
+    /// This worker has parked since it last ran a job (only such a worker
+    /// takes the poll turn over, `IdlePollers::take_handoff`).
+    parked: Cell<bool>,
     rng: Cell<u64>,
     index: usize,
     registry: Arc<Registry>,
@@ -146,6 +152,8 @@ impl WorkerThread {
             seen_moves: Cell::new(0),
             spin_budget: Cell::new(IdlePollers::SPIN_POLLS),
             spin_rounds: Cell::new(0),
+            turn_park: Cell::new(false),
+            parked: Cell::new(false),
             rng: Cell::new(0x9E37_79B9_7F4A_7C15 ^ ((index as u64 + 1) << 17)),
             index,
             registry,
@@ -510,6 +518,12 @@ impl WorkerThread {
             if let Some(job) = found {
                 rounds = 0;
                 self.spin_rounds.set(0);
+                if self.turn_park.replace(false) && self.registry.pollers.deaf() {
+                    // Woken from the poll turn to run this: another parked
+                    // worker takes the turn over meanwhile.
+                    self.registry.pollers.hand_turn_over(sleep);
+                }
+                self.parked.set(false);
                 self.execute(job);
                 continue;
             }
@@ -530,6 +544,23 @@ impl WorkerThread {
         let pollers = &self.registry.pollers;
         let waiter = self.registry.sleep.has_waiter()
             && matches!(self.registry.idle, IdleStrategy::Park { .. });
+        if pollers.active() && self.turn_park.replace(false) {
+            // The poll turn's park ended: poll once; nothing came, so park
+            // again at once, twice as long (no spin: the silence goes on).
+            if pollers.poll() {
+                // Input: another parked worker takes the turn while this
+                // one runs what the poll woke.
+                pollers.hand_turn_over(&self.registry.sleep);
+                self.quiet_polls.set(0);
+                return 0;
+            }
+            pollers.turn_was_quiet();
+            return self.park(latch);
+        }
+        if self.parked.get() && pollers.active() && pollers.deaf() && pollers.take_handoff() {
+            // Woken to take the poll turn over: park with it at once.
+            return self.park(latch);
+        }
         if pollers.active() {
             // With a waiter the spin adapts: input that arrives while this
             // worker spins doubles the next spin, a spin that runs out
@@ -636,22 +667,44 @@ impl WorkerThread {
             }
             let sleep = &registry.sleep;
             // One parked worker blocks in the engine's waiter (its input
-            // wakes it); the others need not wake to poll meanwhile. Without
-            // a waiter, parked workers wake every `POLL_INTERVAL` to poll.
-            let waiter = if pollers.active() {
-                sleep.claim_waiter()
+            // wakes it); the others need not wake to poll meanwhile. Engines
+            // that cannot wake a worker are polled by the one parked worker
+            // that holds the poll turn, on a backing-off timer
+            // (`IdlePollers`).
+            let active = pollers.active();
+            let waiter = if active { sleep.claim_waiter() } else { None };
+            let turn = if active && pollers.deaf() {
+                pollers.claim_turn()
             } else {
                 None
             };
-            let max = (pollers.active() && waiter.is_none() && !sleep.waiter_occupied())
-                .then_some(IdlePollers::POLL_INTERVAL)
-                .or(again.then_some(super::context::IDLE_RECHECK));
+            // A waiter registered but between two workers: poll soon.
+            let between = active
+                && !pollers.deaf()
+                && sleep.has_waiter()
+                && waiter.is_none()
+                && !sleep.waiter_occupied();
+            let poll = turn.or(between.then_some(IdlePollers::POLL_INTERVAL));
+            let recheck = again.then_some(super::context::IDLE_RECHECK);
+            let max = match (poll, recheck) {
+                (Some(p), Some(r)) => Some(p.min(r)),
+                (p, r) => p.or(r),
+            };
+            // Without the turn, a hand-over of it counts as work: this
+            // worker must not park without a bound while nobody holds the
+            // turn (`IdlePollers`, "The poll turn's hand-over").
+            let turnless = turn.is_none() && pollers.deaf();
             sleep.sleep(self.index, latch, max, waiter, || {
-                registry.has_visible_work()
+                registry.has_visible_work() || (turnless && pollers.handoff_pending())
             });
             if waiter.is_some() {
                 sleep.release_waiter();
             }
+            if turn.is_some() {
+                pollers.release_turn();
+                self.turn_park.set(true);
+            }
+            self.parked.set(true);
         }
         0
     }

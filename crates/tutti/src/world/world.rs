@@ -136,7 +136,7 @@ impl World {
         config.engine = transport.describe();
         if transport.polled() {
             let t = Arc::clone(&transport);
-            runtime.add_idle_poller(Arc::new(move || t.progress()));
+            runtime.add_idle_poller(Arc::new(move || t.progress()), transport.input_wakes());
             if let Some(w) = transport.idle_waiter() {
                 runtime.set_idle_waiter(w);
             }

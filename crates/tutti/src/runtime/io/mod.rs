@@ -19,9 +19,14 @@
 //!   wake-up (`IdleWaiter::unblock`, new work for the parked worker) writes
 //!   it, which ends the `epoll_wait` at once, or makes the next one return at
 //!   once — the arming that the waiter contract asks for holds from the start.
-//!   The block is bounded by `sleep::WAITER_MAX`; timers need no shorter
-//!   bound: the timer thread injects the tasks it wakes, and that injection
-//!   wakes the parked worker through `unblock`.
+//!   The block lasts until the earliest armed timer is due (the timer
+//!   wheel's next-due hint, `timer::until_next_due`): the worker then fires
+//!   the timer itself and runs the task it wakes, with no hop through the
+//!   timer thread. With no timer armed nothing bounds it but a long safety
+//!   net (`sleep::WAITER_MAX`): an idle runtime with open sockets makes no
+//!   system call at all. A timer armed while the worker blocks needs no
+//!   shorter bound: the timer thread fires it, and the injection of the task
+//!   it wakes wakes the worker through `unblock`.
 //!
 //! The park protocol with the driver in it is the one `sleep.rs` proves for
 //! any waiter whose wake-up is armed before `stay` is asked; `loom_tests`
@@ -239,7 +244,11 @@ fn driver_of(registry: &Arc<Registry>) -> io::Result<Arc<Driver>> {
         }
     }
     let poller = driver.clone();
-    registry.pollers.add(Arc::new(move || poller.poll_now()));
+    // Socket events wake a parked worker: the one blocked in the driver, or
+    // the driver's own thread.
+    registry
+        .pollers
+        .add(Arc::new(move || poller.poll_now()), true);
     if !registry.sleep.set_waiter(driver.clone()) {
         block_on_own_thread(Arc::downgrade(&driver))?;
     }
@@ -249,8 +258,9 @@ fn driver_of(registry: &Arc<Registry>) -> io::Result<Arc<Driver>> {
 /// The driver's blocking side when another engine holds the runtime's idle
 /// waiter: a thread that waits in the OS for as long as the driver lives.
 fn block_on_own_thread(driver: Weak<Driver>) -> io::Result<()> {
-    /// How often the thread looks whether the driver is gone.
-    const CHECK: Duration = Duration::from_millis(100);
+    /// How often the thread looks whether the driver is gone (the runtime
+    /// that holds it was dropped); socket events end each wait at once.
+    const CHECK: Duration = Duration::from_secs(1);
     std::thread::Builder::new()
         .name("tutti-io".into())
         .spawn(move || {

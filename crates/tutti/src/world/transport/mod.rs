@@ -117,6 +117,13 @@ pub(crate) trait Transport: Send + Sync {
     fn idle_waiter(&self) -> Option<Arc<dyn crate::runtime::sleep::IdleWaiter>> {
         None
     }
+    /// Whether the engine's input wakes an idle worker by itself — a parked
+    /// worker blocked in its [`idle_waiter`](Self::idle_waiter), or a
+    /// receiving thread that delivers what arrives — so that parked workers
+    /// need not poll it on a timer (polling mode). MPI has nothing to wait on.
+    fn input_wakes(&self) -> bool {
+        false
+    }
     /// Whether a waiting location spins on the engine itself (polling mode)
     /// before it yields its worker; not when idle workers block in the
     /// engine's [`idle_waiter`](Self::idle_waiter) (they spin adaptively).

@@ -1,8 +1,9 @@
 //! Loom models of the mailbox ring (`ring.rs`): slot hand-over between
 //! producers and the consumer (claim, commit, helping a claimant move the
-//! tail), the futex sleep/wake, and the reclaim of a slot whose producer
-//! died between claim and commit; and the end of a large body's loan
-//! (`loan.rs`).
+//! tail), the futex sleep/wake, the reclaim of a slot whose producer
+//! died between claim and commit; the end of a large body's loan
+//! (`loan.rs`); and the receiving thread's doze against a worker leaving
+//! the futex (`backstop.rs`).
 
 use super::ring::{Ring, FIRST, LAST};
 use crate::loom::{thread, Arc};
@@ -374,4 +375,51 @@ mod loan {
             assert_eq!(outcomes, [true, false]);
         });
     }
+}
+
+/// The receiving thread's doze against the worker leaving the futex
+/// (`backstop.rs`): the thread either does not doze or is woken by the
+/// worker's bell — the model's bell (a counter and a condvar, like an
+/// eventfd: a ring before the wait leaves it readable) has no timeout, so a
+/// lost ring blocks for ever and loom reports it. Twice in a row, so that a
+/// ring left over from the first round cannot hide a lost one in the second
+/// (the thread empties the bell after each doze, as the engine does).
+#[test]
+fn a_worker_leaving_the_futex_ends_the_doze() {
+    use super::backstop::Backstop;
+    use crate::loom::{lock, Condvar, Mutex};
+    struct Bell {
+        rung: Mutex<u32>,
+        cond: Condvar,
+    }
+    model(3, || {
+        let backstop = Arc::new(Backstop::new());
+        let bell = Arc::new(Bell {
+            rung: Mutex::new(0),
+            cond: Condvar::new(),
+        });
+        for _ in 0..2 {
+            backstop.worker_blocks();
+            let worker = {
+                let (backstop, bell) = (Arc::clone(&backstop), Arc::clone(&bell));
+                thread::spawn(move || {
+                    if backstop.worker_leaves() {
+                        *lock(&bell.rung) += 1;
+                        bell.cond.notify_all();
+                    }
+                })
+            };
+            backstop.doze(|| {
+                let mut rung = lock(&bell.rung);
+                while *rung == 0 {
+                    rung = bell.cond.wait(rung).unwrap();
+                }
+            });
+            worker.join().unwrap();
+            // Emptied after the doze, as `sys::drain` does (here once the
+            // worker's ring, if any, is in).
+            *lock(&bell.rung) = 0;
+            assert!(!backstop.hooked());
+        }
+    });
 }

@@ -17,7 +17,10 @@
 //!
 //! Faults: every process looks at the others every [`CHECK_EVERY`] (pid alive
 //! and the same start time, so a reused pid does not count; a zombie counts as
-//! dead) and writes a heartbeat. A member killed with `kill -9` is marked dead,
+//! dead) and writes a heartbeat. An idle process (a worker blocked on its
+//! mailbox's futex, nothing received for a while) waits instead on a pidfd
+//! per member, which tells a death at once, and looks at the system once a
+//! second for what no descriptor tells (`engine/doze.rs`). A member killed with `kill -9` is marked dead,
 //! its mailbox segment is removed, messages to it are refused (sends fail with
 //! [`SendError::RankDied`](crate::world::SendError::RankDied)) and the others go
 //! on. The receiving thread then tells the world (`Sink::rank_died`): questions
@@ -56,6 +59,8 @@
 //! [`World::incarnation`]: crate::world::World::incarnation
 //! [`WorldBuilder::processes`]: crate::world::WorldBuilder::processes
 
+#[cfg_attr(loom, allow(dead_code))]
+pub(crate) mod backstop;
 mod loan;
 mod member;
 pub(crate) mod ring;

@@ -336,3 +336,74 @@ pub(crate) fn ptrace_scope() -> Option<u32> {
         .parse()
         .ok()
 }
+
+/// A descriptor that becomes readable once process `pid` has exited
+/// (`pidfd_open`, Linux 5.3); `None` where the kernel offers none or there
+/// is no such process. It names that process, never a later one with the
+/// same pid.
+pub(crate) fn pidfd(pid: u32) -> Option<std::os::fd::OwnedFd> {
+    use std::os::fd::FromRawFd;
+    let pid = libc::pid_t::try_from(pid).ok()?;
+    // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor
+    // or -1; it touches no memory of ours.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    let fd = libc::c_int::try_from(fd).ok().filter(|&fd| fd >= 0)?;
+    // SAFETY: `fd` was just returned by the kernel and is owned by no one else.
+    Some(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) })
+}
+
+/// A non-blocking eventfd: this process rings it ([`ring`]) to end a
+/// [`wait_readable`] of another of its threads.
+pub(crate) fn eventfd() -> io::Result<std::os::fd::OwnedFd> {
+    use std::os::fd::FromRawFd;
+    // SAFETY: eventfd takes an initial value and flags and returns a new
+    // descriptor or -1.
+    let fd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `fd` was just returned by the kernel and is owned by no one else.
+    Ok(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) })
+}
+
+/// Rings eventfd `fd`: it stays readable until [`drain`]ed. Never blocks
+/// (a counter already at its maximum is readable anyway).
+pub(crate) fn ring(fd: std::os::fd::BorrowedFd<'_>) {
+    use std::os::fd::AsRawFd;
+    let one = 1u64.to_ne_bytes();
+    // SAFETY: writes 8 bytes from a live buffer to a descriptor we borrow.
+    unsafe { libc::write(fd.as_raw_fd(), one.as_ptr().cast(), one.len()) };
+}
+
+/// Empties eventfd `fd` (it is no longer readable).
+pub(crate) fn drain(fd: std::os::fd::BorrowedFd<'_>) {
+    use std::os::fd::AsRawFd;
+    let mut buf = [0u8; 8];
+    // SAFETY: reads at most 8 bytes into a live buffer of 8 from a
+    // descriptor we borrow (non-blocking: an empty one says EAGAIN).
+    unsafe { libc::read(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
+}
+
+/// Waits until one of `fds` is readable or `timeout` passes; `ready[i]`
+/// tells whether `fds[i]` is (all false after a timeout or an interrupt).
+pub(crate) fn wait_readable(
+    fds: &[std::os::fd::BorrowedFd<'_>],
+    timeout: Duration,
+    ready: &mut Vec<bool>,
+) {
+    use std::os::fd::AsRawFd;
+    let mut polls: Vec<libc::pollfd> = fds
+        .iter()
+        .map(|fd| libc::pollfd {
+            fd: fd.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        })
+        .collect();
+    let ms = libc::c_int::try_from(timeout.as_millis().max(1)).unwrap_or(libc::c_int::MAX);
+    // SAFETY: `polls` is a live array of `polls.len()` pollfd structs the
+    // kernel may write `revents` into during the call.
+    let n = unsafe { libc::poll(polls.as_mut_ptr(), polls.len() as libc::nfds_t, ms) };
+    ready.clear();
+    ready.extend(polls.iter().map(|p| n > 0 && p.revents != 0));
+}

@@ -9,6 +9,7 @@
 //! with polling workers, reassembly, reclaiming a dead producer's slots).
 
 mod cma;
+mod doze;
 #[cfg(feature = "fuzzing")]
 mod fuzz;
 mod receive;
@@ -21,6 +22,7 @@ use std::sync::Arc;
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
+use super::backstop::Backstop;
 use super::ring::{Push, FIRST, LAST};
 use super::system::{
     self, MailboxMap, System, CLAIMING, DEAD, JOINING, LEAVING, LEFT, READY, SLOT_BYTES,
@@ -109,11 +111,12 @@ struct Inner {
     consumer: Mutex<Consumer>,
     /// The world's sink, once attached (for polling workers).
     sink: std::sync::OnceLock<Arc<dyn Sink>>,
-    /// A runtime worker blocks on the mailbox's futex (`Waiter`) now:
-    /// the receiving thread then naps longest.
-    hooked: AtomicBool,
-    /// Whether runtime workers may block on the mailbox's futex
-    /// (`Waiter`; `TUTTI_SHM_WAITER=0` turns it off): waiting locations
+    /// Whether a runtime worker blocks on the mailbox's futex (`Waiter`)
+    /// now, and whether the receiving thread dozes meanwhile
+    /// (`backstop.rs`).
+    backstop: Backstop,
+    /// Whether runtime workers block on the mailbox's futex (`Waiter`, set
+    /// when the first one does; `TUTTI_SHM_WAITER=0` turns it off): waiting locations
     /// then leave the spinning to the runtime, and the receiving thread
     /// is only a backstop that never sleeps on the futex (the worker is
     /// its only sleeper, so a sender's wake-up always reaches it).
@@ -121,6 +124,8 @@ struct Inner {
     /// The receiving thread, once it runs: a lender waiting for its copy
     /// wakes it from a nap (`cma.rs`).
     receiving: std::sync::OnceLock<thread::Thread>,
+    /// This process's eventfd that ends a doze (`None`: no dozing).
+    bell: Option<std::os::fd::OwnedFd>,
 }
 
 impl Inner {
@@ -697,9 +702,10 @@ impl Shm {
                 stop: AtomicBool::new(false),
                 consumer: Mutex::new(Consumer::new(ranks)),
                 sink: std::sync::OnceLock::new(),
-                hooked: AtomicBool::new(false),
+                backstop: Backstop::new(),
                 waiter: AtomicBool::new(false),
                 receiving: std::sync::OnceLock::new(),
+                bell: super::sys::eventfd().ok(),
             }),
         })
     }
@@ -748,15 +754,21 @@ impl Transport for Shm {
         self.polled
     }
 
+    fn input_wakes(&self) -> bool {
+        // A worker blocked on the mailbox's futex, or else the receiving
+        // thread (which then sleeps on it), is woken by every sender.
+        true
+    }
+
     fn location_spins(&self) -> bool {
         !self.inner.waiter.load(Ordering::Relaxed)
     }
 
     fn idle_waiter(&self) -> Option<Arc<dyn crate::runtime::sleep::IdleWaiter>> {
         let off = std::env::var("TUTTI_SHM_WAITER").as_deref() == Ok("0");
-        self.inner
-            .waiter
-            .store(self.polled && !off, Ordering::Relaxed);
+        // `inner.waiter` is set by the first worker that blocks in it: if the
+        // runtime's waiter slot is taken already (the I/O driver's), the
+        // receiving thread goes on sleeping on the futex itself.
         (self.polled && !off).then(|| {
             Arc::new(Waiter(Arc::clone(&self.inner))) as Arc<dyn crate::runtime::sleep::IdleWaiter>
         })
@@ -804,6 +816,7 @@ impl Transport for Shm {
         }
         inner.stop.store(true, Ordering::Release);
         inner.mine.ring().nudge();
+        doze::ring(inner);
         if receiver.join().is_err() {
             crate::world::say(&format!(
                 "{}: the shared-memory receiving thread panicked",

@@ -3,13 +3,15 @@
 //! drain that polling workers share with it under the consumer's lock, the
 //! reassembly of frames that span several slots, the reclaiming of a slot a
 //! dead producer claimed and never committed, and the idle hook by which a
-//! parked worker sleeps on the mailbox's futex itself.
+//! parked worker sleeps on the mailbox's futex itself (the thread then
+//! dozes, `doze.rs`).
 
 use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
 use super::cma::{Descriptor, LENT};
+use super::doze::{Doze, DOZE_AFTER, DOZE_CHECK};
 use super::{Inner, CHECK_EVERY, PREFIX};
 use crate::loom::{lock, spin_hint, Ordering};
 use crate::world::transport::shm::ring::Fragment;
@@ -46,9 +48,12 @@ impl crate::runtime::sleep::IdleWaiter for Waiter {
         if inner.stop.load(Ordering::Acquire) {
             return;
         }
-        inner.hooked.store(true, Ordering::Relaxed);
+        inner.waiter.store(true, Ordering::Relaxed);
+        inner.backstop.worker_blocks();
         inner.mine.ring().sleep_unless(max, stay);
-        inner.hooked.store(false, Ordering::Relaxed);
+        if inner.backstop.worker_leaves() {
+            super::doze::ring(inner);
+        }
     }
 
     fn unblock(&self) {
@@ -179,6 +184,12 @@ pub(super) fn receive(inner: Arc<Inner>, sink: Arc<dyn Sink>, polled: bool) {
     let _ = inner.receiving.set(thread::current());
     let mut last = Instant::now();
     let mut checked = Instant::now();
+    let mut doze = Doze::new(inner.ranks);
+    doze.refresh(&inner);
+    let mut look = false;
+    // The mailbox's read position as last seen, and since when: quiet
+    // means nobody (this thread or a worker) read anything meanwhile.
+    let (mut read, mut quiet_since) = (ring.consumed(), Instant::now());
     loop {
         // Polled: never wait for the lock a worker holds (a receiving
         // thread descheduled while holding it would stall the workers).
@@ -187,9 +198,11 @@ pub(super) fn receive(inner: Arc<Inner>, sink: Arc<dyn Sink>, polled: bool) {
         if moved {
             last = now;
         }
-        if now.duration_since(checked) >= CHECK_EVERY {
+        if look || now.duration_since(checked) >= CHECK_EVERY {
+            look = false;
             checked = now;
             inner.check();
+            doze.refresh(&inner);
         }
         if moved {
             continue;
@@ -206,7 +219,19 @@ pub(super) fn receive(inner: Arc<Inner>, sink: Arc<dyn Sink>, polled: bool) {
             // this thread is a backstop for when every worker is busy.
             // It never sleeps on the futex itself, so the worker is the
             // only sleeper there and senders wake it, not this thread.
-            let busy = !inner.hooked.load(Ordering::Relaxed) && idle < backstop_after;
+            // Quiet for long with a worker on the futex, it dozes
+            // (`doze.rs`).
+            let hooked = inner.backstop.hooked();
+            let pos = ring.consumed();
+            if pos != read {
+                (read, quiet_since) = (pos, now);
+            }
+            let quiet = now.duration_since(quiet_since) >= DOZE_AFTER;
+            if hooked && quiet && doze.possible(&inner) {
+                look = doze.doze(&inner, DOZE_CHECK);
+                continue;
+            }
+            let busy = !hooked && idle < backstop_after;
             // Naps are parks: a lender waiting for its copy ends them.
             thread::park_timeout(if busy {
                 WAITER_BACKSTOP_NAP
