@@ -470,7 +470,9 @@ fn unbounded_send_commits_a_waiting_alt() {
 /// How the sender thread of [`fair_select_with_a_resuming_sender`] behaves.
 #[derive(Clone, Copy)]
 enum Resuming {
-    /// It sends once, resumes, and drops its end (closing its channel).
+    /// It sends once, resumes, waits until the selector has no more values of its own
+    /// to offer (keeping its end open: only its resumption can wake a selection waiting
+    /// for it), and drops its end, closing its channel.
     Returns,
     /// It polls its send once and then cancels it: a future whose value may have been
     /// taken is dropped without being polled again.
@@ -489,8 +491,13 @@ fn fair_select_with_a_resuming_sender(sender: Resuming, stop_after: Option<usize
     let model = move || {
         let (ta, a) = channel::<u32>();
         let (tb, b) = channel::<u32>();
+        let (done_tx, done) = buffered::<()>(1);
         let sa = thread::spawn(move || match sender {
-            Resuming::Returns => block_on(ta.send(1)).is_ok(),
+            Resuming::Returns => {
+                let sent = block_on(ta.send(1)).is_ok();
+                let _ = block_on(done.recv());
+                sent
+            }
             Resuming::Cancels => {
                 let mut f = pin!(ta.send(1));
                 if poll_once(f.as_mut()).is_pending() {
@@ -519,6 +526,8 @@ fn fair_select_with_a_resuming_sender(sender: Resuming, stop_after: Option<usize
                         assert!(poll_once(fb.as_mut()).is_pending());
                     } else {
                         alt.set_when(1, false);
+                        // Fails only for a sender that is gone already (`Cancels`).
+                        let _ = done_tx.try_send(());
                     }
                     continue;
                 }
@@ -530,6 +539,7 @@ fn fair_select_with_a_resuming_sender(sender: Resuming, stop_after: Option<usize
         }
         drop(fb);
         drop(a);
+        drop(done_tx);
         let sent = sa.join().unwrap();
         if stop_after.is_none() {
             assert_eq!(sent, from_a == Some(1), "sent {sent}, received {from_a:?}");
