@@ -74,7 +74,8 @@
 //! (a buffered value, a queued sender, or an end state); `SEND_READY` — a send might
 //! (room, a queued receiver, or an end state). Readers load it `Relaxed` and use it only
 //! to *skip* taking the lock when it says "not ready": `try_send`/`try_recv` then report
-//! `Full`/`Empty`, and a look-only `Alt` pass skips the guard. A hint can be stale only
+//! `Full`/`Empty`, and a look-only `Alt` pass skips the guard. The same byte holds the
+//! `RESUMING` mark of rotating `Alt`s (`alt/resume.rs`). A hint can be stale only
 //! with respect to critical sections that do not happen-before the reader, so a
 //! `try_recv` still sees every value whose sending happens-before it. Anything that
 //! *waits* decides under the lock, never on a hint.
@@ -137,6 +138,10 @@ use crate::loom::{Mutex as RawLock, MutexGuard as RawLockGuard};
 const RECV_READY: u8 = 1;
 /// `Chan::hints`: a send might complete now.
 const SEND_READY: u8 = 2;
+/// `Chan::hints`: a sender whose value a rotating `Alt` took has not resumed yet. Not a
+/// readiness hint but a mark, set and cleared only under the lock and kept across the
+/// rewrites of the two hints (`alt/resume.rs`).
+const RESUMING: u8 = 4;
 
 /// `Chan::ends`: one `Tx`.
 const TX_ONE: u64 = 1;
@@ -337,6 +342,13 @@ impl<T> State<'_, T> {
     /// A receiver's attempt: a buffered value, a waiting sender's value, or why not.
     #[inline]
     pub(crate) fn take(&mut self) -> Take<T> {
+        self.take_marking(false)
+    }
+
+    /// [`take`](Self::take); with `resume`, a plain sender whose value is taken is marked
+    /// to report its resumption, and the channel `RESUMING` (`alt/resume.rs`).
+    #[inline]
+    fn take_marking(&mut self, resume: bool) -> Take<T> {
         if self.is_poisoned() {
             return Take::Poisoned;
         }
@@ -352,7 +364,7 @@ impl<T> State<'_, T> {
             };
             return Take::Value(value, waker);
         }
-        if let Some((value, waker)) = self.take_from_sender() {
+        if let Some((value, waker)) = self.take_from_sender(resume) {
             return Take::Value(value, waker);
         }
         if self.is_closed() {
@@ -364,33 +376,61 @@ impl<T> State<'_, T> {
 
     /// Moves the oldest live sender's value into the buffer, completing that send.
     fn refill(&mut self) -> Option<Waker> {
-        let (value, waker) = self.take_from_sender()?;
+        let (value, waker) = self.take_from_sender(false)?;
         self.inner.buffer.push(value);
         waker
     }
 
-    /// Takes the oldest live sender's value, completing that send.
+    /// Takes the oldest live sender's value, completing that send (marking a plain sender
+    /// with `resume`).
     #[inline]
-    fn take_from_sender(&mut self) -> Option<(T, Option<Waker>)> {
+    fn take_from_sender(&mut self, resume: bool) -> Option<(T, Option<Waker>)> {
         if self.inner.senders.is_empty() {
             return None;
         }
-        self.take_from_sender_cold()
+        self.take_from_sender_cold(resume)
     }
 
     /// Pops senders until one gives its value; two-phase offers on the way are poked
     /// (their `Alt`s look again and send themselves, `alt/output.rs`).
     #[cold]
-    fn take_from_sender_cold(&mut self) -> Option<(T, Option<Waker>)> {
+    fn take_from_sender_cold(&mut self, resume: bool) -> Option<(T, Option<Waker>)> {
         while let Some(w) = self.inner.senders.pop() {
             // SAFETY: popped under the lock we hold: alive (queue invariant).
-            match unsafe { w.get().complete_taking() } {
-                Taking::Took(value, waker) => return Some((value, waker)),
+            let node = unsafe { w.get() };
+            // SAFETY: as above.
+            let mark = resume && unsafe { node.is_plain() };
+            // SAFETY: as above.
+            match unsafe { node.complete_taking(mark) } {
+                Taking::Took(value, waker) => {
+                    if mark {
+                        self.set_resuming(true);
+                    }
+                    return Some((value, waker));
+                }
                 Taking::Poked(waker) => self.poke(waker),
                 Taking::Dead => {}
             }
         }
         None
+    }
+
+    /// Sets or clears the `RESUMING` mark. Every write of `hints` is made under the
+    /// lock, so a load and a store suffice.
+    fn set_resuming(&mut self, on: bool) {
+        let h = self.chan.hints.load(Ordering::Relaxed);
+        let new = if on { h | RESUMING } else { h & !RESUMING };
+        if new != h {
+            self.chan.hints.store(new, Ordering::Relaxed);
+        }
+    }
+
+    /// A sender marked by a rotating `Alt` resumed: clears `RESUMING` and hands `each`
+    /// the waker of every undecided `Alt` queued to receive here, to wake after
+    /// unlocking (one of them may be waiting for this sender: `alt/resume.rs`).
+    pub(crate) fn resumed(&mut self, each: impl FnMut(Waker)) {
+        self.set_resuming(false);
+        self.inner.receivers.guard_wakers(each);
     }
 
     /// Notes the waker of a poked offer's owner. Poking two in one critical section
@@ -425,7 +465,7 @@ impl<T> State<'_, T> {
                 continue;
             }
             // SAFETY: as above.
-            match unsafe { node.complete_taking() } {
+            match unsafe { node.complete_taking(false) } {
                 Taking::Poked(waker) => self.poke(waker),
                 Taking::Dead => {}
                 Taking::Took(..) => unreachable!(
@@ -486,7 +526,8 @@ impl<T> State<'_, T> {
     ///
     /// Look-only (`register == false`, the `Alt` has no waiter queued anywhere): if a
     /// receive completes now, take its outcome into `waiter` and decide the selector for
-    /// `index` (nobody else can, invariant 5). Registering: if a receive could complete
+    /// `index` (nobody else can, invariant 5); `resume` marks a plain sender taken from
+    /// (a rotating `Alt`: `alt/resume.rs`). Registering: if a receive could complete
     /// now, `Retry` (the `Alt` withdraws and looks again); otherwise queue `waiter`.
     ///
     /// # Safety
@@ -498,6 +539,7 @@ impl<T> State<'_, T> {
         selector: &Selector,
         index: usize,
         register: bool,
+        resume: bool,
     ) -> (Enable, Option<Waker>) {
         if register {
             if self.recv_ready_for(selector) {
@@ -510,7 +552,7 @@ impl<T> State<'_, T> {
             }
             return (Enable::Waiting, None);
         }
-        let (value, waker) = match self.take() {
+        let (value, waker) = match self.take_marking(resume) {
             Take::Value(v, w) => (Some(v), w),
             Take::Closed | Take::Poisoned => (None, None),
             Take::Empty => return (Enable::NotReady, None),
@@ -641,10 +683,11 @@ impl<T> State<'_, T> {
 impl<T> Drop for State<'_, T> {
     #[inline]
     fn drop(&mut self) {
-        let hints = self.hints();
+        let current = self.chan.hints.load(Ordering::Relaxed);
+        let hints = self.hints() | (current & RESUMING);
         // Store only on change, so that readers polling the hint keep their cached copy.
         // Relaxed: it is only a hint; the unlock right after publishes the state itself.
-        if self.chan.hints.load(Ordering::Relaxed) != hints {
+        if current != hints {
             self.chan.hints.store(hints, Ordering::Relaxed);
         }
         let poked = self.poked.take();
@@ -680,6 +723,13 @@ impl<T> Chan<T> {
             capacity: Capacity::new(capacity),
         });
         NonNull::from(Box::leak(chan))
+    }
+
+    /// Whether a sender whose value a rotating `Alt` took has not resumed yet (the
+    /// `RESUMING` mark; `Relaxed`, see `alt/resume.rs` for when it may be trusted).
+    #[inline]
+    pub(crate) fn is_resuming(&self) -> bool {
+        self.hints.load(Ordering::Relaxed) & RESUMING != 0
     }
 
     /// Locks the channel; the hints are refreshed when the guard is dropped.

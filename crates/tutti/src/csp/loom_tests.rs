@@ -466,3 +466,103 @@ fn unbounded_send_commits_a_waiting_alt() {
         sender.join().unwrap();
     });
 }
+
+/// How the sender thread of [`fair_select_with_a_resuming_sender`] behaves.
+#[derive(Clone, Copy)]
+enum Resuming {
+    /// It sends once, resumes, waits until the selector has no more values of its own
+    /// to offer (keeping its end open: only its resumption can wake a selection waiting
+    /// for it), and drops its end, closing its channel.
+    Returns,
+    /// It polls its send once and then cancels it: a future whose value may have been
+    /// taken is dropped without being polled again.
+    Cancels,
+}
+
+/// A fair selection over two rendezvous channels (`alt/resume.rs`): a sender thread on
+/// `a`, and the selecting thread keeping `b` ready itself (a send future of its own, polled
+/// by hand, re-offered whenever guard `b` fires). Once guard `b` has fired, a look that
+/// finds `a`'s sender taken from but not resumed leaves `b` out and waits; the sender's
+/// resumption (or its dropped future) must wake it — a lost wake-up leaves the model
+/// waiting for ever — and the selection ends when `a` is closed. With `stop_after`, the
+/// selector gives up after that many selections and drops its ends while the sender may
+/// still be marked; the sender must still finish.
+fn fair_select_with_a_resuming_sender(sender: Resuming, stop_after: Option<usize>) {
+    let model = move || {
+        let (ta, a) = channel::<u32>();
+        let (tb, b) = channel::<u32>();
+        let (done_tx, done) = buffered::<()>(1);
+        let sa = thread::spawn(move || match sender {
+            Resuming::Returns => {
+                let sent = block_on(ta.send(1)).is_ok();
+                let _ = block_on(done.recv());
+                sent
+            }
+            Resuming::Cancels => {
+                let mut f = pin!(ta.send(1));
+                if poll_once(f.as_mut()).is_pending() {
+                    thread::yield_now();
+                }
+                // `None`: the selector took the value.
+                f.as_mut().cancel().is_none()
+            }
+        });
+        let mut fb = Box::pin(tb.send(2));
+        assert!(poll_once(fb.as_mut()).is_pending());
+        let mut from_a = None;
+        // Re-offers on `b`: few, so that the selector must block (and the sender run) in
+        // every schedule.
+        let mut offers = 2;
+        {
+            let mut alt = Alt::new().recv(&a).recv(&b);
+            for _ in 0..stop_after.unwrap_or(usize::MAX) {
+                let sel = block_on(alt.fair_select());
+                if sel.index() == 1 {
+                    assert_eq!(sel.recv(&b), Ok(2));
+                    assert!(poll_once(fb.as_mut()).is_ready());
+                    if offers > 0 {
+                        offers -= 1;
+                        fb = Box::pin(tb.send(2));
+                        assert!(poll_once(fb.as_mut()).is_pending());
+                    } else {
+                        alt.set_when(1, false);
+                        // Fails only for a sender that is gone already (`Cancels`).
+                        let _ = done_tx.try_send(());
+                    }
+                    continue;
+                }
+                match sel.recv(&a) {
+                    Ok(v) => from_a = Some(v),
+                    Err(_) => break, // `a` ended: every value of it was received
+                }
+            }
+        }
+        drop(fb);
+        drop(a);
+        drop(done_tx);
+        let sent = sa.join().unwrap();
+        if stop_after.is_none() {
+            assert_eq!(sent, from_a == Some(1), "sent {sent}, received {from_a:?}");
+        } else if from_a.is_some() {
+            assert!(sent, "received a value that was not sent");
+        }
+    };
+    let mut builder = loom::model::Builder::new();
+    builder.preemption_bound = Some(2);
+    builder.check(model);
+}
+
+#[test]
+fn fair_select_waits_for_a_resuming_sender() {
+    fair_select_with_a_resuming_sender(Resuming::Returns, None);
+}
+
+#[test]
+fn fair_select_survives_a_dropped_resuming_sender() {
+    fair_select_with_a_resuming_sender(Resuming::Cancels, None);
+}
+
+#[test]
+fn fair_selector_stops_while_its_sender_resumes() {
+    fair_select_with_a_resuming_sender(Resuming::Returns, Some(2));
+}

@@ -818,3 +818,45 @@ fn capacities_read_back_exactly_below_two_to_the_48() {
         assert_eq!(rx.try_recv(), Ok(0));
     }
 }
+
+/// A fair selection that served guard 1 last, finds only guard 1 ready and guard 0's
+/// sender taken from but not resumed, leaves guard 1 out and waits (`alt/resume.rs`);
+/// the sender's resumption wakes it, and the new round serves guard 1 then.
+#[test]
+fn fair_select_waits_for_a_taken_sender_to_resume() {
+    let (ta, a) = channel::<u32>();
+    let (tb, b) = channel::<u32>();
+    let (_, quiet) = counter();
+    let mut fa = pin!(ta.send(1));
+    let mut fb = pin!(tb.send(2));
+    assert!(poll(fa.as_mut(), &quiet).is_pending());
+    assert!(poll(fb.as_mut(), &quiet).is_pending());
+    let mut alt = Alt::new().recv(&a).recv(&b);
+    let (count, waker) = counter();
+    // Both senders wait: guard 0, then guard 1 — each sender taken from, not resumed.
+    for (i, rx, v) in [(0, &a, 1), (1, &b, 2)] {
+        let sel = crate::runtime::block_on(alt.fair_select());
+        assert_eq!(sel.index(), i);
+        assert_eq!(sel.recv(rx), Ok(v));
+    }
+    // Sender b resumes and offers again; sender a has not run yet.
+    assert_eq!(poll(fb.as_mut(), &quiet), Poll::Ready(Ok(())));
+    let mut fb2 = pin!(tb.send(4));
+    assert!(poll(fb2.as_mut(), &quiet).is_pending());
+    {
+        let mut sel = pin!(alt.fair_select());
+        assert!(
+            poll(sel.as_mut(), &waker).is_pending(),
+            "served guard 1 twice"
+        );
+        assert_eq!(woken(&count), 0);
+        // Sender a resumes: it wakes the selection, which now serves guard 1.
+        assert_eq!(poll(fa.as_mut(), &quiet), Poll::Ready(Ok(())));
+        assert_eq!(woken(&count), 1);
+        let Poll::Ready(s) = poll(sel.as_mut(), &waker) else {
+            panic!("the woken selection did not serve guard 1");
+        };
+        assert_eq!(s.index(), 1);
+        assert_eq!(s.recv(&b), Ok(4));
+    }
+}

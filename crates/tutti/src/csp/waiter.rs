@@ -24,6 +24,7 @@
 //! | 3 | `FULL` | the slot holds a value | the owner while not queued; a counterpart while queued |
 //! | 4 | `GUARD` | the node belongs to a [`GuardWaiter`] | at creation; never changes |
 //! | 5 | `OFFER` | a send guard's two-phase offer: a counterpart may not take the value, only decide the selector (a *poke*) | the owner, only while not queued |
+//! | 6 | `RESUME` | a rotating `Alt` took this plain sender's value: the owner tells the channel when it resumes (`alt/resume.rs`) | that counterpart, with `DECIDED`; cleared by the owner after observing `DECIDED` |
 //!
 //! # `Selector::state` (one `usize`)
 //!
@@ -69,6 +70,7 @@ const DECIDED: u32 = 1 << 2;
 const FULL: u32 = 1 << 3;
 const GUARD: u32 = 1 << 4;
 const OFFER: u32 = 1 << 5;
+const RESUME: u32 = 1 << 6;
 
 /// What a counterpart did with a sending waiter it popped.
 pub(crate) enum Taking<T> {
@@ -237,12 +239,21 @@ impl<T> Node<T> {
         self.word() & GUARD != 0 && std::ptr::eq(unsafe { self.guard() }.selector, selector)
     }
 
-    /// A counterpart takes this sending waiter's value and decides it — or, for a
-    /// two-phase offer (`OFFER`), only decides it, leaving the value (a poke).
+    /// Whether this node is a plain future's (not an `Alt` guard's).
     ///
     /// # Safety
     /// As for [`complete_with`](Self::complete_with).
-    pub(crate) unsafe fn complete_taking(&self) -> Taking<T> {
+    pub(crate) unsafe fn is_plain(&self) -> bool {
+        self.word() & GUARD == 0
+    }
+
+    /// A counterpart takes this sending waiter's value and decides it — or, for a
+    /// two-phase offer (`OFFER`), only decides it, leaving the value (a poke). With
+    /// `resume`, a plain sender is also marked `RESUME` (`alt/resume.rs`).
+    ///
+    /// # Safety
+    /// As for [`complete_with`](Self::complete_with).
+    pub(crate) unsafe fn complete_taking(&self, resume: bool) -> Taking<T> {
         let w = self.word();
         if w & GUARD != 0 {
             // SAFETY: a guard node; popped under the lock (caller).
@@ -276,7 +287,9 @@ impl<T> Node<T> {
                 let w = self.word();
                 debug_assert!(w & FULL != 0, "tutti: a waiting sender without a value");
                 let value = self.slot.with(|s| (*s).assume_init_read());
-                self.word.store((w & !FULL) | DECIDED, Ordering::Release);
+                let mark = if resume { RESUME } else { 0 };
+                self.word
+                    .store((w & !FULL) | DECIDED | mark, Ordering::Release);
                 Taking::Took(value, waker)
             }
         }
@@ -377,6 +390,18 @@ impl<T> PlainWaiter<T> {
     #[inline]
     pub(crate) fn is_decided(&self) -> bool {
         self.node.word.load(Ordering::Acquire) & DECIDED != 0
+    }
+
+    /// Whether the counterpart that decided this sender marked it `RESUME`; clears the
+    /// mark. The owner only, after observing the decision with `Acquire`.
+    #[inline]
+    pub(crate) fn take_resume(&self) -> bool {
+        let w = self.node.word();
+        if w & RESUME == 0 {
+            return false;
+        }
+        self.node.word.store(w & !RESUME, Ordering::Relaxed);
+        true
     }
 
     /// Takes the slot's value, if any.
@@ -751,6 +776,34 @@ impl<T> WaitQueue<T> {
                 }
                 if p == self.tail {
                     return false;
+                }
+                p = Self::next_of(p);
+            }
+        }
+    }
+
+    /// The wakers of the undecided `Alt`s with a guard waiter queued here, without
+    /// deciding any of them: a resumed sender nudges the rotating `Alt`s that may wait
+    /// for it (`alt/resume.rs`). Under the lock of the queue's channel.
+    pub(crate) fn guard_wakers(&self, mut each: impl FnMut(Waker)) {
+        if self.tail.is_null() {
+            return;
+        }
+        // SAFETY: under the lock; queued nodes are alive, and a queued guard's selector
+        // outlives its stay in the queue.
+        unsafe {
+            let mut p = Self::next_of(self.tail);
+            loop {
+                if (*p).word() & GUARD != 0 {
+                    let sel = (*p).guard().selector();
+                    if sel.is_waiting() {
+                        if let Some(w) = sel.clone_waker() {
+                            each(w);
+                        }
+                    }
+                }
+                if p == self.tail {
+                    return;
                 }
                 p = Self::next_of(p);
             }

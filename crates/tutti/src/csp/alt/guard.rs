@@ -50,6 +50,23 @@ pub(crate) trait Guard: Send {
     /// already.
     unsafe fn enable(&self, selector: &Selector, index: usize, register: bool) -> Enable;
 
+    /// The look of a rotating selection (`fair_select`, `select`): as
+    /// `enable(selector, index, false)`, but a plain sender whose value the guard takes
+    /// is marked to report when it resumes (`resume.rs`).
+    ///
+    /// # Safety
+    /// As for [`enable`](Self::enable).
+    unsafe fn look_rotating(&self, selector: &Selector, index: usize) -> Enable {
+        // SAFETY: our contract.
+        unsafe { self.enable(selector, index, false) }
+    }
+
+    /// Whether a party this guard took from has not resumed yet, so that the guard may
+    /// soon be ready again (`resume.rs`; a relaxed hint).
+    fn is_resuming(&self) -> bool {
+        false
+    }
+
     /// Removes the waiter left by `enable`, if it is still queued.
     fn disable(&self);
 

@@ -24,8 +24,19 @@ impl<'a, T> InputGuard<'a, T> {
     }
 }
 
-impl<T: Send> Guard for InputGuard<'_, T> {
-    unsafe fn enable(&self, selector: &Selector, index: usize, register: bool) -> Enable {
+impl<T: Send> InputGuard<'_, T> {
+    /// `Guard::enable`; `resume` (a rotating `Alt`'s look) marks a plain sender taken
+    /// from (`resume.rs`).
+    ///
+    /// # Safety
+    /// As for `Guard::enable`.
+    unsafe fn enable_in(
+        &self,
+        selector: &Selector,
+        index: usize,
+        register: bool,
+        resume: bool,
+    ) -> Enable {
         self.chan.home.act(Some(Side::Recv));
         if !register && !self.chan.may_recv() {
             // A look-only pass may trust the hint; waiting never does (see `chan.rs`).
@@ -36,10 +47,26 @@ impl<T: Send> Guard for InputGuard<'_, T> {
             // SAFETY: the waiter is ours and not queued (the `Alt` enables each guard once
             // per round, after disabling them all); it sits in an `Aliased` allocation
             // that the `Alt` frees only after disabling; `selector` per our contract.
-            unsafe { st.enable_recv(&self.waiter, selector, index, register) }
+            unsafe { st.enable_recv(&self.waiter, selector, index, register, resume) }
         };
         wake(waker);
         enable
+    }
+}
+
+impl<T: Send> Guard for InputGuard<'_, T> {
+    unsafe fn enable(&self, selector: &Selector, index: usize, register: bool) -> Enable {
+        // SAFETY: our contract.
+        unsafe { self.enable_in(selector, index, register, false) }
+    }
+
+    unsafe fn look_rotating(&self, selector: &Selector, index: usize) -> Enable {
+        // SAFETY: our contract.
+        unsafe { self.enable_in(selector, index, false, true) }
+    }
+
+    fn is_resuming(&self) -> bool {
+        self.chan.is_resuming()
     }
 
     fn disable(&self) {

@@ -137,19 +137,21 @@
 //! ready one; a counterpart can decide a registered round only for a guard that was not
 //! ready in the look. With rotation, if guard `j` stays ready, each round fires a guard
 //! between the start and `j` and the next start moves past it, so `j` fires within `n`
-//! rounds. A blocking fair selection on a plain thread that fired the same guard twice in
-//! a row yields its thread first (`select_blocking_in`): the parties of the other guards
-//! may be threads it woke that wait for a core, and they cannot be ready before they run.
+//! rounds. A plain sender cannot *stay* ready, though: once served it must run again
+//! before it can offer its next value. So a rotating look that finds only the guard it
+//! served last ready, while another guard's sender was served and has not run since,
+//! leaves that guard out and waits for the sender to resume (`resume.rs`).
 //!
 //! The `loom_tests` module model-checks a selection racing two senders, a selection
 //! abandoned while a sender commits, an output guard abandoned while a receiver takes, an
-//! output guard racing a close, and two `Alt`s meeting on one channel (one offering, one
-//! receiving).
+//! output guard racing a close, two `Alt`s meeting on one channel (one offering, one
+//! receiving), and a fair selection waiting for a resuming sender.
 
 mod future;
 pub(crate) mod guard;
 mod input;
 mod output;
+mod resume;
 mod selected;
 
 use std::fmt;
@@ -222,10 +224,11 @@ pub struct Alt<'a> {
     next: usize,
     /// A round is under way: waiters may be queued, timers armed.
     in_round: bool,
-    /// The guard that fired last (`usize::MAX`: none yet), and whether the one before
-    /// was the same (see `select_blocking_in`).
+    /// The guard that fired last (`usize::MAX`: none yet).
     last_fired: usize,
-    repeated: bool,
+    /// This round left out the guard that fired last, to wait for a resuming sender of
+    /// another guard (`resume.rs`): any wake-up restarts it.
+    resume_wait: bool,
     /// This `Alt`'s identity for [`FutureArm`]s (0 until its first future guard).
     id: u64,
     /// Some guard is a future: a wake-up restarts the round (`future.rs`).
@@ -355,7 +358,7 @@ impl<'a> Alt<'a> {
             next: 0,
             in_round: false,
             last_fired: usize::MAX,
-            repeated: false,
+            resume_wait: false,
             id: 0,
             has_futures: false,
             two_phase: false,
@@ -832,21 +835,7 @@ impl<'a> Alt<'a> {
     /// The blocking forms. On a plain thread, look-only rounds are retried with back-off
     /// first, so that a selector that is about to be served does not queue on (and then
     /// remove itself from) every guarded channel; see `csp/blocking.rs`.
-    ///
-    /// A fair selection on a plain thread that fired the same guard twice in a row first
-    /// gives up its time slice: the parties of the other guards may be threads that it
-    /// woke (by taking their values) and that wait for a core, while the party it keeps
-    /// serving never stops running. Rotation serves every guard that is ready within `n`
-    /// selections; yielding lets a woken party become ready at all on a machine with
-    /// more running threads than cores (see `tutti bench csp fair`).
     fn select_blocking_in(&mut self, mode: Mode) -> Selected<'_, 'a> {
-        if mode != Mode::Pri
-            && self.repeated
-            && self.guards.len() > 1
-            && crate::runtime::worker_index().is_none()
-        {
-            std::thread::yield_now();
-        }
         if let Ok(index) = super::blocking::retry((), |()| self.try_round(mode).ok_or(())) {
             return Selected::new(self, index);
         }
@@ -867,8 +856,10 @@ impl<'a> Alt<'a> {
         if let Some(k) = self.poll_timeouts(cx) {
             return self.settle(k, mode, cx);
         }
-        // A future may be ready: it is polled only in a look, with nothing queued.
-        if self.has_futures {
+        // A future may be ready: it is polled only in a look, with nothing queued. A round
+        // that waits for a resuming sender is woken when it resumes (`resume.rs`): look
+        // again, now with the guard it left out.
+        if self.has_futures || self.resume_wait {
             return self.restart_round(mode, cx);
         }
         if self.selector.get().will_wake(cx.waker()) {
@@ -942,15 +933,27 @@ impl<'a> Alt<'a> {
                 backwards: false,
             },
         };
+        // Whether a look may leave out the guard that fired last (`resume.rs`).
+        let mut may_wait = self.rotates(mode);
         loop {
             let sel = self.selector.get();
             sel.reset();
             self.in_round = true;
-            if let Some(k) = self.look(first, cx.as_deref_mut()) {
+            self.resume_wait = false;
+            if let Some(k) = self.look(first, may_wait, cx.as_deref_mut()) {
                 return Some(k);
             }
             let cx = cx.as_deref_mut()?;
             match self.register(first, cx) {
+                Registered::Waiting if self.resume_wait && !self.still_resuming() => {
+                    // The sender we would wait for resumed before we registered: it will
+                    // not wake us. Withdraw and look again, without leaving anything out.
+                    match self.selector.get().abort() {
+                        Ok(()) => self.disable_all(None),
+                        Err(k) => return Some(k),
+                    }
+                    may_wait = false;
+                }
                 Registered::Waiting => return None,
                 Registered::Decided(k) => return Some(k),
                 // A guard became ready while registering: we withdrew; look again.
@@ -981,12 +984,27 @@ impl<'a> Alt<'a> {
     /// Step 2a, look: with nothing of ours queued anywhere, fire the first ready guard in
     /// priority order. Firing an event completes it at once (takes the value, or hands it
     /// over), committing any counterpart it meets; nobody can decide our round meanwhile.
-    fn look(&mut self, first: Start, mut cx: Option<&mut Context<'_>>) -> Option<usize> {
+    ///
+    /// A rotating look (`may_wait`) marks the plain senders it takes from, and leaves out
+    /// the guard that fired last — visited last — when it alone is ready and a guard
+    /// before it waits for a sender that was taken from and has not resumed
+    /// (`resume.rs`); `resume_wait` says so.
+    fn look(
+        &mut self,
+        first: Start,
+        may_wait: bool,
+        mut cx: Option<&mut Context<'_>>,
+    ) -> Option<usize> {
         let sel = self.selector.get();
         let mut fallback = None;
+        let mut resuming = false;
         for i in self.order(first) {
             let e = &mut self.guards[i];
             if !e.enabled {
+                continue;
+            }
+            if resuming && i == self.last_fired && fallback.is_none() {
+                self.resume_wait = true;
                 continue;
             }
             let fired = match &mut e.kind {
@@ -1003,12 +1021,24 @@ impl<'a> Alt<'a> {
                     Some(cx) => f.poll_ready(cx),
                     None => f.poll_ready(&mut Context::from_waker(std::task::Waker::noop())),
                 },
-                // SAFETY: nothing of ours is queued; each guard is enabled once a pass.
-                Kind::Event(g) => match unsafe { g.get().enable(sel, i, false) } {
-                    Enable::Fired => return Some(i),
-                    Enable::NotReady => false,
-                    other => unreachable!("tutti: a look-only enable returned {other:?}"),
-                },
+                Kind::Event(g) => {
+                    let g = g.get();
+                    // SAFETY: nothing of ours is queued; each guard is enabled once a pass.
+                    let enable = unsafe {
+                        match may_wait {
+                            true => g.look_rotating(sel, i),
+                            false => g.enable(sel, i, false),
+                        }
+                    };
+                    match enable {
+                        Enable::Fired => return Some(i),
+                        Enable::NotReady => {
+                            resuming |= may_wait && g.is_resuming();
+                            false
+                        }
+                        other => unreachable!("tutti: a look-only enable returned {other:?}"),
+                    }
+                }
             };
             if fired {
                 return Some(self_select(sel, i));
@@ -1026,9 +1056,14 @@ impl<'a> Alt<'a> {
         let sel = self.selector.get();
         // SAFETY: no waiter of ours is queued yet.
         unsafe { sel.set_waker(cx.waker()) };
+        let left_out = if self.resume_wait {
+            self.last_fired
+        } else {
+            usize::MAX
+        };
         for i in self.order(first) {
             let e = &mut self.guards[i];
-            if !e.enabled {
+            if !e.enabled || i == left_out {
                 continue;
             }
             if let Status::Selected(k) = sel.status() {
@@ -1141,7 +1176,6 @@ impl<'a> Alt<'a> {
         if mode != Mode::Pri {
             self.next = k + 1;
         }
-        self.repeated = k == self.last_fired;
         self.last_fired = k;
         k
     }
