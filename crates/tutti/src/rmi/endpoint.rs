@@ -421,7 +421,15 @@ impl Rmi {
         T::Context: HandlerContext,
         M: Remote,
     {
-        let chain = self.waiting_chain();
+        let chain = self.with_state(|st| {
+            st.stack.last().map(|f| {
+                Arc::new(Chain {
+                    location: self.id(),
+                    object: f.object,
+                    parent: f.waiting.clone(),
+                })
+            })
+        });
         let corr = self.question::<T, M>(dest, h.id(), chain, msg);
         self.counted_call().await;
         loop {
@@ -447,20 +455,6 @@ impl Rmi {
                 self.handle(d).await;
             }
         }
-    }
-
-    /// For a question issued by a method: the representative it holds and
-    /// the chain waiting for it (the deadlock check, see `admission.rs`).
-    pub(super) fn waiting_chain(&self) -> Option<Arc<Chain>> {
-        self.with_state(|st| {
-            st.stack.last().map(|f| {
-                Arc::new(Chain {
-                    location: self.id(),
-                    object: f.object,
-                    parent: f.waiting.clone(),
-                })
-            })
-        })
     }
 
     /// Sends `msg` (cloned) to every location's representative of `h`,
@@ -657,7 +651,7 @@ impl Rmi {
     }
 
     /// Counts a communication call and polls on every n-th.
-    pub(super) async fn counted_call(&self) {
+    async fn counted_call(&self) {
         if self.poll_due() {
             // Boxed: keeps the futures of the communication calls small (this
             // runs on every n-th call only).
