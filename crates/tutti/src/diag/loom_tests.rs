@@ -217,3 +217,30 @@ fn the_waiting_count_follows_polls_across_workers() {
         assert!(!node::any_waiting());
     });
 }
+
+/// A repeated note of the same wait takes no lock (`node.rs`, "The note's fast
+/// path"), and a failure takes the waker out of the slot: the next note of that same
+/// wait must put it back, so that a second failure still wakes the node. The node,
+/// failed once and past it, blocks again on node 2 while the detector hands it a second
+/// failure: the node either takes it in that poll or is woken for it (K1–K3).
+#[test]
+fn a_waker_taken_by_a_failure_is_noted_again() {
+    loom::model(|| {
+        let (woken, waker) = Woken::new();
+        let n = Node::for_model(1);
+        poll(&n, Op::Wait(on(2)), &waker);
+        n.fail(Arc::new(Deadlock::new(Vec::new(), Vec::new())));
+        assert!(woken.take());
+        assert!(poll(&n, Op::Wait(on(2)), &waker), "the first failure");
+        let waiter = {
+            let (n, waker) = (Arc::clone(&n), waker.clone());
+            thread::spawn(move || poll(&n, Op::Wait(on(2)), &waker))
+        };
+        n.fail(Arc::new(Deadlock::new(Vec::new(), Vec::new())));
+        let taken = waiter.join().unwrap();
+        assert!(
+            taken || woken.take(),
+            "the second failure neither taken nor woken for"
+        );
+    });
+}

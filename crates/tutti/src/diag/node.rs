@@ -19,6 +19,29 @@
 //! Written only by the node's own poll (`enter` / the guard's drop), read by the
 //! detector with Acquire; every poll changes it (the count), so two equal reads mean
 //! the node was not polled in between (the detector's double collect).
+//!
+//! # The note's fast path
+//!
+//! A wait usually lasts several polls (a fence, a reply, a receive: each wake that
+//! finds the answer not there yet polls again and notes the same wait). The slot
+//! (`wait`) is behind a lock, for the detector and the dump that read it and for
+//! [`Node::fail`] that takes its waker. So that a repeated note takes no lock and no
+//! atomic read-modify-write, the node keeps the *key* of what the slot holds
+//! ([`Key`]: the wait's identity and the waker's): a note whose key equals it leaves
+//! the slot as it is, which already says exactly that.
+//!
+//! * K1. The key is written only by the node's own note, while it holds the slot's
+//!   lock, to the key of what it just stored; and cleared (word 0 set to 0, which no
+//!   key has) by `fail`, under the lock, when it takes the waker out of the slot.
+//! * K2. The node's polls are serialized (the scheduler hands a task from one poll
+//!   to the next with Release/Acquire), so a note reads the key its own last note
+//!   wrote, or a cleared word 0 (a fail since): never a stale key that equals a new
+//!   wait while the slot holds another.
+//! * K3. A note that skips on an equal key races at most with a `fail` that takes the
+//!   waker: that `fail` wakes the node itself (after setting the failure), so the poll
+//!   it wakes takes the failure; after it, the key is cleared and the next note stores
+//!   the waker again. A key is exact (a `&'static str` by address and length, numbers
+//!   by value); a wait with an owned text has none and always takes the lock.
 
 use std::cell::Cell;
 use std::sync::{Arc, Weak};
@@ -128,6 +151,36 @@ struct Noted {
     waker: Option<Waker>,
 }
 
+const KEY_WORDS: usize = 5;
+
+/// The identity of a noted wait and its waker (see "The note's fast path"): equal keys
+/// mean equal waits and wakers that wake the same task. Word 0 is never 0.
+type Key = [u64; KEY_WORDS];
+
+/// The key of `wait` noted with `waker`, if it has one (an owned text has none).
+fn key_of(wait: &Wait, waker: Option<&Waker>) -> Option<Key> {
+    let (on_tag, on_id) = match wait.on {
+        On::Unknown => (1, 0),
+        On::Node(id) => (2, id),
+        On::World(id) => (3, id),
+    };
+    let text = |t: &'static str| (t.len() as u64, t.as_ptr() as u64);
+    let (what_tag, extra, payload) = match &wait.what {
+        What::Text(t) => (1, text(t).0, text(t).1),
+        What::Reply(m) => (2, text(m).0, text(m).1),
+        What::Room { message, ask } => (3, text(message).0 << 1 | u64::from(*ask), text(message).1),
+        What::Fence(epoch) => (4, 0, *epoch),
+        What::Collective(epoch) => (5, 0, *epoch),
+        What::Owned(_) | What::Channel { .. } => return None,
+    };
+    // Texts are shorter than 2^40 bytes; the tags fit in the low 8 bits.
+    let word0 = on_tag | what_tag << 4 | extra << 8;
+    let (data, vtable) = waker.map_or((0, 0), |w| {
+        (w.data() as u64, std::ptr::from_ref(w.vtable()) as u64)
+    });
+    Some([word0, on_id, payload, data, vtable])
+}
+
 /// A node (see the module docs). Held in an `Arc` by its owner (actor cell, location).
 pub(crate) struct Node {
     pub(crate) id: u64,
@@ -147,6 +200,8 @@ pub(crate) struct Node {
     /// This node is counted in [`waiting`] (blocked on a wait with an edge).
     counted: AtomicBool,
     wait: Mutex<Option<Noted>>,
+    /// The key of what `wait` holds (see "The note's fast path").
+    key: [AtomicU64; KEY_WORDS],
     /// Set by the detector when this node's wait is part of a declared deadlock (fail
     /// mode): the waiting operation takes it and fails with it.
     failed: Mutex<Option<Arc<Deadlock>>>,
@@ -245,6 +300,7 @@ impl Node {
             edge: AtomicBool::new(false),
             counted: AtomicBool::new(false),
             wait: Mutex::new(None),
+            key: std::array::from_fn(|_| AtomicU64::new(0)),
             failed: Mutex::new(None),
             has_failure: AtomicBool::new(false),
         }
@@ -314,9 +370,12 @@ impl Node {
     pub(crate) fn fail(&self, report: Arc<Deadlock>) {
         *crate::loom::lock(&self.failed) = Some(report);
         self.has_failure.store(true, Ordering::Release);
-        let waker = crate::loom::lock(&self.wait)
-            .as_mut()
-            .and_then(|n| n.waker.take());
+        let waker = {
+            let mut slot = crate::loom::lock(&self.wait);
+            // K1: the slot loses its waker, so its key no longer holds.
+            self.key[0].store(0, Ordering::Relaxed);
+            slot.as_mut().and_then(|n| n.waker.take())
+        };
         if let Some(w) = waker {
             w.wake();
         }
@@ -338,13 +397,37 @@ impl Node {
         crate::loom::lock(&self.failed).take();
     }
 
+    #[inline]
     fn note(&self, wait: Wait, waker: Option<&Waker>) {
-        if self.noted.swap(true, Ordering::Relaxed) {
+        // Only this poll writes `noted` (polls are serialized): no read-modify-write.
+        if self.noted.load(Ordering::Relaxed) {
             return; // the first wait of a poll is the one that counts
         }
+        self.noted.store(true, Ordering::Relaxed);
         self.edge
             .store(!matches!(wait.on, On::Unknown), Ordering::Relaxed);
+        let key = key_of(&wait, waker);
+        if let Some(k) = key {
+            // K2, K3: the slot holds this very wait and waker already.
+            if self
+                .key
+                .iter()
+                .zip(k)
+                .all(|(a, b)| a.load(Ordering::Relaxed) == b)
+            {
+                return;
+            }
+        }
+        self.note_slow(wait, waker, key);
+    }
+
+    #[cold]
+    fn note_slow(&self, wait: Wait, waker: Option<&Waker>, key: Option<Key>) {
         let mut slot = crate::loom::lock(&self.wait);
+        // K1: the key of what the slot holds once this note is stored (none: cleared).
+        for (a, b) in self.key.iter().zip(key.unwrap_or_default()) {
+            a.store(b, Ordering::Relaxed);
+        }
         match slot.as_mut() {
             Some(n) => {
                 n.wait = wait;
@@ -453,11 +536,11 @@ pub(crate) fn note(wait: impl FnOnce() -> Wait, waker: Option<&Waker>) {
     if CURRENT.with(Cell::get).is_null() {
         return;
     }
-    note_cold(wait(), waker);
+    note_current(wait(), waker);
 }
 
-#[cold]
-fn note_cold(wait: Wait, waker: Option<&Waker>) {
+#[inline(never)]
+fn note_current(wait: Wait, waker: Option<&Waker>) {
     with_current(|n| n.note(wait, waker));
 }
 
