@@ -20,28 +20,35 @@
 //! detector with Acquire; every poll changes it (the count), so two equal reads mean
 //! the node was not polled in between (the detector's double collect).
 //!
-//! # The note's fast path
+//! # The note: a single-writer slot
 //!
 //! A wait usually lasts several polls (a fence, a reply, a receive: each wake that
-//! finds the answer not there yet polls again and notes the same wait). The slot
-//! (`wait`) is behind a lock, for the detector and the dump that read it and for
-//! [`Node::fail`] that takes its waker. So that a repeated note takes no lock and no
-//! atomic read-modify-write, the node keeps the *key* of what the slot holds
-//! ([`Key`]: the wait's identity and the waker's): a note whose key equals it leaves
-//! the slot as it is, which already says exactly that.
+//! finds the answer not there yet polls again and notes the same wait), and a
+//! location in a loop of fences notes a new wait per fence. So that a note takes no
+//! lock and no atomic read-modify-write, the wait is kept in three words written only
+//! by the node's own poll and published with a sequence number (a seqlock); readers
+//! (the detector, the dump) take a consistent copy. The waker the detector wakes on a
+//! failure sits behind a lock, changed only when the waker does.
 //!
-//! * K1. The key is written only by the node's own note, while it holds the slot's
-//!   lock, to the key of what it just stored; and cleared (word 0 set to 0, which no
-//!   key has) by `fail`, under the lock, when it takes the waker out of the slot.
-//! * K2. The node's polls are serialized (the scheduler hands a task from one poll
-//!   to the next with Release/Acquire), so a note reads the key its own last note
-//!   wrote, or a cleared word 0 (a fail since): never a stale key that equals a new
-//!   wait while the slot holds another.
-//! * K3. A note that skips on an equal key races at most with a `fail` that takes the
-//!   waker: that `fail` wakes the node itself (after setting the failure), so the poll
-//!   it wakes takes the failure; after it, the key is cleared and the next note stores
-//!   the waker again. A key is exact (a `&'static str` by address and length, numbers
-//!   by value); a wait with an owned text has none and always takes the lock.
+//! * N1. Only the node's own note writes the wait's words and its sequence number:
+//!   odd while it writes, even again (Release) once the words hold the new wait. The
+//!   node's polls are serialized (the scheduler hands a task from one poll to the next
+//!   with Release/Acquire), so there is one writer.
+//! * N2. A reader reads the number (Acquire), the words, and the number again after
+//!   an Acquire fence; it keeps the words only if both reads are the same even
+//!   number: then no write overlapped, and the words are those of one note. A text is
+//!   encoded as the address and length of a `&'static str` and rebuilt only from such
+//!   a copy.
+//! * N3. A wait that has no encoding (an owned text, a channel between locations)
+//!   goes into a locked slot, its words saying so; the double collect of the
+//!   detector (`detect.rs`) tells a slot read from another poll (the word changed).
+//! * N4. The waker's key (its data and vtable addresses) is written by the node's
+//!   note under the waker's lock, to the key of the waker it stored; [`Node::fail`]
+//!   clears it (to the key no waker has) under the lock when it takes the waker. A
+//!   note whose waker's key equals it leaves the lock alone. That races at most with a
+//!   `fail` taking the waker: that `fail` wakes the node itself after setting the
+//!   failure, so the poll it wakes takes the failure; after it, the key is cleared and
+//!   the next note stores the waker again.
 
 use std::cell::Cell;
 use std::sync::{Arc, Weak};
@@ -146,39 +153,74 @@ impl Wait {
     }
 }
 
-struct Noted {
-    wait: Wait,
-    waker: Option<Waker>,
-}
+/// `words[0]`'s tag for a wait kept in the locked slot (N3).
+const IN_SLOT: u64 = 15;
 
-const KEY_WORDS: usize = 5;
-
-/// The identity of a noted wait and its waker (see "The note's fast path"): equal keys
-/// mean equal waits and wakers that wake the same task. Word 0 is never 0.
-type Key = [u64; KEY_WORDS];
-
-/// The key of `wait` noted with `waker`, if it has one (an owned text has none).
-fn key_of(wait: &Wait, waker: Option<&Waker>) -> Option<Key> {
-    let (on_tag, on_id) = match wait.on {
+/// The wait's words (N2): `[on | what << 4 | extra << 8, on's id, payload]`, with
+/// `on` 1 `Unknown`, 2 `Node`, 3 `World`; `what` 1 `Text`, 2 `Reply`, 3 `Room`, 4
+/// `Fence`, 5 `Collective`, [`IN_SLOT`]; a text's length in `extra` (with `Room`'s
+/// `ask` below it) and its address in the payload, an epoch in the payload. Word 0
+/// is never 0. Equal words mean equal waits.
+fn encode(wait: &Wait) -> [u64; 3] {
+    let (on, id) = match wait.on {
         On::Unknown => (1, 0),
         On::Node(id) => (2, id),
         On::World(id) => (3, id),
     };
     let text = |t: &'static str| (t.len() as u64, t.as_ptr() as u64);
-    let (what_tag, extra, payload) = match &wait.what {
+    let (what, extra, payload) = match &wait.what {
         What::Text(t) => (1, text(t).0, text(t).1),
         What::Reply(m) => (2, text(m).0, text(m).1),
         What::Room { message, ask } => (3, text(message).0 << 1 | u64::from(*ask), text(message).1),
         What::Fence(epoch) => (4, 0, *epoch),
         What::Collective(epoch) => (5, 0, *epoch),
-        What::Owned(_) | What::Channel { .. } => return None,
+        What::Owned(_) | What::Channel { .. } => (IN_SLOT, 0, 0),
     };
-    // Texts are shorter than 2^40 bytes; the tags fit in the low 8 bits.
-    let word0 = on_tag | what_tag << 4 | extra << 8;
-    let (data, vtable) = waker.map_or((0, 0), |w| {
-        (w.data() as u64, std::ptr::from_ref(w.vtable()) as u64)
-    });
-    Some([word0, on_id, payload, data, vtable])
+    [on | what << 4 | extra << 8, id, payload]
+}
+
+/// The wait `words` encode; `None` for none noted or a wait in the slot.
+///
+/// # Safety
+/// `words` is a consistent copy of one note's words (N2, [`Node::read_words`]), or
+/// any words whose text tags come with the address and length of a `&'static str`.
+unsafe fn decode(words: [u64; 3]) -> Option<Wait> {
+    let on = match words[0] & 15 {
+        1 => On::Unknown,
+        2 => On::Node(words[1]),
+        3 => On::World(words[1]),
+        _ => return None,
+    };
+    let extra = words[0] >> 8;
+    let text = |len: u64| -> &'static str {
+        // SAFETY: the caller's promise: a note writes a text's address and length only
+        // from a `&'static str`, so they name valid UTF-8 that lives for the program.
+        unsafe {
+            std::str::from_utf8_unchecked(std::slice::from_raw_parts(
+                words[2] as usize as *const u8,
+                len as usize,
+            ))
+        }
+    };
+    let what = match (words[0] >> 4) & 15 {
+        1 => What::Text(text(extra)),
+        2 => What::Reply(text(extra)),
+        3 => What::Room {
+            message: text(extra >> 1),
+            ask: extra & 1 == 1,
+        },
+        4 => What::Fence(words[2]),
+        5 => What::Collective(words[2]),
+        _ => return None,
+    };
+    Some(Wait { on, what })
+}
+
+/// The key of a waker (N4).
+fn waker_key(waker: Option<&Waker>) -> [u64; 2] {
+    waker.map_or([0, 0], |w| {
+        [w.data() as u64, std::ptr::from_ref(w.vtable()) as u64]
+    })
 }
 
 /// A node (see the module docs). Held in an `Arc` by its owner (actor cell, location).
@@ -199,9 +241,16 @@ pub(crate) struct Node {
     edge: AtomicBool,
     /// This node is counted in [`waiting`] (blocked on a wait with an edge).
     counted: AtomicBool,
-    wait: Mutex<Option<Noted>>,
-    /// The key of what `wait` holds (see "The note's fast path").
-    key: [AtomicU64; KEY_WORDS],
+    /// The sequence number of `words` (N1, N2).
+    seq: AtomicU64,
+    /// The last noted wait, encoded (see [`encode`]); word 0 is 0 before the first.
+    words: [AtomicU64; 3],
+    /// The last noted wait when it has no encoding (N3).
+    owned: Mutex<Option<Wait>>,
+    /// The waker of the last note that gave one (N4).
+    waker: Mutex<Option<Waker>>,
+    /// The key of `waker` (N4): its data and vtable addresses, `[0, 0]` for none.
+    waker_key: [AtomicU64; 2],
     /// Set by the detector when this node's wait is part of a declared deadlock (fail
     /// mode): the waiting operation takes it and fails with it.
     failed: Mutex<Option<Arc<Deadlock>>>,
@@ -299,8 +348,11 @@ impl Node {
             noted: AtomicBool::new(false),
             edge: AtomicBool::new(false),
             counted: AtomicBool::new(false),
-            wait: Mutex::new(None),
-            key: std::array::from_fn(|_| AtomicU64::new(0)),
+            seq: AtomicU64::new(0),
+            words: std::array::from_fn(|_| AtomicU64::new(0)),
+            owned: Mutex::new(None),
+            waker: Mutex::new(None),
+            waker_key: std::array::from_fn(|_| AtomicU64::new(0)),
             failed: Mutex::new(None),
             has_failure: AtomicBool::new(false),
         }
@@ -361,9 +413,32 @@ impl Node {
 
     /// What the node waits on, as noted in its last poll.
     pub(crate) fn wait(&self) -> Option<Wait> {
-        crate::loom::lock(&self.wait)
-            .as_ref()
-            .map(|n| n.wait.clone())
+        let words = self.read_words();
+        if words[0] == 0 {
+            return None;
+        }
+        if (words[0] >> 4) & 15 == IN_SLOT {
+            return crate::loom::lock(&self.owned).clone();
+        }
+        // SAFETY: `read_words` returns a consistent copy of one note's words (N2).
+        unsafe { decode(words) }
+    }
+
+    /// A consistent copy of the wait's words (N2).
+    fn read_words(&self) -> [u64; 3] {
+        loop {
+            let before = self.seq.load(Ordering::Acquire);
+            if before & 1 == 0 {
+                let words = std::array::from_fn(|i| self.words[i].load(Ordering::Relaxed));
+                // Acquire: the words' reads happen before the second read of the number,
+                // so a write that overlapped them has changed it.
+                crate::loom::fence(Ordering::Acquire);
+                if self.seq.load(Ordering::Relaxed) == before {
+                    return words;
+                }
+            }
+            crate::loom::spin_hint();
+        }
     }
 
     /// Fails the node's current wait with `report` and wakes it.
@@ -371,10 +446,12 @@ impl Node {
         *crate::loom::lock(&self.failed) = Some(report);
         self.has_failure.store(true, Ordering::Release);
         let waker = {
-            let mut slot = crate::loom::lock(&self.wait);
-            // K1: the slot loses its waker, so its key no longer holds.
-            self.key[0].store(0, Ordering::Relaxed);
-            slot.as_mut().and_then(|n| n.waker.take())
+            let mut slot = crate::loom::lock(&self.waker);
+            // N4: the slot loses its waker, so its key no longer holds.
+            for k in &self.waker_key {
+                k.store(u64::MAX, Ordering::Relaxed);
+            }
+            slot.take()
         };
         if let Some(w) = waker {
             w.wake();
@@ -406,45 +483,34 @@ impl Node {
         self.noted.store(true, Ordering::Relaxed);
         self.edge
             .store(!matches!(wait.on, On::Unknown), Ordering::Relaxed);
-        let key = key_of(&wait, waker);
-        if let Some(k) = key {
-            // K2, K3: the slot holds this very wait and waker already.
-            if self
-                .key
-                .iter()
-                .zip(k)
-                .all(|(a, b)| a.load(Ordering::Relaxed) == b)
-            {
-                return;
-            }
+        let words = encode(&wait);
+        if (words[0] >> 4) & 15 == IN_SLOT {
+            *crate::loom::lock(&self.owned) = Some(wait);
         }
-        self.note_slow(wait, waker, key);
+        // N1: the words are this node's own; an unchanged wait is not written again.
+        if (0..3).any(|i| self.words[i].load(Ordering::Relaxed) != words[i]) {
+            let seq = self.seq.load(Ordering::Relaxed);
+            self.seq.store(seq.wrapping_add(1), Ordering::Relaxed);
+            // Release: a reader that sees a word written below sees the odd number.
+            crate::loom::fence(Ordering::Release);
+            for (w, v) in self.words.iter().zip(words) {
+                w.store(v, Ordering::Relaxed);
+            }
+            self.seq.store(seq.wrapping_add(2), Ordering::Release);
+        }
+        let key = waker_key(waker);
+        if (0..2).any(|i| self.waker_key[i].load(Ordering::Relaxed) != key[i]) {
+            self.set_waker(waker, key);
+        }
     }
 
+    /// Stores the waker of a note (N4).
     #[cold]
-    fn note_slow(&self, wait: Wait, waker: Option<&Waker>, key: Option<Key>) {
-        let mut slot = crate::loom::lock(&self.wait);
-        // K1: the key of what the slot holds once this note is stored (none: cleared).
-        for (a, b) in self.key.iter().zip(key.unwrap_or_default()) {
-            a.store(b, Ordering::Relaxed);
-        }
-        match slot.as_mut() {
-            Some(n) => {
-                n.wait = wait;
-                match waker {
-                    Some(w) if !n.waker.as_ref().is_some_and(|o| o.will_wake(w)) => {
-                        n.waker = Some(w.clone());
-                    }
-                    Some(_) => {}
-                    None => n.waker = None,
-                }
-            }
-            None => {
-                *slot = Some(Noted {
-                    wait,
-                    waker: waker.cloned(),
-                })
-            }
+    fn set_waker(&self, waker: Option<&Waker>, key: [u64; 2]) {
+        let mut slot = crate::loom::lock(&self.waker);
+        *slot = waker.cloned();
+        for (k, v) in self.waker_key.iter().zip(key) {
+            k.store(v, Ordering::Relaxed);
         }
     }
 }
