@@ -138,7 +138,7 @@ use crate::loom::{Mutex as RawLock, MutexGuard as RawLockGuard};
 const RECV_READY: u8 = 1;
 /// `Chan::hints`: a send might complete now.
 const SEND_READY: u8 = 2;
-/// `Chan::hints`: a sender whose value a rotating `Alt` took has not resumed yet. Not a
+/// `Chan::hints`: a sender whose value a rotating `Alt` took has not offered again yet. Not a
 /// readiness hint but a mark, set and cleared only under the lock and kept across the
 /// rewrites of the two hints (`alt/resume.rs`).
 const RESUMING: u8 = 4;
@@ -306,6 +306,12 @@ impl<T> State<'_, T> {
         if flags & (CLOSED | RX_GONE) != 0 {
             return Offer::Closed(value);
         }
+        // A sender offers: the one a rotating `Alt` may wait for has come back (or
+        // another came first, which serves the `Alt` as well): `alt/resume.rs`. Whatever
+        // happens to the value below wakes such an `Alt` or is seen by its next look.
+        if self.chan.is_resuming() {
+            self.set_resuming(false);
+        }
         let value = match self.deliver(value) {
             Ok(waker) => return Offer::Done(waker),
             Err(value) => value,
@@ -346,7 +352,7 @@ impl<T> State<'_, T> {
     }
 
     /// [`take`](Self::take); with `resume`, a plain sender whose value is taken is marked
-    /// to report its resumption, and the channel `RESUMING` (`alt/resume.rs`).
+    /// by the channel's `RESUMING` mark until a sender offers again (`alt/resume.rs`).
     #[inline]
     fn take_marking(&mut self, resume: bool) -> Take<T> {
         if self.is_poisoned() {
@@ -398,16 +404,16 @@ impl<T> State<'_, T> {
         while let Some(w) = self.inner.senders.pop() {
             // SAFETY: popped under the lock we hold: alive (queue invariant).
             let node = unsafe { w.get() };
+            // A plain sender's value is always taken. Marked before the decision is
+            // stored (`Release`), so that the sender, having seen it (`Acquire`), sees
+            // the mark when its end is dropped (`alt/resume.rs`).
             // SAFETY: as above.
-            let mark = resume && unsafe { node.is_plain() };
+            if resume && unsafe { node.is_plain() } {
+                self.set_resuming(true);
+            }
             // SAFETY: as above.
-            match unsafe { node.complete_taking(mark) } {
-                Taking::Took(value, waker) => {
-                    if mark {
-                        self.set_resuming(true);
-                    }
-                    return Some((value, waker));
-                }
+            match unsafe { node.complete_taking() } {
+                Taking::Took(value, waker) => return Some((value, waker)),
                 Taking::Poked(waker) => self.poke(waker),
                 Taking::Dead => {}
             }
@@ -425,10 +431,11 @@ impl<T> State<'_, T> {
         }
     }
 
-    /// A sender marked by a rotating `Alt` resumed: clears `RESUMING` and hands `each`
-    /// the waker of every undecided `Alt` queued to receive here, to wake after
-    /// unlocking (one of them may be waiting for this sender: `alt/resume.rs`).
-    pub(crate) fn resumed(&mut self, each: impl FnMut(Waker)) {
+    /// Clears `RESUMING` without an offer — the sender's end was dropped, or a selection
+    /// gave up waiting for it — and hands `each` the waker of every undecided `Alt`
+    /// queued to receive here, to wake after unlocking (one of them may be waiting for
+    /// the sender: `alt/resume.rs`).
+    pub(crate) fn stop_resuming(&mut self, each: impl FnMut(Waker)) {
         self.set_resuming(false);
         self.inner.receivers.guard_wakers(each);
     }
@@ -465,7 +472,7 @@ impl<T> State<'_, T> {
                 continue;
             }
             // SAFETY: as above.
-            match unsafe { node.complete_taking(false) } {
+            match unsafe { node.complete_taking() } {
                 Taking::Poked(waker) => self.poke(waker),
                 Taking::Dead => {}
                 Taking::Took(..) => unreachable!(
@@ -725,11 +732,27 @@ impl<T> Chan<T> {
         NonNull::from(Box::leak(chan))
     }
 
-    /// Whether a sender whose value a rotating `Alt` took has not resumed yet (the
+    /// Whether a sender whose value a rotating `Alt` took has not offered again yet (the
     /// `RESUMING` mark; `Relaxed`, see `alt/resume.rs` for when it may be trusted).
     #[inline]
     pub(crate) fn is_resuming(&self) -> bool {
         self.hints.load(Ordering::Relaxed) & RESUMING != 0
+    }
+
+    /// Clears the `RESUMING` mark without an offer and wakes the rotating `Alt`s queued
+    /// to receive here, which may be waiting for the marked sender (`alt/resume.rs`):
+    /// a `Tx` was dropped, or a selection stopped waiting for the sender.
+    #[cold]
+    pub(crate) fn stop_resuming(&self) {
+        let mut first = None;
+        let mut st = self.lock();
+        // Usually one `Alt` receives here; any others are woken under the lock.
+        st.stop_resuming(|w| match first {
+            None => first = Some(w),
+            Some(_) => w.wake(),
+        });
+        drop(st);
+        wake(first);
     }
 
     /// Locks the channel; the hints are refreshed when the guard is dropped.
@@ -921,6 +944,11 @@ impl<T> Chan<T> {
         let chan = unsafe { this.as_ref() };
         chan.home.act(None);
         if chan.release_unless_last(TX_ONE, TX_MASK) {
+            // Relaxed: exact for the sender an `Alt` marked, which saw its send decided
+            // (`Acquire`) after the mark was set (`alt/resume.rs`).
+            if chan.is_resuming() {
+                chan.stop_resuming();
+            }
             return;
         }
         // The last `Tx`: our count keeps the channel alive while we close it.

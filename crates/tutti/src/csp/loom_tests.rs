@@ -470,30 +470,44 @@ fn unbounded_send_commits_a_waiting_alt() {
 /// How the sender thread of [`fair_select_with_a_resuming_sender`] behaves.
 #[derive(Clone, Copy)]
 enum Resuming {
-    /// It sends once, resumes, waits until the selector has no more values of its own
-    /// to offer (keeping its end open: only its resumption can wake a selection waiting
-    /// for it), and drops its end, closing its channel.
-    Returns,
+    /// It sends 1, then 3: its second offer ends a selection's wait for it.
+    SendsAgain,
+    /// It sends 1 and 3 and drops its end while the selector's own end of `a` stays
+    /// open: the drop ends a selection's wait for it. (Its first value usually goes to
+    /// a registered selection, which marks nothing; the second is queued by the time
+    /// the selector looks again, and taken by the look, which marks.)
+    DropsItsEnd,
     /// It polls its send once and then cancels it: a future whose value may have been
     /// taken is dropped without being polled again.
     Cancels,
+    /// It sends once, waits until the selector has no more values of its own to offer
+    /// (keeping its end open), and drops its end, closing its channel. With no patience,
+    /// the selection gives up on it at once instead of waiting.
+    Quiet,
 }
 
 /// A fair selection over two rendezvous channels (`alt/resume.rs`): a sender thread on
 /// `a`, and the selecting thread keeping `b` ready itself (a send future of its own, polled
 /// by hand, re-offered whenever guard `b` fires). Once guard `b` has fired, a look that
-/// finds `a`'s sender taken from but not resumed leaves `b` out and waits; the sender's
-/// resumption (or its dropped future) must wake it — a lost wake-up leaves the model
-/// waiting for ever — and the selection ends when `a` is closed. With `stop_after`, the
-/// selector gives up after that many selections and drops its ends while the sender may
-/// still be marked; the sender must still finish.
+/// finds `a`'s sender taken from but not offering again leaves `b` out and waits; the
+/// sender's next offer, its dropped end (or its cancelled future, then its closed
+/// channel) must wake it — a lost wake-up leaves the model waiting for ever — and the
+/// selection ends when `a` is closed. A `Quiet` sender is given up on at once (zero
+/// patience): the model checks that giving up races safely with the sender. With
+/// `stop_after`, the selector gives up after that many selections and drops its ends
+/// while the sender may still be marked; the sender must still finish.
 fn fair_select_with_a_resuming_sender(sender: Resuming, stop_after: Option<usize>) {
     let model = move || {
         let (ta, a) = channel::<u32>();
         let (tb, b) = channel::<u32>();
         let (done_tx, done) = buffered::<()>(1);
+        // The selector's own end of `a` (`DropsItsEnd`), dropped once `b` is spent.
+        let mut own_ta = matches!(sender, Resuming::DropsItsEnd).then(|| ta.clone());
         let sa = thread::spawn(move || match sender {
-            Resuming::Returns => {
+            Resuming::SendsAgain | Resuming::DropsItsEnd => {
+                block_on(ta.send(1)).is_ok() && block_on(ta.send(3)).is_ok()
+            }
+            Resuming::Quiet => {
                 let sent = block_on(ta.send(1)).is_ok();
                 let _ = block_on(done.recv());
                 sent
@@ -509,12 +523,15 @@ fn fair_select_with_a_resuming_sender(sender: Resuming, stop_after: Option<usize
         });
         let mut fb = Box::pin(tb.send(2));
         assert!(poll_once(fb.as_mut()).is_pending());
-        let mut from_a = None;
+        let mut from_a = Vec::new();
         // Re-offers on `b`: few, so that the selector must block (and the sender run) in
         // every schedule.
         let mut offers = 2;
         {
             let mut alt = Alt::new().recv(&a).recv(&b);
+            if matches!(sender, Resuming::Quiet) {
+                alt.set_patience(Some(std::time::Duration::ZERO));
+            }
             for _ in 0..stop_after.unwrap_or(usize::MAX) {
                 let sel = block_on(alt.fair_select());
                 if sel.index() == 1 {
@@ -526,35 +543,55 @@ fn fair_select_with_a_resuming_sender(sender: Resuming, stop_after: Option<usize
                         assert!(poll_once(fb.as_mut()).is_pending());
                     } else {
                         alt.set_when(1, false);
-                        // Fails only for a sender that is gone already (`Cancels`).
+                        // Fails only for a sender that is gone already.
                         let _ = done_tx.try_send(());
+                        own_ta = None;
                     }
                     continue;
                 }
                 match sel.recv(&a) {
-                    Ok(v) => from_a = Some(v),
+                    Ok(v) => from_a.push(v),
                     Err(_) => break, // `a` ended: every value of it was received
                 }
             }
         }
+        drop(own_ta);
         drop(fb);
         drop(a);
         drop(done_tx);
         let sent = sa.join().unwrap();
+        let expected: &[u32] = match sender {
+            Resuming::SendsAgain | Resuming::DropsItsEnd => &[1, 3],
+            _ => &[1],
+        };
         if stop_after.is_none() {
-            assert_eq!(sent, from_a == Some(1), "sent {sent}, received {from_a:?}");
-        } else if from_a.is_some() {
-            assert!(sent, "received a value that was not sent");
+            assert_eq!(sent, from_a == expected, "sent {sent}, received {from_a:?}");
+        } else if !from_a.is_empty() {
+            assert!(
+                expected.starts_with(&from_a),
+                "received {from_a:?}, not sent so"
+            );
         }
     };
     let mut builder = loom::model::Builder::new();
-    builder.preemption_bound = Some(2);
+    // Three preemptions for a dropped end: with two, no schedule has the selection
+    // leave a guard out while the sender still holds its end.
+    builder.preemption_bound = Some(if matches!(sender, Resuming::DropsItsEnd) {
+        3
+    } else {
+        2
+    });
     builder.check(model);
 }
 
 #[test]
-fn fair_select_waits_for_a_resuming_sender() {
-    fair_select_with_a_resuming_sender(Resuming::Returns, None);
+fn fair_select_waits_for_a_sender_to_send_again() {
+    fair_select_with_a_resuming_sender(Resuming::SendsAgain, None);
+}
+
+#[test]
+fn fair_select_waits_for_a_sender_to_drop_its_end() {
+    fair_select_with_a_resuming_sender(Resuming::DropsItsEnd, None);
 }
 
 #[test]
@@ -563,6 +600,11 @@ fn fair_select_survives_a_dropped_resuming_sender() {
 }
 
 #[test]
+fn fair_select_gives_up_on_a_quiet_sender() {
+    fair_select_with_a_resuming_sender(Resuming::Quiet, None);
+}
+
+#[test]
 fn fair_selector_stops_while_its_sender_resumes() {
-    fair_select_with_a_resuming_sender(Resuming::Returns, Some(2));
+    fair_select_with_a_resuming_sender(Resuming::SendsAgain, Some(2));
 }

@@ -819,11 +819,12 @@ fn capacities_read_back_exactly_below_two_to_the_48() {
     }
 }
 
-/// A fair selection that served guard 1 last, finds only guard 1 ready and guard 0's
-/// sender taken from but not resumed, leaves guard 1 out and waits (`alt/resume.rs`);
-/// the sender's resumption wakes it, and the new round serves guard 1 then.
-#[test]
-fn fair_select_waits_for_a_taken_sender_to_resume() {
+/// Both senders of a two-guard fair `Alt` were served once each; sender b offered again,
+/// sender a was taken from and has not offered again. The selection that served guard 1
+/// last then finds only guard 1 ready, leaves it out and waits (`alt/resume.rs`).
+fn wait_for_a_resuming_sender(
+    test: impl FnOnce(&mut Alt<'_>, &Tx<u32>, &Rx<u32>, &Rx<u32>, Pin<&mut SendFuture<'_, u32>>),
+) {
     let (ta, a) = channel::<u32>();
     let (tb, b) = channel::<u32>();
     let (_, quiet) = counter();
@@ -832,31 +833,88 @@ fn fair_select_waits_for_a_taken_sender_to_resume() {
     assert!(poll(fa.as_mut(), &quiet).is_pending());
     assert!(poll(fb.as_mut(), &quiet).is_pending());
     let mut alt = Alt::new().recv(&a).recv(&b);
-    let (count, waker) = counter();
-    // Both senders wait: guard 0, then guard 1 — each sender taken from, not resumed.
+    // Both senders wait: guard 0, then guard 1 — each sender taken from.
     for (i, rx, v) in [(0, &a, 1), (1, &b, 2)] {
         let sel = crate::runtime::block_on(alt.fair_select());
         assert_eq!(sel.index(), i);
         assert_eq!(sel.recv(rx), Ok(v));
     }
-    // Sender b resumes and offers again; sender a has not run yet.
+    // Sender b offers again; sender a has not run yet.
     assert_eq!(poll(fb.as_mut(), &quiet), Poll::Ready(Ok(())));
     let mut fb2 = pin!(tb.send(4));
     assert!(poll(fb2.as_mut(), &quiet).is_pending());
-    {
+    test(&mut alt, &ta, &a, &b, fa);
+}
+
+/// ... and the sender's next offer, not the return of its `send`, ends the wait: the
+/// offer goes to the waiting selection, which serves guard 0; the next serves guard 1.
+#[test]
+fn fair_select_waits_for_a_taken_sender_to_offer_again() {
+    wait_for_a_resuming_sender(|alt, ta, a, b, mut fa| {
+        let (_, quiet) = counter();
+        let (count, waker) = counter();
+        {
+            let mut sel = pin!(alt.fair_select());
+            assert!(
+                poll(sel.as_mut(), &waker).is_pending(),
+                "served guard 1 twice"
+            );
+            // Sender a's send returns: it has not offered yet, so the selection waits on.
+            assert_eq!(poll(fa.as_mut(), &quiet), Poll::Ready(Ok(())));
+            assert_eq!(woken(&count), 0);
+            assert!(poll(sel.as_mut(), &waker).is_pending());
+            // Its next offer is taken by the waiting selection.
+            let mut fa2 = pin!(ta.send(3));
+            assert_eq!(poll(fa2.as_mut(), &quiet), Poll::Ready(Ok(())));
+            assert!(woken(&count) >= 1);
+            let Poll::Ready(s) = poll(sel.as_mut(), &waker) else {
+                panic!("the woken selection did not serve guard 0");
+            };
+            assert_eq!(s.index(), 0);
+            assert_eq!(s.recv(a), Ok(3));
+        }
+        let sel = crate::runtime::block_on(alt.fair_select());
+        assert_eq!(sel.index(), 1);
+        assert_eq!(sel.recv(b), Ok(4));
+    });
+}
+
+/// ... and a dropped end of the sender's channel (another stays open) ends the wait:
+/// the woken selection serves guard 1.
+#[test]
+fn fair_select_stops_waiting_when_the_sender_drops_its_end() {
+    wait_for_a_resuming_sender(|alt, ta, _a, b, mut fa| {
+        let (_, quiet) = counter();
+        let (count, waker) = counter();
+        let other_end = ta.clone();
         let mut sel = pin!(alt.fair_select());
-        assert!(
-            poll(sel.as_mut(), &waker).is_pending(),
-            "served guard 1 twice"
-        );
-        assert_eq!(woken(&count), 0);
-        // Sender a resumes: it wakes the selection, which now serves guard 1.
+        assert!(poll(sel.as_mut(), &waker).is_pending());
         assert_eq!(poll(fa.as_mut(), &quiet), Poll::Ready(Ok(())));
-        assert_eq!(woken(&count), 1);
+        drop(other_end);
+        assert!(
+            woken(&count) >= 1,
+            "the dropped end did not wake the selection"
+        );
         let Poll::Ready(s) = poll(sel.as_mut(), &waker) else {
             panic!("the woken selection did not serve guard 1");
         };
         assert_eq!(s.index(), 1);
-        assert_eq!(s.recv(&b), Ok(4));
-    }
+        assert_eq!(s.recv(b), Ok(4));
+    });
+}
+
+/// ... and a sender that keeps its end and never sends again holds guard 1 back only for
+/// the selection's patience: the selection then serves guard 1, and clears the mark, so
+/// that later selections do not wait for that sender again.
+#[test]
+fn fair_select_gives_up_on_a_quiet_sender_after_its_patience() {
+    wait_for_a_resuming_sender(|alt, ta, _a, b, mut fa| {
+        let (_, quiet) = counter();
+        assert_eq!(poll(fa.as_mut(), &quiet), Poll::Ready(Ok(())));
+        alt.set_patience(Some(std::time::Duration::from_millis(5)));
+        let sel = crate::runtime::block_on(alt.fair_select());
+        assert_eq!(sel.index(), 1);
+        assert_eq!(sel.recv(b), Ok(4));
+        assert!(!ta.chan().is_resuming(), "the mark outlived the patience");
+    });
 }

@@ -417,33 +417,8 @@ impl<T> SendFuture<'_, T> {
             if !self.waiter.is_decided() {
                 let removed = st.cancel_send(self.waiter.node());
                 debug_assert!(removed, "tutti: an undecided sender was not queued");
-                return;
             }
         }
-        self.resume();
-    }
-
-    /// The send was decided (observed with `Acquire`): if a rotating `Alt` took the value
-    /// and marked us, tell the channel that we run again (`alt/resume.rs`). A future
-    /// dropped instead of polled tells it too, so the mark never outlives the sender.
-    #[inline]
-    fn resume(&self) {
-        if self.waiter.take_resume() {
-            self.resume_cold();
-        }
-    }
-
-    #[cold]
-    fn resume_cold(&self) {
-        let mut first = None;
-        let mut st = self.chan.lock();
-        // Usually one `Alt` receives here; any others are woken under the lock.
-        st.resumed(|w| match first {
-            None => first = Some(w),
-            Some(_) => w.wake(),
-        });
-        drop(st);
-        wake(first);
     }
 
     fn start(&self, cx: &mut Context<'_>) -> Poll<Result<(), SendError<T>>> {
@@ -519,7 +494,6 @@ impl<T> Future for SendFuture<'_, T> {
                             this.waiter.set_phase(Phase::Start);
                             continue;
                         }
-                        this.resume();
                         this.waiter.set_phase(Phase::Done);
                         return Poll::Ready(Ok(()));
                     }

@@ -24,7 +24,6 @@
 //! | 3 | `FULL` | the slot holds a value | the owner while not queued; a counterpart while queued |
 //! | 4 | `GUARD` | the node belongs to a [`GuardWaiter`] | at creation; never changes |
 //! | 5 | `OFFER` | a send guard's two-phase offer: a counterpart may not take the value, only decide the selector (a *poke*) | the owner, only while not queued |
-//! | 6 | `RESUME` | a rotating `Alt` took this plain sender's value: the owner tells the channel when it resumes (`alt/resume.rs`) | that counterpart, with `DECIDED`; cleared by the owner after observing `DECIDED` |
 //!
 //! # `Selector::state` (one `usize`)
 //!
@@ -70,7 +69,6 @@ const DECIDED: u32 = 1 << 2;
 const FULL: u32 = 1 << 3;
 const GUARD: u32 = 1 << 4;
 const OFFER: u32 = 1 << 5;
-const RESUME: u32 = 1 << 6;
 
 /// What a counterpart did with a sending waiter it popped.
 pub(crate) enum Taking<T> {
@@ -248,12 +246,11 @@ impl<T> Node<T> {
     }
 
     /// A counterpart takes this sending waiter's value and decides it — or, for a
-    /// two-phase offer (`OFFER`), only decides it, leaving the value (a poke). With
-    /// `resume`, a plain sender is also marked `RESUME` (`alt/resume.rs`).
+    /// two-phase offer (`OFFER`), only decides it, leaving the value (a poke).
     ///
     /// # Safety
     /// As for [`complete_with`](Self::complete_with).
-    pub(crate) unsafe fn complete_taking(&self, resume: bool) -> Taking<T> {
+    pub(crate) unsafe fn complete_taking(&self) -> Taking<T> {
         let w = self.word();
         if w & GUARD != 0 {
             // SAFETY: a guard node; popped under the lock (caller).
@@ -287,9 +284,7 @@ impl<T> Node<T> {
                 let w = self.word();
                 debug_assert!(w & FULL != 0, "tutti: a waiting sender without a value");
                 let value = self.slot.with(|s| (*s).assume_init_read());
-                let mark = if resume { RESUME } else { 0 };
-                self.word
-                    .store((w & !FULL) | DECIDED | mark, Ordering::Release);
+                self.word.store((w & !FULL) | DECIDED, Ordering::Release);
                 Taking::Took(value, waker)
             }
         }
@@ -390,18 +385,6 @@ impl<T> PlainWaiter<T> {
     #[inline]
     pub(crate) fn is_decided(&self) -> bool {
         self.node.word.load(Ordering::Acquire) & DECIDED != 0
-    }
-
-    /// Whether the counterpart that decided this sender marked it `RESUME`; clears the
-    /// mark. The owner only, after observing the decision with `Acquire`.
-    #[inline]
-    pub(crate) fn take_resume(&self) -> bool {
-        let w = self.node.word();
-        if w & RESUME == 0 {
-            return false;
-        }
-        self.node.word.store(w & !RESUME, Ordering::Relaxed);
-        true
     }
 
     /// Takes the slot's value, if any.
@@ -783,8 +766,8 @@ impl<T> WaitQueue<T> {
     }
 
     /// The wakers of the undecided `Alt`s with a guard waiter queued here, without
-    /// deciding any of them: a resumed sender nudges the rotating `Alt`s that may wait
-    /// for it (`alt/resume.rs`). Under the lock of the queue's channel.
+    /// deciding any of them: a channel whose `RESUMING` mark is cleared without an offer
+    /// nudges the rotating `Alt`s that may wait for its sender (`alt/resume.rs`). Under the lock of the queue's channel.
     pub(crate) fn guard_wakers(&self, mut each: impl FnMut(Waker)) {
         if self.tail.is_null() {
             return;

@@ -61,11 +61,15 @@ pub(crate) trait Guard: Send {
         unsafe { self.enable(selector, index, false) }
     }
 
-    /// Whether a party this guard took from has not resumed yet, so that the guard may
-    /// soon be ready again (`resume.rs`; a relaxed hint).
+    /// Whether a party this guard took from has not offered again yet, so that the guard
+    /// may soon be ready again (`resume.rs`; a relaxed hint).
     fn is_resuming(&self) -> bool {
         false
     }
+
+    /// Clears the mark [`is_resuming`](Self::is_resuming) reads: the `Alt` stops waiting
+    /// for that party (`resume.rs`). Called with no waiter of the `Alt` queued.
+    fn stop_resuming(&self) {}
 
     /// Removes the waiter left by `enable`, if it is still queued.
     fn disable(&self);

@@ -69,6 +69,12 @@ impl<T: Send> Guard for InputGuard<'_, T> {
         self.chan.is_resuming()
     }
 
+    fn stop_resuming(&self) {
+        if self.chan.is_resuming() {
+            self.chan.stop_resuming();
+        }
+    }
+
     fn disable(&self) {
         self.chan.lock().cancel_recv(self.waiter.node());
     }

@@ -229,6 +229,12 @@ pub struct Alt<'a> {
     /// This round left out the guard that fired last, to wait for a resuming sender of
     /// another guard (`resume.rs`): any wake-up restarts it.
     resume_wait: bool,
+    /// How long a selection waits for resuming senders (`resume.rs`); `None`: until
+    /// they offer again or drop their ends (loom models, which have no clock).
+    patience: Option<Duration>,
+    /// When this selection stops waiting for resuming senders: set when it first waits
+    /// for one, cleared when the selection ends (`resume.rs`).
+    resume_deadline: Option<Deadline>,
     /// This `Alt`'s identity for [`FutureArm`]s (0 until its first future guard).
     id: u64,
     /// Some guard is a future: a wake-up restarts the round (`future.rs`).
@@ -359,6 +365,8 @@ impl<'a> Alt<'a> {
             in_round: false,
             last_fired: usize::MAX,
             resume_wait: false,
+            patience: resume::PATIENCE,
+            resume_deadline: None,
             id: 0,
             has_futures: false,
             two_phase: false,
@@ -934,7 +942,7 @@ impl<'a> Alt<'a> {
             },
         };
         // Whether a look may leave out the guard that fired last (`resume.rs`).
-        let mut may_wait = self.rotates(mode);
+        let mut may_wait = self.rotates(mode) && !self.patience_spent();
         loop {
             let sel = self.selector.get();
             sel.reset();
@@ -945,12 +953,20 @@ impl<'a> Alt<'a> {
             }
             let cx = cx.as_deref_mut()?;
             match self.register(first, cx) {
-                Registered::Waiting if self.resume_wait && !self.still_resuming() => {
-                    // The sender we would wait for resumed before we registered: it will
-                    // not wake us. Withdraw and look again, without leaving anything out.
+                Registered::Waiting if self.resume_wait => {
+                    let resuming = self.still_resuming();
+                    if resuming && self.wait_patiently(cx) {
+                        return None;
+                    }
+                    // The sender we would wait for offered (or dropped its end) before we
+                    // registered, so it will not wake us; or we have waited long enough.
+                    // Withdraw and look again, without leaving anything out.
                     match self.selector.get().abort() {
                         Ok(()) => self.disable_all(None),
                         Err(k) => return Some(k),
+                    }
+                    if resuming {
+                        self.give_up_resuming();
                     }
                     may_wait = false;
                 }
@@ -1173,6 +1189,7 @@ impl<'a> Alt<'a> {
     fn finish(&mut self, k: usize, mode: Mode) -> usize {
         self.disable_all(Some(k));
         self.in_round = false;
+        self.resume_deadline = None;
         if mode != Mode::Pri {
             self.next = k + 1;
         }
@@ -1209,6 +1226,7 @@ impl<'a> Alt<'a> {
             }
         }
         self.in_round = false;
+        self.resume_deadline = None;
     }
 
     /// Returns the value of fired guard `k`, if it holds one, to its channel.
