@@ -265,7 +265,7 @@ impl Shared {
         let start = Instant::now();
         let mut rounds = 0u32;
         loop {
-            t.progress();
+            t.spin_round(rounds);
             if ready() {
                 return true;
             }

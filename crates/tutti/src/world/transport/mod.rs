@@ -102,6 +102,15 @@ pub(crate) trait Transport: Send + Sync {
     /// Drives the engine once if nobody else does (polling mode); returns whether
     /// anything moved. A no-op for engines with their own progress thread.
     fn progress(&self) -> bool;
+    /// Round `round` of a waiting location's spin (`Shared::spin_until`):
+    /// drives the engine like [`progress`](Self::progress), or, where the
+    /// engine can tell more cheaply that nothing has arrived, only looks
+    /// (the shared-memory rings: one load of the mailbox's head slot) and
+    /// drives it fully every few rounds. Returns whether anything moved.
+    fn spin_round(&self, round: u32) -> bool {
+        let _ = round;
+        self.progress()
+    }
     /// Starts sending the frames handed over so far, if nobody else does
     /// (polling mode; cheaper than a full [`progress`](Self::progress)).
     fn start_sends(&self);

@@ -55,6 +55,9 @@ const SPIN_FOR: Duration = Duration::from_micros(100);
 const YIELD_FOR: Duration = Duration::from_millis(2);
 /// The first park timeout after the yielding phase (doubling up to [`MAX_PARK`]).
 const MIN_PARK: Duration = Duration::from_micros(20);
+/// Hybrid transport: a waiting location's spin drives MPI every this many
+/// rounds (and looks at the rings in every one).
+const ENGINE_EVERY: u32 = 8;
 
 type UserFn = Box<dyn FnOnce(&SimpleCommunicator) + Send>;
 
@@ -622,6 +625,29 @@ impl Transport for Mpi {
 
     fn progress(&self) -> bool {
         let rings = self.host.as_ref().is_some_and(|h| h.shm().progress());
+        let Some(e) = &self.engine else {
+            return rings;
+        };
+        let Ok(mut g) = e.try_lock() else {
+            return rings;
+        };
+        g.as_mut().is_some_and(Engine::progress) || rings
+    }
+
+    fn spin_round(&self, round: u32) -> bool {
+        let Some(h) = &self.host else {
+            return self.progress();
+        };
+        // Hybrid: a reply from a host mate lands in the rings, where one
+        // load tells whether it did; a pass through MPI (its progress
+        // engine, the tests of the posted receives) costs several hundred
+        // ns, more than a whole message through the rings, so a spinning
+        // location drives MPI (frames of other hosts, the quiescence sums)
+        // only every few rounds.
+        let rings = h.shm().spin_round(round);
+        if round % ENGINE_EVERY != 0 {
+            return rings;
+        }
         let Some(e) = &self.engine else {
             return rings;
         };

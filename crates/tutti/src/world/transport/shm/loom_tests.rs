@@ -134,6 +134,53 @@ fn poll(ring: &Ring<2, 4>, n: usize) -> Vec<(usize, Vec<u8>)> {
     drain(ring, n, |_| thread::yield_now())
 }
 
+/// A waiting location spins on the slot at the head (`ready`, then `pop`)
+/// while two producers gather their fragments from two parts each: every
+/// fragment arrives once and whole, and since a spinning consumer never
+/// marks the slot, no producer bumps the futex word (no wake-up system
+/// call while the consumer spins).
+#[test]
+fn a_spinning_consumer_costs_its_producers_no_wake_up() {
+    model(3, || {
+        let ring = Arc::new(Ring::<2, 4>::boxed());
+        let mut hs = Vec::new();
+        for from in 1..=2usize {
+            let r = Arc::clone(&ring);
+            hs.push(thread::spawn(move || {
+                let (head, body) = ([from as u8], [from as u8 + 10; 2]);
+                while r
+                    .push_with(from, FIRST | LAST, &[&head, &body], || {})
+                    .unwrap()
+                    != super::ring::Push::Done
+                {
+                    thread::yield_now();
+                }
+            }));
+        }
+        let mut got = Vec::new();
+        while got.len() < 2 {
+            if !ring.ready() {
+                thread::yield_now();
+                continue;
+            }
+            let mut buf = Vec::new();
+            if let Some(f) = ring.pop(&mut buf, 4).expect("a well-formed ring") {
+                got.push((f.from, buf));
+            }
+        }
+        for h in hs {
+            h.join().unwrap();
+        }
+        got.sort();
+        assert_eq!(got, vec![(1, vec![1, 11, 11]), (2, vec![2, 12, 12])]);
+        assert_eq!(
+            ring.wakes(),
+            0,
+            "a producer woke a consumer that was spinning"
+        );
+    });
+}
+
 /// Two sleepers on one ring (the receiving thread and a parked worker) and
 /// one producer: whichever sleeper goes first, leaves first or finds the
 /// fragment, neither undoes the other's announcement, so the producer's
@@ -195,7 +242,7 @@ fn a_claim_is_exclusive_and_helped_past() {
             hs.push(thread::spawn(move || {
                 let b = [from as u8; 2];
                 let pushed = r
-                    .push_with(from, FIRST | LAST, &b, thread::yield_now)
+                    .push_with(from, FIRST | LAST, &[&b], thread::yield_now)
                     .unwrap();
                 assert_eq!(pushed, super::ring::Push::Done);
             }));

@@ -227,25 +227,27 @@ impl<const N: usize, const D: usize> Ring<N, D> {
     /// every slot holds an unread fragment. Corrupt control words are an error.
     #[cfg(any(test, feature = "fuzzing"))]
     pub(crate) fn push(&self, from: usize, flags: u64, bytes: &[u8]) -> Result<Push, RingError> {
-        self.push_with(from, flags, bytes, || {})
+        self.push_with(from, flags, &[bytes], || {})
     }
 
-    /// [`push`](Self::push), calling `claimed` between the claim and the
+    /// [`push`](Self::push) of the concatenation of `parts` (at most `D`
+    /// bytes in all: a sender gathers a frame's prefix, head and body
+    /// straight into the slot), calling `claimed` between the claim and the
     /// writing of the bytes (a test pauses or ends a producer there).
     pub(crate) fn push_with(
         &self,
         from: usize,
         flags: u64,
-        bytes: &[u8],
+        parts: &[&[u8]],
         claimed: impl FnOnce(),
     ) -> Result<Push, RingError> {
-        debug_assert!(bytes.len() <= D);
+        debug_assert!(parts.iter().map(|p| p.len()).sum::<usize>() <= D);
         let pos = match self.claim(from)? {
             Some(pos) => pos,
             None => return Ok(Push::Full),
         };
         claimed();
-        self.publish(pos, from, flags, bytes);
+        self.publish(pos, from, flags, parts);
         Ok(Push::Done)
     }
 
@@ -261,29 +263,35 @@ impl<const N: usize, const D: usize> Ring<N, D> {
     ) -> Result<Push, RingError> {
         match self.claim_from(from, stale)? {
             Some(pos) => {
-                self.publish(pos, from, flags, bytes);
+                self.publish(pos, from, flags, &[bytes]);
                 Ok(Push::Done)
             }
             None => Ok(Push::Full),
         }
     }
 
-    /// Writes the fragment into the slot of position `pos`, which this
-    /// producer claimed, and commits it.
-    fn publish(&self, pos: u64, from: usize, flags: u64, bytes: &[u8]) {
+    /// Writes the fragment (the concatenation of `parts`) into the slot of
+    /// position `pos`, which this producer claimed, and commits it.
+    fn publish(&self, pos: u64, from: usize, flags: u64, parts: &[&[u8]]) {
         let slot = &self.slots[(pos % N as u64) as usize];
-        slot.data.with_mut(|p| {
-            // SAFETY: the claim made this producer the only one at `pos` (the
-            // claim word names `pos` until the next lap), and `seq == pos`
-            // (Acquire, in `claim`) says the consumer is done with the slot's
-            // previous lap, so nobody else touches these bytes until the
-            // Release store below (the consumer reclaims a claimed slot only
-            // once its producer's process is dead); `bytes.len() <= D`
-            // (checked by the caller).
-            unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), p.cast::<u8>(), bytes.len()) }
+        let len = slot.data.with_mut(|p| {
+            let mut at = 0usize;
+            for bytes in parts {
+                // Never past the slot, whatever the caller handed in.
+                let n = bytes.len().min(D - at);
+                // SAFETY: the claim made this producer the only one at `pos`
+                // (the claim word names `pos` until the next lap), and `seq
+                // == pos` (Acquire, in `claim`) says the consumer is done
+                // with the slot's previous lap, so nobody else touches these
+                // bytes until the Release store below (the consumer reclaims
+                // a claimed slot only once its producer's process is dead);
+                // `at + n <= D`.
+                unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), p.cast::<u8>().add(at), n) }
+                at += n;
+            }
+            at
         });
-        slot.meta
-            .store(meta(from, flags, bytes.len()), Ordering::Relaxed);
+        slot.meta.store(meta(from, flags, len), Ordering::Relaxed);
         let was = slot.seq.swap(pos + 1, Ordering::AcqRel);
         if was & SLEEPING != 0 {
             self.wake();
@@ -549,6 +557,12 @@ impl<const N: usize, const D: usize> Ring<N, D> {
             }
         }
         false
+    }
+
+    /// Test hook: the futex word's generation (how many wake-ups so far).
+    #[cfg(all(test, loom))]
+    pub(crate) fn wakes(&self) -> u32 {
+        self.wakes.0.load(Ordering::Acquire)
     }
 
     /// Wakes the consumer whatever it is doing (shutdown, abort).

@@ -32,7 +32,7 @@ pub(crate) fn mailbox(ops: &[MailboxOp], sink: &dyn Sink, ranks: usize) -> Resul
             if let Some(whole) =
                 reassemble(&mut partial, &mut scratch, f, &|m| format!("rank {m}"))?
             {
-                deliver(sink, f.from, whole, &mut refuse)?;
+                deliver(sink, f.from, &whole, &mut refuse)?;
                 frames += 1;
             }
         }

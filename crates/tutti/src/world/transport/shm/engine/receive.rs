@@ -117,13 +117,19 @@ impl Inner {
             };
             moved = true;
             let from = f.from;
-            let whole = match reassemble(partial, scratch, f, &|m| self.members.rank(m)) {
-                Ok(Some(whole)) => whole,
-                Ok(None) => continue,
-                Err(why) => self.abort(&format!("its mailbox is corrupt: {why}")),
-            };
             let mut fetch = |from: usize, d: Descriptor| self.fetch(sink, from, d);
-            if let Err(why) = deliver(sink, from, whole, &mut fetch) {
+            let delivered = if f.first && f.last && partial[from].is_none() {
+                // A frame in one slot (every small message): delivered from
+                // the scratch buffer, which stays for the next one.
+                deliver(sink, from, scratch, &mut fetch)
+            } else {
+                match reassemble(partial, scratch, f, &|m| self.members.rank(m)) {
+                    Ok(Some(whole)) => deliver(sink, from, &whole, &mut fetch),
+                    Ok(None) => continue,
+                    Err(why) => self.abort(&format!("its mailbox is corrupt: {why}")),
+                }
+            };
+            if let Err(why) = delivered {
                 self.abort(&why);
             }
         }
@@ -304,7 +310,7 @@ pub(super) type Fetch<'a> = dyn FnMut(usize, Descriptor) -> Result<Option<Vec<u8
 pub(super) fn deliver(
     sink: &dyn Sink,
     from: usize,
-    whole: Vec<u8>,
+    whole: &[u8],
     fetch: &mut Fetch<'_>,
 ) -> Result<(), String> {
     if whole.len() < PREFIX {
@@ -322,18 +328,19 @@ pub(super) fn deliver(
             whole.len()
         ));
     };
-    let head: Arc<[u8]> = Arc::from(&whole[PREFIX..end]);
+    let head = &whole[PREFIX..end];
     let body = if whole[4] == LENT {
         match fetch(from, Descriptor::parse(&whole[end..])?)? {
-            Some(b) => Some(b),
+            Some(b) => b,
             None => return Ok(()),
         }
     } else if has_body {
-        Some(whole[end..].to_vec())
+        whole[end..].to_vec()
     } else if end != whole.len() {
         return Err(format!("{} bytes after a bodiless head", whole.len() - end));
     } else {
-        None
+        // The sink copies out only what it keeps (one message: its bytes).
+        return sink.deliver_head(from, head);
     };
-    sink.deliver(from, head, body)
+    sink.deliver(from, Arc::from(head), Some(body))
 }
