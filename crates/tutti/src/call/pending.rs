@@ -13,11 +13,19 @@
 //!
 //! One lock guards the table; it is held for a map operation only, never while
 //! a waker runs or a frame is sent.
+//!
+//! The table hashes ids with one multiplication ([`CorrIds`]), not the
+//! standard library's SipHash: every `sync_rmi` or `ask` makes four lookups,
+//! and SipHash's rounds were a visible part of a round trip between ranks.
+//! The keys are this conversation's own ids (consecutive numbers; a peer can
+//! only look one up, never insert one), so there is no flooding of one
+//! bucket for an outsider to provoke.
 
 use std::any::Any;
 use std::collections::HashMap;
 use std::fmt;
 use std::future::Future;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
@@ -65,10 +73,34 @@ pub(crate) enum Completed {
     WrongPeer,
 }
 
+/// Hashes a correlation id by a multiplication with an odd constant (2^64
+/// over the golden ratio): a bijection on 64 bits that spreads consecutive
+/// ids over both the low bits (the bucket) and the high bits (the map's tag
+/// byte). Only for `u64` keys.
+#[derive(Default)]
+struct CorrIds(u64);
+
+impl Hasher for CorrIds {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        // Not reached for `u64` keys; any other key still hashes soundly.
+        for &b in bytes {
+            self.write_u64(self.0 ^ u64::from(b));
+        }
+    }
+
+    fn write_u64(&mut self, id: u64) {
+        self.0 = id.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+}
+
 /// The table of questions waiting for answers; `P` names peers.
 pub(crate) struct Pending<P> {
     next: AtomicU64,
-    table: Mutex<HashMap<u64, Entry<P>>>,
+    table: Mutex<HashMap<u64, Entry<P>, BuildHasherDefault<CorrIds>>>,
     late: AtomicU64,
 }
 
@@ -82,7 +114,7 @@ impl<P: Copy + Eq> Pending<P> {
     pub(crate) fn new() -> Self {
         Pending {
             next: AtomicU64::new(1),
-            table: Mutex::new(HashMap::new()),
+            table: Mutex::new(HashMap::default()),
             late: AtomicU64::new(0),
         }
     }
@@ -285,5 +317,35 @@ impl<P: Copy + Eq> fmt::Debug for Question<P> {
             .field("corr", &self.corr)
             .field("done", &self.done)
             .finish()
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::CorrIds;
+    use std::hash::Hasher;
+
+    fn hash(id: u64) -> u64 {
+        let mut h = CorrIds::default();
+        h.write_u64(id);
+        h.finish()
+    }
+
+    /// Consecutive ids (how a conversation numbers its questions) fall in
+    /// distinct buckets of a table of any power-of-two size up to their
+    /// count, and their tag bytes (the top 7 bits) are not all alike.
+    #[test]
+    fn consecutive_ids_spread_over_buckets_and_tags() {
+        for bits in [4u32, 8, 10] {
+            let n = 1u64 << bits;
+            let mut buckets: Vec<u64> = (1..=n).map(|id| hash(id) & (n - 1)).collect();
+            buckets.sort_unstable();
+            buckets.dedup();
+            assert_eq!(buckets.len() as u64, n, "{n} ids in {n} buckets");
+        }
+        let mut tags: Vec<u64> = (1..=128).map(|id| hash(id) >> 57).collect();
+        tags.sort_unstable();
+        tags.dedup();
+        assert!(tags.len() > 64, "only {} distinct tags", tags.len());
     }
 }
