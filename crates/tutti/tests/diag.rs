@@ -351,7 +351,7 @@ fn a_fence_waiting_for_a_location_blocked_on_a_remote_channel_is_reported() {
     assert!(
         m.contains(
             "`location 1` waits to receive on the channel #0 from location 0 to location 1 \
-             (`RemoteRx::recv`)"
+             (capacity 1, `RemoteRx::recv`)"
         ),
         "{m}"
     );

@@ -248,6 +248,7 @@ impl<A: Actor> Cell<A> {
             crate::diag::rank(),
             0,
             1,
+            0,
         );
         let cell = Arc::new(Cell {
             mailbox: Mailbox::new(),

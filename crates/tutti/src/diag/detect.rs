@@ -178,17 +178,15 @@ fn scan_nodes() -> bool {
         .filter_map(|&(k, w)| nodes[k].wait().map(|wait| (k, w, wait)))
         .collect();
     // The candidate sets: cycles through `On::Node`, and stalled worlds.
-    let mut found: Vec<(Vec<usize>, bool)> = Vec::new();
+    // (members, how many of them form the cycle: 0 for a stalled world).
+    let mut found: Vec<(Vec<usize>, usize)> = Vec::new();
     // Every cycle, not only the first: one that cannot be judged now (its runtime busy
     // or gone) must not hide another.
-    found.extend(cycles(&nodes, &waits).into_iter().map(|c| (c, true)));
-    found.extend(
-        stalled_worlds(&nodes, &waits)
-            .into_iter()
-            .map(|s| (s, false)),
-    );
+    found.extend(cycles(&nodes, &waits));
+    found.extend(stalled_worlds(&nodes, &waits).into_iter().map(|s| (s, 0)));
     let mut again = false;
-    for (members, is_cycle) in found {
+    for (members, in_cycle) in found {
+        let is_cycle = in_cycle > 0;
         // Double collect: the runtimes quiet, the words unchanged.
         let quiet = || members.iter().all(|&k| nodes[k].runtime.is_quiet());
         if !quiet() {
@@ -203,7 +201,7 @@ fn scan_nodes() -> bool {
             again = true;
             continue;
         }
-        let report = describe(&nodes, &waits, &members, is_cycle);
+        let report = describe(&nodes, &waits, &members, in_cycle);
         declare(&report);
         if deadlock_mode() == DeadlockMode::Fail {
             let report = Arc::new(report);
@@ -236,29 +234,80 @@ fn reported(n: &Node) -> bool {
     lock(&REPORTED).contains(&(n.id, n.word()))
 }
 
-/// Every cycle of blocked nodes through `On::Node` waits (indices into `nodes`).
-fn cycles(nodes: &[Arc<Node>], waits: &[(usize, u64, node::Wait)]) -> Vec<Vec<usize>> {
-    let next = |k: usize| -> Option<usize> {
-        let (_, _, w) = waits.iter().find(|w| w.0 == k)?;
-        match w.on {
+/// The nodes a blocked node waits for (indices into `nodes`), any one of which
+/// could end its wait; `None` if it waits on something the detector cannot
+/// follow (a channel of unknown sender, a world-wide wait, a node or location
+/// not in this process).
+fn successors(nodes: &[Arc<Node>], on: &On) -> Option<Vec<usize>> {
+    let one = |on: &On| -> Option<usize> {
+        match *on {
             On::Node(id) => nodes.iter().position(|n| n.id == id),
+            On::Location { world, index } => nodes
+                .iter()
+                .position(|n| n.kind == Kind::Location && n.world == world && n.index == index),
             _ => None,
         }
     };
-    let mut found: Vec<Vec<usize>> = Vec::new();
-    for &(start, _, _) in waits {
-        if found.iter().any(|c| c.contains(&start)) {
+    match on {
+        On::AnyOf(ons) => ons.iter().map(one).collect(),
+        on => one(on).map(|k| vec![k]),
+    }
+}
+
+/// Every cycle of blocked nodes through waits that name whom they wait for
+/// (indices into `nodes`), each with the nodes stuck behind it.
+///
+/// A node stuck in a selection waits on any of several ([`On::AnyOf`]): it can
+/// no longer progress only if every one of them cannot. So the *stuck* set is
+/// found first, as a fixpoint: the blocked nodes with followable waits, less,
+/// repeatedly, any whose wait has a successor outside the set. Every node left
+/// has all its successors in the set, so following the first one from any of
+/// them ends in a cycle; the report is that cycle, and its members are the
+/// cycle and the stuck nodes it reaches (the double collect watches them all:
+/// any of them running again could wake the cycle).
+fn cycles(nodes: &[Arc<Node>], waits: &[(usize, u64, node::Wait)]) -> Vec<(Vec<usize>, usize)> {
+    let mut stuck: Vec<(usize, Vec<usize>)> = waits
+        .iter()
+        .filter_map(|(k, _, w)| successors(nodes, &w.on).map(|s| (*k, s)))
+        .collect();
+    loop {
+        let before = stuck.len();
+        let ks: Vec<usize> = stuck.iter().map(|s| s.0).collect();
+        stuck.retain(|(_, succ)| succ.iter().all(|u| ks.contains(u)));
+        if stuck.len() == before {
+            break;
+        }
+    }
+    let next = |k: usize| -> &[usize] {
+        stuck
+            .iter()
+            .find(|s| s.0 == k)
+            .map_or(&[][..], |s| s.1.as_slice())
+    };
+    let mut found: Vec<(Vec<usize>, usize)> = Vec::new();
+    for &(start, _) in &stuck {
+        if found.iter().any(|c| c.0.contains(&start)) {
             continue;
         }
         let mut path = vec![start];
-        let mut v = next(start);
+        let mut v = next(start).first().copied();
         while let Some(u) = v {
             if let Some(p) = path.iter().position(|&q| q == u) {
-                let c = path[p..].to_vec();
-                // A node waits on one other only, so two cycles never share a node.
-                if !c.iter().any(|&k| reported(&nodes[k])) && !found.iter().any(|f| f.contains(&u))
-                {
-                    found.push(c);
+                let mut c = path[p..].to_vec();
+                let in_cycle = c.len();
+                // The stuck nodes the cycle reaches (through any arm).
+                let mut i = 0;
+                while i < c.len() {
+                    for &w in next(c[i]) {
+                        if !c.contains(&w) {
+                            c.push(w);
+                        }
+                    }
+                    i += 1;
+                }
+                let overlaps = found.iter().any(|f| f.0.iter().any(|k| c.contains(k)));
+                if !c.iter().any(|&k| reported(&nodes[k])) && !overlaps {
+                    found.push((c, in_cycle));
                 }
                 break;
             }
@@ -266,7 +315,7 @@ fn cycles(nodes: &[Arc<Node>], waits: &[(usize, u64, node::Wait)]) -> Vec<Vec<us
                 break;
             }
             path.push(u);
-            v = next(u);
+            v = next(u).first().copied();
         }
     }
     found
@@ -301,7 +350,7 @@ fn describe(
     nodes: &[Arc<Node>],
     waits: &[(usize, u64, node::Wait)],
     members: &[usize],
-    is_cycle: bool,
+    in_cycle: usize,
 ) -> Deadlock {
     let procs = members
         .iter()
@@ -313,8 +362,11 @@ fn describe(
             BlockedProcess::new(nodes[k].name.clone(), what).on_rank(nodes[k].rank)
         })
         .collect();
-    let cycle = if is_cycle {
-        let mut c: Vec<String> = members.iter().map(|&k| nodes[k].name.clone()).collect();
+    let cycle = if in_cycle > 0 {
+        let mut c: Vec<String> = members[..in_cycle]
+            .iter()
+            .map(|&k| nodes[k].name.clone())
+            .collect();
         c.push(nodes[members[0]].name.clone());
         c
     } else {

@@ -82,6 +82,12 @@ pub(crate) enum On {
     Node(u64),
     /// Every location of a world (a fence or collective): the world's id.
     World(u64),
+    /// One location of a world (the other end of a channel between
+    /// locations): the world's id and the location's index.
+    Location { world: u64, index: u32 },
+    /// Any one of these (a selection over several waits that each name whom
+    /// they wait for): the node is stuck only if every one of them is.
+    AnyOf(Vec<On>),
 }
 
 /// What a node waits on: whom, and what for. Cheap to note (no allocation for the
@@ -115,8 +121,11 @@ pub(crate) enum What {
         seq: u32,
         from: crate::world::LocationId,
         to: crate::world::LocationId,
+        capacity: u32,
         call: &'static str,
     },
+    /// The waits of a selection, in the order of [`On::AnyOf`].
+    AnyOf(Vec<What>),
 }
 
 impl Wait {
@@ -127,6 +136,29 @@ impl Wait {
             _ => "an actor".to_string(),
         };
         match &self.what {
+            What::AnyOf(whats) => {
+                let arms: Vec<String> = whats
+                    .iter()
+                    .enumerate()
+                    .map(|(i, what)| {
+                        let on = match &self.on {
+                            On::AnyOf(ons) => ons.get(i).cloned().unwrap_or(On::Unknown),
+                            _ => On::Unknown,
+                        };
+                        let text = Wait {
+                            on,
+                            what: what.clone(),
+                        }
+                        .describe();
+                        text.strip_prefix("waits ")
+                            .map_or(text.clone(), str::to_string)
+                    })
+                    .collect();
+                format!(
+                    "waits on whichever comes first (a selection): {}",
+                    arms.join("; or ")
+                )
+            }
             What::Text(t) => (*t).to_string(),
             What::Owned(t) => t.clone(),
             What::Reply(m) => format!("waits for the reply to `{m}` from {}", target()),
@@ -147,8 +179,16 @@ impl Wait {
                 seq,
                 from,
                 to,
+                capacity,
                 call,
-            } => format!("{what} channel #{seq} from {from} to {to} (`{call}`)"),
+            } => {
+                let kind = if *capacity == 0 {
+                    "rendezvous".to_string()
+                } else {
+                    format!("capacity {capacity}")
+                };
+                format!("{what} channel #{seq} from {from} to {to} ({kind}, `{call}`)")
+            }
         }
     }
 }
@@ -166,6 +206,9 @@ fn encode(wait: &Wait) -> [u64; 3] {
         On::Unknown => (1, 0),
         On::Node(id) => (2, id),
         On::World(id) => (3, id),
+        // Only with a wait kept in the slot (`What::Channel`, `What::AnyOf`).
+        On::Location { index, .. } => (4, u64::from(index)),
+        On::AnyOf(_) => (5, 0),
     };
     let text = |t: &'static str| (t.len() as u64, t.as_ptr() as u64);
     let (what, extra, payload) = match &wait.what {
@@ -174,7 +217,7 @@ fn encode(wait: &Wait) -> [u64; 3] {
         What::Room { message, ask } => (3, text(message).0 << 1 | u64::from(*ask), text(message).1),
         What::Fence(epoch) => (4, 0, *epoch),
         What::Collective(epoch) => (5, 0, *epoch),
-        What::Owned(_) | What::Channel { .. } => (IN_SLOT, 0, 0),
+        What::Owned(_) | What::Channel { .. } | What::AnyOf(_) => (IN_SLOT, 0, 0),
     };
     [on | what << 4 | extra << 8, id, payload]
 }
@@ -233,6 +276,8 @@ pub(crate) struct Node {
     pub(crate) world: u64,
     /// The world's rank count, for a location (a stall is judged only within one rank).
     pub(crate) ranks: usize,
+    /// For a location: its index in the world (`On::Location`); 0 otherwise.
+    pub(crate) index: u32,
     pub(crate) runtime: RuntimeRef,
     word: AtomicU64,
     /// A note was made during the current poll.
@@ -311,12 +356,13 @@ impl Node {
         rank: usize,
         world: u64,
         ranks: usize,
+        index: u32,
     ) -> Arc<Node> {
         let node = Arc::new(Node::unlisted(
             NEXT_ID.fetch_add(1, Ordering::Relaxed),
             kind,
             name,
-            (rank, world, ranks),
+            (rank, world, ranks, index),
             RuntimeRef::current(),
         ));
         super::detect::install();
@@ -333,7 +379,7 @@ impl Node {
         id: u64,
         kind: Kind,
         name: String,
-        (rank, world, ranks): (usize, u64, usize),
+        (rank, world, ranks, index): (usize, u64, usize, u32),
         runtime: RuntimeRef,
     ) -> Node {
         Node {
@@ -343,6 +389,7 @@ impl Node {
             rank,
             world,
             ranks,
+            index,
             runtime,
             word: AtomicU64::new(RUNNING),
             noted: AtomicBool::new(false),
@@ -365,7 +412,7 @@ impl Node {
             id,
             Kind::Actor,
             format!("node {id}"),
-            (0, 0, 1),
+            (0, 0, 1, 0),
             RuntimeRef::none(),
         ))
     }
@@ -478,11 +525,20 @@ impl Node {
     fn note(&self, wait: Wait, waker: Option<&Waker>) {
         // Only this poll writes `noted` (polls are serialized): no read-modify-write.
         if self.noted.load(Ordering::Relaxed) {
-            return; // the first wait of a poll is the one that counts
+            // The first wait of a poll is the one that counts, unless a wait on
+            // a location takes part: then the poll waits on any of them (a
+            // selection), see `merge`.
+            self.merge(wait, waker);
+            return;
         }
         self.noted.store(true, Ordering::Relaxed);
-        self.edge
-            .store(!matches!(wait.on, On::Unknown), Ordering::Relaxed);
+        self.write(wait, waker);
+    }
+
+    /// Writes the wait of this poll (N1, N3, N4).
+    #[inline]
+    fn write(&self, wait: Wait, waker: Option<&Waker>) {
+        self.edge.store(has_edge(&wait.on), Ordering::Relaxed);
         let words = encode(&wait);
         if (words[0] >> 4) & 15 == IN_SLOT {
             *crate::loom::lock(&self.owned) = Some(wait);
@@ -512,6 +568,55 @@ impl Node {
         for (k, v) in self.waker_key.iter().zip(key) {
             k.store(v, Ordering::Relaxed);
         }
+    }
+}
+
+impl Node {
+    /// A further wait noted in the same poll. Where a wait on a location (a
+    /// channel between locations) meets another wait with an edge, the node
+    /// waits on any of them ([`On::AnyOf`]); where it meets a wait the
+    /// detector cannot follow ([`On::Unknown`], [`On::World`]), on something
+    /// it cannot judge ([`On::Unknown`]): a selection is stuck only if every
+    /// arm is. Waits without a location keep the first-note rule.
+    #[cold]
+    fn merge(&self, wait: Wait, waker: Option<&Waker>) {
+        let Some(mut old) = self.wait() else { return };
+        let located = |on: &On| match on {
+            On::Location { .. } => true,
+            On::AnyOf(ons) => ons.iter().any(|o| matches!(o, On::Location { .. })),
+            _ => false,
+        };
+        if !located(&old.on) && !located(&wait.on) {
+            return;
+        }
+        let (mut ons, mut whats) = match (old.on, old.what) {
+            (On::AnyOf(ons), What::AnyOf(whats)) => (ons, whats),
+            (on, what) => (vec![on], vec![what]),
+        };
+        ons.push(wait.on);
+        whats.push(wait.what);
+        if !ons.iter().all(has_edge) {
+            // One arm waits on what the detector cannot follow: so does the
+            // selection (its text keeps every arm).
+            ons = vec![On::Unknown; ons.len()];
+        }
+        old = Wait {
+            on: On::AnyOf(ons),
+            what: What::AnyOf(whats),
+        };
+        self.write(old, waker);
+    }
+}
+
+/// Whether a wait on `on` is an edge of the wait-for graph (it names whom it
+/// waits for, and for a selection, every arm does).
+fn has_edge(on: &On) -> bool {
+    match on {
+        On::Unknown => false,
+        On::Node(_) | On::World(_) | On::Location { .. } => true,
+        On::AnyOf(ons) => ons
+            .iter()
+            .all(|o| matches!(o, On::Node(_) | On::Location { .. })),
     }
 }
 

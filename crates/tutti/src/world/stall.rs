@@ -161,6 +161,10 @@ struct Waiting {
     epochs: u64,
     /// The collective it waits in, if it waits on the world.
     epoch: Option<u64>,
+    /// The locations of the world it waits for, any one of which could end its
+    /// wait (the other ends of the channels it waits on); empty if it waits on
+    /// anything else too.
+    on: Vec<u32>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -171,6 +175,9 @@ struct Verdict {
     waiters: Vec<(u32, String, String)>,
     /// The ranks that had died when the decider judged.
     dead: Vec<u32>,
+    /// A cycle of locations waiting on one another's channels (indices), if
+    /// one was found.
+    cycle: Vec<u32>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -194,6 +201,8 @@ struct State {
     verdicts: Vec<Verdict>,
     /// The report of the verdict declared for the stall `seq` (its seqs).
     declared: Option<(Vec<u64>, Arc<Deadlock>)>,
+    /// The locations of the declared stall's cycle of channel waits.
+    cycle: Vec<u32>,
     /// Rank 0: the ranks that have printed the declared report.
     printed: Vec<bool>,
     /// Fail the declared stall's waits (rank 0 told so, or is rank 0 and every
@@ -218,6 +227,7 @@ impl Stall {
                 judged: None,
                 verdicts: Vec::new(),
                 declared: None,
+                cycle: Vec::new(),
                 printed: vec![false; ranks],
                 fail: false,
                 failed: None,
@@ -383,7 +393,7 @@ fn step(local: &Arc<Local>) {
     let decider = decider(&alive);
     let bereaved = alive.contains(&false);
     let mut out: Vec<(usize, u64, u64, Vec<u8>)> = Vec::new();
-    let mut fail: Option<Arc<Deadlock>> = None;
+    let mut fail: Option<(Arc<Deadlock>, Vec<u32>)> = None;
     let mut abort: Option<Arc<Deadlock>> = None;
     let mut nap = false;
     {
@@ -433,12 +443,14 @@ fn step(local: &Arc<Local>) {
             if let Some(v) = verdict {
                 // Print first, on every rank; fail once every rank has printed
                 // (a failing location takes the job down with it).
-                let report = Arc::new(report(v.waiters, &v.dead));
+                s.cycle = v.cycle.clone();
+                let seqs = v.seqs.clone();
+                let report = Arc::new(report(v));
                 crate::diag::declare(&report);
                 // A dead rank prints nothing: it counts as having printed.
                 s.printed = alive.iter().map(|&a| !a).collect();
                 s.printed[decider] = me == decider;
-                s.declared = Some((v.seqs, report));
+                s.declared = Some((seqs, report));
                 s.fail = false;
                 s.failed = None;
                 if me != decider {
@@ -463,7 +475,10 @@ fn step(local: &Arc<Local>) {
                 match s.failed {
                     None => {
                         s.failed = Some(Instant::now());
-                        fail = s.declared.as_ref().map(|d| Arc::clone(&d.1));
+                        fail = s
+                            .declared
+                            .as_ref()
+                            .map(|d| (Arc::clone(&d.1), s.cycle.clone()));
                         nap = bereaved;
                     }
                     // Failed waits end their locations at once; one that is
@@ -494,11 +509,15 @@ fn step(local: &Arc<Local>) {
             t.start_sends();
         }
     }
-    if let Some(report) = fail {
+    if let Some((report, cycle)) = fail {
         for n in &nodes {
             // With a rank dead, every wait of a location fails (a receive, an
-            // ask): none can be satisfied any more.
-            if bereaved || n.wait().is_some_and(|w| matches!(w.on, On::World(_))) {
+            // ask): none can be satisfied any more; else the world-wide waits
+            // and the channel waits of a cycle.
+            let fails = |w: node::Wait| {
+                matches!(w.on, On::World(_)) || (cycle.contains(&n.index) && w.on != On::Unknown)
+            };
+            if bereaved || n.wait().is_some_and(fails) {
                 n.fail(Arc::clone(&report));
             }
         }
@@ -568,11 +587,22 @@ fn confirm(
                 (_, Some(w)) => w.describe(),
                 (_, None) => "is blocked".to_string(),
             };
+            let world = n.world;
+            let peer = |on: &On| match *on {
+                On::Location { world: w, index } if w == world => Some(index),
+                _ => None,
+            };
+            let on = match wait.as_ref().map(|w| &w.on) {
+                Some(On::AnyOf(ons)) => ons.iter().map(peer).collect::<Option<Vec<u32>>>(),
+                Some(o) => peer(o).map(|p| vec![p]),
+                None => None,
+            };
             Waiting {
                 location: slot.id.index() as u32,
                 waits,
                 epochs: slot.epochs(),
                 epoch,
+                on: on.unwrap_or_default(),
             }
         })
         .collect();
@@ -674,6 +704,7 @@ fn decide(s: &mut State, alive: &[bool]) -> Option<Verdict> {
     if waiting().any(|(_, w)| w.epoch.is_some_and(completes)) {
         return None;
     }
+    let cycle = location_cycle(&waiting().map(|(_, w)| w).collect::<Vec<_>>());
     let waiters = waiting()
         .map(|(r, w)| {
             let mut waits = w.waits.clone();
@@ -710,16 +741,61 @@ fn decide(s: &mut State, alive: &[bool]) -> Option<Verdict> {
         seqs,
         waiters,
         dead,
+        cycle,
     })
 }
 
+/// A cycle of locations waiting on one another's channels, among the
+/// confirmed waits of every location (empty if none). As on one rank
+/// (`diag/detect.rs`), a location waiting in a selection on several is stuck
+/// only if all of them are: the stuck set is a fixpoint, and from any of its
+/// members the first peer leads into a cycle.
+fn location_cycle(waiting: &[&Waiting]) -> Vec<u32> {
+    let mut stuck: Vec<&Waiting> = waiting
+        .iter()
+        .copied()
+        .filter(|w| !w.on.is_empty())
+        .collect();
+    loop {
+        let before = stuck.len();
+        let ids: Vec<u32> = stuck.iter().map(|w| w.location).collect();
+        stuck.retain(|w| w.on.iter().all(|p| ids.contains(p)));
+        if stuck.len() == before {
+            break;
+        }
+    }
+    let Some(first) = stuck.first() else {
+        return Vec::new();
+    };
+    let mut path = vec![first.location];
+    loop {
+        let at = path[path.len() - 1];
+        let Some(next) = stuck
+            .iter()
+            .find(|w| w.location == at)
+            .and_then(|w| w.on.first().copied())
+        else {
+            return Vec::new();
+        };
+        if let Some(p) = path.iter().position(|&q| q == next) {
+            return path.split_off(p);
+        }
+        path.push(next);
+    }
+}
+
 /// The report of a verdict.
-fn report(waiters: Vec<(u32, String, String)>, dead: &[u32]) -> Deadlock {
-    let procs = waiters
+fn report(v: Verdict) -> Deadlock {
+    let procs = v
+        .waiters
         .into_iter()
         .map(|(rank, name, waits)| BlockedProcess::new(name, waits).on_rank(rank as usize))
         .collect();
-    Deadlock::new(procs, Vec::new()).with_dead_ranks(dead.iter().map(|&r| r as usize).collect())
+    let mut cycle: Vec<String> = v.cycle.iter().map(|l| format!("location {l}")).collect();
+    if let Some(first) = cycle.first().cloned() {
+        cycle.push(first);
+    }
+    Deadlock::new(procs, cycle).with_dead_ranks(v.dead.iter().map(|&r| r as usize).collect())
 }
 
 #[cfg(test)]
@@ -744,6 +820,7 @@ mod tests {
             waits: waits.to_string(),
             epochs,
             epoch,
+            on: Vec::new(),
         }
     }
 
@@ -786,6 +863,61 @@ mod tests {
                 ),
             ]
         );
+    }
+
+    fn on(location: u32, peers: &[u32], waits: &str) -> Waiting {
+        Waiting {
+            on: peers.to_vec(),
+            ..waiting(location, 0, None, waits)
+        }
+    }
+
+    #[test]
+    fn channel_waits_across_ranks_in_a_cycle_are_named_in_the_report() {
+        let v = judge(vec![
+            (
+                vec![on(
+                    0,
+                    &[1],
+                    "waits to receive on the channel #0 from location 1",
+                )],
+                vec![],
+            ),
+            (
+                vec![on(
+                    1,
+                    &[0],
+                    "waits to receive on the channel #0 from location 0",
+                )],
+                vec![],
+            ),
+        ])
+        .expect("a verdict");
+        assert_eq!(v.cycle, [0, 1]);
+        let text = report(v).to_string();
+        assert!(
+            text.contains("cycle: `location 0` → `location 1` → `location 0`"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_selection_is_in_a_cycle_only_if_every_arm_is_stuck() {
+        // Location 0 selects over channels from 1 and 2; 1 waits on 0; 2 waits
+        // on something else (a message from anyone): 0 could still be woken by 2.
+        let w = [
+            on(0, &[1, 2], "a selection"),
+            on(1, &[0], "from 0"),
+            on(2, &[], "a message"),
+        ];
+        assert!(location_cycle(&w.iter().collect::<Vec<_>>()).is_empty());
+        // 2 waits on 1 instead: every arm of 0 is stuck.
+        let w = [
+            on(0, &[2, 1], "a selection"),
+            on(1, &[0], "from 0"),
+            on(2, &[1], "from 1"),
+        ];
+        assert_eq!(location_cycle(&w.iter().collect::<Vec<_>>()), [0, 2, 1]);
     }
 
     #[test]
@@ -868,7 +1000,7 @@ mod tests {
         s.confirms[1] = Some(c(5, vec![0, 5, 8], 1));
         let v = decide(&mut s, &alive).expect("a verdict");
         assert_eq!((v.seqs.clone(), v.dead.clone()), (vec![0, 5, 8], vec![0]));
-        let text = report(v.waiters, &v.dead).to_string();
+        let text = report(v).to_string();
         assert!(
             text.contains("[rank 1] `location 1` waits to receive")
                 && text.contains("rank 0 died (killed or crashed)"),
@@ -941,6 +1073,7 @@ mod tests {
             seqs: vec![1, 1, 1],
             waiters: vec![],
             dead: vec![],
+            cycle: vec![],
         };
         let e = deliver(2, 1, 1, VERDICT, encode(&v));
         assert!(e.contains("code 3 from rank 1 to rank 2"), "{e}");

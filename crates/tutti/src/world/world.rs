@@ -369,6 +369,7 @@ impl World {
                         self.rank(),
                         self.diag_id(),
                         self.ranks(),
+                        id.index() as u32,
                     )
                 };
                 nodes.push(Arc::clone(&node));

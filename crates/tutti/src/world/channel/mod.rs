@@ -306,24 +306,36 @@ impl Link {
         !self.same_rank() && self.world.shared().spin_until(ready)
     }
 
-    /// Notes for the deadlock detector that the current task waits on this end.
-    fn note_wait(&self, what: &'static str) {
-        crate::diag::node::note(
-            || crate::diag::node::Wait {
-                on: crate::diag::node::On::Unknown,
-                what: crate::diag::node::What::Channel {
-                    what,
-                    seq: self.key.seq,
-                    from: self.key.from,
-                    to: self.key.to,
-                    call: match self.side {
-                        Side::Tx => "RemoteTx::send",
-                        Side::Rx => "RemoteRx::recv",
-                    },
+    /// Notes for the deadlock detector that the current task waits on this
+    /// end, for the peer location (the one that can send, or make room). If
+    /// the detector found the wait part of a deadlock (fail mode), the
+    /// location panics with its report, as a fence does.
+    fn note_wait(&self, what: &'static str, capacity: u32, cx: &Context<'_>) {
+        let wait = || crate::diag::node::Wait {
+            on: crate::diag::node::On::Location {
+                world: self.world.diag_id(),
+                index: self.peer.index() as u32,
+            },
+            what: crate::diag::node::What::Channel {
+                what,
+                seq: self.key.seq,
+                from: self.key.from,
+                to: self.key.to,
+                capacity,
+                call: match self.side {
+                    Side::Tx => "RemoteTx::send",
+                    Side::Rx => "RemoteRx::recv",
                 },
             },
-            None,
-        );
+        };
+        if let Some(d) = crate::diag::node::take_failure() {
+            panic!(
+                "tutti::world: {} cannot finish: it {}\n{d}",
+                self.me,
+                wait().describe()
+            );
+        }
+        crate::diag::node::note(wait, Some(cx.waker()));
     }
 
     /// Closes this end: the other end hears of it (unless its rank died).
@@ -563,7 +575,7 @@ impl<T: Serialize + Send + 'static> Future for ChannelSend<'_, T> {
             Room::Dead(rank) => Err(RemoteSendError::RankDied { rank, value }),
             Room::Full => {
                 this.value = Some(value);
-                tx.link.note_wait("waits for room in the");
+                tx.link.note_wait("waits for room in the", tx.capacity, cx);
                 return Poll::Pending;
             }
         };
@@ -728,7 +740,8 @@ impl<T: DeserializeOwned + Send + 'static> Future for ChannelRecv<'_, T> {
         rx.link.spin_until(|| rx.end.can_take());
         let out = rx.take(Some(cx));
         if out.is_pending() {
-            rx.link.note_wait("waits to receive on the");
+            rx.link
+                .note_wait("waits to receive on the", rx.capacity, cx);
         }
         out
     }
