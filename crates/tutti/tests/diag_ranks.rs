@@ -10,6 +10,13 @@
 //!   the engine and carry no kind: only the stall check sees it; with shared
 //!   memory the waves are frames and the first one that meets the reduce names
 //!   both kinds).
+//! * `cycle`: location 0 and the first location of rank 1 each wait to receive
+//!   on a channel only the other sends on (the other locations, if any, fence) —
+//!   reported with the cycle; the receives fail and the job is taken down.
+//! * `select`: the same, location 0 in a `select!` over two channels from the
+//!   first location of rank 1.
+//! * `slow`: location 0 waits on a channel while the first location of rank 1
+//!   sleeps, waits on a timer and computes before it sends — never reported.
 //! * `busy`: fences and collectives with uneven work (one rank computes, sleeps and
 //!   sends while the others wait in the fence), messages in flight (a 96 MiB one
 //!   while every rank waits) — never reported.
@@ -77,6 +84,69 @@ fn fence_case(world: &World) {
             while loc.recv_until_quiet().await.is_some() {}
         }
     });
+}
+
+/// Location 0 and the first location of rank 1 (`peer`) wait on channels from
+/// each other: each receive (`select` on location 0: either of two) never ends.
+fn cycle_case(world: &World, select: bool) {
+    let peer = world.locations_per_rank() as u32;
+    world.run(move |loc| async move {
+        let me = loc.id().index() as u32;
+        let other = match me {
+            0 => peer,
+            m if m == peer => 0,
+            _ => {
+                while loc.recv_until_quiet().await.is_some() {}
+                return;
+            }
+        };
+        let other = LocationId::new(other);
+        let tx = loc.channel_to::<u32>(other, 1).unwrap();
+        let tx2 = loc.channel_to::<u64>(other, 3).unwrap();
+        let rx = loc.channel_from::<u32>(other, 1).unwrap();
+        let rx2 = loc.channel_from::<u64>(other, 3).unwrap();
+        if select && me == 0 {
+            tutti::select! {
+                future(rx.recv()) -> _v => {},
+                future(rx2.recv()) -> _v => {},
+            }
+        } else {
+            let _ = rx.recv().await;
+        }
+        drop((tx, tx2));
+    });
+}
+
+/// Location 0 waits on a channel from the first location of rank 1, which
+/// sleeps, waits on a timer and computes well beyond the stall check's age
+/// before it sends; then the answer goes back.
+fn slow_case(world: &World) {
+    let peer = world.locations_per_rank() as u32;
+    let got = world.run(move |loc| async move {
+        let me = loc.id().index() as u32;
+        let other = match me {
+            0 => peer,
+            m if m == peer => 0,
+            _ => return 0,
+        };
+        let tx = loc.channel_to::<u32>(LocationId::new(other), 0).unwrap();
+        let rx = loc.channel_from::<u32>(LocationId::new(other), 0).unwrap();
+        if me == 0 {
+            let v = rx.recv().await.unwrap();
+            tx.send(v + 1).await.unwrap();
+            v
+        } else {
+            std::thread::sleep(Duration::from_millis(150));
+            tutti::sleep(Duration::from_millis(150)).await;
+            let t = Instant::now();
+            while t.elapsed() < Duration::from_millis(150) {
+                std::hint::spin_loop();
+            }
+            tx.send(41).await.unwrap();
+            rx.recv().await.unwrap()
+        }
+    });
+    assert!(got.iter().all(|&v| v == 0 || v == 41 || v == 42), "{got:?}");
 }
 
 fn lost_case(world: &World) {
@@ -161,7 +231,12 @@ fn member() {
         "lost" => lost_case(&world),
         "ask" => ask_case(&world),
         "busy" => busy_case(&world),
-        other => panic!("TUTTI_XRANK_CASE={other:?}: expected fence, ask, lost or busy"),
+        "cycle" => cycle_case(&world, false),
+        "select" => cycle_case(&world, true),
+        "slow" => slow_case(&world),
+        other => panic!(
+            "TUTTI_XRANK_CASE={other:?}: expected fence, ask, lost, busy, cycle, select or slow"
+        ),
     }
     println!("rank {} finished its part", world.rank());
 }
@@ -339,6 +414,39 @@ fn main() {
             "busy: reported or failed\n{t}"
         );
         println!("diag_ranks: busy fences and collectives are not reported ({locations} location(s) per rank)");
+
+        for case in ["cycle", "select"] {
+            let (ok, t) = system(case, locations);
+            assert!(!ok, "{case}: the cycle of channel waits must fail\n{t}");
+            let first = if case == "select" {
+                "[rank 0] `location 0` waits on whichever comes first (a selection): to receive on \
+                 the channel #0 from location {w} to location 0 (capacity 1, `RemoteRx::recv`); or \
+                 to receive on the channel #1 from location {w} to location 0 (capacity 3, \
+                 `RemoteRx::recv`)"
+            } else {
+                "[rank 0] `location 0` waits to receive on the channel #0 from location {w} to \
+                 location 0 (capacity 1, `RemoteRx::recv`)"
+            };
+            for want in [
+                first.replace("{w}", &waiter.to_string()),
+                format!(
+                    "[rank 1] `location {waiter}` waits to receive on the channel #0 from \
+                     location 0 to location {waiter} (capacity 1, `RemoteRx::recv`)"
+                ),
+                format!("cycle: `location 0` → `location {waiter}` → `location 0`"),
+                "cannot finish: it waits to receive on the channel #".to_string(),
+            ] {
+                assert!(t.contains(&want), "{case}: missing {want:?} in\n{t}");
+            }
+            println!("diag_ranks: a {case} of channel waits across ranks is reported ({locations} location(s) per rank)");
+        }
+
+        let (ok, t) = system("slow", locations);
+        assert!(
+            ok && !t.contains("deadlock"),
+            "slow: reported or failed\n{t}"
+        );
+        println!("diag_ranks: a slow but live peer across ranks is not reported ({locations} location(s) per rank)");
     }
     report_only();
 }
