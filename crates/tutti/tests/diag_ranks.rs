@@ -17,6 +17,10 @@
 //!   first location of rank 1.
 //! * `slow`: location 0 waits on a channel while the first location of rank 1
 //!   sleeps, waits on a timer and computes before it sends — never reported.
+//! * `fences` (2 locations per rank): the first and the last location fence
+//!   twice, the others once, then return — reported, naming the locations in
+//!   the second fence (collective #1) and those that ended after one; the
+//!   fences fail and the job is taken down.
 //! * `busy`: fences and collectives with uneven work (one rank computes, sleeps and
 //!   sends while the others wait in the fence), messages in flight (a 96 MiB one
 //!   while every rank waits) — never reported.
@@ -149,6 +153,17 @@ fn slow_case(world: &World) {
     assert!(got.iter().all(|&v| v == 0 || v == 41 || v == 42), "{got:?}");
 }
 
+fn fences_case(world: &World) {
+    let last = world.locations() - 1;
+    world.run(move |loc| async move {
+        let i = loc.id().index();
+        let n = if i == 0 || i == last { 2 } else { 1 };
+        for _ in 0..n {
+            while loc.recv_until_quiet().await.is_some() {}
+        }
+    });
+}
+
 fn lost_case(world: &World) {
     world.run(|loc| async move {
         if loc.rank() == 0 {
@@ -234,8 +249,9 @@ fn member() {
         "cycle" => cycle_case(&world, false),
         "select" => cycle_case(&world, true),
         "slow" => slow_case(&world),
+        "fences" => fences_case(&world),
         other => panic!(
-            "TUTTI_XRANK_CASE={other:?}: expected fence, ask, lost, busy, cycle, select or slow"
+            "TUTTI_XRANK_CASE={other:?}: expected fence, ask, lost, busy, cycle, select, slow or fences"
         ),
     }
     println!("rank {} finished its part", world.rank());
@@ -439,6 +455,23 @@ fn main() {
                 assert!(t.contains(&want), "{case}: missing {want:?} in\n{t}");
             }
             println!("diag_ranks: a {case} of channel waits across ranks is reported ({locations} location(s) per rank)");
+        }
+
+        if locations == 2 {
+            let (ok, t) = system("fences", locations);
+            assert!(!ok, "fences: the unmatched fence must fail\n{t}");
+            for want in [
+                "[rank 0] `location 0` waits in a fence (quiescence detection, collective #1)",
+                "[rank 1] `location 3` waits in a fence (quiescence detection, collective #1)",
+                "[rank 0] `location 1` has ended (its body returned) after starting 1 collective(s)",
+                "[rank 1] `location 2` has ended (its body returned) after starting 1 collective(s)",
+                "cannot finish: it waits in a fence",
+            ] {
+                assert!(t.contains(want), "fences: missing {want:?} in\n{t}");
+            }
+            println!(
+                "diag_ranks: a fence the other locations never enter (they ended) is reported"
+            );
         }
 
         let (ok, t) = system("slow", locations);

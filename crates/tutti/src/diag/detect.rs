@@ -26,7 +26,7 @@ use crate::loom::{lock, unmodelled, AtomicU8, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use super::mode::{deadlock_mode, detecting, DeadlockMode};
-use super::node::{self, Kind, Node, On, BLOCKED};
+use super::node::{self, Kind, Node, On, BLOCKED, ENDED};
 use super::report::{BlockedProcess, Deadlock};
 
 /// A contributor's check, run from the idle hook (at most one scan at a time).
@@ -195,7 +195,8 @@ fn scan_nodes() -> bool {
         }
         let same = members.iter().all(|&k| {
             let before = waits.iter().find(|w| w.0 == k).map(|w| w.1);
-            before == Some(nodes[k].word())
+            // An ended location stays ended.
+            before == Some(nodes[k].word()) || Node::state_of(nodes[k].word()) == ENDED
         });
         if !same || !quiet() {
             again = true;
@@ -321,8 +322,10 @@ fn cycles(nodes: &[Arc<Node>], waits: &[(usize, u64, node::Wait)]) -> Vec<(Vec<u
     found
 }
 
-/// Worlds whose every local location is blocked, one at least on a world-wide wait, on
-/// a world of one rank (indices of its locations).
+/// Worlds whose every local location is blocked or has ended, one at least blocked on
+/// a world-wide wait, on a world of one rank (indices of its locations). A location
+/// whose body returned never enters a fence or collective again: one that waits in a
+/// fence the others already left (it fenced once more than they did) waits forever.
 fn stalled_worlds(nodes: &[Arc<Node>], waits: &[(usize, u64, node::Wait)]) -> Vec<Vec<usize>> {
     let mut out = Vec::new();
     for (_, _, w) in waits {
@@ -337,7 +340,9 @@ fn stalled_worlds(nodes: &[Arc<Node>], waits: &[(usize, u64, node::Wait)]) -> Ve
             .filter(|&k| nodes[k].kind == Kind::Location && nodes[k].world == world)
             .collect();
         let single_rank = locs.iter().all(|&k| nodes[k].ranks == 1);
-        let all_blocked = locs.iter().all(|&k| waits.iter().any(|w| w.0 == k));
+        let all_blocked = locs
+            .iter()
+            .all(|&k| waits.iter().any(|w| w.0 == k) || Node::state_of(nodes[k].word()) == ENDED);
         let reported = locs.iter().any(|&k| reported(&nodes[k]));
         if single_rank && all_blocked && !reported && !locs.is_empty() {
             out.push(locs);
@@ -345,6 +350,10 @@ fn stalled_worlds(nodes: &[Arc<Node>], waits: &[(usize, u64, node::Wait)]) -> Ve
     }
     out
 }
+
+/// What an ended location of a stalled world does.
+pub(crate) const ENDED_TEXT: &str =
+    "has ended (its body returned): it will never enter a fence or collective again";
 
 fn describe(
     nodes: &[Arc<Node>],
@@ -355,10 +364,16 @@ fn describe(
     let procs = members
         .iter()
         .map(|&k| {
-            let what = waits
-                .iter()
-                .find(|w| w.0 == k)
-                .map_or_else(String::new, |w| w.2.describe());
+            let what = waits.iter().find(|w| w.0 == k).map_or_else(
+                || {
+                    if Node::state_of(nodes[k].word()) == ENDED {
+                        ENDED_TEXT.to_string()
+                    } else {
+                        String::new()
+                    }
+                },
+                |w| w.2.describe(),
+            );
             BlockedProcess::new(nodes[k].name.clone(), what).on_rank(nodes[k].rank)
         })
         .collect();

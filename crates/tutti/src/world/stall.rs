@@ -94,7 +94,7 @@ use super::collective::Kind;
 use super::frame::{self, Frame, StallHead};
 use super::rank::Local;
 use super::transport::Transport;
-use crate::diag::node::{self, Node, On, What, BLOCKED};
+use crate::diag::node::{self, Node, On, What, BLOCKED, ENDED};
 use crate::diag::{BlockedProcess, Deadlock, DeadlockMode};
 use crate::loom::{lock, unmodelled, AtomicBool, AtomicU64, Mutex, Ordering};
 use crate::msg::codec;
@@ -346,7 +346,8 @@ fn check() {
 /// they wait for) and its arrivals, read twice with its runtime quiet around.
 fn snapshot(local: &Local, nodes: &[Arc<Node>]) -> Option<Snap> {
     let blocked = |n: &Arc<Node>| Node::state_of(n.word()) == BLOCKED;
-    if !nodes.iter().all(blocked) || !nodes[0].runtime.is_quiet() {
+    let stopped = |n: &Arc<Node>| matches!(Node::state_of(n.word()), BLOCKED | ENDED);
+    if !nodes.iter().all(stopped) || !nodes.iter().any(blocked) || !nodes[0].runtime.is_quiet() {
         return None;
     }
     let ids: Vec<u64> = nodes
@@ -369,7 +370,7 @@ fn snapshot(local: &Local, nodes: &[Arc<Node>]) -> Option<Snap> {
             .then_some(Snap { words, arrivals })
     };
     let first = collect()?;
-    if !nodes.iter().all(blocked) {
+    if !nodes.iter().all(stopped) {
         return None;
     }
     (collect()? == first).then_some(first)
@@ -382,8 +383,12 @@ fn step(local: &Arc<Local>) {
         let nodes = lock(&st.nodes);
         // The common case, at once: some location runs or waits for work (a stale
         // candidate is harmless: its words differ from any later snapshot's).
+        // Blocked, or ended (a location whose body returned never enters a fence
+        // or collective again); one blocked at least.
         let blocked = |n: &Arc<Node>| Node::state_of(n.word()) == BLOCKED;
-        if nodes.len() != local.per_rank || nodes.is_empty() || !nodes.iter().all(blocked) {
+        let stopped = |n: &Arc<Node>| matches!(Node::state_of(n.word()), BLOCKED | ENDED);
+        if nodes.len() != local.per_rank || !nodes.iter().any(blocked) || !nodes.iter().all(stopped)
+        {
             return;
         }
         nodes.clone()
@@ -577,7 +582,9 @@ fn confirm(
         .enumerate()
         .map(|(i, n)| {
             let slot = &local.slots[i];
-            let wait = n.wait();
+            // An ended location's last note is stale: it waits on nothing.
+            let ended = Node::state_of(n.word()) == ENDED;
+            let wait = if ended { None } else { n.wait() };
             let epoch = wait.as_ref().and_then(|w| match (&w.on, &w.what) {
                 (On::World(_), What::Fence(e) | What::Collective(e)) => Some(*e),
                 _ => None,
@@ -585,6 +592,11 @@ fn confirm(
             let waits = match (epoch, &wait) {
                 (Some(e), Some(w)) => describe_world(e, &rounds, w),
                 (_, Some(w)) => w.describe(),
+                (_, None) if ended => format!(
+                    "has ended (its body returned) after starting {} collective(s) (a \
+                     fence's waves included): it will never start another",
+                    slot.epochs()
+                ),
                 (_, None) => "is blocked".to_string(),
             };
             let world = n.world;
