@@ -20,6 +20,14 @@
 //!   `--capacity` (the graph's own credits between locations); the run ends
 //!   when the graph has ended.
 //!
+//! * **consumer** (measured in every round, not a flood across ranks): the
+//!   same consumer, with the same bounded mailbox, fed on rank 1 by a task of
+//!   its own location (`Addr::send(..).await`) — the rate at which the consumer
+//!   handles messages when nothing but itself holds it back. It is the
+//!   denominator of the `…_over_consumer_rate` ratios: the nominal rate
+//!   (10^9 / `--work-ns`) overstates it, since each message also costs the
+//!   mailbox, the handler call and the clock reads of the busy-wait.
+//!
 //! Reported per mode: the peak resident memory of each rank during the run
 //! (MB, `VmHWM` reset at the start of each run), and the throughput (messages
 //! handled per second, from the first send to the answer). With
@@ -212,6 +220,35 @@ fn one_run(w: &World, n: u64, capacity: Option<usize>, work: Duration) -> Outcom
     Outcome { secs, ok, peaks }
 }
 
+/// The consumer's own rate (messages per second): `n` ticks into a consumer
+/// with a mailbox of `capacity`, sent by the task of its own location on rank 1
+/// (rank 0 waits). The same handler, mailbox and credit wait as the bounded
+/// flood, without the other rank.
+fn consumer_rate(w: &World, n: u64, capacity: usize, work: Duration) -> f64 {
+    let out = w.run(move |loc| async move {
+        let mut rate = 0.0;
+        if loc.id().index() == 1 {
+            let c = actor::Builder::new()
+                .bounded(capacity, Overflow::Block)
+                .spawn(Consumer {
+                    work,
+                    next: 0,
+                    in_order: true,
+                });
+            let start = Instant::now();
+            let mut ok = true;
+            for i in 0..n {
+                ok &= c.send(Tick(i)).await.is_ok();
+            }
+            ok &= c.ask(Count).await == Ok((n, true));
+            let secs = start.elapsed().as_secs_f64();
+            rate = if ok { n as f64 / secs } else { 0.0 };
+        }
+        loc.all_reduce(rate, |a, b| a + b).await
+    });
+    out.into_iter().next().unwrap_or(0.0)
+}
+
 /// Each location's peak memory since the run began, gathered on every location.
 async fn peaks(loc: &tutti::world::Location) -> Vec<f64> {
     let mut peaks = vec![0.0; loc.world().locations()];
@@ -325,7 +362,17 @@ pub fn run(a: &BackpressureArgs) -> Result<Report, String> {
     // Per mode: seconds, and each rank's peaks, of the recorded runs.
     let mut got: Vec<(Vec<f64>, Vec<Vec<f64>>)> =
         vec![(Vec::new(), vec![Vec::new(); 2]); modes.len()];
+    // The consumer's measured rate, per recorded round (messages per second):
+    // as many messages as a flood, up to 10^6 (enough for a steady rate).
+    let mut consumer_rates: Vec<f64> = Vec::new();
+    let consumer_n = a.messages.min(1_000_000);
     for i in 0..plan.total() {
+        progress.stage("consumer");
+        let rate = consumer_rate(&w, consumer_n, capacity, work);
+        all_ok &= rate > 0.0 || me != 0;
+        if i >= plan.warmup {
+            consumer_rates.push(rate);
+        }
         // Modes alternate, so that a change of the machine's load hits both.
         for (m, mode) in modes.iter().enumerate() {
             progress.stage(mode.name());
@@ -367,13 +414,22 @@ pub fn run(a: &BackpressureArgs) -> Result<Report, String> {
         report.result(name, "peak_rss_consumer", consumer, "MB");
     }
     let of = |m: Mode| medians.iter().find(|x| x.0 == m).map(|x| (x.1, x.2));
-    if a.work_ns > 0 {
-        // The consumer's own rate is one message per `work_ns`.
+    if let Some(consumer) = Stats::of(&consumer_rates) {
+        // The denominator is the consumer's rate measured in this run, not the
+        // nominal 10^9 / `work_ns`.
+        let measured = consumer.median;
+        report.result("consumer", "throughput", consumer, "msg/s");
+        if a.work_ns > 0 {
+            report.ratio(
+                "consumer_rate_over_nominal",
+                measured * a.work_ns as f64 / 1e9,
+            );
+        }
         for m in [Mode::Bounded, Mode::Graph] {
             if let Some((rate, _)) = of(m) {
                 report.ratio(
                     &format!("throughput_{}_over_consumer_rate", m.name()),
-                    rate * a.work_ns as f64 / 1e9,
+                    rate / measured,
                 );
             }
         }
