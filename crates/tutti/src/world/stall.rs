@@ -5,7 +5,7 @@
 //! summed by the engine (the lost diagnosis, `collective.rs`).
 //!
 //! Each rank judges only itself: it is *locally stalled* when every location of
-//! the world on it is blocked (`crate::diag` nodes, their state words), its
+//! the world on it is blocked or ended, one at least blocked (`crate::diag` nodes, their state words), its
 //! runtime is quiet, and so are the runtimes of the actors the locations wait
 //! for — read twice with the same words and the same count of arrivals (frames
 //! delivered from other ranks, summed waves, deaths) in between, and again
@@ -79,8 +79,10 @@
 //!
 //! Limits (as for the one-rank check, `diag/detect.rs`): a plain thread (not a
 //! task of a runtime) or a task of another runtime that feeds a channel a
-//! location waits on could still act, unseen. Locations whose body has ended do
-//! not take part (their rank is not stalled). Nothing of this runs on the
+//! location waits on could still act, unseen. A location whose body has ended
+//! counts as stopped (it never starts a collective again) while another location
+//! of its rank is blocked; a rank whose locations all ended takes no part (its
+//! `World::run` returned, and it may start another run). Nothing of this runs on the
 //! message path but one count per frame arriving from another rank; the check
 //! itself runs from the idle hook of `crate::diag`, and does nothing unless every
 //! location of the rank is blocked.
