@@ -10,6 +10,12 @@
 //!   with `sync_rmi` (the other side serves inside `fence`), beside the
 //!   explicit version: two threads passing a counter through one atomic word
 //!   (spinning briefly, then yielding). Reported per one-way message.
+//! * **remote empty method, scoped**: `--spawns` empty methods run on
+//!   location 1 for location 0, as `async_rmi`s (then a fence), beside the
+//!   same methods spawned in one `Rmi::scope` (which returns once every one
+//!   has run and answered; then the same fence). Reported per call: what a
+//!   counted completion — an answer per method, collected by the scope —
+//!   costs over a statement.
 //! * **fence** (Figures 10–11): `--fences` fences in a row on `--locations`
 //!   locations with no traffic, beside `std::sync::Barrier::wait` on as many
 //!   threads. Reported per fence.
@@ -19,8 +25,9 @@
 //! * **between ranks** (`--mpi`, under `mpirun -n 2` of a build with the `mpi`
 //!   feature; Table III and Figure 11): the ping-pong between location 0 on
 //!   rank 0 and location 1 on rank 1 (`async_rmi` chain and `sync_rmi`, the
-//!   requests serialized) beside raw MPI send/recv of 8 bytes, and `fence` on
-//!   the two ranks beside `MPI_Barrier`; each round runs every implementation
+//!   requests serialized) beside raw MPI send/recv of 8 bytes, `fence` on
+//!   the two ranks beside `MPI_Barrier`, and the remote empty method from
+//!   rank 0 to rank 1 as `async_rmi`s and spawned in a scope; each round runs every implementation
 //!   once, in turn. Timed inside the SPMD body (rank 0's clock). Only rank 0
 //!   reports.
 
@@ -50,6 +57,9 @@ pub struct RmiArgs {
     /// Fences (and barrier waits) per fence measurement.
     #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..=1_000_000_000))]
     fences: u64,
+    /// Remote empty methods per scoped-spawn (and async_rmi) measurement.
+    #[arg(long, default_value_t = 100_000, value_parser = clap::value_parser!(u64).range(1..=100_000_000))]
+    spawns: u64,
     /// Locations (and barrier threads) of the fence measurement.
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u64).range(1..=1024))]
     locations: u64,
@@ -110,6 +120,10 @@ impl Target {
 
 impl Object for Target {
     type Context = ();
+    fn remote(table: &mut Dispatch<Self>) -> Result<(), RegistryError> {
+        table.register::<Empty>()?;
+        Ok(())
+    }
 }
 
 impl Handler<Empty> for Target {
@@ -161,6 +175,45 @@ pub(crate) fn local_async_rmi(w: &World, n: u64) -> Run {
     Run {
         elapsed: until_last(start, &out),
         ok: out.iter().map(|o| o.0).eq([n]),
+    }
+}
+
+/// `n` empty methods run on location 1 for location 0: `async_rmi`s, or
+/// (`scoped`) spawned in one scope; then a fence. Timed on location 0 from a
+/// barrier after registration to the end of the fence.
+pub(crate) fn remote_empty(w: &World, n: u64, scoped: bool) -> Run {
+    let out = rmi::run(w, move |mut loc| async move {
+        let Ok(h) = loc.register(Target::default()).await else {
+            return (Duration::ZERO, false);
+        };
+        loc.barrier().await;
+        let start = Instant::now();
+        let mut ok = true;
+        if loc.id() == 0 {
+            if scoped {
+                let r = loc
+                    .scope(|s| async move {
+                        for _ in 0..n {
+                            s.spawn(1, &h, Empty).await;
+                        }
+                    })
+                    .await;
+                ok = r.is_ok();
+            } else {
+                for _ in 0..n {
+                    loc.async_rmi(1, &h, Empty).await;
+                }
+            }
+        }
+        loc.fence().await;
+        let elapsed = start.elapsed();
+        // Location 1 (on this rank, or on rank 1 under MPI) ran every call.
+        let calls = loc.local(&h).calls;
+        (elapsed, ok && (loc.id() != 1 || calls == n))
+    });
+    Run {
+        elapsed: out.first().map_or(Duration::ZERO, |o| o.0),
+        ok: out.iter().all(|o| o.1),
     }
 }
 
@@ -364,7 +417,7 @@ pub fn run(a: &RmiArgs) -> Result<Report, String> {
     let two = world(2, workers)?;
     let many = world(a.locations as usize, workers)?;
     let progress = Progress::new(
-        plan.total() * 8 + super::rmi_sweep::steps(&a.sweep, plan),
+        plan.total() * 10 + super::rmi_sweep::steps(&a.sweep, plan),
         a.json,
     );
     let mut report = Report::new("bench rmi");
@@ -372,6 +425,7 @@ pub fn run(a: &RmiArgs) -> Result<Report, String> {
         .param("calls", a.calls)
         .param("round_trips", a.messages)
         .param("fences", a.fences)
+        .param("spawns", a.spawns)
         .param("locations", a.locations)
         .param("workers", workers)
         .param("runs", plan.runs);
@@ -388,6 +442,10 @@ pub fn run(a: &RmiArgs) -> Result<Report, String> {
     let pp_sync = repeat(plan, &progress, || pingpong_sync(&two, a.messages));
     progress.stage("ping-pong: atomic flag");
     let pp_atomic = repeat(plan, &progress, || pingpong_atomic(a.messages));
+    progress.stage("remote empty method: async_rmi");
+    let remote_rmi = repeat(plan, &progress, || remote_empty(&two, a.spawns, false));
+    progress.stage("remote empty method: spawned in a scope");
+    let remote_scope = repeat(plan, &progress, || remote_empty(&two, a.spawns, true));
     progress.stage("fence");
     let fence_m = repeat(plan, &progress, || fences(&many, a.fences));
     progress.stage("std::sync::Barrier");
@@ -416,6 +474,20 @@ pub fn run(a: &RmiArgs) -> Result<Report, String> {
     report.result("tutti async_rmi", "ping-pong one-way", pa.clone(), "ns");
     report.result("tutti sync_rmi", "ping-pong one-way", ps.clone(), "ns");
     report.result("atomic flag", "ping-pong one-way", px.clone(), "ns");
+    let ra = per(&remote_rmi, a.spawns);
+    let rs = per(&remote_scope, a.spawns);
+    report.result(
+        "tutti async_rmi",
+        "remote empty method",
+        ra.clone(),
+        "ns/call",
+    );
+    report.result(
+        "tutti scope spawn",
+        "remote empty method",
+        rs.clone(),
+        "ns/call",
+    );
     report.result("tutti fence", "fence", f.clone(), "ns/fence");
     report.result("std::sync::Barrier", "fence", b.clone(), "ns/fence");
     report.ratio("time_fn_pointer_over_direct", p.median / d.median);
@@ -423,8 +495,18 @@ pub fn run(a: &RmiArgs) -> Result<Report, String> {
     report.ratio("latency_async_rmi_over_atomic_flag", pa.median / px.median);
     report.ratio("latency_sync_rmi_over_atomic_flag", ps.median / px.median);
     report.ratio("time_fence_over_std_barrier", f.median / b.median);
+    report.ratio("time_scope_spawn_over_async_rmi", rs.median / ra.median);
     for m in [
-        &direct_m, &ptr_m, &rmi_m, &pp_async, &pp_sync, &pp_atomic, &fence_m, &barrier_m,
+        &direct_m,
+        &ptr_m,
+        &rmi_m,
+        &pp_async,
+        &pp_sync,
+        &pp_atomic,
+        &remote_rmi,
+        &remote_scope,
+        &fence_m,
+        &barrier_m,
     ] {
         report.verify(m.ok);
     }
@@ -540,18 +622,19 @@ mod mpi_rows {
         }
         let me = w.rank();
         let plan = a.run.plan();
-        let progress = Progress::new(if me == 0 { plan.total() * 5 } else { 0 }, a.json);
+        let progress = Progress::new(if me == 0 { plan.total() * 7 } else { 0 }, a.json);
         let mut report = Report::new("bench rmi --mpi");
         report
             .param("ranks", w.ranks())
             .param("round_trips", a.messages)
             .param("fences", a.fences)
+            .param("spawns", a.spawns)
             .param("workers", w.config().workers())
             .param("progress", w.config().progress().to_string())
             .param("aggregation", w.config().aggregation())
             .param("runs", plan.runs);
-        let (n, f) = (a.messages, a.fences);
-        progress.stage("ping-pong and fence: rmi and raw MPI, in rounds");
+        let (n, f, k) = (a.messages, a.fences, a.spawns);
+        progress.stage("ping-pong, fence, remote empty method: rmi and raw MPI, in rounds");
         let ms = interleaved(
             plan,
             &progress,
@@ -572,11 +655,14 @@ mod mpi_rows {
                     })
                 },
                 &mut || fences(&w, f),
+                &mut || remote_empty(&w, k, false),
+                &mut || remote_empty(&w, k, true),
             ],
         );
         progress.finish();
         let per = |m: &Measurement, k: u64| m.ns_per(k);
-        let [raw_pp, async_pp, sync_pp, raw_bar, fence_m] = &ms[..] else {
+        let [raw_pp, async_pp, sync_pp, raw_bar, fence_m, remote_rmi, remote_scope] = &ms[..]
+        else {
             return Err("bench rmi --mpi: a measurement is missing".into());
         };
         let (rp, ap, sp) = (
@@ -607,7 +693,24 @@ mod mpi_rows {
         report.result("tutti fence", "fence (ranks)", fm.clone(), "ns/fence");
         report.ratio("latency_async_rmi_over_mpi", ap.median / rp.median);
         report.ratio("latency_sync_rmi_over_mpi", sp.median / rp.median);
+        let (ra, rs) = (per(remote_rmi, k), per(remote_scope, k));
+        report.result(
+            "tutti async_rmi",
+            "remote empty method (ranks)",
+            ra.clone(),
+            "ns/call",
+        );
+        report.result(
+            "tutti scope spawn",
+            "remote empty method (ranks)",
+            rs.clone(),
+            "ns/call",
+        );
         report.ratio("time_fence_over_mpi_barrier", fm.median / rb.median);
+        report.ratio(
+            "time_scope_spawn_over_async_rmi_ranks",
+            rs.median / ra.median,
+        );
         let ok = ms.iter().all(|m| m.ok);
         // Both ranks checked what they saw.
         let all_ok = w

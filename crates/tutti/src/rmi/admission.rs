@@ -2,12 +2,14 @@
 //! may run now. A request runs when its representative is in the table and no
 //! earlier request from the same sender waits; otherwise it is *deferred* (in
 //! issue order per sender) — unless waiting would deadlock, which is reported.
+//! Scoped work keeps no issue order: it waits only for its representative.
 
 use std::any::TypeId;
 use std::sync::Arc;
 
 use super::endpoint::State;
 use super::request::{decoded, decoded_run, Call, Chain, Rep, Request};
+use super::scope::{decoded_scoped, ScopeTag};
 use super::{HandlerContext, Rmi};
 
 use crate::loom::Ordering;
@@ -16,8 +18,11 @@ use crate::msg::{Dispatch, MsgId, Object};
 use crate::world::LocationId;
 
 /// Decodes the messages of a request frame from another rank into calls on
-/// the object type (a `Tell` run: one call per message; an `Ask`: one call).
-type DecodeFn = dyn Fn(&Frame<'_>, &mut Vec<Box<dyn Call>>) -> Result<(), String> + Send + Sync;
+/// the object type (a `Tell` run: one call per message; an `Ask`: one call,
+/// scoped work if the frame before it named its scope).
+type DecodeFn = dyn Fn(&Frame<'_>, Option<ScopeTag>, &mut Vec<Box<dyn Call>>) -> Result<(), String>
+    + Send
+    + Sync;
 
 /// What an object type accepts from other locations (its
 /// [`Object::remote`] table), and how to decode it.
@@ -41,32 +46,36 @@ impl Methods {
             );
         }
         let accepts: Vec<MsgId> = table.message_types().map(|(id, _)| id).collect();
-        let decode = move |frame: &Frame<'_>, out: &mut Vec<Box<dyn Call>>| {
-            let h = frame.header();
-            let name = table.name_of(h.msg).unwrap_or("?");
-            if h.kind == FrameKind::Ask {
-                let incoming = table.incoming(frame).map_err(|e| e.to_string())?;
-                out.push(decoded(incoming, name));
-                return Ok(());
-            }
-            let run = crate::call::Run::of(frame).map_err(|e| e.to_string())?;
-            let (count, bytes) = run.remaining();
-            let (batch, rest, bad) = table
-                .batch(h.msg, bytes, count, frame.max_depth())
-                .map_err(|e| e.to_string())?;
-            let mut bad = bad.map(|e| e.to_string());
-            if bad.is_none() && !rest.is_empty() {
-                bad = Some(format!(
-                    "a run of {count} \"{name}\" messages with {} bytes after them",
-                    rest.len()
-                ));
-            }
-            // The statements before a bad one still run.
-            if batch.len > 0 {
-                out.push(decoded_run(batch, name));
-            }
-            bad.map_or(Ok(()), Err)
-        };
+        let decode =
+            move |frame: &Frame<'_>, scoped: Option<ScopeTag>, out: &mut Vec<Box<dyn Call>>| {
+                let h = frame.header();
+                let name = table.name_of(h.msg).unwrap_or("?");
+                if h.kind == FrameKind::Ask {
+                    let incoming = table.incoming(frame).map_err(|e| e.to_string())?;
+                    out.push(match scoped {
+                        Some(tag) => decoded_scoped(incoming, name, tag),
+                        None => decoded(incoming, name),
+                    });
+                    return Ok(());
+                }
+                let run = crate::call::Run::of(frame).map_err(|e| e.to_string())?;
+                let (count, bytes) = run.remaining();
+                let (batch, rest, bad) = table
+                    .batch(h.msg, bytes, count, frame.max_depth())
+                    .map_err(|e| e.to_string())?;
+                let mut bad = bad.map(|e| e.to_string());
+                if bad.is_none() && !rest.is_empty() {
+                    bad = Some(format!(
+                        "a run of {count} \"{name}\" messages with {} bytes after them",
+                        rest.len()
+                    ));
+                }
+                // The statements before a bad one still run.
+                if batch.len > 0 {
+                    out.push(decoded_run(batch, name));
+                }
+                bad.map_or(Ok(()), Err)
+            };
         Methods {
             accepts,
             decode: Box::new(decode),
@@ -158,7 +167,13 @@ impl Rmi {
     /// [`cycle`](Self::cycle)).
     pub(super) fn admit(&self, st: &mut State, from: LocationId, req: Request) -> Option<Admitted> {
         let rep = {
-            let blocked = st.deferred.iter().any(|d| d.from == from);
+            // Scoped work is not ordered with its sender's other requests
+            // (see `ordered`).
+            let blocked = ordered(&req)
+                && st
+                    .deferred
+                    .iter()
+                    .any(|d| d.from == from && ordered(&d.req));
             let id = req.object as usize;
             let Some(slot) = st.objects.get_mut(id) else {
                 panic!(
@@ -298,7 +313,7 @@ impl Rmi {
             let mut blocked: Vec<LocationId> = Vec::new();
             for i in 0..st.deferred.len() {
                 let (from, id) = (st.deferred[i].from, st.deferred[i].req.object as usize);
-                if blocked.contains(&from) {
+                if ordered(&st.deferred[i].req) && blocked.contains(&from) {
                     continue;
                 }
                 let slot = &mut st.objects[id];
@@ -309,7 +324,9 @@ impl Rmi {
                     }
                     other => {
                         slot.entry = other;
-                        blocked.push(from);
+                        if ordered(&st.deferred[i].req) {
+                            blocked.push(from);
+                        }
                     }
                 }
             }
@@ -348,4 +365,17 @@ impl Rmi {
             rep,
         }
     }
+}
+
+/// Whether `req` keeps issue order with the other requests of its sender.
+/// Scoped work ([`Rmi::scope`]) does not: pieces of work spawned in a scope
+/// run concurrently, as tasks spawned in a scope do, so a spawn neither
+/// waits behind an earlier deferred request of its sender nor holds back a
+/// later one — it waits only for its representative. Without this, a method
+/// waiting in a scope for work it spawned to a location could wait forever
+/// behind a request, from the same sender, for a representative held by a
+/// method that waits in turn (a ring of such methods over the locations
+/// deadlocks).
+fn ordered(req: &Request) -> bool {
+    req.call.scope().is_none()
 }

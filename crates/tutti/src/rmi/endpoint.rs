@@ -421,15 +421,7 @@ impl Rmi {
         T::Context: HandlerContext,
         M: Remote,
     {
-        let chain = self.with_state(|st| {
-            st.stack.last().map(|f| {
-                Arc::new(Chain {
-                    location: self.id(),
-                    object: f.object,
-                    parent: f.waiting.clone(),
-                })
-            })
-        });
+        let chain = self.waiting_chain();
         let corr = self.question::<T, M>(dest, h.id(), chain, msg);
         self.counted_call().await;
         loop {
@@ -455,6 +447,20 @@ impl Rmi {
                 self.handle(d).await;
             }
         }
+    }
+
+    /// For a question issued by a method: the representative it holds and
+    /// the chain waiting for it (the deadlock check, see `admission.rs`).
+    pub(super) fn waiting_chain(&self) -> Option<Arc<Chain>> {
+        self.with_state(|st| {
+            st.stack.last().map(|f| {
+                Arc::new(Chain {
+                    location: self.id(),
+                    object: f.object,
+                    parent: f.waiting.clone(),
+                })
+            })
+        })
     }
 
     /// Sends `msg` (cloned) to every location's representative of `h`,
@@ -651,7 +657,7 @@ impl Rmi {
     }
 
     /// Counts a communication call and polls on every n-th.
-    async fn counted_call(&self) {
+    pub(super) async fn counted_call(&self) {
         if self.poll_due() {
             // Boxed: keeps the futures of the communication calls small (this
             // runs on every n-th call only).

@@ -9,6 +9,7 @@ use std::task::Poll;
 
 use super::admission::{Admitted, Entry};
 use super::request::{Call, MethodReply, Rep, Request, Returned};
+use super::scope::NOTICE_TAG;
 use super::wire::Open;
 use super::Rmi;
 use crate::loom::Ordering;
@@ -21,6 +22,11 @@ impl Rmi {
     /// methods have run and their replies have been sent, as quiescence
     /// detection requires.
     pub(super) async fn handle(&self, mut d: Delivery<'_>) {
+        if d.tag() == Some(NOTICE_TAG) {
+            // A scope cancelled (or forgotten) by its owner on another rank.
+            self.notice(d);
+            return;
+        }
         let from = d.from();
         if let Some(req) = d.take::<Request>() {
             // The common case within a rank: one typed request (or run).
@@ -60,6 +66,11 @@ impl Rmi {
     /// Runs the admitted method, puts the representative back and answers a
     /// `sync_rmi`. Returns whether requests are deferred.
     pub(super) async fn execute_on(&self, from: LocationId, a: Admitted) -> bool {
+        if let Some(tag) = a.call.scope() {
+            if self.scope_cancelled(tag) {
+                return self.skip_cancelled(from, a);
+            }
+        }
         let Admitted {
             object,
             corr,
@@ -89,6 +100,9 @@ impl Rmi {
         rep: Rep,
     ) -> (MethodReply, bool) {
         let (method, count) = (call.message(), call.count() as u64);
+        // This method's level: its frame is the top of the stack (the depth
+        // counts the frames).
+        let level = self.inner.depth.load(Ordering::Relaxed);
         let mut start = Some((call, rep));
         // Each synchronous piece (the start, then every later poll) is a slice
         // of the trace, so slices never span a suspension.
@@ -114,14 +128,38 @@ impl Rmi {
                 .await
             }
         };
-        let deferred = self.with_state(|st| {
+        let (deferred, unwound) = self.with_state(|st| {
+            // Frames above this method's: a method nested in it panicked,
+            // and scoped work caught the panic (see `unwound_cold`).
+            let unwound = (st.stack.len() > level).then(|| {
+                let f = &st.stack[level];
+                (f.object, st.objects[f.object as usize].type_name)
+            });
+            st.stack.truncate(level);
             st.stack.pop();
             st.objects[object as usize].entry = Entry::Here(rep);
-            !st.deferred.is_empty()
+            (!st.deferred.is_empty(), unwound)
         });
-        let depth = self.inner.depth.load(Ordering::Relaxed);
-        self.inner.depth.store(depth - 1, Ordering::Relaxed);
+        self.inner.depth.store(level - 1, Ordering::Relaxed);
+        if let Some((object, name)) = unwound {
+            self.unwound_cold(object, name);
+        }
         (reply, deferred)
+    }
+
+    /// A method nested in scoped work (a request this location executed
+    /// while the work waited in an RMI call) panicked, and the work's catch
+    /// (`scope/work.rs`) caught its panic. It is not the work's panic: the
+    /// nested method's representative went down with it and its asker, if
+    /// any, gets no answer, so the location panics as for any method outside
+    /// scoped work.
+    #[cold]
+    fn unwound_cold(&self, object: u32, type_name: &str) -> ! {
+        panic!(
+            "tutti::rmi: location {}: a method of object #{object} (`{type_name}`) panicked \
+             while scoped work waited on this location (its panic message is above)",
+            self.id()
+        )
     }
 
     /// Executes the requests this location sent itself; returns how many.

@@ -19,6 +19,10 @@
 //! * [`reduce_rmi`](Rmi::reduce_rmi)`(&h, msg, op)` — collective: every
 //!   location runs the method on its own representative and the replies are
 //!   combined along the world's tree;
+//! * [`scope`](Rmi::scope)`(|s| …)` — structured: the methods spawned in
+//!   it ([`Scope::spawn`]) on any location of any rank have all run when it
+//!   returns; a panic or an `Err` reply of any of them comes back naming its
+//!   location and rank, and cancels the work not yet started (see [`scope`]);
 //! * [`fence`](Rmi::fence) — collective: returns when every RMI issued
 //!   anywhere, including those issued by methods to any depth and those still
 //!   in aggregation buffers, has executed (the world's quiescence detection);
@@ -85,7 +89,9 @@
 //!   the later ones from the same sender). Requests a location sends itself
 //!   skip the world: they wait in a queue of the location's own and run, in
 //!   order, before it receives anything else (and before `fence` contributes
-//!   to a quiescence wave, so what they send is counted).
+//!   to a quiescence wave, so what they send is counted). Work spawned in a
+//!   [`scope`](Rmi::scope) is the exception: its pieces run concurrently, in
+//!   no order among themselves or with other requests.
 //! * **Atomicity.** A method runs with `&mut` access to its representative; no
 //!   other method of that representative, and none of the location's own code,
 //!   runs until it returns — except at its own `.await`s on RMI calls, where
@@ -200,6 +206,7 @@ mod execute;
 mod handle;
 mod local;
 mod request;
+pub mod scope;
 mod wire;
 
 #[cfg(all(test, not(loom)))]
@@ -211,6 +218,7 @@ pub use endpoint::Rmi;
 pub use error::RmiError;
 pub use handle::Handle;
 pub use local::Local;
+pub use scope::{Completion, Scope, ScopeError};
 
 use crate::world::World;
 

@@ -12,6 +12,7 @@ use std::marker::PhantomData;
 use std::sync::Arc;
 use std::task::Context;
 
+use super::scope::ScopeTag;
 use super::{HandlerContext, Rmi};
 use crate::msg::{Handler, Incoming, Message, ReplyError, RunBatch};
 use crate::msg::{Running, Spare, Started};
@@ -60,6 +61,18 @@ pub(crate) trait Call: Send + 'static {
         spare: &mut Spare,
         cx: &mut Context<'_>,
     ) -> Started<Returned>;
+
+    /// The scope that spawned this call, if it is scoped work (see
+    /// `scope/`): a scoped call may be cancelled before it starts.
+    fn scope(&self) -> Option<ScopeTag> {
+        None
+    }
+
+    /// The reply of a scoped call cancelled before it started (never called
+    /// on a call that is not scoped).
+    fn cancelled(self: Box<Self>) -> MethodReply {
+        unreachable!("tutti::rmi: only scoped work is cancelled")
+    }
 }
 
 /// A call whose method is a closure over the representative and its context,
@@ -182,7 +195,7 @@ where
 /// method owns all it uses (`'static`), so it runs safely wherever its
 /// location's task goes, and hands back what it returns as its output.
 #[inline]
-fn run_method<T, F, Fut>(
+pub(super) fn run_method<T, F, Fut>(
     rep: Rep,
     ctx: &Rmi,
     spare: &mut Spare,

@@ -20,6 +20,7 @@ use std::sync::Arc;
 
 use super::endpoint::State;
 use super::request::{invoke, Call, Chain, MethodReply, Request, Response, RunOf};
+use super::scope::ScopeTag;
 use super::{HandlerContext, Rmi};
 use crate::call::serve::refusal;
 use crate::call::{CallError, FrameBuf, Link, Received, ReplyBody};
@@ -27,9 +28,13 @@ use crate::msg::codec::{self, CodecError, Frame, FrameKind};
 use crate::msg::{Handler, MsgId, Remote, Tagged};
 use crate::world::{Delivery, LocationId};
 
-/// The message id of RMI's one control message: the chain of representatives
+/// The message id of RMI's control message with the chain of representatives
 /// held by the methods waiting for the `Ask` that follows it.
-const CHAIN: MsgId = MsgId::from_name("tutti.rmi.Chain");
+pub(super) const CHAIN: MsgId = MsgId::from_name("tutti.rmi.Chain");
+
+/// The message id of RMI's control message that makes the `Ask` after it
+/// scoped work of the scope it names (see `scope/`).
+pub(super) const SCOPED: MsgId = MsgId::from_name("tutti.rmi.Scoped");
 
 /// Statements waiting to go to one destination: the run being built (see
 /// [`Rmi::statement`]).
@@ -236,7 +241,7 @@ impl Rmi {
     }
 
     #[track_caller]
-    fn check_dest<M: Remote>(&self, dest: usize) {
+    pub(super) fn check_dest<M: Remote>(&self, dest: usize) {
         let count = self.count();
         if dest >= count {
             panic!(
@@ -326,7 +331,7 @@ impl Rmi {
     /// Panics unless object `object`'s type accepts message `id` from other
     /// locations (requests to other locations must be able to cross ranks, so
     /// that the same program runs in every world shape).
-    fn check_accepts(&self, dest: usize, object: u32, id: MsgId, name: &str) {
+    pub(super) fn check_accepts(&self, dest: usize, object: u32, id: MsgId, name: &str) {
         self.with_state(|st| {
             let Some(slot) = st.objects.get(object as usize) else {
                 panic!(
@@ -442,13 +447,15 @@ impl Rmi {
         }
         let Some(bytes) = d.bytes() else { return };
         let mut chain: Option<Arc<Chain>> = None;
+        let mut scoped: Option<ScopeTag> = None;
         let mut calls: Vec<Box<dyn Call>> = Vec::new();
         for r in self.conv().receive(from, bytes) {
             match r {
                 Received::Request(frame) => {
                     let h = *frame.header();
                     let chain = chain.take().filter(|_| h.kind == FrameKind::Ask);
-                    match self.decode(&frame, &mut calls) {
+                    let scoped = scoped.take().filter(|_| h.kind == FrameKind::Ask);
+                    match self.decode(&frame, scoped, &mut calls) {
                         Ok(()) => out.extend(calls.drain(..).map(|call| Request {
                             object: h.target as u32,
                             corr: if h.kind == FrameKind::Ask { h.corr } else { 0 },
@@ -478,6 +485,16 @@ impl Rmi {
                         }
                     }
                 }
+                Received::Control(frame) if frame.header().msg == SCOPED => {
+                    match frame.decode::<ScopeTag>() {
+                        Ok(tag) => scoped = Some(tag),
+                        Err(e) => {
+                            let why = format!("an rmi scope's tag that does not decode: {e}");
+                            let bad = self.conv().reject(from, Some(frame.header()), why);
+                            self.report(&bad.to_string());
+                        }
+                    }
+                }
                 Received::Control(frame) => {
                     let why = format!(
                         "a control message of another protocol ({})",
@@ -500,7 +517,12 @@ impl Rmi {
     }
 
     /// Decodes the calls of a request frame with its object type's table.
-    fn decode(&self, frame: &Frame<'_>, out: &mut Vec<Box<dyn Call>>) -> Result<(), String> {
+    fn decode(
+        &self,
+        frame: &Frame<'_>,
+        scoped: Option<ScopeTag>,
+        out: &mut Vec<Box<dyn Call>>,
+    ) -> Result<(), String> {
         let h = frame.header();
         let methods = self.with_state(|st| {
             let slot = usize::try_from(h.target)
@@ -514,7 +536,7 @@ impl Rmi {
                 h.msg, h.target
             ));
         };
-        (methods.decode)(frame, out)
+        (methods.decode)(frame, scoped, out)
     }
 
     /// Reports bytes this location rejected (the sender has been told; this
