@@ -257,6 +257,16 @@ fn failures(w: &World) {
 /// The tag that lets the last location go on once location 0 cancelled.
 const GO: u64 = 0x60_5c09e;
 
+/// Waits, without executing requests, until every location has left the
+/// collective `register` before it. The destination then waits for `GO`
+/// with a plain world receive; without this, location 0 could send `GO`
+/// while the destination still executes requests in `register`'s
+/// all-reduce, where RMI would take `GO` — not an RMI message — for bytes
+/// that break its protocol (and reject them).
+async fn settled(loc: &Rmi) {
+    loc.world().barrier().await;
+}
+
 /// Work that has not started when its scope is cancelled never runs; the
 /// scope still returns `Ok` (cancelling is not a failure).
 fn cancel(w: &World) {
@@ -264,6 +274,7 @@ fn cancel(w: &World) {
         let h = loc.register(Tally::default()).await.unwrap();
         let (me, n) = (loc.id(), loc.count());
         let dest = n - 1;
+        settled(&loc).await;
         if me == 0 {
             loc.scope(|s| async move {
                 for _ in 0..5 {
@@ -301,6 +312,7 @@ fn dropped(w: &World) {
         let h = loc.register(Tally::default()).await.unwrap();
         let (me, n) = (loc.id(), loc.count());
         let dest = n - 1;
+        settled(&loc).await;
         if me == 0 {
             let mut scope = Box::pin(loc.scope(|s| async move {
                 for _ in 0..5 {
