@@ -45,6 +45,9 @@ pub(super) struct State {
     pub(super) dirty: Vec<usize>,
     /// Emptied frame buffers of runs sent to other ranks, for the next runs.
     pub(super) frames: Vec<FrameBuf>,
+    /// Cancelled scopes dropped before they returned, whose work is still
+    /// to be answered (see `scope/`).
+    pub(super) detached: Vec<super::scope::Detached>,
     /// When the automatic poll last drove the transport (oversubscribed
     /// hosts only, see [`OVERSUBSCRIBED_PROGRESS_EVERY`]).
     driven: Option<Instant>,
@@ -613,6 +616,10 @@ impl Rmi {
         // they have all run, so what they sent is counted.
         // So are the runs this location has built: they are sent before.
         self.run_own().await;
+        // A detached scope whose last answer has come is forgotten here at
+        // the latest: its notices go before quiescence, so every rank has
+        // forgotten it when the fence returns.
+        self.sweep_detached();
         self.flush_out();
         // The world's detection also separates phases: a request issued after
         // another location's fence returned is handed out here only after
@@ -620,6 +627,7 @@ impl Rmi {
         while let Some(d) = self.world().recv_until_quiet().await {
             self.handle(d).await;
             self.run_own().await;
+            self.sweep_detached();
             self.flush_out();
         }
         let executed = self.inner.executed.load(Ordering::Relaxed);

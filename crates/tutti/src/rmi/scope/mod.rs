@@ -95,10 +95,13 @@
 //! A scope whose future is dropped before it returned (the body panicked,
 //! or a `select!` chose another arm) cancels its work that has not started
 //! and **detaches** from the work that has: that work still runs to its end
-//! on its location, and its answer is dropped on arrival. (Its name stays
-//! in the set of cancelled scopes of each process that had work of it
-//! queued — sixteen bytes — as no one can tell when its last request has
-//! passed.)
+//! on its location, and its answer is dropped on arrival. The owner's
+//! location keeps the detached scope's outstanding questions and, once all
+//! are answered (each piece has run or was skipped, so none of it is
+//! queued anywhere), forgets the cancellation on every rank, as a scope
+//! that returns does. It looks at them while it waits in another scope and
+//! in a [`fence`](Rmi::fence), so after a fence no rank remembers a
+//! cancelled scope.
 //!
 //! A method that panics keeps its representative as the panic left it (as
 //! a poisoned lock would; the next method sees that state). A panic of a
@@ -112,6 +115,16 @@
 //! is an [`Rmi`]); each waits for its own work only. Work cannot be spawned
 //! into a scope from another location (a scope belongs to its owner's
 //! task); work that needs more work opens a scope of its own.
+//!
+//! Nesting runs on the location's stack, as for every method that waits: a
+//! method waiting in a scope executes the requests that arrive meanwhile on
+//! top of itself, and it can only return after they have. So work that
+//! needs a representative held by a method waiting *below* it on the same
+//! location can never start (that method cannot return first): RMI's
+//! deadlock check reports the cycle and the work fails with it, instead of
+//! a hang. Work whose methods wait in scopes therefore needs representatives
+//! that no method waiting beneath it can hold — e.g. an object per owner of
+//! the outer work, rather than one that every owner's work shares.
 //!
 //! # Diagnosis
 //!
@@ -277,6 +290,18 @@ impl fmt::Display for ScopeError {
 }
 
 impl std::error::Error for ScopeError {}
+
+/// How many cancelled scopes this process remembers (sixteen bytes each):
+/// scopes cancelled, or dropped, whose work may still wait somewhere. Zero
+/// once every location has returned from a [`fence`](Rmi::fence) after the
+/// scopes ended; for tests and leak checks.
+///
+/// ```
+/// assert_eq!(tutti::rmi::scope::cancelled_scopes_remembered(), 0);
+/// ```
+pub fn cancelled_scopes_remembered() -> usize {
+    work::remembered()
+}
 
 /// Spawned work that has not been answered.
 struct Owed {
@@ -541,21 +566,8 @@ impl Scope {
     }
 
     /// Sends the scope's notice to the locations of other ranks in `dests`.
-    /// A location whose rank died is skipped (its work is lost anyway).
     fn notify(&self, dests: &[usize], forget: bool) {
-        let tag = self.shared.tag;
-        for &dest in dests {
-            let to = LocationId::new(dest as u32);
-            // An error means the rank is gone or the world is shutting down:
-            // nothing there can run the scope's work any more.
-            let _ = self
-                .loc
-                .world()
-                .send_tagged(to, NOTICE_TAG, Notice { tag, forget });
-        }
-        if !dests.is_empty() {
-            self.loc.world().flush();
-        }
+        notify(&self.loc, self.shared.tag, dests, forget);
     }
 
     /// Reads the answers that have arrived, in spawn order; a failure
@@ -597,6 +609,7 @@ impl Scope {
     async fn join(&self) {
         let loc = &self.loc;
         loop {
+            loc.sweep_detached();
             self.settle_arrived();
             let Some(front) = lock(&self.shared.book).owed.front().map(|o| o.corr) else {
                 loc.resume();
@@ -708,19 +721,96 @@ impl Scope {
     }
 
     /// Detaches a scope dropped before it returned: cancels what has not
-    /// started and drops the answers still to come.
+    /// started and leaves the answers still to come to its location, which
+    /// forgets the cancellation once they are all in
+    /// ([`Rmi::sweep_detached`]).
     fn detach(&self) {
         let closed = lock(&self.shared.book).closed;
         if closed {
             return;
         }
         self.cancel();
-        let pending = self.loc.conv().pending();
-        let mut book = lock(&self.shared.book);
-        book.closed = true;
-        for owed in book.owed.drain(..) {
-            pending.forget(owed.corr);
+        let detached = {
+            let mut book = lock(&self.shared.book);
+            book.closed = true;
+            let corrs: Vec<u64> = book.owed.drain(..).map(|o| o.corr).collect();
+            // Announced exactly when work was owed as it was cancelled.
+            book.announced.then(|| Detached {
+                tag: self.shared.tag,
+                corrs,
+                remote: std::mem::take(&mut book.remote).into_iter().collect(),
+            })
+        };
+        if let Some(d) = detached {
+            // The task's state may be out of reach here (a scope future
+            // dropped by another task): then its answers are left unread, as
+            // the `Rmi` is misused anyway.
+            let _ = self.loc.inner.state.with(|st| st.detached.push(d));
         }
+    }
+}
+
+/// A cancelled scope dropped before it returned, whose work is still to be
+/// answered: its owner's location forgets the cancellation (here and on the
+/// ranks in `remote`) when every question in `corrs` is answered. Dropping
+/// it forgets it in this process — also when the location's endpoint ends
+/// first (its world failed, or stalled), so no entry outlives its world here.
+pub(super) struct Detached {
+    tag: ScopeTag,
+    corrs: Vec<u64>,
+    remote: Vec<usize>,
+}
+
+impl Drop for Detached {
+    fn drop(&mut self) {
+        forget_here(self.tag);
+    }
+}
+
+impl Rmi {
+    /// Forgets the cancellation of every detached scope whose work has all
+    /// been answered (the answers are dropped): see the module docs.
+    pub(super) fn sweep_detached(&self) {
+        let mut list = self.with_state(|st| std::mem::take(&mut st.detached));
+        if list.is_empty() {
+            return;
+        }
+        let pending = self.conv().pending();
+        // Dropped outside the task's state: an answer may hold a user value.
+        let mut answers = Vec::new();
+        list.retain_mut(|d| {
+            d.corrs.retain(|&corr| match pending.take(corr) {
+                Some(a) => {
+                    answers.push(a);
+                    false
+                }
+                None => true,
+            });
+            if !d.corrs.is_empty() {
+                return true;
+            }
+            // Dropped by `retain_mut`, it is forgotten here too.
+            notify(self, d.tag, &d.remote, true);
+            false
+        });
+        drop(answers);
+        self.with_state(|st| st.detached.append(&mut list));
+    }
+}
+
+/// Sends scope `tag`'s notice to the locations of other ranks in `dests`.
+/// A location whose rank died is skipped (its work is lost anyway).
+fn notify(loc: &Rmi, tag: ScopeTag, dests: &[usize], forget: bool) {
+    for &dest in dests {
+        let to = LocationId::new(dest as u32);
+        // An error means the rank is gone or the world is shutting down:
+        // nothing there can run the scope's work any more.
+        let _ = loc
+            .world()
+            .send_tagged(to, NOTICE_TAG, Notice { tag, forget });
+    }
+    if !dests.is_empty() {
+        loc.world().flush();
     }
 }
 

@@ -114,6 +114,11 @@ pub(super) fn forget_here(tag: ScopeTag) {
     CANCELLED_LEN.store(set.len(), Ordering::Release);
 }
 
+/// How many cancelled scopes this process remembers.
+pub(super) fn remembered() -> usize {
+    lock(&CANCELLED).len()
+}
+
 /// Whether `tag` was cancelled (as far as this process knows).
 fn is_cancelled(tag: ScopeTag) -> bool {
     if CANCELLED_LEN.load(Ordering::Acquire) == 0 {
