@@ -58,6 +58,19 @@ impl FrameBuf {
         self.open = None;
     }
 
+    /// Where the next frame will start (the open `Tell` run sealed): a mark
+    /// to [`rewind`](Self::rewind) to if frames written after it must go.
+    pub(crate) fn mark(&mut self) -> usize {
+        self.seal();
+        self.buf.len()
+    }
+
+    /// Drops every frame written since `mark` (from [`mark`](Self::mark)).
+    pub(crate) fn rewind(&mut self, mark: usize) {
+        self.seal();
+        self.buf.truncate(mark);
+    }
+
     /// The frames written, complete.
     pub(crate) fn finish(&mut self) -> &[u8] {
         self.seal();

@@ -57,7 +57,7 @@ pub(super) enum Open {
 
 /// Bytes of frames for one rank after which they are sent (within the
 /// world's batches towards another rank).
-const WIRE_BYTES: usize = 16 * 1024;
+pub(super) const WIRE_BYTES: usize = 16 * 1024;
 
 impl Rmi {
     /// Sends a statement (`async_rmi`, `broadcast_rmi`) for object `object`
@@ -182,7 +182,7 @@ impl Rmi {
     /// Sends a run taken out of the outgoing table: to this location itself
     /// into its own queue, else through the world (at once if it is `full`:
     /// the run is the aggregate, the world need not hold it back).
-    fn send_open(&self, dest: usize, open: Option<Open>, full: bool) {
+    pub(super) fn send_open(&self, dest: usize, open: Option<Open>, full: bool) {
         let to = LocationId::new(dest as u32);
         match open {
             None => return,

@@ -2,7 +2,8 @@
 //! sends, which catch their method's panic and answer with it; the
 //! cancellation of a scope at the locations that owe it work; and the scoped
 //! question as it travels (to the location itself, within the rank, or as the
-//! request/reply core's `Ask` after a `Scoped` control frame).
+//! request/reply core's `Ask` after a `Scoped` control frame, aggregated with
+//! the other requests for the same destination as statements are).
 //!
 //! # Answers
 //!
@@ -44,12 +45,13 @@ use std::task::{Context, Poll};
 
 use serde::{Deserialize, Serialize};
 
-use crate::call::{CallError, Link};
+use crate::call::Link;
 use crate::loom::{lock, unmodelled, Ordering};
-use crate::msg::{codec, Handler, Incoming, Message, Object, Remote, Spare, Started};
+use crate::msg::codec::{self, CodecError};
+use crate::msg::{Handler, Incoming, Message, Object, Remote, Spare, Started};
 use crate::rmi::admission::{Admitted, Entry};
 use crate::rmi::request::{run_method, Call, Chain, MethodReply, Rep, Request, Returned};
-use crate::rmi::wire::{CHAIN, SCOPED};
+use crate::rmi::wire::{Open, CHAIN, SCOPED, WIRE_BYTES};
 use crate::rmi::{HandlerContext, Rmi};
 use crate::world::{Delivery, LocationId, Match};
 
@@ -306,8 +308,9 @@ impl Rmi {
         if dest != me {
             self.check_accepts(dest, object, M::ID, M::NAME);
         }
-        self.flush_dest(dest);
         if dest == me || dest / self.inner.per_rank == self.inner.rank {
+            // The statements buffered for `dest` go first.
+            self.flush_dest(dest);
             let corr = self.conv().pending().open(to);
             let req = Request {
                 object,
@@ -326,26 +329,53 @@ impl Rmi {
             }
             return corr;
         }
-        let conv = self.conv();
-        let ends = conv.ends(to);
-        let sent = conv.ask_with(to, |corr, buf| {
-            if let Some(c) = &chain {
-                buf.control(ends, CHAIN, 0, &c.links())?;
+        // Across ranks the question rides the run of frames being built for
+        // `dest`, as statements do (`Rmi::statement`): it goes when the run
+        // is full, or when this location is about to receive, wait or poll —
+        // so a scope waiting for its work has sent it (`Scope::join` flushes).
+        let corr = self.conv().pending().open(to);
+        let ends = self.conv().ends(to);
+        let (cap, n) = (self.aggregation(), self.count());
+        let written: Result<Option<Open>, CodecError> = self.with_state(|st| {
+            if st.out.len() <= dest {
+                st.out.resize_with(n, || None);
             }
-            buf.control(ends, SCOPED, 0, &tag)?;
-            buf.ask(ends, u64::from(object), M::ID, corr, &msg)
+            if st.out[dest].is_none() {
+                let frames = st.frames.pop().unwrap_or_default();
+                st.out[dest] = Some(Open::Wire { frames, count: 0 });
+                st.dirty.push(dest);
+            }
+            let Some(Open::Wire { frames, count }) = &mut st.out[dest] else {
+                unreachable!("a destination of another rank gets frames")
+            };
+            let mark = frames.mark();
+            let wrote = (|| {
+                if let Some(c) = &chain {
+                    frames.control(ends, CHAIN, 0, &c.links())?;
+                }
+                frames.control(ends, SCOPED, 0, &tag)?;
+                frames.ask(ends, u64::from(object), M::ID, corr, &msg)
+            })();
+            if let Err(e) = wrote {
+                frames.rewind(mark);
+                return Err(e);
+            }
+            *count += 1;
+            let full = *count >= cap || frames.len() >= WIRE_BYTES;
+            Ok(if full { st.out[dest].take() } else { None })
         });
-        match sent {
-            Ok(corr) => corr,
-            Err(CallError::Encode(e)) => panic!(
-                "tutti::rmi: `{}` for location {dest} cannot be serialized: {e}",
-                M::NAME
-            ),
-            Err(e) => panic!(
-                "tutti::rmi: cannot send `{}` to location {dest}: {e}",
-                M::NAME
-            ),
+        match written {
+            Ok(full @ Some(_)) => self.send_open(dest, full, true),
+            Ok(None) => {}
+            Err(e) => {
+                self.conv().pending().forget(corr);
+                panic!(
+                    "tutti::rmi: `{}` for location {dest} cannot be serialized: {e}",
+                    M::NAME
+                )
+            }
         }
+        corr
     }
 
     /// Whether the scope of `tag` was cancelled; for work from another rank,
