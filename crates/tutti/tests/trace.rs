@@ -180,9 +180,14 @@ fn main() {
     let count = |pred: &dyn Fn(&Value) -> bool| events.iter().filter(|e| pred(e)).count();
     let named = |e: &Value, n: &str| e["name"].as_str() == Some(n);
 
-    // Every turn is there: none lost when chunks were written during the run.
-    let turns = count(&|e| named(e, "Tally: Bump"));
-    assert_eq!(turns, TELLS, "turn slices for Bump");
+    // Every turn is there: none lost when chunks were written during the run
+    // (a slice of turns that shared one clock reading counts its messages).
+    let turns: u64 = events
+        .iter()
+        .filter(|e| named(e, "Tally: Bump"))
+        .map(|e| e["args"]["messages"].as_u64().unwrap_or(1))
+        .sum();
+    assert_eq!(turns, TELLS as u64, "turns on Bump");
     assert_eq!(count(&|e| named(e, "Tally: Total")), ASKS + 1);
     // Each tell and ask is a flow from the sending slice to its turn.
     let actor_flows =
@@ -372,4 +377,57 @@ fn named_tasks() {
         "{names:?}"
     );
     println!("trace suite: named tasks: ok");
+    turns_share_readings();
+}
+
+/// Turns on messages that were queued before a turn read the clock share that
+/// reading: one slice of several turns, with the flow of each ending in it.
+/// With one worker, the teller's task queues every message before the actor
+/// runs, so each poll of the actor (up to 64 turns) is one slice; a message
+/// told later (after the actor's turns of the first batch) starts a slice of
+/// its own.
+fn turns_share_readings() {
+    const N: u64 = 1000;
+    let rt = tutti::Runtime::builder().workers(1).build().unwrap();
+    let path = std::env::temp_dir().join(format!("tutti-trace-share-{}.json", std::process::id()));
+    trace::start(&path).unwrap();
+    let total = rt.block_on(rt.spawn(async {
+        let tally = actor::spawn(Tally::default());
+        for _ in 0..N {
+            tally.tell(Bump).unwrap();
+        }
+        let first = tally.ask(Total).await.unwrap();
+        tally.tell(Bump).unwrap();
+        (first, tally.ask(Total).await.unwrap())
+    }));
+    assert_eq!(total, (N as usize, N as usize + 1));
+    drop(rt);
+    trace::stop().unwrap();
+    let s = trace::check(&path).unwrap_or_else(|e| panic!("{e}"));
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    let v: Value = serde_json::from_str(&text).unwrap();
+    let events = v["traceEvents"].as_array().unwrap();
+    let slices: Vec<u64> = events
+        .iter()
+        .filter(|e| e["ph"] == "X" && e["name"] == "Tally: Bump")
+        .map(|e| e["args"]["messages"].as_u64().unwrap_or(1))
+        .collect();
+    assert_eq!(slices.iter().sum::<u64>(), N + 1, "{slices:?}");
+    // A poll handles at most 64 messages: at least N / 64 slices, and far
+    // fewer than one a turn.
+    assert!(slices.iter().all(|&k| k <= 64), "{slices:?}");
+    assert!(slices.len() < (N / 8) as usize, "{} slices", slices.len());
+    // Every tell's flow ends in a slice, after it starts (`check`).
+    let ends = events
+        .iter()
+        .filter(|e| e["ph"] == "f" && e["id"].as_str().is_some_and(|i| i.starts_with('p')))
+        .count();
+    assert_eq!(ends as u64, N + 1 + 2, "flow ends of the tells and asks");
+    assert!(s.flows as u64 >= N + 3, "{s:?}");
+    println!(
+        "trace suite: {} turns in {} slices sharing readings: ok",
+        N + 1,
+        slices.len()
+    );
 }

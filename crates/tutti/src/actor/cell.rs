@@ -480,6 +480,17 @@ impl<A: Actor> Cell<A> {
         }
     }
 
+    /// The trace id of the message queued last in the unbounded mailbox (0:
+    /// none, or the mailbox is bounded): the turns of a trace up to that message
+    /// may share a clock reading taken after this call (`diag/trace/chain.rs`).
+    #[inline]
+    pub(crate) fn trace_mark(&self) -> usize {
+        match &self.bounded {
+            Some(_) => 0,
+            None => self.mailbox.last(),
+        }
+    }
+
     /// Consumer: retires the popped messages.
     pub(crate) fn retire(&self) -> Retired {
         self.mailbox.retire()

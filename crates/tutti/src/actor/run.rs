@@ -199,13 +199,13 @@ impl<A: Actor> ActorRun<A> {
                     }
                 };
             }
-            let next = if c.lane() {
+            let (next, lane) = if c.lane() {
                 match c.pop_lane() {
-                    Some(e) => Next::Env(e),
-                    None => c.pop_mailbox(),
+                    Some(e) => (Next::Env(e), true),
+                    None => (c.pop_mailbox(), false),
                 }
             } else {
-                c.pop_mailbox()
+                (c.pop_mailbox(), false)
             };
             let next = match next {
                 Next::Busy => {
@@ -217,16 +217,23 @@ impl<A: Actor> ActorRun<A> {
             match next {
                 Next::Env(env) => {
                     budget -= 1;
-                    // Each turn reads the clock when it starts, after the pop (a
+                    // A turn reads the clock when it starts, after the pop (a
                     // reading from before it would put a flow's end before its
-                    // start when the message was sent meanwhile); the same
-                    // reading ends the previous turn.
-                    let traced = turns.next();
-                    let (flow, message) = if traced != 0 {
-                        (env.trace_id() as u64, Some(env.message_type_fn()))
+                    // start when the message was sent meanwhile), unless its
+                    // message was queued before the reading of the turns just
+                    // before it, which it shares; a reading ends the previous
+                    // turns (`diag::trace::Chain::turn`).
+                    if crate::diag::trace::on() {
+                        turns.turn(
+                            std::any::type_name::<A>,
+                            env.message_type_fn(),
+                            env.trace_id(),
+                            !lane,
+                            || cell.trace_mark(),
+                        );
                     } else {
-                        (0, None)
-                    };
+                        turns.off();
+                    }
                     // SAFETY: consumer; `actor` and `ctx` stay valid and unborrowed by
                     // the loop until the placed future completes or is dropped (see
                     // the module documentation); the state is present until `finish`.
@@ -234,13 +241,6 @@ impl<A: Actor> ActorRun<A> {
                     let r = catch_unwind(AssertUnwindSafe(|| unsafe {
                         env.run(actor, ctx, &mut batch, cx)
                     }));
-                    if let Some(message) = message {
-                        let turn = crate::diag::trace::What::Turn {
-                            actor: std::any::type_name::<A>,
-                            message,
-                        };
-                        turns.done(traced, turn, flow);
-                    }
                     match r {
                         Ok(None) => {}
                         Ok(Some(run)) => {

@@ -78,6 +78,12 @@ impl Mailbox {
         p
     }
 
+    /// The address of the message queued last (0: none); see [`Queue::last`].
+    #[inline]
+    pub(crate) fn last(&self) -> usize {
+        self.queue.last()
+    }
+
     /// Consumer: one message was taken (from a bounded queue).
     #[inline]
     pub(crate) fn count_pop(&self) {

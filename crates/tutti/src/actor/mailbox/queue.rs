@@ -101,6 +101,20 @@ impl Queue {
         unsafe { (*prev).next.store(node, Ordering::Release) };
     }
 
+    /// The address of the link pushed last, 0 if none or if it is the queue's own
+    /// stub (which carries no message). Every link up to it in queue order was
+    /// pushed before this load: a trace takes a clock reading after it, and the
+    /// turns on those links share that reading (`diag/trace/chain.rs`).
+    #[inline]
+    pub(crate) fn last(&self) -> usize {
+        let tail = self.tail.load(Ordering::Acquire);
+        if tail == self.stub() {
+            0
+        } else {
+            tail as usize
+        }
+    }
+
     /// Pops the oldest link.
     ///
     /// # Safety
@@ -191,6 +205,27 @@ mod tests {
                 }
                 assert_eq!(q.pop(), Pop::Empty);
             }
+        }
+    }
+
+    #[test]
+    fn last_names_the_link_pushed_last_never_the_stub() {
+        let q = Queue::new();
+        // SAFETY: single-threaded use; every node is pushed once and freed once.
+        unsafe {
+            assert_eq!(q.last(), 0);
+            let (a, b) = (node(), node());
+            q.push(a);
+            assert_eq!(q.last(), a.as_ptr() as usize);
+            q.push(b);
+            assert_eq!(q.last(), b.as_ptr() as usize);
+            assert_eq!(q.pop(), Pop::Item(a));
+            assert_eq!(q.last(), b.as_ptr() as usize);
+            // Popping the last link pushes the stub behind it: no message is last.
+            assert_eq!(q.pop(), Pop::Item(b));
+            assert_eq!(q.last(), 0);
+            free(a);
+            free(b);
         }
     }
 

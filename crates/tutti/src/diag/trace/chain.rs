@@ -25,6 +25,25 @@
 //! The cost: a task poll left open when recording stops (a worker that had
 //! not yet looked for more work) is not in the trace.
 //!
+//! # Turns share the reading of the turns before them
+//!
+//! An actor that finds several messages queued runs one turn after another
+//! in one poll. A turn must start no earlier than its message's flow, which
+//! the sender read before it queued the message. So a turn reads the clock
+//! after its pop, and before that reading notes the message queued last in
+//! the mailbox (the queue's tail, [`Chain::turn`]'s `mark`): every message up
+//! to that one was queued, so its flow read, before the reading. The turns on
+//! those messages, as long as they follow at once, of the same actor and
+//! message type, take that reading instead of one each: they are one slice
+//! (`"args":{"messages":K}` in the file), and each records only where its
+//! flow ends (inside that slice, at its start). The first turn past the mark,
+//! one of another type, one from the actor's priority lane or a bounded
+//! mailbox (which have no such mark), and any turn after the chain closed,
+//! read the clock anew. A stream of tells thus costs the receiver one reading
+//! per batch the actor finds queued (at most a poll's 64 turns) instead of one
+//! per message; what is lost is where each turn of a batch starts and ends
+//! within the batch's slice.
+//!
 //! # Flows share the readings of their slice
 //!
 //! A message sent from inside a slice (an actor `tell` or `ask`) starts a flow,
@@ -41,56 +60,120 @@
 
 use std::cell::Cell;
 
-use super::event::What;
+use super::event::{Event, What};
 use super::{buffer, now, on};
 
-/// A chain of slices (an actor's turns in one poll): each starts with one
-/// clock reading that also ends the previous one.
+/// A chain of slices (an actor's turns in one poll): a clock reading starts
+/// a slice and ends the previous one; turns may share a slice and its reading
+/// (module docs).
 pub(crate) struct Chain {
-    /// The slice whose work is done and whose end waits for the next reading:
-    /// start, what, id.
+    /// The slice whose end waits for the next reading: start, what, id.
     open: Option<(u64, What, u64)>,
+    /// Turns the open slice holds (0: no slice is open).
+    turns: u32,
+    /// The flow id of the last message known queued before the open turn
+    /// slice's reading (0: none): turns up to it may share that reading.
+    until: usize,
 }
 
 impl Chain {
     /// An empty chain.
     #[inline(always)]
     pub(crate) const fn new() -> Chain {
-        Chain { open: None }
+        Chain {
+            open: None,
+            turns: 0,
+            until: 0,
+        }
     }
 
-    /// The next slice starts: its start time (0 if not recording), which
-    /// also ends the open slice.
+    /// An actor's turn on the message with flow `id` (of type `message`)
+    /// starts, the message popped from its mailbox (`mailbox`; `mark` gives the
+    /// flow id of the message queued last there, 0 if unknown) or from
+    /// elsewhere. Returns the turn's start. A turn on a
+    /// message queued before the open turn slice's reading, of the same actor
+    /// and message type, joins that slice: it takes its reading and records
+    /// only where its flow ends (module docs); any other reads the clock
+    /// (after `mark`), which ends the open slice and starts its own. Called
+    /// while recording ([`on`]); else [`off`](Self::off).
     #[inline(always)]
-    pub(crate) fn next(&mut self) -> u64 {
-        if on() {
-            let t = now();
-            slice_started(t);
-            if let Some(open) = self.open.take() {
-                end_at(open, t);
+    pub(crate) fn turn(
+        &mut self,
+        actor: fn() -> &'static str,
+        message: fn() -> &'static str,
+        id: usize,
+        mailbox: bool,
+        mark: impl FnOnce() -> usize,
+    ) -> u64 {
+        if mailbox && self.until != 0 {
+            if let Some((
+                ts,
+                What::Turn {
+                    actor: a,
+                    message: m,
+                },
+                _,
+            )) = self.open
+            {
+                if a as usize == actor as usize && m as usize == message as usize {
+                    if id == self.until {
+                        self.until = 0;
+                    }
+                    self.turns += 1;
+                    flow_in(ts, id as u64);
+                    return ts;
+                }
             }
-            t
-        } else {
-            self.open = None;
-            0
+        }
+        // The mark before the reading: every message up to it was queued
+        // before the reading, so its flow started earlier.
+        let until = if mailbox { mark() } else { 0 };
+        let t = now();
+        slice_started(t);
+        self.end_open(t);
+        self.open = Some((t, What::Turn { actor, message }, id as u64));
+        self.turns = 1;
+        self.until = if until == id { 0 } else { until };
+        t
+    }
+
+    /// Ends the open slice at `t` (recording it).
+    #[inline(always)]
+    fn end_open(&mut self, t: u64) {
+        let turns = std::mem::take(&mut self.turns);
+        self.until = 0;
+        if let Some((ts, what, id)) = self.open.take() {
+            let what = if turns > 1 {
+                Event::turns_pack(what.pack(), turns)
+            } else {
+                what.pack()
+            };
+            end_packed(ts, t, id, what);
         }
     }
 
-    /// The slice begun at `ts` by [`next`](Self::next) has done its work; it
-    /// ends at the next reading. Nothing when `ts` is 0.
+    /// A turn starts while nothing is recorded: 0, and the open slice (of a
+    /// trace that stopped) is dropped unrecorded.
     #[inline(always)]
-    pub(crate) fn done(&mut self, ts: u64, what: What, id: u64) {
-        if ts != 0 {
-            self.open = Some((ts, what, id));
-        }
+    pub(crate) fn off(&mut self) -> u64 {
+        self.forget();
+        0
+    }
+
+    /// Drops the open slice unrecorded (recording stopped).
+    #[inline(always)]
+    fn forget(&mut self) {
+        self.open = None;
+        self.turns = 0;
+        self.until = 0;
     }
 
     /// Ends the open slice now (before anything that is not the next slice).
     #[inline(always)]
     pub(crate) fn close(&mut self) {
-        if let Some(open) = self.open.take() {
+        if self.open.is_some() {
             slice_ended();
-            end_at(open, now());
+            self.end_open(now());
         }
     }
 }
@@ -103,6 +186,13 @@ impl Drop for Chain {
 
 fn end_at((ts, what, id): (u64, What, u64), t: u64) {
     end_packed(ts, t, id, what.pack());
+}
+
+/// Flow `id` ends inside the current slice, which started at `ts`.
+#[cold]
+#[inline(never)]
+fn flow_in(ts: u64, id: u64) {
+    buffer::record(ts, 0, id, What::FlowIn.pack());
 }
 
 #[cold]

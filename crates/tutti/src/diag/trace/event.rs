@@ -30,6 +30,9 @@ pub(crate) enum What {
     Act(&'static str),
     /// A message sent from inside the current slice: a flow starts (`id`).
     FlowOut,
+    /// A message handled inside the current slice: the flow `id` ends (a turn
+    /// that shares its slice with the turns before it, `chain.rs`).
+    FlowIn,
     /// A world message sent from location `dur >> 32` to `dur & 0xffff_ffff`,
     /// the `id`-th on that pair: a flow starts.
     WorldOut,
@@ -48,6 +51,12 @@ const FLOW_OUT: u64 = 5;
 const WORLD_OUT: u64 = 6;
 const WORLD_IN: u64 = 7;
 const NAMED_TASK: u64 = 8;
+const FLOW_IN: u64 = 9;
+
+/// The bits of `Event::kind` that hold the kind; above them, a slice of
+/// turns keeps how many turns it holds (`Event::turns`).
+const KIND: u64 = 0xff;
+const TURNS_SHIFT: u32 = 32;
 
 impl What {
     /// The kind and two words naming it: a string's address and length, or
@@ -62,6 +71,7 @@ impl What {
             What::Method(s) => (METHOD, s.as_ptr() as usize, s.len()),
             What::Act(s) => (ACT, s.as_ptr() as usize, s.len()),
             What::FlowOut => (FLOW_OUT, 0, 0),
+            What::FlowIn => (FLOW_IN, 0, 0),
             What::WorldOut => (WORLD_OUT, 0, 0),
             What::WorldIn => (WORLD_IN, 0, 0),
         }
@@ -99,6 +109,18 @@ impl Event {
         }
     }
 
+    /// A [`What::Turn`] slice's packing for `turns` back-to-back turns of the
+    /// same actor and message type that share it (1: a single turn).
+    #[inline(always)]
+    pub(crate) fn turns_pack((kind, a, b): (u64, usize, usize), turns: u32) -> (u64, usize, usize) {
+        (kind | (u64::from(turns) << TURNS_SHIFT), a, b)
+    }
+
+    /// How many turns a turn slice holds (1 for every other event).
+    pub(crate) fn turns(&self) -> u32 {
+        ((self.kind >> TURNS_SHIFT) as u32).max(1)
+    }
+
     /// What the event records (unpacked).
     pub(crate) fn what(&self) -> What {
         let text = || {
@@ -111,7 +133,7 @@ impl Event {
                 ))
             }
         };
-        match self.kind {
+        match self.kind & KIND {
             TASK => What::Task(text()),
             NAMED_TASK => What::NamedTask(text()),
             BLOCK_ON => What::BlockOn(text()),
@@ -129,6 +151,7 @@ impl Event {
             METHOD => What::Method(text()),
             ACT => What::Act(text()),
             FLOW_OUT => What::FlowOut,
+            FLOW_IN => What::FlowIn,
             WORLD_OUT => What::WorldOut,
             _ => What::WorldIn,
         }
@@ -136,7 +159,7 @@ impl Event {
 
     /// Identifies the slice's name for a cache of formatted names.
     pub(crate) fn name_key(&self) -> (u64, usize, usize) {
-        (self.kind, self.a, self.b)
+        (self.kind & KIND, self.a, self.b)
     }
 }
 
@@ -162,6 +185,7 @@ mod tests {
             What::Method("app::Add"),
             What::Act("left"),
             What::FlowOut,
+            What::FlowIn,
             What::WorldOut,
             What::WorldIn,
         ];
@@ -173,6 +197,12 @@ mod tests {
             if let What::Turn { actor, message } = back {
                 assert_eq!((actor(), message()), ("app::Counter", "app::Hit"));
             }
+            assert_eq!(e.turns(), 1);
         }
+        let turn = What::Turn { actor, message };
+        let e = Event::new(1, 2, 3, Event::turns_pack(turn.pack(), 40));
+        assert_eq!(e.turns(), 40);
+        assert_eq!(e.name_key(), Event::new(1, 2, 3, turn.pack()).name_key());
+        assert!(matches!(e.what(), What::Turn { .. }));
     }
 }

@@ -203,7 +203,7 @@ fn slice_name(what: What) -> (&'static str, String) {
             name.push_str(actor);
             "graph"
         }
-        What::FlowOut | What::WorldOut | What::WorldIn => {
+        What::FlowOut | What::FlowIn | What::WorldOut | What::WorldIn => {
             name.push_str("message");
             "flow"
         }
@@ -234,7 +234,7 @@ fn write_event(
     };
     match what {
         What::FlowOut | What::WorldOut => return flow(w, "s"),
-        What::WorldIn => return flow(w, "f"),
+        What::FlowIn | What::WorldIn => return flow(w, "f"),
         _ => {}
     }
     let (cat, name) = names
@@ -245,8 +245,12 @@ fn write_event(
         "{{\"ph\":\"X\",\"cat\":\"{cat}\",\"name\":{name},\"pid\":{pid},\"tid\":{tid},\"ts\":{ts},\"dur\":{}",
         Us(e.dur)
     )?;
-    if let What::Method(_) = what {
-        write!(w, ",\"args\":{{\"requests\":{}}}", e.id)?;
+    match what {
+        What::Method(_) => write!(w, ",\"args\":{{\"requests\":{}}}", e.id)?,
+        What::Turn { .. } if e.turns() > 1 => {
+            write!(w, ",\"args\":{{\"messages\":{}}}", e.turns())?
+        }
+        _ => {}
     }
     w.write_all(b"},\n")?;
     if matches!(what, What::Turn { .. }) && e.id != 0 {

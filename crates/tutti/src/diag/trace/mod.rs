@@ -7,7 +7,8 @@
 //! records, per worker thread:
 //!
 //! * a slice per task poll (named after the future's type), per `block_on` poll,
-//!   per actor turn (`Actor: Message`), per run of RMI requests (the method's
+//!   per actor turn (`Actor: Message`; turns that ran back to back on
+//!   messages already queued share one slice, with how many in `args`), per run of RMI requests (the method's
 //!   message type and how many ran) and per graph `act()` call (the actor's name);
 //! * flows from send to receive: actor tells and asks (from the slice that sent
 //!   to the turn that handled), and world messages (which carry RMI requests
@@ -31,7 +32,9 @@
 //! reads the clock when it starts, which also ends the previous one
 //! (`chain.rs`). A traced actor message is one record on each side: the
 //! flow's start, recorded once the message is queued, and its turn, which
-//! reads the clock. The flow's start is the sending thread's latest reading
+//! reads the clock, or, when its message was queued before the turns just
+//! before it read the clock, shares their reading and slice and records only
+//! where its flow ends (`chain.rs`). The flow's start is the sending thread's latest reading
 //! within the sending slice (its start, or an earlier flow's), read anew for
 //! every eighth flow of the slice and for every flow sent outside a poll, so a
 //! stream of tells pays for a fraction of a reading each. Chunks are reused
