@@ -41,6 +41,27 @@ pub(super) fn chunk<T>(capacity: usize) -> Box<[Slot<T>]> {
         .collect()
 }
 
+/// How many slots ahead of the one it writes a push asks the processor to
+/// fetch, for writing: a log is written once, in order, over chunks larger
+/// than the caches, so without it nearly every event's store waits for its
+/// line to come in (`perf` showed the store as the cost of a recorded
+/// event). A prefetch past the end of the chunk fetches nothing harmful
+/// (it never faults).
+const PREFETCH_AHEAD: usize = 8;
+
+/// Asks for the cache line at `p` in a writable state (nothing elsewhere).
+#[inline(always)]
+fn prefetch_for_write<T>(p: *const T) {
+    #[cfg(all(target_arch = "x86_64", not(loom)))]
+    // SAFETY: a prefetch only hints the cache; it does not access memory and
+    // cannot fault, whatever the address.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_ET0 }>(p.cast::<i8>());
+    }
+    #[cfg(not(all(target_arch = "x86_64", not(loom))))]
+    let _ = p;
+}
+
 /// One thread's events (see the module documentation).
 pub(super) struct Log<T> {
     chunk: UnsafeCell<Box<[Slot<T>]>>,
@@ -108,6 +129,7 @@ impl<T: Copy> Log<T> {
         let pushed = self.chunk.with(move |c| {
             // SAFETY: only the owner (us) writes `chunk`; others only read it.
             let c = unsafe { &*c };
+            prefetch_for_write(c.as_ptr().wrapping_add(n + PREFETCH_AHEAD));
             match c.get(n) {
                 // SAFETY: slot `n` is at `len`, beyond every slot a reader may
                 // read until we publish it below.
