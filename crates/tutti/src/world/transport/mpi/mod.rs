@@ -26,7 +26,7 @@ pub(crate) use rma::Window;
 use std::sync::mpsc;
 use std::sync::Arc;
 
-use crate::loom::{lock, spin_hint, AtomicUsize, Mutex, Ordering};
+use crate::loom::{lock, spin_hint, AtomicU64, AtomicUsize, Mutex, Ordering};
 use std::task::{Wake, Waker};
 use std::thread::{self, JoinHandle, Thread};
 use std::time::{Duration, Instant};
@@ -57,6 +57,8 @@ const YIELD_FOR: Duration = Duration::from_millis(2);
 const MIN_PARK: Duration = Duration::from_micros(20);
 /// Hybrid transport: a waiting location's spin drives MPI every this many
 /// rounds (and looks at the rings in every one).
+/// While one of this rank's quiescence waves is being summed over MPI, every
+/// round drives MPI: a location spinning in a fence waits for nothing else.
 const ENGINE_EVERY: u32 = 8;
 
 type UserFn = Box<dyn FnOnce(&SimpleCommunicator) + Send>;
@@ -155,6 +157,8 @@ impl Pending {
             engine,
             finalize,
             owner: Mutex::new(Some(self.owner)),
+            waves_handed: AtomicU64::new(0),
+            waves_summed: AtomicU64::new(0),
         };
         if let Some(h) = &mpi.host {
             // A frame from a host mate that breaks the protocol takes the
@@ -179,6 +183,15 @@ pub(crate) struct Mpi {
     /// Polling mode: tells the owner thread to finalize.
     finalize: Option<mpsc::Sender<()>>,
     owner: Mutex<Option<JoinHandle<()>>>,
+    /// Quiescence waves handed to the engine ([`Transport::sum_wave`]) and
+    /// waves the engine has summed, as last seen by a thread that drove it:
+    /// `handed > summed` while a wave is in flight (or its total not seen yet),
+    /// and then a spinning location drives MPI in every round. Both only
+    /// grow, and both are only a hint of how often to drive MPI (`Relaxed`):
+    /// a stale value makes a round drive it once more, or once less often
+    /// than every round, never stops it.
+    waves_handed: AtomicU64,
+    waves_summed: AtomicU64,
 }
 
 /// Takes the job down with `MPI_Abort` from any thread: through the engine
@@ -254,6 +267,18 @@ fn chunk_from_env() -> Result<usize, WorldError> {
 }
 
 impl Mpi {
+    /// One progress round of the engine (polling mode, its lock held); notes
+    /// how many waves it has summed.
+    fn drive(&self, engine: &mut Option<Engine>) -> bool {
+        let Some(engine) = engine.as_mut() else {
+            return false;
+        };
+        let moved = engine.progress();
+        self.waves_summed
+            .store(engine.sums_completed(), Ordering::Relaxed);
+        moved
+    }
+
     /// Starts the MPI thread, initializes MPI on it and checks that every rank
     /// has the same number of locations.
     pub(crate) fn init(config: &WorldConfig) -> Result<Pending, WorldError> {
@@ -618,6 +643,9 @@ impl Transport for Mpi {
     }
 
     fn sum_wave(&self, epoch: u64, value: [u64; 2]) -> bool {
+        // Counted before it is handed over, so that `waves_summed` (what the
+        // engine has done) does not run ahead of it.
+        self.waves_handed.fetch_add(1, Ordering::Relaxed);
         self.outgoing.push(Out::Sum(epoch, value));
         self.start_sends();
         true
@@ -631,7 +659,7 @@ impl Transport for Mpi {
         let Ok(mut g) = e.try_lock() else {
             return rings;
         };
-        g.as_mut().is_some_and(Engine::progress) || rings
+        self.drive(&mut g) || rings
     }
 
     fn spin_round(&self, round: u32) -> bool {
@@ -644,8 +672,12 @@ impl Transport for Mpi {
         // ns, more than a whole message through the rings, so a spinning
         // location drives MPI (frames of other hosts, the quiescence sums)
         // only every few rounds.
+        // only every few rounds — but in every round while a wave of this
+        // rank is being summed, which only MPI advances.
         let rings = h.shm().spin_round(round);
-        if round % ENGINE_EVERY != 0 {
+        let summing =
+            self.waves_handed.load(Ordering::Relaxed) > self.waves_summed.load(Ordering::Relaxed);
+        if round % ENGINE_EVERY != 0 && !summing {
             return rings;
         }
         let Some(e) = &self.engine else {
@@ -654,7 +686,7 @@ impl Transport for Mpi {
         let Ok(mut g) = e.try_lock() else {
             return rings;
         };
-        g.as_mut().is_some_and(Engine::progress) || rings
+        self.drive(&mut g) || rings
     }
 
     fn start_sends(&self) {

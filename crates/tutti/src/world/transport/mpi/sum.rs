@@ -105,6 +105,8 @@ struct Summing {
 pub(super) struct Sums {
     plan: Vec<SumStep>,
     summing: Vec<Summing>,
+    /// Waves summed so far (their totals handed to the sink).
+    completed: u64,
 }
 
 impl Sums {
@@ -113,7 +115,13 @@ impl Sums {
         Sums {
             plan: sum_plan(rank, ranks),
             summing: Vec::new(),
+            completed: 0,
         }
+    }
+
+    /// How many waves have been summed (their totals handed to the sink).
+    pub(super) fn completed(&self) -> u64 {
+        self.completed
     }
 
     /// Whether no wave's sum is in flight.
@@ -218,6 +226,7 @@ impl Sums {
             }
             if s.step >= self.plan.len() {
                 let s = self.summing.remove(i);
+                self.completed += 1;
                 sink.summed(s.epoch, s.acc);
                 moved = true;
             } else {

@@ -298,6 +298,11 @@ impl Engine {
         self.advance_sums();
     }
 
+    /// How many quiescence waves this rank has summed (handed to the sink).
+    pub(crate) fn sums_completed(&self) -> u64 {
+        self.sums.completed()
+    }
+
     fn complete_sums(&mut self) -> bool {
         if self.sums.is_empty() {
             return false;
