@@ -249,6 +249,7 @@ impl<A: Actor> Cell<A> {
             0,
             1,
             0,
+            0,
         );
         let cell = Arc::new(Cell {
             mailbox: Mailbox::new(),

@@ -323,7 +323,9 @@ fn cycles(nodes: &[Arc<Node>], waits: &[(usize, u64, node::Wait)]) -> Vec<(Vec<u
 }
 
 /// Worlds whose every local location is blocked or has ended, one at least blocked on
-/// a world-wide wait, on a world of one rank (indices of its locations). A location
+/// a world-wide wait, on a world of one rank (indices of its locations); each of its
+/// locations must have a node (a world whose run is still starting is not judged:
+/// a location without a node yet is about to run, not stopped). A location
 /// whose body returned never enters a fence or collective again: one that waits in a
 /// fence the others already left (it fenced once more than they did) waits forever.
 fn stalled_worlds(nodes: &[Arc<Node>], waits: &[(usize, u64, node::Wait)]) -> Vec<Vec<usize>> {
@@ -340,11 +342,16 @@ fn stalled_worlds(nodes: &[Arc<Node>], waits: &[(usize, u64, node::Wait)]) -> Ve
             .filter(|&k| nodes[k].kind == Kind::Location && nodes[k].world == world)
             .collect();
         let single_rank = locs.iter().all(|&k| nodes[k].ranks == 1);
+        // A node for every location of the world: one missing is a location whose
+        // run has not started yet (it will, and may join the wait), not a stopped one.
+        let complete = locs
+            .iter()
+            .all(|&k| (0..nodes[k].locations).all(|i| locs.iter().any(|&j| nodes[j].index == i)));
         let all_blocked = locs
             .iter()
             .all(|&k| waits.iter().any(|w| w.0 == k) || Node::state_of(nodes[k].word()) == ENDED);
         let reported = locs.iter().any(|&k| reported(&nodes[k]));
-        if single_rank && all_blocked && !reported && !locs.is_empty() {
+        if single_rank && complete && all_blocked && !reported && !locs.is_empty() {
             out.push(locs);
         }
     }
@@ -422,5 +429,63 @@ mod loom_tests {
             assert!(seen.lock().unwrap().contains(&true));
             assert_eq!(state.load(Ordering::Relaxed), SCAN_IDLE);
         });
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::stalled_worlds;
+    use crate::diag::node::{Kind, Node, On, Wait, What};
+    use std::sync::Arc;
+
+    /// A world's id no real world has (a real one is an address, aligned).
+    const WORLD: u64 = 0x7777_0001;
+
+    /// The location nodes `indices` of a one-rank world of three locations.
+    fn locations(indices: &[u32]) -> Vec<Arc<Node>> {
+        indices
+            .iter()
+            .map(|&i| Node::new(Kind::Location, format!("location {i}"), 0, WORLD, 1, i, 3))
+            .collect()
+    }
+
+    /// Every node of `nodes` blocked in collective #49.
+    fn in_collective(nodes: &[Arc<Node>]) -> Vec<(usize, u64, Wait)> {
+        (0..nodes.len())
+            .map(|k| {
+                let wait = Wait {
+                    on: On::World(WORLD),
+                    what: What::Collective(49),
+                };
+                (k, nodes[k].word(), wait)
+            })
+            .collect()
+    }
+
+    /// A location blocked in a collective while the others of its world have no
+    /// node yet (their run is still starting) is not a stalled world: they will
+    /// join it. (The false report this prevents named location 0 alone.)
+    #[test]
+    fn a_world_with_locations_not_started_is_not_judged() {
+        let first = locations(&[0]);
+        assert_eq!(
+            stalled_worlds(&first, &in_collective(&first)),
+            Vec::<Vec<usize>>::new()
+        );
+        let two = locations(&[0, 2]);
+        assert_eq!(
+            stalled_worlds(&two, &in_collective(&two)),
+            Vec::<Vec<usize>>::new()
+        );
+    }
+
+    /// With a node for each location, all blocked, the world is judged stalled.
+    #[test]
+    fn a_world_with_every_location_blocked_is_judged() {
+        let all = locations(&[0, 1, 2]);
+        assert_eq!(
+            stalled_worlds(&all, &in_collective(&all)),
+            vec![vec![0, 1, 2]]
+        );
     }
 }

@@ -278,6 +278,9 @@ pub(crate) struct Node {
     pub(crate) ranks: usize,
     /// For a location: its index in the world (`On::Location`); 0 otherwise.
     pub(crate) index: u32,
+    /// For a location: how many locations its world has on this rank (the
+    /// detector judges a world only once it knows a node for each); 0 otherwise.
+    pub(crate) locations: u32,
     pub(crate) runtime: RuntimeRef,
     word: AtomicU64,
     /// A note was made during the current poll.
@@ -357,12 +360,13 @@ impl Node {
         world: u64,
         ranks: usize,
         index: u32,
+        locations: u32,
     ) -> Arc<Node> {
         let node = Arc::new(Node::unlisted(
             NEXT_ID.fetch_add(1, Ordering::Relaxed),
             kind,
             name,
-            (rank, world, ranks, index),
+            (rank, world, ranks, index, locations),
             RuntimeRef::current(),
         ));
         super::detect::install();
@@ -379,7 +383,7 @@ impl Node {
         id: u64,
         kind: Kind,
         name: String,
-        (rank, world, ranks, index): (usize, u64, usize, u32),
+        (rank, world, ranks, index, locations): (usize, u64, usize, u32, u32),
         runtime: RuntimeRef,
     ) -> Node {
         Node {
@@ -390,6 +394,7 @@ impl Node {
             world,
             ranks,
             index,
+            locations,
             runtime,
             word: AtomicU64::new(RUNNING),
             noted: AtomicBool::new(false),
@@ -412,7 +417,7 @@ impl Node {
             id,
             Kind::Actor,
             format!("node {id}"),
-            (0, 0, 1, 0),
+            (0, 0, 1, 0, 0),
             RuntimeRef::none(),
         ))
     }

@@ -354,25 +354,35 @@ impl World {
             }
         }
         crate::diag::set_rank(self.rank());
-        let mut nodes = Vec::with_capacity(n);
-        let handles: Vec<(LocationId, JoinHandle<Fut::Output>)> = locations
-            .into_iter()
-            .map(|loc| {
-                let id = loc.id();
-                // The location in the wait-for graph (`crate::diag`): its body's polls
-                // are the node's, so what it waits on is noted on it.
-                let node = {
-                    let _on = self.shared.runtime.enter();
+        // The locations in the wait-for graph (`crate::diag`): their bodies' polls are
+        // the nodes', so what a location waits on is noted on its node. Every node
+        // exists before any location runs: the detector judges a world by the
+        // location nodes it finds, and a location already waiting in a barrier while
+        // the others had no node yet (this thread descheduled between two spawns)
+        // looked like a world of one, stalled.
+        let nodes: Vec<Arc<crate::diag::node::Node>> = {
+            let _on = self.shared.runtime.enter();
+            locations
+                .iter()
+                .map(|loc| {
                     crate::diag::node::Node::new(
                         crate::diag::node::Kind::Location,
-                        format!("location {}", id.index()),
+                        format!("location {}", loc.id().index()),
                         self.rank(),
                         self.diag_id(),
                         self.ranks(),
-                        id.index() as u32,
+                        loc.id().index() as u32,
+                        n as u32,
                     )
-                };
-                nodes.push(Arc::clone(&node));
+                })
+                .collect()
+        };
+        self.shared.local.stall.set_nodes(nodes.clone());
+        let handles: Vec<(LocationId, JoinHandle<Fut::Output>)> = locations
+            .into_iter()
+            .zip(nodes)
+            .map(|(loc, node)| {
+                let id = loc.id();
                 let mut fut = Box::pin(body(loc));
                 let tracked = std::future::poll_fn(move |cx| {
                     let entered = node.enter();
@@ -383,7 +393,6 @@ impl World {
                 (id, self.shared.runtime.spawn(tracked))
             })
             .collect();
-        self.shared.local.stall.set_nodes(nodes);
         let outcome = self.shared.runtime.block_on(JoinAll::new(handles));
         self.shared.local.stall.set_nodes(Vec::new());
         // A run that ended cleanly is in the trace file now.
