@@ -330,7 +330,7 @@ fn cycles(nodes: &[Arc<Node>], waits: &[(usize, u64, node::Wait)]) -> Vec<(Vec<u
 /// fence the others already left (it fenced once more than they did) waits forever.
 fn stalled_worlds(nodes: &[Arc<Node>], waits: &[(usize, u64, node::Wait)]) -> Vec<Vec<usize>> {
     let mut out = Vec::new();
-    for (_, _, w) in waits {
+    for (waiter, _, w) in waits {
         let On::World(world) = w.on else { continue };
         if out
             .iter()
@@ -344,9 +344,10 @@ fn stalled_worlds(nodes: &[Arc<Node>], waits: &[(usize, u64, node::Wait)]) -> Ve
         let single_rank = locs.iter().all(|&k| nodes[k].ranks == 1);
         // A node for every location of the world: one missing is a location whose
         // run has not started yet (it will, and may join the wait), not a stopped one.
-        let complete = locs
-            .iter()
-            .all(|&k| (0..nodes[k].locations).all(|i| locs.iter().any(|&j| nodes[j].index == i)));
+        // (Counted by the waiter's world: a node left over from an earlier world at
+        // the same address does not make this one incomplete.)
+        let complete =
+            (0..nodes[*waiter].locations).all(|i| locs.iter().any(|&k| nodes[k].index == i));
         let all_blocked = locs
             .iter()
             .all(|&k| waits.iter().any(|w| w.0 == k) || Node::state_of(nodes[k].word()) == ENDED);
