@@ -59,6 +59,27 @@ pub(super) enum Open {
 /// world's batches towards another rank).
 pub(super) const WIRE_BYTES: usize = 16 * 1024;
 
+impl State {
+    /// The run of frames being built for `dest`, a location of another rank
+    /// (of `n` locations in the world), and how many requests it holds: the
+    /// open one, or a new one in a reused frame buffer (and `dest` marked as
+    /// having a run to flush).
+    pub(super) fn wire_run(&mut self, dest: usize, n: usize) -> (&mut FrameBuf, &mut usize) {
+        if self.out.len() <= dest {
+            self.out.resize_with(n, || None);
+        }
+        if self.out[dest].is_none() {
+            let frames = self.frames.pop().unwrap_or_default();
+            self.out[dest] = Some(Open::Wire { frames, count: 0 });
+            self.dirty.push(dest);
+        }
+        let Some(Open::Wire { frames, count }) = &mut self.out[dest] else {
+            unreachable!("a destination of another rank gets frames")
+        };
+        (frames, count)
+    }
+}
+
 impl Rmi {
     /// Sends a statement (`async_rmi`, `broadcast_rmi`) for object `object`
     /// of type `T` to `dest`, another location. Statements to one destination
@@ -124,17 +145,7 @@ impl Rmi {
         }
         let ends = self.conv().ends(LocationId::new(dest as u32));
         let opened: Result<Option<Open>, CodecError> = self.with_state(|st| {
-            if st.out.len() <= dest {
-                st.out.resize_with(n, || None);
-            }
-            if st.out[dest].is_none() {
-                let frames = st.frames.pop().unwrap_or_default();
-                st.out[dest] = Some(Open::Wire { frames, count: 0 });
-                st.dirty.push(dest);
-            }
-            let Some(Open::Wire { frames, count }) = &mut st.out[dest] else {
-                unreachable!("a destination of another rank gets frames")
-            };
+            let (frames, count) = st.wire_run(dest, n);
             frames.tell(ends, u64::from(object), M::ID, &msg)?;
             *count += 1;
             let full = *count >= cap || frames.len() >= WIRE_BYTES;

@@ -337,17 +337,7 @@ impl Rmi {
         let ends = self.conv().ends(to);
         let (cap, n) = (self.aggregation(), self.count());
         let written: Result<Option<Open>, CodecError> = self.with_state(|st| {
-            if st.out.len() <= dest {
-                st.out.resize_with(n, || None);
-            }
-            if st.out[dest].is_none() {
-                let frames = st.frames.pop().unwrap_or_default();
-                st.out[dest] = Some(Open::Wire { frames, count: 0 });
-                st.dirty.push(dest);
-            }
-            let Some(Open::Wire { frames, count }) = &mut st.out[dest] else {
-                unreachable!("a destination of another rank gets frames")
-            };
+            let (frames, count) = st.wire_run(dest, n);
             let mark = frames.mark();
             let wrote = (|| {
                 if let Some(c) = &chain {
