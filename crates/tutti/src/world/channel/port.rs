@@ -7,9 +7,11 @@
 //! `channel/`.
 
 use std::any::Any;
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::Arc;
 use std::task::{Context, Waker};
+
+use rustc_hash::FxHashMap;
 
 use crate::loom::{lock, Mutex};
 use crate::world::LocationId;
@@ -276,10 +278,13 @@ impl Default for Ports {
 
 #[derive(Default)]
 struct Inner {
-    /// Ends opened per (from, to, side): the next end's `seq`.
-    opened: HashMap<(LocationId, LocationId, Side), u32>,
+    /// Ends opened per (from, to, side): the next end's `seq`. The keys
+    /// are ids of this job's own locations and channels, looked up for
+    /// every message: hashed with Fx (a multiply and a rotate per word),
+    /// not SipHash, whose resistance to chosen keys buys nothing here.
+    opened: FxHashMap<(LocationId, LocationId, Side), u32>,
     /// Live ends, and ends a message reached before they were opened.
-    ends: HashMap<(Key, Side), Arc<End>>,
+    ends: FxHashMap<(Key, Side), Arc<End>>,
 }
 
 impl Ports {
