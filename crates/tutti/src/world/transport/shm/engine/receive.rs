@@ -89,6 +89,18 @@ impl Inner {
     /// Drains the mailbox, delivering whole frames; true if anything
     /// moved. `wait` takes the consumer's lock, else it is only tried.
     pub(super) fn drain(&self, sink: &dyn Sink, wait: bool) -> bool {
+        let ring = self.mine.ring();
+        // A poll that would find nothing takes no lock: a spinning location
+        // polls far more often than anything arrives, and the lock's
+        // read-modify-write costs more than the look. `ready` reads the
+        // consumer's position without the lock, so it may be stale; a stale
+        // position never looks empty (its slot was freed for a later lap),
+        // so this only skips a drain that would have found the slot at the
+        // current position empty too. A dead producer's stalled slot is
+        // looked for under the lock, as before.
+        if !wait && !ring.ready() && self.dead.load(Ordering::Acquire) == 0 {
+            return false;
+        }
         let mut c = if wait {
             lock(&self.consumer)
         } else {
@@ -97,7 +109,6 @@ impl Inner {
                 Err(_) => return false,
             }
         };
-        let ring = self.mine.ring();
         let mut moved = false;
         // What a delivery sends is never lent from here (`cma.rs`).
         let _draining = super::cma::Draining::start();
