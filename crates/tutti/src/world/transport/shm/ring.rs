@@ -5,7 +5,9 @@
 //!
 //! Slots carry a sequence word (`seq`), a claim word (`claim`: the position
 //! and the rank of the producer that claimed the slot last), a descriptor
-//! (`meta`: sender rank, first/last flags, length) and up to `D` bytes. Slot
+//! (`meta`: sender rank, first/last flags, length) and up to `D` bytes; the
+//! sequence word and the descriptor share a cache line, the claim word and
+//! the bytes are on others (see [`Slot`]). Slot
 //! `i` starts with `seq = i` and no claim. Positions only grow; position `p`
 //! lives in slot `p mod N`.
 //!
@@ -136,13 +138,31 @@ impl std::fmt::Display for RingError {
 #[repr(C, align(64))]
 pub(crate) struct Line<T>(pub(crate) T);
 
-/// One slot: sequence word, claim word, descriptor, bytes.
+/// One slot: its sequence word and descriptor on a cache line of their own
+/// (the line a waiting consumer keeps reading), then its bytes. The
+/// producer writes the bytes and then touches the control line once, with
+/// the descriptor and the commit; the claim word lives apart, in
+/// [`Ring::claims`], so the claim does not take the line away from the
+/// consumer either.
 #[repr(C)]
 pub(crate) struct Slot<const D: usize> {
-    seq: AtomicU64,
-    claim: AtomicU64,
-    meta: AtomicU64,
+    ctl: Line<Control>,
     data: UnsafeCell<[u8; D]>,
+}
+
+/// A slot's control words.
+#[repr(C)]
+pub(crate) struct Control {
+    seq: AtomicU64,
+    meta: AtomicU64,
+}
+
+impl<const D: usize> std::ops::Deref for Slot<D> {
+    type Target = Control;
+
+    fn deref(&self) -> &Control {
+        &self.ctl.0
+    }
 }
 
 /// A ring of `N` slots of `D` bytes: its layout is the shared memory's.
@@ -157,6 +177,9 @@ pub(crate) struct Ring<const N: usize, const D: usize> {
     wakes: Line<AtomicU32>,
     /// Threads sleeping on the ring or about to.
     sleepers: Line<AtomicU32>,
+    /// Slot `i`'s claim word, each on its own line: only producers touch
+    /// them (and the consumer when it looks for a dead producer's claim).
+    claims: [Line<AtomicU64>; N],
     slots: [Slot<D>; N],
     /// Loom has no futex: a condition variable stands in for it.
     #[cfg(loom)]
@@ -185,10 +208,12 @@ impl<const N: usize, const D: usize> Ring<N, D> {
             head: Line(AtomicU64::new(0)),
             wakes: Line(AtomicU32::new(0)),
             sleepers: Line(AtomicU32::new(0)),
+            claims: std::array::from_fn(|_| Line(AtomicU64::new(0))),
             slots: std::array::from_fn(|i| Slot {
-                seq: AtomicU64::new(i as u64),
-                claim: AtomicU64::new(0),
-                meta: AtomicU64::new(0),
+                ctl: Line(Control {
+                    seq: AtomicU64::new(i as u64),
+                    meta: AtomicU64::new(0),
+                }),
                 data: UnsafeCell::new([0; D]),
             }),
             #[cfg(loom)]
@@ -217,7 +242,7 @@ impl<const N: usize, const D: usize> Ring<N, D> {
         self.sleepers.0.store(0, Ordering::Relaxed);
         for (i, s) in self.slots.iter().enumerate() {
             s.seq.store(i as u64, Ordering::Relaxed);
-            s.claim.store(0, Ordering::Relaxed);
+            self.claims[i].0.store(0, Ordering::Relaxed);
             s.meta.store(0, Ordering::Relaxed);
         }
         fence(Ordering::Release);
@@ -312,9 +337,10 @@ impl<const N: usize, const D: usize> Ring<N, D> {
         loop {
             let at = pos % N as u64;
             let slot = &self.slots[at as usize];
+            let claim = &self.claims[at as usize].0;
             let seq = slot.seq.load(Ordering::Acquire) & !SLEEPING;
             if seq == pos {
-                let c = slot.claim.load(Ordering::Acquire);
+                let c = claim.load(Ordering::Acquire);
                 if claim_ahead(c, pos) {
                     // `pos` is stale: the slot has been claimed for a later
                     // lap. Never claim over it.
@@ -334,8 +360,7 @@ impl<const N: usize, const D: usize> Ring<N, D> {
                     continue;
                 }
                 let mine = claim_word(pos, from);
-                if slot
-                    .claim
+                if claim
                     .compare_exchange(c, mine, Ordering::AcqRel, Ordering::Relaxed)
                     .is_err()
                 {
@@ -401,13 +426,15 @@ impl<const N: usize, const D: usize> Ring<N, D> {
     #[cfg(test)]
     pub(crate) fn claim_and_die_before_moving_tail(&self, from: usize) -> u64 {
         let pos = self.tail.0.load(Ordering::Relaxed);
-        let slot = &self.slots[(pos % N as u64) as usize];
+        let at = (pos % N as u64) as usize;
         assert_eq!(
-            slot.seq.load(Ordering::Relaxed),
+            self.slots[at].seq.load(Ordering::Relaxed),
             pos,
             "a free slot at `tail`"
         );
-        slot.claim.store(claim_word(pos, from), Ordering::Release);
+        self.claims[at]
+            .0
+            .store(claim_word(pos, from), Ordering::Release);
         pos
     }
 
@@ -415,11 +442,11 @@ impl<const N: usize, const D: usize> Ring<N, D> {
     /// claimed that position and has not committed it, if one has.
     pub(crate) fn stalled(&self) -> Option<usize> {
         let pos = self.head.0.load(Ordering::Relaxed);
-        let slot = &self.slots[(pos % N as u64) as usize];
-        if slot.seq.load(Ordering::Acquire) & !SLEEPING != pos {
+        let at = (pos % N as u64) as usize;
+        if self.slots[at].seq.load(Ordering::Acquire) & !SLEEPING != pos {
             return None;
         }
-        claimant(slot.claim.load(Ordering::Acquire), pos)
+        claimant(self.claims[at].0.load(Ordering::Acquire), pos)
     }
 
     /// The consumer: frees the slot at its position, claimed by rank `dead`
@@ -428,9 +455,10 @@ impl<const N: usize, const D: usize> Ring<N, D> {
     /// `dead`'s claim: a committed fragment is never skipped.
     pub(crate) fn reclaim(&self, dead: usize) -> Option<u64> {
         let pos = self.head.0.load(Ordering::Relaxed);
-        let slot = &self.slots[(pos % N as u64) as usize];
+        let at = (pos % N as u64) as usize;
+        let slot = &self.slots[at];
         if slot.seq.load(Ordering::Acquire) & !SLEEPING != pos
-            || claimant(slot.claim.load(Ordering::Acquire), pos) != Some(dead)
+            || claimant(self.claims[at].0.load(Ordering::Acquire), pos) != Some(dead)
         {
             return None;
         }
@@ -600,7 +628,7 @@ impl<const N: usize, const D: usize> Ring<N, D> {
     /// the fuzz target).
     #[cfg(all(any(test, feature = "fuzzing"), not(loom)))]
     pub(crate) fn scribble(&self, i: usize, seq: u64, meta: u64) {
-        self.slots[i].claim.store(0, Ordering::Relaxed);
+        self.claims[i].0.store(0, Ordering::Relaxed);
         self.slots[i].seq.store(seq, Ordering::Relaxed);
         self.slots[i].meta.store(meta, Ordering::Relaxed);
     }

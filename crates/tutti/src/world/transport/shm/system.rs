@@ -40,13 +40,13 @@ use crate::world::error::WorldError;
 /// "tuttiSHM": the first word of an initialized system segment.
 pub(crate) const MAGIC: u64 = u64::from_le_bytes(*b"tuttiSHM");
 /// The layout version of the segments this build reads and writes.
-pub(crate) const VERSION: u64 = 6;
+pub(crate) const VERSION: u64 = 7;
 /// Most members a system has.
 pub(crate) const MAX_MEMBERS: usize = 64;
 /// Slots per mailbox.
 pub(crate) const SLOTS: usize = 256;
-/// Bytes per slot (a slot, with its three control words, is 4 KiB).
-pub(crate) const SLOT_BYTES: usize = 4096 - 24;
+/// Bytes per slot (a slot, with its line of control words, is 4 KiB).
+pub(crate) const SLOT_BYTES: usize = 4096 - 64;
 /// Words of a member's registry digest (8 KiB).
 const DIGEST_WORDS: usize = 1024;
 
