@@ -264,6 +264,8 @@ pub(crate) struct State<'a, T> {
     inner: &'a mut Inner<T>,
     /// The end flags, read when the lock was taken: only lock holders set them.
     flags: u64,
+    /// The channel's capacity, decoded once per critical section (`Capacity::get`).
+    capacity: usize,
     /// The owner of a two-phase offer poked in this critical section, woken after
     /// unlocking (`poke`).
     poked: Option<Waker>,
@@ -316,7 +318,7 @@ impl<T> State<'_, T> {
             Ok(waker) => return Offer::Done(waker),
             Err(value) => value,
         };
-        if self.inner.buffer.has_room(self.chan.capacity()) {
+        if self.inner.buffer.has_room(self.capacity) {
             self.inner.buffer.push(value);
             return Offer::Done(None);
         }
@@ -329,11 +331,13 @@ impl<T> State<'_, T> {
         if self.inner.receivers.is_empty() {
             return Err(value);
         }
-        self.deliver_cold(value)
+        self.deliver_queued(value)
     }
 
-    #[cold]
-    fn deliver_cold(&mut self, mut value: T) -> Result<Option<Waker>, T> {
+    /// [`deliver`](Self::deliver) with a receiver queued: the rendezvous hand-over, so
+    /// not cold; the loop past a first dead `Alt` guard is the rare part.
+    #[inline]
+    fn deliver_queued(&mut self, mut value: T) -> Result<Option<Waker>, T> {
         while let Some(w) = self.inner.receivers.pop() {
             // SAFETY: popped under the lock we hold: alive (queue invariant), and ours
             // to complete.
@@ -359,11 +363,11 @@ impl<T> State<'_, T> {
             return Take::Poisoned;
         }
         if let Some(value) = self.inner.buffer.pop() {
-            if self.chan.capacity() == super::channel::UNBOUNDED {
+            if self.capacity == super::channel::UNBOUNDED {
                 self.inner.buffer.trim();
                 return Take::Value(value, None); // no sender ever waits
             }
-            let waker = if self.inner.buffer.has_room(self.chan.capacity()) {
+            let waker = if self.inner.buffer.has_room(self.capacity) {
                 self.refill()
             } else {
                 None
@@ -394,13 +398,14 @@ impl<T> State<'_, T> {
         if self.inner.senders.is_empty() {
             return None;
         }
-        self.take_from_sender_cold(resume)
+        self.take_from_queued_sender(resume)
     }
 
     /// Pops senders until one gives its value; two-phase offers on the way are poked
-    /// (their `Alt`s look again and send themselves, `alt/output.rs`).
-    #[cold]
-    fn take_from_sender_cold(&mut self, resume: bool) -> Option<(T, Option<Waker>)> {
+    /// (their `Alt`s look again and send themselves, `alt/output.rs`). The rendezvous
+    /// receive's usual path, so not cold.
+    #[inline]
+    fn take_from_queued_sender(&mut self, resume: bool) -> Option<(T, Option<Waker>)> {
         while let Some(w) = self.inner.senders.pop() {
             // SAFETY: popped under the lock we hold: alive (queue invariant).
             let node = unsafe { w.get() };
@@ -635,7 +640,7 @@ impl<T> State<'_, T> {
     /// receiver of another party, or an end state.
     fn send_ready_for(&self, selector: &Selector) -> bool {
         self.flags() & (POISONED | CLOSED | RX_GONE) != 0
-            || self.inner.buffer.has_room(self.chan.capacity())
+            || self.inner.buffer.has_room(self.capacity)
             || self.inner.receivers.has_live_peer(selector)
     }
 
@@ -670,7 +675,7 @@ impl<T> State<'_, T> {
             || !self.inner.senders.is_empty();
         let send = ended
             || flags & (CLOSED | RX_GONE) != 0
-            || self.inner.buffer.has_room(self.chan.capacity())
+            || self.inner.buffer.has_room(self.capacity)
             || !self.inner.receivers.is_empty();
         (if recv { RECV_READY } else { 0 }) | (if send { SEND_READY } else { 0 })
     }
@@ -768,6 +773,7 @@ impl<T> Chan<T> {
             inner: unsafe { &mut *self.inner.get() },
             // Relaxed: flags are only set under the lock we hold now.
             flags: self.ends.load(Ordering::Relaxed) & (CLOSED | RX_GONE | POISONED),
+            capacity: self.capacity(),
             poked: None,
             lock: std::mem::ManuallyDrop::new(guard),
         }

@@ -463,10 +463,19 @@ impl<T> Settle for RecvFuture<'_, T> {
 }
 
 impl<T> Drop for RecvFuture<'_, T> {
+    #[inline]
     fn drop(&mut self) {
-        if self.waiter.phase() != Phase::Waiting {
-            return;
+        // A finished or never-polled receive (the usual drop) has nothing to withdraw.
+        if self.waiter.phase() == Phase::Waiting {
+            self.withdraw();
         }
+    }
+}
+
+impl<T> RecvFuture<'_, T> {
+    /// Dropped while waiting: leave the queue, or give back a value handed to us.
+    #[cold]
+    fn withdraw(&self) {
         if !self.waiter.is_decided() {
             let mut st = self.chan.lock();
             if !self.waiter.is_decided() {

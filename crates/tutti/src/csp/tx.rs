@@ -411,6 +411,7 @@ impl<T> SendFuture<'_, T> {
     }
 
     /// Removes the waiter from the queue if no counterpart popped it yet.
+    #[cold]
     fn withdraw(&self) {
         if !self.waiter.is_decided() {
             let mut st = self.chan.lock();
@@ -514,6 +515,7 @@ impl<T> Settle for SendFuture<'_, T> {
 }
 
 impl<T> Drop for SendFuture<'_, T> {
+    #[inline]
     fn drop(&mut self) {
         if self.waiter.phase() == Phase::Waiting {
             // The value (if no receiver took it) is dropped with the waiter, after this.

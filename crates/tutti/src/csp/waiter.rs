@@ -198,33 +198,44 @@ impl<T> Node<T> {
     ///
     /// # Safety
     /// The caller popped this node from a queue of the channel whose lock it holds.
+    #[inline]
     pub(crate) unsafe fn complete_with(&self, value: T) -> Result<Option<Waker>, T> {
         if self.word() & GUARD != 0 {
-            // SAFETY: a guard node; popped under the lock (caller).
-            unsafe {
-                let g = self.guard();
-                let sel = g.selector();
-                if !sel.is_waiting() {
-                    return Err(value);
-                }
-                // Read everything we need before deciding: afterwards the owner may free it.
-                let waker = sel.clone_waker();
-                self.put(value);
-                if sel.try_select(g.index) {
-                    return Ok(waker);
-                }
-                // Lost the race to another channel's counterpart: move the value back.
-                Err(self.take().expect("tutti: a guard's slot was emptied"))
+            // SAFETY: by the caller's contract.
+            return unsafe { self.complete_guard_with(value) };
+        }
+        // SAFETY: a plain node, popped under the lock: undecided and ours.
+        unsafe {
+            let waker = self.plain().take_waker();
+            self.slot.with_mut(|s| (*s).write(value));
+            self.word
+                .store(self.word() | FULL | DECIDED, Ordering::Release);
+            Ok(waker)
+        }
+    }
+
+    /// [`complete_with`](Self::complete_with) for an `Alt` guard's node: out of line, so
+    /// that a plain rendezvous inlines only its own branch.
+    ///
+    /// # Safety
+    /// As for [`complete_with`](Self::complete_with), and the node is a guard's.
+    #[inline(never)]
+    unsafe fn complete_guard_with(&self, value: T) -> Result<Option<Waker>, T> {
+        // SAFETY: a guard node; popped under the lock (caller).
+        unsafe {
+            let g = self.guard();
+            let sel = g.selector();
+            if !sel.is_waiting() {
+                return Err(value);
             }
-        } else {
-            // SAFETY: a plain node, popped under the lock: undecided and ours.
-            unsafe {
-                let waker = self.plain().take_waker();
-                self.slot.with_mut(|s| (*s).write(value));
-                self.word
-                    .store(self.word() | FULL | DECIDED, Ordering::Release);
-                Ok(waker)
+            // Read everything we need before deciding: afterwards the owner may free it.
+            let waker = sel.clone_waker();
+            self.put(value);
+            if sel.try_select(g.index) {
+                return Ok(waker);
             }
+            // Lost the race to another channel's counterpart: move the value back.
+            Err(self.take().expect("tutti: a guard's slot was emptied"))
         }
     }
 
@@ -250,43 +261,53 @@ impl<T> Node<T> {
     ///
     /// # Safety
     /// As for [`complete_with`](Self::complete_with).
+    #[inline]
     pub(crate) unsafe fn complete_taking(&self) -> Taking<T> {
         let w = self.word();
         if w & GUARD != 0 {
-            // SAFETY: a guard node; popped under the lock (caller).
-            unsafe {
-                let g = self.guard();
-                let sel = g.selector();
-                if !sel.is_waiting() {
-                    return Taking::Dead;
-                }
-                let waker = sel.clone_waker();
-                if w & OFFER != 0 {
-                    // The value stays: the owner sends it in its own poll, or keeps it.
-                    return match sel.try_select(g.index) {
-                        true => Taking::Poked(waker),
-                        false => Taking::Dead,
-                    };
-                }
-                let Some(value) = self.take() else {
-                    return Taking::Dead;
+            // SAFETY: by the caller's contract.
+            return unsafe { self.complete_guard_taking(w) };
+        }
+        // SAFETY: a plain node, popped under the lock: undecided and ours.
+        unsafe {
+            let waker = self.plain().take_waker();
+            debug_assert!(w & FULL != 0, "tutti: a waiting sender without a value");
+            let value = self.slot.with(|s| (*s).assume_init_read());
+            self.word.store((w & !FULL) | DECIDED, Ordering::Release);
+            Taking::Took(value, waker)
+        }
+    }
+
+    /// [`complete_taking`](Self::complete_taking) for an `Alt` guard's node (`w`: its
+    /// word): out of line, as [`complete_guard_with`](Self::complete_guard_with).
+    ///
+    /// # Safety
+    /// As for [`complete_with`](Self::complete_with), and the node is a guard's.
+    #[inline(never)]
+    unsafe fn complete_guard_taking(&self, w: u32) -> Taking<T> {
+        // SAFETY: a guard node; popped under the lock (caller).
+        unsafe {
+            let g = self.guard();
+            let sel = g.selector();
+            if !sel.is_waiting() {
+                return Taking::Dead;
+            }
+            let waker = sel.clone_waker();
+            if w & OFFER != 0 {
+                // The value stays: the owner sends it in its own poll, or keeps it.
+                return match sel.try_select(g.index) {
+                    true => Taking::Poked(waker),
+                    false => Taking::Dead,
                 };
-                if sel.try_select(g.index) {
-                    return Taking::Took(value, waker);
-                }
-                self.put(value);
-                Taking::Dead
             }
-        } else {
-            // SAFETY: a plain node, popped under the lock: undecided and ours.
-            unsafe {
-                let waker = self.plain().take_waker();
-                let w = self.word();
-                debug_assert!(w & FULL != 0, "tutti: a waiting sender without a value");
-                let value = self.slot.with(|s| (*s).assume_init_read());
-                self.word.store((w & !FULL) | DECIDED, Ordering::Release);
-                Taking::Took(value, waker)
+            let Some(value) = self.take() else {
+                return Taking::Dead;
+            };
+            if sel.try_select(g.index) {
+                return Taking::Took(value, waker);
             }
+            self.put(value);
+            Taking::Dead
         }
     }
 

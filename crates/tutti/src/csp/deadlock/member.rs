@@ -326,9 +326,9 @@ pub(crate) fn note_from(wait: Wait, home: &Home, sender: Option<u64>) {
         crate::diag::node::note(|| off_network(wait, home, sender), None);
         return;
     };
-    if m.net().is_none() {
-        return;
-    }
+    // A member is current only inside a poll that `Process::poll` tracks, which it does
+    // only for a `par` with a network: no need to look at the network here.
+    debug_assert!(m.net().is_some(), "tutti: an untracked process is current");
     let note = m.note.load(Ordering::Relaxed);
     if note == 0 {
         let object = home.get();
