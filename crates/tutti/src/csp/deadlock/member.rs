@@ -165,18 +165,26 @@ impl Member {
         self.word.store(running, Ordering::Relaxed);
         // Release: a detector that reads this reset (Acquire) then sees `running` too.
         self.note.store(0, Ordering::Release);
+        // A process is always the top future of its task, and `runtime::task` polls every
+        // task with the context empty (it empties it around a nested one), so there is no
+        // host context to keep: `end_poll` empties it again. (Unused in release builds,
+        // the old value is never loaded.)
         let host = context::replace_task_context(TaskContext {
             tag: &MEMBER_TAG,
             data: (self as *const Member).cast(),
         });
-        Entered { host, running }
+        debug_assert!(
+            host.tag.is_null(),
+            "tutti: a process polled inside another context"
+        );
+        Entered { running }
     }
 
     /// Ends a poll begun with [`begin_poll`](Self::begin_poll). `pending`: the future
     /// returned `Pending`.
     #[inline]
     pub(crate) fn end_poll(&self, entered: Entered, pending: bool) {
-        context::replace_task_context(entered.host);
+        context::replace_task_context(TaskContext::NONE);
         if pending {
             let note = self.note.load(Ordering::Relaxed);
             let state = if note & NOTED != 0 && note & OPEN == 0 {
@@ -270,9 +278,8 @@ impl Drop for Member {
     }
 }
 
-/// What `begin_poll` changed, for `end_poll` to restore.
+/// What `begin_poll` wrote, for `end_poll`.
 pub(crate) struct Entered {
-    host: TaskContext,
     running: u64,
 }
 
