@@ -258,3 +258,76 @@ fn a_panic_deep_in_a_chain_of_joins_reaches_the_top_after_every_half_ran() {
         assert_eq!(ran.into_inner(), 500, "{w} workers");
     }
 }
+
+/// Runs `f` under `depth` nested `join`s (each second half does nothing), so
+/// that `f`'s own `join`s are deeper than the ones a worker records.
+fn nested<R: Send>(depth: u32, f: &(dyn Fn() -> R + Sync)) -> R {
+    if depth == 0 {
+        return f();
+    }
+    tutti::join(|| nested(depth - 1, f), || ()).0
+}
+
+/// Deep inside a recursion, where `join`s no longer record their second
+/// halves, both halves still panic-propagate as on top: the first half's
+/// panic wins, and the second half ran anyway.
+#[test]
+fn deep_unrecorded_joins_run_the_second_half_and_raise_the_first_panic() {
+    for w in [1, 2] {
+        let rt = rt(w);
+        let ran_b = AtomicUsize::new(0);
+        let r = catch_unwind(AssertUnwindSafe(|| {
+            rt.install(|| {
+                nested(40, &|| {
+                    tutti::join(
+                        || panic!("a"),
+                        || {
+                            ran_b.fetch_add(1, Ordering::Relaxed);
+                            panic!("b")
+                        },
+                    )
+                })
+            })
+        }));
+        assert_eq!(
+            *r.unwrap_err().downcast::<&str>().unwrap(),
+            "a",
+            "{w} workers"
+        );
+        assert_eq!(ran_b.into_inner(), 1, "{w} workers");
+        let r = catch_unwind(AssertUnwindSafe(|| {
+            rt.install(|| nested(40, &|| tutti::join(|| 1, || panic!("b only"))))
+        }));
+        assert_eq!(*r.unwrap_err().downcast::<&str>().unwrap(), "b only");
+        assert_eq!(rt.install(|| nested(40, &|| fib(12))), 144);
+    }
+}
+
+/// Load balance below the recorded depth: a first half 40 `join`s deep keeps
+/// joining until the outermost second half has run, which only the idle
+/// worker can do — the deep `join`s must record (and promote the oldest
+/// half) while it is idle.
+#[test]
+fn an_idle_worker_gets_the_outermost_half_of_a_deep_busy_recursion() {
+    use std::sync::atomic::AtomicBool;
+    let rt = rt(2);
+    for _ in 0..20 {
+        let started = AtomicBool::new(false);
+        let give_up = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        rt.join(
+            || {
+                nested(40, &|| {
+                    while !started.load(Ordering::Acquire) {
+                        let (x, y) = tutti::join(|| 1u64, || 1u64);
+                        assert_eq!(x + y, 2);
+                        assert!(
+                            std::time::Instant::now() < give_up,
+                            "the outermost second half was never offered to the idle worker"
+                        );
+                    }
+                })
+            },
+            || started.store(true, Ordering::Release),
+        );
+    }
+}

@@ -1,13 +1,27 @@
 //! `join`: run two closures, potentially in parallel (recursive work).
 //!
-//! The calling worker records `b` in its private list (`lazy.rs`), runs `a`,
-//! then takes `b` back and runs it inline: a few plain stores, a load and a
-//! compare when nobody wanted `b`. While another worker of the runtime is idle,
-//! each `join` promotes the worker's oldest private half to its deque, where
-//! the idle worker steals it. If `b` was promoted (or run by a wait inside `a`),
-//! the caller takes it back from its deque or, if a thief stole it, executes
-//! other work until `b`'s latch is set. No heap allocation: `b` lives in this
-//! stack frame, which cannot return before `b` has run.
+//! The outermost `join`s on a worker's stack — the first [`RECORDED_DEPTH`]
+//! of them, counting those whose second half is running — **record** their
+//! second half in the worker's private list (`lazy.rs`). Deeper `join`s run
+//! `a` and then `b` right there and record nothing: a counter test, and while
+//! the runtime has other workers a test of whether one of them is idle. While
+//! one is, every `join` records, and each recording `join` promotes the
+//! worker's oldest private half (the largest piece of work) to its deque,
+//! where the idle worker steals it; a thief's own `join`s record the top of
+//! the stolen subtree again.
+//!
+//! A recording `join` records `b`, runs `a`, then takes `b` back and runs it
+//! inline: a few plain stores, a load and a compare when nobody wanted `b`. If
+//! `b` was promoted (or run by a wait inside `a`), the caller takes it back
+//! from its deque or, if a thief stole it, executes other work until `b`'s
+//! latch is set. No heap allocation: `b` lives in this stack frame, which
+//! cannot return before `b` has run.
+//!
+//! A `join` that did not record runs `b` after `a` even when `a` panics (then
+//! `a`'s panic is the one re-raised). What it cannot do is let a wait inside
+//! `a` run its `b`: a first half that blocks until its own second half ran
+//! completes only when that `join` recorded it, as the outermost
+//! [`RECORDED_DEPTH`] `join`s of a worker's stack always do.
 
 use super::job::StackJob;
 use super::latch::SpinLatch;
@@ -15,6 +29,14 @@ use super::lazy::LazyNode;
 use super::registry::with_current_registry;
 use super::unwind::{halt_unwinding, resume_unwinding, Payload};
 use super::worker::WorkerThread;
+use std::marker::PhantomData;
+use std::mem::{self, ManuallyDrop};
+
+/// How many recording `join`s a worker's stack holds before deeper `join`s
+/// stop recording their second halves (unless another worker is idle). A
+/// recursion splitting in two at every level records its top
+/// `2^RECORDED_DEPTH − 1` `join`s and none below.
+pub(crate) const RECORDED_DEPTH: usize = 8;
 
 /// Runs `a` and `b`, potentially in parallel, and returns both results.
 ///
@@ -90,6 +112,55 @@ where
     RA: Send,
     RB: Send,
 {
+    if worker.records_join() {
+        join_recorded(worker, a, b)
+    } else {
+        join_unrecorded(a, b)
+    }
+}
+
+/// `a` then `b`, on this worker, with nothing recorded: `b` runs even if `a`
+/// panics.
+#[inline(always)]
+fn join_unrecorded<A, B, RA, RB>(a: A, b: B) -> (RA, RB)
+where
+    A: FnOnce() -> RA,
+    B: FnOnce() -> RB,
+{
+    let mut pending = RunOnUnwind(ManuallyDrop::new(b), PhantomData);
+    let result_a = a();
+    // SAFETY: taken once; `forget` keeps the guard's `drop` from taking it again.
+    let b = unsafe { ManuallyDrop::take(&mut pending.0) };
+    mem::forget(pending);
+    (result_a, b())
+}
+
+/// Holds the second half of an unrecorded `join` while the first runs; dropped
+/// only if the first half unwinds, and then runs it (catching its panic: the
+/// first half's is the one re-raised).
+struct RunOnUnwind<B: FnOnce() -> RB, RB>(ManuallyDrop<B>, PhantomData<fn() -> RB>);
+
+impl<B: FnOnce() -> RB, RB> Drop for RunOnUnwind<B, RB> {
+    #[cold]
+    fn drop(&mut self) {
+        // SAFETY: the guard is dropped at most once, and never after the
+        // half was taken (`join_unrecorded` forgets it then).
+        let b = unsafe { ManuallyDrop::take(&mut self.0) };
+        // Its panic, if any, is dropped here: the first half's wins.
+        let _ = halt_unwinding(b);
+    }
+}
+
+/// A `join` that records `b` in the worker's private list (`lazy.rs`).
+#[inline(never)]
+fn join_recorded<A, B, RA, RB>(worker: &WorkerThread, a: A, b: B) -> (RA, RB)
+where
+    A: FnOnce() -> RA + Send,
+    B: FnOnce() -> RB + Send,
+    RA: Send,
+    RB: Send,
+{
+    let _recording = worker.enter_recording();
     let job_b = StackJob::new(b, SpinLatch::new(worker.registry(), worker.index()));
     // SAFETY: `job_b` stays in this frame until it has run: below we either
     // take it back and run it inline or wait for its latch, and a panic of `a`

@@ -6,9 +6,9 @@
 //! Each worker owns three places for work:
 //!
 //! * `lazy` — the private list of `join` halves (`lazy.rs`): recorded and
-//!   taken back without atomic operations; the oldest is promoted to `deque`
-//!   when another worker is idle. A runtime with a single worker has no
-//!   thieves and never promotes.
+//!   taken back without atomic operations, for the outermost `join`s only
+//!   (`join.rs`); the oldest is promoted to `deque` when another worker is
+//!   idle. A runtime with a single worker has no thieves and never promotes.
 //! * `deque` — a Chase–Lev deque for **recursive** work (promoted `join`
 //!   halves, `scope` spawns). The owner pushes and pops at the back
 //!   (depth-first); thieves steal from the front, i.e. the oldest and largest
@@ -44,6 +44,7 @@ use crossbeam_deque::{Steal, Worker};
 
 use super::builder::IdleStrategy;
 use super::job::JobRef;
+use super::join::RECORDED_DEPTH;
 use super::latch::CoreLatch;
 use super::lazy::{LazyJobs, LazyNode};
 use super::priority::{Priority, HIGH_BURST, LOW_EVERY};
@@ -80,6 +81,9 @@ std::thread_local! {
 pub(crate) struct WorkerThread {
     /// `join` halves no other worker can see yet (`lazy.rs`).
     lazy: LazyJobs,
+    /// Recording `join`s on this thread's stack (`join.rs`), whether their
+    /// half is still recorded or not.
+    recording: Cell<usize>,
     /// Whether other workers exist that could steal a promoted half.
     thieves: bool,
     deque: Worker<JobRef>,
@@ -116,6 +120,17 @@ pub(crate) struct WorkerThread {
     registry: Arc<Registry>,
 }
 
+/// Counts one recording `join` on the worker's stack while it lives
+/// ([`WorkerThread::enter_recording`]).
+pub(crate) struct Recording<'w>(&'w Cell<usize>);
+
+impl Drop for Recording<'_> {
+    #[inline]
+    fn drop(&mut self) {
+        self.0.set(self.0.get() - 1);
+    }
+}
+
 impl WorkerThread {
     /// The worker running on this thread, if any.
     ///
@@ -138,6 +153,7 @@ impl WorkerThread {
     ) {
         let worker = WorkerThread {
             lazy: LazyJobs::new(),
+            recording: Cell::new(0),
             thieves: registry.num_workers() > 1,
             deque,
             fifo,
@@ -234,6 +250,23 @@ impl WorkerThread {
     pub(crate) fn push(&self, job: JobRef) {
         self.deque.push(job);
         self.registry.sleep.new_internal_jobs();
+    }
+
+    /// Whether a `join` starting now records its second half (`join.rs`):
+    /// while fewer than [`RECORDED_DEPTH`] recording `join`s are on this
+    /// thread's stack, or while another worker is idle (it may want one of
+    /// the halves).
+    #[inline(always)]
+    pub(crate) fn records_join(&self) -> bool {
+        self.recording.get() < RECORDED_DEPTH || (self.thieves && self.registry.sleep.any_idle())
+    }
+
+    /// A recording `join` starts; the returned guard counts it on this
+    /// thread's stack until it returns or unwinds.
+    #[inline]
+    pub(crate) fn enter_recording(&self) -> Recording<'_> {
+        self.recording.set(self.recording.get() + 1);
+        Recording(&self.recording)
     }
 
     /// Records a `join`'s second half privately (`lazy.rs`); promotes the
