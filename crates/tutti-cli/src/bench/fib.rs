@@ -15,6 +15,12 @@
 //! count), beside plain sequential recursion. A chili pool of `w` threads is
 //! the calling thread plus `w − 1` workers, so it computes on `w` threads like
 //! the others.
+//!
+//! Two sequential rows: `seq` runs the first half of each split first, as
+//! `tutti::join` and `rayon::join` do; `seq_rev` runs the second half first,
+//! as chili's join does when no heartbeat is due. On the tree the order
+//! matters by itself: a node's box is allocated after both subtrees, so the
+//! second-half-first walk reads memory in nearly descending address order.
 
 use std::num::NonZeroUsize;
 use std::time::Duration;
@@ -73,6 +79,15 @@ fn fib_seq(n: u32) -> u64 {
         return u64::from(n);
     }
     fib_seq(n - 1) + fib_seq(n - 2)
+}
+
+/// [`fib_seq`] computing the second term first.
+fn fib_seq_rev(n: u32) -> u64 {
+    if n < 2 {
+        return u64::from(n);
+    }
+    let b = fib_seq_rev(n - 2);
+    b + fib_seq_rev(n - 1)
 }
 
 fn fib_tutti(n: u32) -> u64 {
@@ -138,6 +153,13 @@ fn sum_seq(node: &Node) -> u64 {
     node.value + left + right
 }
 
+/// [`sum_seq`] visiting the right subtree first.
+fn sum_seq_rev(node: &Node) -> u64 {
+    let right = node.right.as_deref().map(sum_seq_rev).unwrap_or_default();
+    let left = node.left.as_deref().map(sum_seq_rev).unwrap_or_default();
+    node.value + left + right
+}
+
 fn sum_tutti(node: &Node) -> u64 {
     let (left, right) = tutti::join(
         || node.left.as_deref().map(sum_tutti).unwrap_or_default(),
@@ -182,6 +204,8 @@ struct Case<'a> {
     tasks: u64,
     expected: u64,
     seq: Box<dyn Fn() -> u64 + 'a>,
+    /// Sequential, second half first.
+    seq_rev: Box<dyn Fn() -> u64 + 'a>,
     tutti: Box<dyn Fn() -> u64 + Sync + 'a>,
     rayon: Box<dyn Fn() -> u64 + Sync + 'a>,
     chili: Box<dyn Fn(&mut chili::Scope<'_>) -> u64 + 'a>,
@@ -221,6 +245,7 @@ pub fn run(args: &FibArgs) -> Result<Report, String> {
         tasks: joins(n),
         expected: fib_iter(n),
         seq: Box::new(move || fib_seq(std::hint::black_box(n))),
+        seq_rev: Box::new(move || fib_seq_rev(std::hint::black_box(n))),
         tutti: Box::new(move || fib_tutti(std::hint::black_box(n))),
         rayon: Box::new(move || fib_rayon(std::hint::black_box(n))),
         chili: Box::new(move |s| fib_chili(std::hint::black_box(n), s)),
@@ -232,6 +257,7 @@ pub fn run(args: &FibArgs) -> Result<Report, String> {
             tasks: tree_nodes(layers),
             expected: tree_expected(layers),
             seq: Box::new(|| sum_seq(std::hint::black_box(tree))),
+            seq_rev: Box::new(|| sum_seq_rev(std::hint::black_box(tree))),
             tutti: Box::new(|| sum_tutti(std::hint::black_box(tree))),
             rayon: Box::new(|| sum_rayon(std::hint::black_box(tree))),
             chili: Box::new(|s| sum_chili(std::hint::black_box(tree), s)),
@@ -239,7 +265,7 @@ pub fn run(args: &FibArgs) -> Result<Report, String> {
     }
 
     let progress = Progress::new(
-        cases.len() * (1 + 3 * lists.len()) * plan.total(),
+        cases.len() * (2 + 3 * lists.len()) * plan.total(),
         args.json,
     );
     let measure = |expected: u64, f: &dyn Fn() -> u64| -> Measurement {
@@ -262,6 +288,12 @@ pub fn run(args: &FibArgs) -> Result<Report, String> {
         progress.stage(&format!("{label}: sequential"));
         let seq = measure(case.expected, &*case.seq);
         rows.push((case, "seq".to_string(), seq.clone()));
+        progress.stage(&format!("{label}: sequential, second half first"));
+        rows.push((
+            case,
+            "seq_rev".to_string(),
+            measure(case.expected, &*case.seq_rev),
+        ));
         for &w in &lists {
             progress.stage(&format!("{label}: tutti, {w} workers"));
             let rt = tutti::Runtime::builder()
@@ -341,6 +373,7 @@ mod tests {
         assert_eq!(fib_iter(10), 55);
         assert_eq!(fib_iter(32), 2_178_309);
         assert_eq!(fib_seq(15), fib_iter(15));
+        assert_eq!(fib_seq_rev(15), fib_iter(15));
     }
 
     #[test]
@@ -374,6 +407,7 @@ mod tests {
         for layers in 1..12 {
             let tree = Node::tree(layers, 1);
             assert_eq!(sum_seq(&tree), tree_expected(layers), "layers={layers}");
+            assert_eq!(sum_seq_rev(&tree), tree_expected(layers), "layers={layers}");
         }
         let tree = Node::tree(12, 1);
         let rt = tutti::Runtime::builder().workers(2).build().unwrap();
