@@ -40,13 +40,21 @@ pub(crate) const RECORDED_DEPTH: usize = 8;
 
 /// Runs `a` and `b`, potentially in parallel, and returns both results.
 ///
-/// Called on a worker, `b` is offered to thieves while the caller runs `a`;
-/// called from any other thread, the whole `join` runs on the current runtime
+/// Called on a worker, `b` can be taken by an idle worker while the caller
+/// runs `a` (the outermost `join`s of the worker's stack always record their
+/// `b` for that; deeper ones only while a worker is idle, and otherwise cost
+/// about two calls); called from any other thread, the whole `join` runs on the current runtime
 /// (the global one unless inside [`Runtime::block_on`](crate::runtime::Runtime::block_on))
 /// and the caller blocks until it is done.
 ///
 /// If either closure panics, the panic is re-raised here after both have
 /// finished (a panic of `a` wins over one of `b`).
+///
+/// If `a` blocks (a channel receive, a dataflow variable) until `b` has run,
+/// the worker runs `b` itself while it waits, as long as this `join` is one
+/// of the outermost eight on the worker's stack; deeper in a recursion, `b`
+/// is not recorded and such an `a` waits until another worker or thread
+/// does what it waits for.
 ///
 /// ```
 /// let v = vec![1, 2, 3, 4, 5, 6];
@@ -62,7 +70,10 @@ pub(crate) const RECORDED_DEPTH: usize = 8;
 /// let rc = std::rc::Rc::new(5);
 /// let (a, b) = tutti::join(|| *rc, || 1);
 /// ```
-#[inline]
+// Not inlined: a recursion through `join` then has the caller's small body
+// (its base case, the call to `join`) inlined into the two halves here, one
+// call per `join` instead of one per half.
+#[inline(never)]
 pub fn join<A, B, RA, RB>(a: A, b: B) -> (RA, RB)
 where
     A: FnOnce() -> RA + Send,
@@ -151,7 +162,10 @@ impl<B: FnOnce() -> RB, RB> Drop for RunOnUnwind<B, RB> {
     }
 }
 
-/// A `join` that records `b` in the worker's private list (`lazy.rs`).
+/// A `join` that records `b` in the worker's private list (`lazy.rs`). Cold:
+/// most `join`s of a recursion are deeper than [`RECORDED_DEPTH`], and the
+/// unrecorded path is laid out as the fall-through one.
+#[cold]
 #[inline(never)]
 fn join_recorded<A, B, RA, RB>(worker: &WorkerThread, a: A, b: B) -> (RA, RB)
 where
