@@ -43,9 +43,10 @@ pub(crate) const RECORDED_DEPTH: usize = 8;
 /// Called on a worker, `b` can be taken by an idle worker while the caller
 /// runs `a` (the outermost `join`s of the worker's stack always record their
 /// `b` for that; deeper ones only while a worker is idle, and otherwise cost
-/// about two calls); called from any other thread, the whole `join` runs on the current runtime
-/// (the global one unless inside [`Runtime::block_on`](crate::runtime::Runtime::block_on))
-/// and the caller blocks until it is done.
+/// about two calls); called from any other thread, the whole `join` runs on
+/// the current runtime (the global one unless inside
+/// [`Runtime::block_on`](crate::runtime::Runtime::block_on)) and the caller
+/// blocks until it is done.
 ///
 /// If either closure panics, the panic is re-raised here after both have
 /// finished (a panic of `a` wins over one of `b`).
