@@ -17,10 +17,13 @@
 //!   first location of rank 1.
 //! * `slow`: location 0 waits on a channel while the first location of rank 1
 //!   sleeps, waits on a timer and computes before it sends — never reported.
-//! * `fences` (2 locations per rank): the first and the last location fence
-//!   twice, the others once, then return — reported, naming the locations in
-//!   the second fence (collective #1) and those that ended after one; the
-//!   fences fail and the job is taken down.
+//! * `fences`: the first and the last location fence twice, the others once,
+//!   then return — reported, naming the locations in the second fence
+//!   (collective #1) and those that ended after one; the fences fail and the job
+//!   is taken down. With 2 locations per rank every rank still waits; with one
+//!   location per rank and more than 2 ranks, the ranks in the middle end their
+//!   world (they sit in the transport's shutdown) and the waiting ranks report
+//!   them from what they announced as they ended.
 //! * `busy`: fences and collectives with uneven work (one rank computes, sleeps and
 //!   sends while the others wait in the fence), messages in flight (a 96 MiB one
 //!   while every rank waits) — never reported.
@@ -261,12 +264,17 @@ fn member() {
 /// `locations` each; returns (every rank succeeded, their output). A system still
 /// running after a minute is a hang: killed, and the test fails.
 fn system(case: &str, locations: usize) -> (bool, String) {
-    let name = format!("xrank-{case}-{locations}-{}", std::process::id());
-    let children: Vec<_> = (0..2)
+    system_of(2, case, locations)
+}
+
+/// [`system`] with `ranks` processes.
+fn system_of(ranks: usize, case: &str, locations: usize) -> (bool, String) {
+    let name = format!("xrank-{case}-{ranks}x{locations}-{}", std::process::id());
+    let children: Vec<_> = (0..ranks)
         .map(|rank| {
             Command::new(std::env::current_exe().unwrap())
                 .env("TUTTI_SYSTEM", &name)
-                .env("TUTTI_RANKS", "2")
+                .env("TUTTI_RANKS", ranks.to_string())
                 .env("TUTTI_RANK", rank.to_string())
                 .env("TUTTI_TRANSPORT", "shm")
                 .env("TUTTI_LOCATIONS", locations.to_string())
@@ -301,7 +309,9 @@ fn system(case: &str, locations: usize) -> (bool, String) {
         text.push_str(&out);
         match status {
             Some(s) => ok &= s.success(),
-            None => panic!("diag_ranks {case} ({locations} locations): the system hangs\n{text}"),
+            None => panic!(
+                "diag_ranks {case} ({ranks} ranks, {locations} locations): the system hangs\n{text}"
+            ),
         }
     }
     // A system that ended (its ranks failed or succeeded) leaves nothing.
@@ -450,10 +460,21 @@ fn main() {
                      location 0 to location {waiter} (capacity 1, `RemoteRx::recv`)"
                 ),
                 format!("cycle: `location 0` → `location {waiter}` → `location 0`"),
-                "cannot finish: it waits to receive on the channel #".to_string(),
             ] {
                 assert!(t.contains(&want), "{case}: missing {want:?} in\n{t}");
             }
+            // Every wait of the stall fails at once (the cycle's receives, and
+            // with 2 locations per rank the others' fences): whichever location
+            // panics first takes the system down, perhaps before the others print.
+            let failed = [
+                "cannot finish: it waits to receive on the channel #",
+                "cannot finish: it waits on whichever comes first",
+                "cannot finish: it waits in a fence",
+            ];
+            assert!(
+                failed.iter().any(|f| t.contains(f)),
+                "{case}: no location failed with the report in\n{t}"
+            );
             println!("diag_ranks: a {case} of channel waits across ranks is reported ({locations} location(s) per rank)");
         }
 
@@ -481,5 +502,31 @@ fn main() {
         );
         println!("diag_ranks: a slow but live peer across ranks is not reported ({locations} location(s) per rank)");
     }
+    ended_ranks();
     report_only();
+}
+
+/// The `fences` case with 3 ranks of one location: rank 1 ends its world (it
+/// sits in the transport's shutdown) while ranks 0 and 2 wait in the second
+/// fence; both report it, naming how many collectives rank 1's location started.
+fn ended_ranks() {
+    let (ok, t) = system_of(3, "fences", 1);
+    assert!(!ok, "fences (3 ranks): the unmatched fence must fail\n{t}");
+    for want in [
+        "[rank 0] `location 0` waits in a fence (quiescence detection, collective #1)",
+        "[rank 1] `location 1` has ended (its body returned) after starting 1 collective(s)",
+        "[rank 2] `location 2` waits in a fence (quiescence detection, collective #1)",
+        "cannot finish: it waits in a fence",
+    ] {
+        assert!(
+            t.contains(want),
+            "fences (3 ranks): missing {want:?} in\n{t}"
+        );
+    }
+    // Both waiting ranks print it before either fails.
+    assert!(
+        t.matches("tutti: deadlock").count() >= 2,
+        "ranks 0 and 2 print the report\n{t}"
+    );
+    println!("diag_ranks: a fence a rank that ended its world never entered is reported");
 }

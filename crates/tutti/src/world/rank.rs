@@ -367,6 +367,11 @@ impl Drop for Shared {
         for slot in self.local.slots.iter() {
             lock(&slot.outbox).flush(self.limits, &mut |o| self.dispatch(o));
         }
+        // Behind them, the other ranks hear that this one has ended: a rank still
+        // waiting in a collective this one never joins is reported, not left hanging.
+        if self.local.ranks > 1 {
+            super::stall::end(&self.local, &*self.transport);
+        }
         self.transport.shutdown();
         let left: usize = self
             .local

@@ -77,12 +77,31 @@
 //! survivor ends, naming the dead rank, as an MPI job ends when one of its
 //! processes dies.
 //!
+//! # Ended ranks
+//!
+//! A rank whose world ends (its `Shared` is dropped: no run will follow) hands
+//! its last frames over and then sends every live rank an *ended* frame with the
+//! number of collectives each of its locations started; then it sits in its
+//! transport's shutdown, where it answers nothing. A rank that holds it counts
+//! the arrival (a stall seen before is a new one) and leaves the ended rank out
+//! of the steps as it leaves out a dead one: no mark is sent to it or needed from
+//! it, it never decides, and its confirmation is taken from the frame — every
+//! location ended after its count, waiting on nothing. That confirmation is
+//! final: the ended frame travels behind every frame its rank sent, and the rank
+//! sends nothing after it, so it can wake nobody. The others agree on who ended
+//! as they agree on who died: a rank that has not heard of the end yet holds no
+//! mark of the ended rank (or an old one where the decider expects none), so its
+//! confirmation does not agree until the ended frame reaches it and it confirms
+//! anew. Unlike a death, an end fails nothing by itself: a collective every
+//! location joined alike (the ended ones before they ended) still completes.
+//!
 //! Limits (as for the one-rank check, `diag/detect.rs`): a plain thread (not a
 //! task of a runtime) or a task of another runtime that feeds a channel a
 //! location waits on could still act, unseen. A location whose body has ended
 //! counts as stopped (it never starts a collective again) while another location
-//! of its rank is blocked; a rank whose locations all ended takes no part (its
-//! `World::run` returned, and it may start another run). Nothing of this runs on the
+//! of its rank is blocked; a rank whose locations all ended while its world is
+//! still open takes no part (its `World::run` returned, and it may start another
+//! run) until its world ends. Nothing of this runs on the
 //! message path but one count per frame arriving from another rank; the check
 //! itself runs from the idle hook of `crate::diag`, and does nothing unless every
 //! location of the rank is blocked.
@@ -112,6 +131,7 @@ const CONFIRM: u64 = 2;
 const VERDICT: u64 = 3;
 const PRINTED: u64 = 4;
 const FAIL: u64 = 5;
+const WORLD_ENDED: u64 = 6;
 
 /// The worlds of several ranks in this process (one, in practice), for the check.
 static WORLDS: unmodelled::Mutex<Vec<Weak<Local>>> = unmodelled::Mutex::new(Vec::new());
@@ -212,6 +232,20 @@ struct State {
     fail: bool,
     /// When this rank failed the declared stall's waits.
     failed: Option<Instant>,
+    /// The ranks whose world has ended (an *ended* frame came): the
+    /// collectives each of their locations started, in location order.
+    ended: Vec<Option<Vec<u64>>>,
+}
+
+impl State {
+    /// The ranks that take part in the check: alive, and their world not ended.
+    fn taking_part(&self, alive: &[bool]) -> Vec<bool> {
+        alive
+            .iter()
+            .zip(&self.ended)
+            .map(|(&a, e)| a && e.is_none())
+            .collect()
+    }
 }
 
 impl Stall {
@@ -233,6 +267,7 @@ impl Stall {
                 printed: vec![false; ranks],
                 fail: false,
                 failed: None,
+                ended: vec![None; ranks],
             }),
             transport: OnceLock::new(),
             napping: AtomicBool::new(false),
@@ -277,9 +312,11 @@ pub(crate) fn incoming(
     let bad = |what: &str, e: &dyn std::fmt::Display| {
         format!("a stall-check {what} from rank {from} does not decode: {e}")
     };
-    let decider = decider(&local.alive());
+    let alive = local.alive();
+    let mut ended = false;
     {
         let mut s = lock(&local.stall.state);
+        let decider = decider(&s.taking_part(&alive));
         match head.code {
             MARK => s.marks[from] = head.seq,
             // The sender takes this rank for the lowest live one; this rank may
@@ -324,6 +361,18 @@ pub(crate) fn incoming(
                     s.fail = true;
                 }
             }
+            WORLD_ENDED => {
+                let epochs: Vec<u64> = codec::decode(payload).map_err(|e| bad("end", &e))?;
+                if epochs.len() != local.per_rank {
+                    return Err(format!(
+                        "a stall-check end from rank {from} names {} locations (of {} per rank)",
+                        epochs.len(),
+                        local.per_rank
+                    ));
+                }
+                s.ended[from] = Some(epochs);
+                ended = true;
+            }
             code => {
                 return Err(format!(
                     "a stall-check frame of code {code} from rank {from} to rank {}",
@@ -332,8 +381,35 @@ pub(crate) fn incoming(
             }
         }
     }
+    if ended {
+        // The ranks taking part changed: a stall seen before is a new one.
+        local.stall.arrived();
+    }
     local.stall.nudge();
     Ok(())
+}
+
+/// This rank's world ends (its last frames are handed over, its transport about
+/// to shut down): every other live rank hears how many collectives each of its
+/// locations started, and from then on counts them as ended locations of a
+/// stall without asking this rank (see *Ended ranks* in the module
+/// documentation).
+pub(crate) fn end(local: &Local, transport: &dyn Transport) {
+    let epochs: Vec<u64> = local.slots.iter().map(|s| s.epochs()).collect();
+    let payload = encode(&epochs);
+    let alive = local.alive();
+    for r in (0..local.ranks).filter(|&r| r != local.rank && alive[r]) {
+        let f = frame::stall(
+            local.rank as u32,
+            r as u32,
+            WORLD_ENDED,
+            0,
+            payload.clone(),
+            local.inline_max,
+        );
+        transport.send(r, f);
+    }
+    transport.start_sends();
 }
 
 /// The detector's check (from an idle hook): every registered world takes a step.
@@ -397,7 +473,6 @@ fn step(local: &Arc<Local>) {
     };
     let snap = snapshot(local, &nodes);
     let alive = local.alive();
-    let decider = decider(&alive);
     let bereaved = alive.contains(&false);
     let mut out: Vec<(usize, u64, u64, Vec<u8>)> = Vec::new();
     let mut fail: Option<(Arc<Deadlock>, Vec<u32>)> = None;
@@ -412,6 +487,8 @@ fn step(local: &Arc<Local>) {
             s.candidate = None;
             return;
         };
+        let part = s.taking_part(&alive);
+        let decider = decider(&part);
         if s.marked.as_ref() != Some(&snap) {
             match &s.candidate {
                 Some((c, at)) if *c == snap && at.elapsed() >= STALL_AGE => {
@@ -421,7 +498,7 @@ fn step(local: &Arc<Local>) {
                     s.marked = Some(snap.clone());
                     let me = local.rank;
                     s.marks[me] = seq;
-                    for r in (0..local.ranks).filter(|&r| r != me && alive[r]) {
+                    for r in (0..local.ranks).filter(|&r| r != me && part[r]) {
                         out.push((r, MARK, seq, Vec::new()));
                     }
                 }
@@ -433,10 +510,10 @@ fn step(local: &Arc<Local>) {
             }
         }
         if s.marked.as_ref() == Some(&snap) {
-            confirm(local, &nodes, &alive, &mut s, &mut out);
+            confirm(local, &nodes, &part, &mut s, &mut out);
             if local.rank == decider {
                 if let Some(v) = decide(&mut s, &alive) {
-                    for r in (0..local.ranks).filter(|&r| r != decider && alive[r]) {
+                    for r in (0..local.ranks).filter(|&r| r != decider && part[r]) {
                         out.push((r, VERDICT, 0, encode(&v)));
                     }
                     s.verdicts.push(v);
@@ -454,8 +531,8 @@ fn step(local: &Arc<Local>) {
                 let seqs = v.seqs.clone();
                 let report = Arc::new(report(v));
                 crate::diag::declare(&report);
-                // A dead rank prints nothing: it counts as having printed.
-                s.printed = alive.iter().map(|&a| !a).collect();
+                // A dead or ended rank prints nothing: it counts as having printed.
+                s.printed = part.iter().map(|&p| !p).collect();
                 s.printed[decider] = me == decider;
                 s.declared = Some((seqs, report));
                 s.fail = false;
@@ -471,7 +548,7 @@ fn step(local: &Arc<Local>) {
             if me == decider && failing && !s.fail && s.printed.iter().all(|&p| p) {
                 if let Some((seqs, _)) = &s.declared {
                     for (r, &q) in seqs.iter().enumerate() {
-                        if r != decider && alive[r] {
+                        if r != decider && part[r] {
                             out.push((r, FAIL, q, Vec::new()));
                         }
                     }
@@ -562,18 +639,18 @@ fn encode<T: Serialize>(v: &T) -> Vec<u8> {
 fn confirm(
     local: &Local,
     nodes: &[Arc<Node>],
-    alive: &[bool],
+    part: &[bool],
     s: &mut State,
     out: &mut Vec<(usize, u64, u64, Vec<u8>)>,
 ) {
-    // A dead rank's mark (if it sent one) is 0 here: it takes no part.
+    // A dead or ended rank's mark (if it sent one) is 0 here: it takes no part.
     let marks: Vec<u64> = s
         .marks
         .iter()
-        .zip(alive)
-        .map(|(&m, &a)| if a { m } else { 0 })
+        .zip(part)
+        .map(|(&m, &p)| if p { m } else { 0 })
         .collect();
-    let missing = marks.iter().zip(alive).any(|(&m, &a)| a && m == 0);
+    let missing = marks.iter().zip(part).any(|(&m, &p)| p && m == 0);
     if missing || s.confirmed.as_ref() == Some(&(s.seq, marks.clone())) {
         return;
     }
@@ -594,11 +671,7 @@ fn confirm(
             let waits = match (epoch, &wait) {
                 (Some(e), Some(w)) => describe_world(e, &rounds, w),
                 (_, Some(w)) => w.describe(),
-                (_, None) if ended => format!(
-                    "has ended (its body returned) after starting {} collective(s) (a \
-                     fence's waves included): it will never start another",
-                    slot.epochs()
-                ),
+                (_, None) if ended => ended_text(slot.epochs()),
                 (_, None) => "is blocked".to_string(),
             };
             let world = n.world;
@@ -626,11 +699,41 @@ fn confirm(
         waiting,
         rounds,
     };
-    let decider = decider(alive);
+    let decider = decider(part);
     if local.rank == decider {
         s.confirms[decider] = Some(c);
     } else {
         out.push((decider, CONFIRM, c.seq, encode(&c)));
+    }
+}
+
+/// What a location that has ended after starting `epochs` collectives waits for.
+fn ended_text(epochs: u64) -> String {
+    format!(
+        "has ended (its body returned) after starting {epochs} collective(s) (a fence's \
+         waves included): it will never start another"
+    )
+}
+
+/// The confirmation an ended rank would give, from the collectives its
+/// locations started (`epochs`, in location order): every location ended.
+fn ended_confirm(rank: usize, epochs: &[u64]) -> Confirm {
+    let first = rank * epochs.len();
+    Confirm {
+        seq: 0,
+        marks: Vec::new(),
+        waiting: epochs
+            .iter()
+            .enumerate()
+            .map(|(i, &e)| Waiting {
+                location: (first + i) as u32,
+                waits: ended_text(e),
+                epochs: e,
+                epoch: None,
+                on: Vec::new(),
+            })
+            .collect(),
+        rounds: Vec::new(),
     }
 }
 
@@ -667,25 +770,37 @@ fn decider(alive: &[bool]) -> usize {
     alive.iter().position(|&a| a).unwrap_or(0)
 }
 
-/// The decider: judges the confirmations if every live rank's is there, they
-/// agree (on each other's seqs and on who is dead), and they were not judged
-/// yet; the verdict if the world is deadlocked.
+/// The decider: judges the confirmations if every rank taking part has given
+/// one, they agree (on each other's seqs, and so on who is dead or ended), and
+/// they were not judged yet; the verdict if the world is deadlocked. An ended
+/// rank's locations count as ended, after the collectives its end announced.
 fn decide(s: &mut State, alive: &[bool]) -> Option<Verdict> {
-    let live: Vec<(usize, &Confirm)> = s
+    let part = s.taking_part(alive);
+    let confirming: Vec<(usize, &Confirm)> = s
         .confirms
         .iter()
         .enumerate()
-        .filter(|&(r, _)| alive[r])
+        .filter(|&(r, _)| part[r])
         .map(|(r, c)| c.as_ref().map(|c| (r, c)))
         .collect::<Option<_>>()?;
     let mut seqs = vec![0; alive.len()];
-    for &(r, c) in &live {
+    for &(r, c) in &confirming {
         seqs[r] = c.seq;
     }
-    if !live.iter().all(|(_, c)| c.marks == seqs) || s.judged.as_ref() == Some(&seqs) {
+    if !confirming.iter().all(|(_, c)| c.marks == seqs) || s.judged.as_ref() == Some(&seqs) {
         return None;
     }
     s.judged = Some(seqs.clone());
+    let ended: Vec<(usize, Confirm)> = s
+        .ended
+        .iter()
+        .enumerate()
+        .filter(|&(r, _)| alive[r])
+        .filter_map(|(r, e)| Some((r, ended_confirm(r, e.as_deref()?))))
+        .collect();
+    let mut live = confirming;
+    live.extend(ended.iter().map(|(r, c)| (*r, c)));
+    live.sort_by_key(|&(r, _)| r);
     let dead: Vec<u32> = (0..alive.len())
         .filter(|&r| !alive[r])
         .map(|r| r as u32)
@@ -1024,6 +1139,48 @@ mod tests {
     }
 
     #[test]
+    fn an_ended_rank_counts_with_the_collectives_it_started() {
+        // 4 ranks, one location each: ranks 1 and 2 ended after one fence,
+        // ranks 0 and 3 wait in the second.
+        let stall = Stall::new(4);
+        let mut s = lock(&stall.state);
+        let alive = [true; 4];
+        s.ended[1] = Some(vec![1]);
+        s.ended[2] = Some(vec![1]);
+        assert_eq!(s.taking_part(&alive), [true, false, false, true]);
+        let c = |seq, location| Confirm {
+            seq,
+            marks: vec![3, 0, 0, 5],
+            waiting: vec![waiting(location, 2, Some(1), FENCE)],
+            rounds: vec![(1, Q, 0)],
+        };
+        s.confirms[0] = Some(c(3, 0));
+        // Rank 3 confirmed before it heard of rank 2's end (it held an old mark).
+        s.confirms[3] = Some(Confirm {
+            marks: vec![3, 0, 1, 5],
+            ..c(5, 3)
+        });
+        assert!(decide(&mut s, &alive).is_none());
+        s.confirms[3] = Some(c(5, 3));
+        let v = decide(&mut s, &alive).expect("a verdict");
+        assert_eq!((v.seqs.clone(), v.dead.clone()), (vec![3, 0, 0, 5], vec![]));
+        let text = report(v).to_string();
+        for want in [
+            "[rank 0] `location 0` waits in a fence",
+            "[rank 1] `location 1` has ended (its body returned) after starting 1 collective(s)",
+            "[rank 2] `location 2` has ended (its body returned) after starting 1 collective(s)",
+            "[rank 3] `location 3` waits in a fence",
+        ] {
+            assert!(text.contains(want), "missing {want:?} in\n{text}");
+        }
+        // Had the ended ranks joined the second fence, it would complete.
+        s.ended[1] = Some(vec![2]);
+        s.ended[2] = Some(vec![2]);
+        s.judged = None;
+        assert!(decide(&mut s, &alive).is_none());
+    }
+
+    #[test]
     fn with_a_rank_dead_no_collective_is_taken_to_complete() {
         let stall = Stall::new(3);
         let mut s = lock(&stall.state);
@@ -1094,6 +1251,17 @@ mod tests {
         assert!(deliver(2, 0, 0, VERDICT, encode(&v)).starts_with("ok"));
         let e = deliver(2, 0, 0, VERDICT, vec![1, 2]);
         assert!(e.contains("verdict from rank 0 does not decode"), "{e}");
+        let e = deliver(1, 0, 0, WORLD_ENDED, encode(&vec![1u64, 2]));
+        assert!(
+            e.contains("end from rank 0 names 2 locations (of 1 per rank)"),
+            "{e}"
+        );
+        let e = deliver(1, 0, 0, WORLD_ENDED, vec![0xff; 3]);
+        assert!(
+            e.contains("a stall-check end from rank 0 does not decode"),
+            "{e}"
+        );
+        assert!(deliver(1, 0, 0, WORLD_ENDED, encode(&vec![4u64])).starts_with("ok"));
         let e = deliver(1, 0, 0, 9, vec![]);
         assert!(e.contains("code 9 from rank 0 to rank 1"), "{e}");
     }
