@@ -36,6 +36,10 @@ const BODIES: &[(&str, Body)] = &[
     ("large_arguments_and_replies", large_values),
     ("ping_pong_with_wait", ping_pong_with_wait),
     ("wait_counts_requests_that_already_ran", wait_after_poll),
+    (
+        "plain_messages_beside_rmi_stay_for_the_program",
+        plain_beside_rmi,
+    ),
 ];
 
 fn main() {
@@ -651,6 +655,67 @@ fn wait_after_poll(w: &World) {
             // already ran it).
             loc.wait().await;
             assert_eq!(loc.local(&h).0, 2);
+        }
+        loc.fence().await;
+    });
+}
+
+/// A program that mixes the world's own messages with RMI: every location but
+/// 0 sends location 0 a typed message, plain bytes and a tagged message, then
+/// takes part in a collective `register`, an RMI and a fence, inside which
+/// location 0 serves RMI while they arrive. RMI serves only its own traffic:
+/// every plain message is still there, intact, for location 0's own receives
+/// after the fence (before, RMI took them for malformed RMI input and dropped
+/// them).
+fn plain_beside_rmi(w: &World) {
+    use tutti::world::{LocationId, Match};
+    rmi::run(w, |mut loc| async move {
+        let me = loc.id();
+        let zero = LocationId::new(0);
+        if me != 0 {
+            let world = loc.world();
+            world.send(zero, format!("GO from {me}")).unwrap();
+            world.send_bytes(zero, vec![me as u8; 12]).unwrap();
+            world.send_tagged(zero, 7, me as u64).unwrap();
+            world.flush();
+        }
+        let h = loc.register(Counter::default()).await.unwrap();
+        loc.async_rmi(0, &h, Add(1)).await;
+        loc.fence().await;
+        let want = if me == 0 { loc.count() as u64 } else { 0 };
+        assert_eq!(loc.local(&h).0, want);
+        if me == 0 {
+            let others = loc.count() - 1;
+            let world = loc.world();
+            let mut typed = Vec::new();
+            let mut bytes = Vec::new();
+            let mut tagged = Vec::new();
+            for _ in 0..3 * others {
+                let mut d = world.recv().await;
+                let from = d.from().index();
+                if d.tag() == Some(7) {
+                    tagged.push((from, d.typed::<u64>().unwrap()));
+                } else if let Ok(t) = d.typed::<String>() {
+                    typed.push(t);
+                } else {
+                    let b = d.bytes().expect("plain bytes").to_vec();
+                    assert_eq!(b, vec![from as u8; 12], "bytes from {from}");
+                    bytes.push(from);
+                }
+            }
+            assert!(world.try_recv_matching(Match::any()).is_none());
+            typed.sort();
+            bytes.sort();
+            tagged.sort();
+            let want: Vec<usize> = (1..=others).collect();
+            let mut want_typed: Vec<String> = want.iter().map(|i| format!("GO from {i}")).collect();
+            want_typed.sort();
+            assert_eq!(typed, want_typed);
+            assert_eq!(bytes, want);
+            assert_eq!(
+                tagged,
+                want.iter().map(|&i| (i, i as u64)).collect::<Vec<_>>()
+            );
         }
         loc.fence().await;
     });

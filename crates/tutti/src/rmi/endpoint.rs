@@ -438,7 +438,7 @@ impl Rmi {
             self.flush_out();
             // The answer comes as a delivery, or the question fails because
             // the rank it went to died (`RankDeath`): then `answer_to` panics.
-            let mut recv = self.world().recv();
+            let mut recv = self.world().recv_claimed(super::execute::claims);
             let d = std::future::poll_fn(|cx| {
                 if self.conv().pending().watch(corr, cx) {
                     return std::task::Poll::Ready(None);
@@ -541,7 +541,7 @@ impl Rmi {
         if drive {
             self.world().poll();
         }
-        while let Some(d) = self.world().try_recv() {
+        while let Some(d) = self.world().try_recv_claimed(super::execute::claims) {
             self.handle(d).await;
             n += 1 + self.run_own().await;
         }
@@ -594,7 +594,7 @@ impl Rmi {
                 continue;
             }
             self.flush_out();
-            let d = self.world().recv().await;
+            let d = self.world().recv_claimed(super::execute::claims).await;
             self.handle(d).await;
         }
     }
@@ -624,7 +624,11 @@ impl Rmi {
         // The world's detection also separates phases: a request issued after
         // another location's fence returned is handed out here only after
         // this fence returns (see the `world` module's quiescence section).
-        while let Some(d) = self.world().recv_until_quiet().await {
+        while let Some(d) = self
+            .world()
+            .recv_until_quiet_claimed(super::execute::claims)
+            .await
+        {
             self.handle(d).await;
             self.run_own().await;
             self.sweep_detached();

@@ -8,13 +8,32 @@ use std::pin::{pin, Pin};
 use std::task::Poll;
 
 use super::admission::{Admitted, Entry};
-use super::request::{Call, MethodReply, Rep, Request, Returned};
+use super::request::{Call, MethodReply, Rep, Request, Response, Returned};
 use super::scope::NOTICE_TAG;
 use super::wire::Open;
 use super::Rmi;
 use crate::loom::Ordering;
+use crate::msg::codec;
 use crate::msg::{Spare, Started};
-use crate::world::{Delivery, LocationId};
+use crate::world::{Content, Delivery, LocationId};
+
+/// RMI's own traffic among a location's messages (a claim, `world/location/recv.rs`):
+/// a scope's notice (its tag), a typed request or answer from this rank, or
+/// the request/reply core's frames from another rank (they start with the
+/// codec's frame magic). RMI serves only these; any other message — one the
+/// program sent with the world's own `send`, `send_bytes` or `send_tagged` —
+/// stays for the program's receives. Limit: untagged plain bytes that start
+/// with the frame magic (`TUTI`) are taken for RMI's.
+pub(super) fn claims(tag: Option<u64>, c: &Content) -> bool {
+    let framed = |b: &[u8]| b.starts_with(&codec::MAGIC);
+    match (tag, c) {
+        (Some(t), _) => t == NOTICE_TAG,
+        (None, Content::Value(v, _)) => (**v).is::<Request>() || (**v).is::<Response>(),
+        (None, Content::Bytes(b)) => framed(b),
+        (None, Content::Shared(f, r)) => f.get(r.clone()).is_some_and(framed),
+        (None, Content::Taken) => false,
+    }
+}
 
 impl Rmi {
     /// Handles one delivery: executes the requests it carries, files the
@@ -208,7 +227,7 @@ impl Rmi {
                 if let Poll::Ready(v) = fut.as_mut().poll(cx) {
                     return Poll::Ready(Ok(v));
                 }
-                match Pin::new(&mut self.world().recv()).poll(cx) {
+                match Pin::new(&mut self.world().recv_claimed(claims)).poll(cx) {
                     Poll::Ready(d) => Poll::Ready(Err(d)),
                     Poll::Pending => Poll::Pending,
                 }

@@ -49,7 +49,9 @@ pub struct Delivery<'a> {
     /// The sender's tag (`tag.rs`), taken off the content.
     tag: Option<u64>,
     content: Content,
-    handled: &'a AtomicU64,
+    /// The count this delivery adds to when dropped; `None` for a message
+    /// counted when a service's receive passed over it (`location/recv.rs`).
+    handled: Option<&'a AtomicU64>,
     /// Where a large body's buffer goes when the delivery is dropped.
     pool: &'a Pool,
 }
@@ -60,7 +62,7 @@ impl<'a> Delivery<'a> {
         from: LocationId,
         tag: Option<u64>,
         content: Content,
-        handled: &'a AtomicU64,
+        handled: Option<&'a AtomicU64>,
         pool: &'a Pool,
     ) -> Self {
         Delivery {
@@ -206,7 +208,9 @@ impl Drop for Delivery<'_> {
         }
         // Release: whoever reads this count with Acquire (the location's
         // quiescence contribution) also sees the sends made while handling.
-        self.handled.fetch_add(1, Ordering::Release);
+        if let Some(handled) = self.handled {
+            handled.fetch_add(1, Ordering::Release);
+        }
     }
 }
 

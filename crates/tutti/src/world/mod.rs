@@ -184,6 +184,7 @@ pub use config::{
     DEFAULT_AGGREGATION_BYTES, DEFAULT_AGGREGATION_INPROC, DEFAULT_AGGREGATION_MPI,
     DEFAULT_FLUSH_AFTER, MAX_AGGREGATION_BYTES,
 };
+pub(crate) use delivery::Content;
 pub use delivery::Delivery;
 pub use error::{LocationPanic, SendError, WorldError};
 pub use id::LocationId;

@@ -621,7 +621,7 @@ impl Scope {
             loc.flush_out();
             // The answer comes as a delivery, or fails because the rank it
             // went to died (`RankDeath`): `watch` sees both.
-            let mut recv = loc.world().recv();
+            let mut recv = loc.world().recv_claimed(crate::rmi::execute::claims);
             let d = poll_fn(|cx| {
                 if loc.conv().pending().watch(front, cx) {
                     return Poll::Ready(None);

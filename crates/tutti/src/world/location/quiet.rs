@@ -10,6 +10,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
+use super::recv::Claim;
 use super::Location;
 use crate::loom::{lock, Ordering};
 use crate::world::collective::{self, Kind, Op};
@@ -60,7 +61,21 @@ impl Location {
     /// needed). A detection after a phase that sent nothing costs one wave (one
     /// all-reduce), else two once everything is handled.
     pub fn recv_until_quiet(&self) -> UntilQuiet<'_> {
-        UntilQuiet { loc: self }
+        UntilQuiet {
+            loc: self,
+            claim: None,
+        }
+    }
+
+    /// [`recv_until_quiet`](Self::recv_until_quiet) for a service of the
+    /// library (RMI's fence): hands out only the messages `claim` claims; the
+    /// others stay for the program's own receives, counted as handled (see
+    /// [`Claim`]), so the detection does not wait for the program.
+    pub(crate) fn recv_until_quiet_claimed(&self, claim: Claim) -> UntilQuiet<'_> {
+        UntilQuiet {
+            loc: self,
+            claim: Some(claim),
+        }
     }
 
     /// [`recv_until_quiet`](Self::recv_until_quiet) for plain threads.
@@ -68,14 +83,22 @@ impl Location {
         crate::runtime::block_on(self.recv_until_quiet())
     }
 
-    fn poll_until_quiet(&self, cx: &mut Context<'_>) -> Poll<Option<Delivery<'_>>> {
+    fn poll_until_quiet(
+        &self,
+        claim: Option<Claim>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Delivery<'_>>> {
         let slot = self.slot();
         let phase = slot.phase.load(Ordering::Relaxed);
         loop {
             // Only this phase's messages: a later phase's were sent by a
             // location that saw this detection end, so its last wave has
             // completed and its result is about to be seen here.
-            if let Some(d) = self.next(phase) {
+            let next = match claim {
+                None => self.next(phase),
+                Some(c) => self.next_claimed(phase, c),
+            };
+            if let Some(d) = next {
                 return Poll::Ready(Some(d));
             }
             self.flush();
@@ -119,7 +142,15 @@ impl Location {
                     }
                 }
                 Poll::Pending => {
-                    if lock(&self.cursor).has_message() {
+                    let waiting = {
+                        let cur = lock(&self.cursor);
+                        match claim {
+                            None => cur.has_message(),
+                            // The held messages passed over are the program's.
+                            Some(_) => cur.has_claimable(),
+                        }
+                    };
+                    if waiting {
                         // A later phase's parcel is waiting: only the wave's
                         // result (its waker is registered) can move this on.
                         if self.spin_until(|| collective::is_done(self, epoch)) {
@@ -151,6 +182,7 @@ impl Location {
 #[derive(Debug)]
 pub struct UntilQuiet<'a> {
     loc: &'a Location,
+    claim: Option<Claim>,
 }
 
 impl<'a> Future for UntilQuiet<'a> {
@@ -158,6 +190,6 @@ impl<'a> Future for UntilQuiet<'a> {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Delivery<'a>>> {
         let loc: &'a Location = self.loc;
-        loc.poll_until_quiet(cx)
+        loc.poll_until_quiet(self.claim, cx)
     }
 }

@@ -12,7 +12,7 @@ use std::task::{Context, Poll};
 use std::collections::VecDeque;
 
 use super::Location;
-use crate::loom::lock;
+use crate::loom::{lock, Ordering};
 use crate::world::delivery::{Content, Delivery};
 use crate::world::frame::{next_entry, HEADER};
 use crate::world::inbox::{Parcel, Payload};
@@ -61,6 +61,26 @@ pub(super) struct Held {
     phase: u64,
     tag: Option<u64>,
     content: Content,
+    /// Counted as handled already: a service's receive passed over it (see
+    /// [`Claim`]); its delivery does not count it again.
+    counted: bool,
+}
+
+/// Which messages a service of the library that serves on a location (RMI)
+/// takes: its own traffic, told by its tag and content. Its receives
+/// ([`Location::try_recv_claimed`], [`Location::recv_claimed`],
+/// [`Location::recv_until_quiet_claimed`]) hand out only the messages it
+/// claims; every other message stays held, in arrival order, for the
+/// program's own receives — counted as handled at once (it has been delivered
+/// to the location; the service's fence must not wait for the program to
+/// receive it), so the program's later delivery of it counts nothing.
+pub(crate) type Claim = fn(Option<u64>, &Content) -> bool;
+
+/// What a receive takes: what a [`Match`] matches, or what a [`Claim`] claims.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Filter {
+    Match(Match),
+    Claim(Claim),
 }
 
 /// The parcel a location is consuming, the phase it was sent in, and the
@@ -75,6 +95,12 @@ pub(super) struct Current {
 }
 
 impl Current {
+    /// Whether a message a `claim`'s receive could take waits here (held and
+    /// not passed over, or in the current parcel).
+    pub(super) fn has_claimable(&self) -> bool {
+        self.held.iter().any(|h| !h.counted) || !matches!(self.cursor, Cursor::Idle)
+    }
+
     pub(super) fn new() -> Current {
         Current {
             cursor: Cursor::Idle,
@@ -149,6 +175,66 @@ impl Location {
         found.map(|h| self.hand_out(h))
     }
 
+    /// The next message `claim` claims that was sent in a phase up to
+    /// `phase`, if one has arrived; the messages before it that it does not
+    /// claim are held for the program, counted as handled (see [`Claim`]). A
+    /// message of a later phase stops the search, as in [`next`](Self::next).
+    pub(super) fn next_claimed(&self, phase: u64, claim: Claim) -> Option<Delivery<'_>> {
+        let handled = &self.slot().handled;
+        let mut cur = lock(&self.cursor);
+        let mut found = None;
+        for (i, h) in cur.held.iter_mut().enumerate() {
+            if h.counted {
+                continue;
+            }
+            if h.phase > phase {
+                return None;
+            }
+            if claim(h.tag, &h.content) {
+                found = Some(i);
+                break;
+            }
+            h.counted = true;
+            handled.fetch_add(1, Ordering::Release);
+        }
+        let found = match found {
+            Some(i) => cur.held.remove(i),
+            None => loop {
+                let mut h = self.next_held(&mut cur, phase)?;
+                if claim(h.tag, &h.content) {
+                    break Some(h);
+                }
+                h.counted = true;
+                // Release, as a delivery's drop: the wave that reads this
+                // count with Acquire sees what the location sent before.
+                handled.fetch_add(1, Ordering::Release);
+                cur.held.push_back(h);
+            },
+        };
+        drop(cur);
+        found.map(|h| self.hand_out(h))
+    }
+
+    /// The next message `claim` claims, if one has arrived (no flush, no
+    /// waiting); what it does not claim stays for the program (see [`Claim`]).
+    pub(crate) fn try_recv_claimed(&self, claim: Claim) -> Option<Delivery<'_>> {
+        self.next_claimed(u64::MAX, claim)
+    }
+
+    /// Receives the next message `claim` claims, waiting (without holding a
+    /// worker) until one arrives; what it does not claim stays for the program
+    /// (see [`Claim`]). Otherwise as [`recv`](Self::recv).
+    pub(crate) fn recv_claimed(&self, claim: Claim) -> RecvClaimed<'_> {
+        RecvClaimed { loc: self, claim }
+    }
+
+    fn try_take(&self, f: Filter) -> Option<Delivery<'_>> {
+        match f {
+            Filter::Match(m) => self.try_recv_matching(m),
+            Filter::Claim(c) => self.try_recv_claimed(c),
+        }
+    }
+
     fn hand_out(&self, h: Held) -> Delivery<'_> {
         if crate::diag::trace::on() {
             if let Some(pairs) = &self.slot().trace {
@@ -159,7 +245,7 @@ impl Location {
             h.from,
             h.tag,
             h.content,
-            &self.slot().handled,
+            (!h.counted).then_some(&self.slot().handled),
             &self.shared().local.pool,
         )
     }
@@ -178,6 +264,7 @@ impl Location {
                     phase: cur.phase,
                     tag,
                     content,
+                    counted: false,
                 })
             };
             match std::mem::replace(&mut cur.cursor, Cursor::Idle) {
@@ -289,13 +376,13 @@ impl Location {
         crate::runtime::block_on(self.recv_matching(m))
     }
 
-    fn poll_recv(&self, m: Match, cx: &mut Context<'_>) -> Poll<Delivery<'_>> {
-        if let Some(d) = self.try_recv_matching(m) {
+    fn poll_recv(&self, f: Filter, cx: &mut Context<'_>) -> Poll<Delivery<'_>> {
+        if let Some(d) = self.try_take(f) {
             return Poll::Ready(d);
         }
         self.flush();
         if self.spin_until(|| !self.slot().inbox.is_empty()) {
-            if let Some(d) = self.try_recv_matching(m) {
+            if let Some(d) = self.try_take(f) {
                 return Poll::Ready(d);
             }
         }
@@ -305,11 +392,11 @@ impl Location {
         while let Some(p) = self.slot().inbox.pop_or_register(cx.waker()) {
             // `try_recv_matching` found nothing, so it left the cursor idle.
             lock(&self.cursor).set(p);
-            if let Some(d) = self.try_recv_matching(m) {
+            if let Some(d) = self.try_take(f) {
                 return Poll::Ready(d);
             }
         }
-        let what = if m == Match::any() {
+        let what = if matches!(f, Filter::Match(m) if m == Match::any()) {
             "waits to receive a message (`Location::recv`)"
         } else {
             "waits to receive a matching message (`Location::recv_matching`)"
@@ -346,7 +433,24 @@ impl<'a> Future for RecvMatching<'a> {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Delivery<'a>> {
         let loc: &'a Location = self.loc;
-        loc.poll_recv(self.m, cx)
+        loc.poll_recv(Filter::Match(self.m), cx)
+    }
+}
+
+/// Future of [`Location::recv_claimed`].
+#[must_use = "futures do nothing unless polled"]
+#[derive(Debug)]
+pub(crate) struct RecvClaimed<'a> {
+    loc: &'a Location,
+    claim: Claim,
+}
+
+impl<'a> Future for RecvClaimed<'a> {
+    type Output = Delivery<'a>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Delivery<'a>> {
+        let loc: &'a Location = self.loc;
+        loc.poll_recv(Filter::Claim(self.claim), cx)
     }
 }
 
@@ -362,7 +466,7 @@ impl<'a> Future for Recv<'a> {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Delivery<'a>> {
         let loc: &'a Location = self.loc;
-        loc.poll_recv(Match::any(), cx)
+        loc.poll_recv(Filter::Match(Match::any()), cx)
     }
 }
 
