@@ -36,6 +36,14 @@
 //! to a location of another rank is serialized. An object lists the message types
 //! it accepts from other locations in [`Object::remote`](crate::msg::Object::remote).
 //!
+//! A body may also use its world location's own messages
+//! ([`Rmi::world`]: `send`, `send_bytes`, `send_tagged`, `recv`). RMI serves only
+//! its own traffic: a world message that arrives while the location serves RMI
+//! (in a fence, a collective, a `sync_rmi`, a `poll`) stays for the body's own
+//! receives, in arrival order; an RMI fence counts it as delivered and does not
+//! wait for the body to receive it. (Untagged plain bytes that start with the
+//! codec's frame magic, `TUTI`, would be taken for RMI's.)
+//!
 //! ```
 //! use serde::{Deserialize, Serialize};
 //! use tutti::msg::{Dispatch, Handler, Message, Object, RegistryError, Remote};
