@@ -267,6 +267,13 @@ fn waker_key(waker: Option<&Waker>) -> [u64; 2] {
 }
 
 /// A node (see the module docs). Held in an `Arc` by its owner (actor cell, location).
+///
+/// Aligned to a cache-line pair (as the waiting count's stripes are): a node's words
+/// are written by every poll of its owner, and nodes are made side by side (the
+/// locations of a world, one after another), so without it two locations polled on
+/// two workers write one line back and forth on every fence, or a node shares a line
+/// with whatever the allocator put beside it.
+#[repr(align(128))]
 pub(crate) struct Node {
     pub(crate) id: u64,
     pub(crate) kind: Kind,
@@ -547,6 +554,11 @@ impl Node {
         let words = encode(&wait);
         if (words[0] >> 4) & 15 == IN_SLOT {
             *crate::loom::lock(&self.owned) = Some(wait);
+        } else if matches!(wait.on, On::Unknown | On::Node(_) | On::World(_)) {
+            // An encoded wait owns nothing (its texts are `&'static str`, the rest
+            // numbers), so its drop frees nothing: skip the drop glue's calls, which
+            // a fence paid on every poll that waits.
+            std::mem::forget(wait);
         }
         // N1: the words are this node's own; an unchanged wait is not written again.
         if (0..3).any(|i| self.words[i].load(Ordering::Relaxed) != words[i]) {
