@@ -267,13 +267,6 @@ fn waker_key(waker: Option<&Waker>) -> [u64; 2] {
 }
 
 /// A node (see the module docs). Held in an `Arc` by its owner (actor cell, location).
-///
-/// Aligned to a cache-line pair (as the waiting count's stripes are): a node's words
-/// are written by every poll of its owner, and nodes are made side by side (the
-/// locations of a world, one after another), so without it two locations polled on
-/// two workers write one line back and forth on every fence, or a node shares a line
-/// with whatever the allocator put beside it.
-#[repr(align(128))]
 pub(crate) struct Node {
     pub(crate) id: u64,
     pub(crate) kind: Kind,
