@@ -405,10 +405,12 @@ fn rejoin(world: &World) {
             let from = d.from();
             let got = d.take_bytes().unwrap();
             let i = u64::from_le_bytes(got.clone().try_into().unwrap());
-            eprintln!("rank {me}: greeting of incarnation {i} of rank 2");
+            line(format!("rank {me}: greeting of incarnation {i} of rank 2"));
             match loc.send_bytes(from, got) {
                 Ok(()) => loc.flush(),
-                Err(e) => eprintln!("rank {me}: the answer to incarnation {i} failed: {e}"),
+                Err(e) => line(format!(
+                    "rank {me}: the answer to incarnation {i} failed: {e}"
+                )),
             }
             if i == 2 {
                 break;
@@ -466,7 +468,7 @@ fn channel(world: &World) {
         tx.send(0).await.unwrap();
         let e = rx.recv().await.unwrap_err();
         assert_eq!(e, RemoteRecvError::RankDied(2), "{e}");
-        eprintln!("rank {}: {e}", loc.rank());
+        line(format!("rank {}: {e}", loc.rank()));
         match tx.send(1).await {
             Err(RemoteSendError::RankDied { rank: 2, value: 1 }) => {}
             other => panic!("a send to the dead rank: {other:?}"),
@@ -638,6 +640,14 @@ fn launch_rejoin() -> (Vec<ExitStatus>, String) {
         "scenario rejoin left {left:?} in /dev/shm\n{text}"
     );
     (statuses.into_iter().map(Option::unwrap).collect(), text)
+}
+
+/// Writes `text` and a newline to stderr in one write: the ranks share one
+/// log file, and `eprintln!` writes its pieces separately, so two ranks'
+/// lines could interleave mid-line.
+fn line(text: String) {
+    use std::io::Write;
+    let _ = std::io::stderr().write_all(format!("{text}\n").as_bytes());
 }
 
 fn check_killed(st: &[ExitStatus], text: &str) {
