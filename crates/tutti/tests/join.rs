@@ -190,6 +190,13 @@ fn install_from_many_threads_at_once() {
 /// joining while it waits for the second half gets it run by the idle worker.
 #[test]
 fn an_idle_worker_takes_the_second_half_of_a_busy_join() {
+    idle_worker_takes_the_outermost_half(0, "the second half");
+}
+
+/// Runs `join(spin, set)` on two workers 20 times, where `spin`, `depth`
+/// nested joins deep, joins trivial halves until `set` has run: `set` (the
+/// outermost second half) must be offered to the idle worker, within 30 s.
+fn idle_worker_takes_the_outermost_half(depth: u32, what: &str) {
     use std::sync::atomic::AtomicBool;
     let rt = rt(2);
     for _ in 0..20 {
@@ -197,15 +204,17 @@ fn an_idle_worker_takes_the_second_half_of_a_busy_join() {
         let give_up = std::time::Instant::now() + std::time::Duration::from_secs(30);
         rt.join(
             || {
-                while !started.load(Ordering::Acquire) {
-                    // A join point: where a private half can be promoted.
-                    let (x, y) = tutti::join(|| 1u64, || 1u64);
-                    assert_eq!(x + y, 2);
-                    assert!(
-                        std::time::Instant::now() < give_up,
-                        "the second half was never offered to the idle worker"
-                    );
-                }
+                nested(depth, &|| {
+                    while !started.load(Ordering::Acquire) {
+                        // A join point: where a private half can be promoted.
+                        let (x, y) = tutti::join(|| 1u64, || 1u64);
+                        assert_eq!(x + y, 2);
+                        assert!(
+                            std::time::Instant::now() < give_up,
+                            "{what} was never offered to the idle worker"
+                        );
+                    }
+                })
             },
             || started.store(true, Ordering::Release),
         );
@@ -309,25 +318,5 @@ fn deep_unrecorded_joins_run_the_second_half_and_raise_the_first_panic() {
 /// half) while it is idle.
 #[test]
 fn an_idle_worker_gets_the_outermost_half_of_a_deep_busy_recursion() {
-    use std::sync::atomic::AtomicBool;
-    let rt = rt(2);
-    for _ in 0..20 {
-        let started = AtomicBool::new(false);
-        let give_up = std::time::Instant::now() + std::time::Duration::from_secs(30);
-        rt.join(
-            || {
-                nested(40, &|| {
-                    while !started.load(Ordering::Acquire) {
-                        let (x, y) = tutti::join(|| 1u64, || 1u64);
-                        assert_eq!(x + y, 2);
-                        assert!(
-                            std::time::Instant::now() < give_up,
-                            "the outermost second half was never offered to the idle worker"
-                        );
-                    }
-                })
-            },
-            || started.store(true, Ordering::Release),
-        );
-    }
+    idle_worker_takes_the_outermost_half(40, "the outermost second half");
 }

@@ -224,8 +224,11 @@ impl Location {
     /// Receives the next message `claim` claims, waiting (without holding a
     /// worker) until one arrives; what it does not claim stays for the program
     /// (see [`Claim`]). Otherwise as [`recv`](Self::recv).
-    pub(crate) fn recv_claimed(&self, claim: Claim) -> RecvClaimed<'_> {
-        RecvClaimed { loc: self, claim }
+    pub(crate) fn recv_claimed(&self, claim: Claim) -> RecvMatching<'_> {
+        RecvMatching {
+            loc: self,
+            filter: Filter::Claim(claim),
+        }
     }
 
     fn try_take(&self, f: Filter) -> Option<Delivery<'_>> {
@@ -363,7 +366,10 @@ impl Location {
     /// As [`recv`](Self::recv), when the world finds that no message can ever
     /// come.
     pub fn recv_matching(&self, m: Match) -> RecvMatching<'_> {
-        RecvMatching { loc: self, m }
+        RecvMatching {
+            loc: self,
+            filter: Filter::Match(m),
+        }
     }
 
     /// [`recv_matching`](Self::recv_matching) for plain threads (on a worker,
@@ -420,12 +426,13 @@ impl Location {
     }
 }
 
-/// Future of [`Location::recv_matching`].
+/// Future of [`Location::recv_matching`] (and of the runtime's own receive
+/// of what it claimed, `recv_claimed`).
 #[must_use = "futures do nothing unless polled"]
 #[derive(Debug)]
 pub struct RecvMatching<'a> {
     loc: &'a Location,
-    m: Match,
+    filter: Filter,
 }
 
 impl<'a> Future for RecvMatching<'a> {
@@ -433,24 +440,7 @@ impl<'a> Future for RecvMatching<'a> {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Delivery<'a>> {
         let loc: &'a Location = self.loc;
-        loc.poll_recv(Filter::Match(self.m), cx)
-    }
-}
-
-/// Future of [`Location::recv_claimed`].
-#[must_use = "futures do nothing unless polled"]
-#[derive(Debug)]
-pub(crate) struct RecvClaimed<'a> {
-    loc: &'a Location,
-    claim: Claim,
-}
-
-impl<'a> Future for RecvClaimed<'a> {
-    type Output = Delivery<'a>;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Delivery<'a>> {
-        let loc: &'a Location = self.loc;
-        loc.poll_recv(Filter::Claim(self.claim), cx)
+        loc.poll_recv(self.filter, cx)
     }
 }
 
