@@ -294,6 +294,114 @@ fn a_handle_polled_during_cancellation_is_woken() {
     });
 }
 
+/// A future that, on its first poll, clones its waker `clones` times into a shared list
+/// and parks (or, with `ready`, returns at once, leaving the clones behind).
+struct CloneWakers {
+    wakers: Arc<Mutex<Vec<Waker>>>,
+    clones: usize,
+    ready: bool,
+    polls: usize,
+}
+
+impl Future for CloneWakers {
+    type Output = usize;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<usize> {
+        self.polls += 1;
+        if self.polls > 1 || self.ready {
+            let mut wakers = self.wakers.lock().unwrap();
+            for _ in 0..self.clones {
+                wakers.push(cx.waker().clone());
+            }
+            return Poll::Ready(self.polls);
+        }
+        let mut wakers = self.wakers.lock().unwrap();
+        for _ in 0..self.clones {
+            wakers.push(cx.waker().clone());
+        }
+        Poll::Pending
+    }
+}
+
+fn clone_wakers(clones: usize, ready: bool) -> (CloneWakers, Arc<Mutex<Vec<Waker>>>) {
+    let wakers = Arc::new(Mutex::new(Vec::new()));
+    let f = CloneWakers {
+        wakers: wakers.clone(),
+        clones,
+        ready,
+        polls: 0,
+    };
+    (f, wakers)
+}
+
+/// The poll's spare reference (T6): a poll that clones its waker once and parks leaves
+/// exactly that waker's reference (the spare became it); two clones leave two (the
+/// second one counted); none leaves none. The wakers then wake the task from another
+/// thread while the model drops the handle: it runs again, and everything is freed once.
+#[test]
+fn a_parked_poll_leaves_one_reference_per_waker() {
+    for clones in 0..3 {
+        loom::model(move || {
+            let (f, wakers) = clone_wakers(clones, false);
+            let (task, handle) = task_of(f);
+            // SAFETY: the first job is the model's.
+            unsafe { task.run() };
+            assert_eq!(task.state().refs(), clones as u64, "{:?}", task.state());
+            let taken: Vec<Waker> = std::mem::take(&mut *wakers.lock().unwrap());
+            let waker_thread = thread::spawn(move || {
+                for w in taken {
+                    w.wake();
+                }
+            });
+            drop(handle);
+            waker_thread.join().unwrap();
+            run_queued();
+            // The second poll's clones keep the completed task allocated.
+            drop(std::mem::take(&mut *wakers.lock().unwrap()));
+            assert_eq!(loom_queue::tasks_allocated(), 0, "a task was not freed");
+        });
+    }
+}
+
+/// A poll that takes the spare and completes at once: the waker it left behind holds the
+/// spare, and dropping it on another thread while the handle takes the output frees the
+/// task once. A poll that takes no waker and parks with its handle dropped meanwhile is
+/// unreachable: its future is dropped by a closing job, never polled again.
+#[test]
+fn the_spare_outlives_a_completed_poll_and_is_given_back_by_a_parked_one() {
+    loom::model(|| {
+        let (f, wakers) = clone_wakers(1, true);
+        let (task, mut handle) = task_of(f);
+        // SAFETY: the first job is the model's.
+        unsafe { task.run() };
+        let taken: Vec<Waker> = std::mem::take(&mut *wakers.lock().unwrap());
+        assert_eq!(taken.len(), 1);
+        let dropper = thread::spawn(move || drop(taken));
+        let (_, w) = flag_waker();
+        match handle.poll_result(&mut Context::from_waker(&w)) {
+            Poll::Ready(Ok(polls)) => assert_eq!(polls, 1),
+            _ => panic!("the task completed in its first poll"),
+        }
+        drop(handle);
+        dropper.join().unwrap();
+        assert_eq!(loom_queue::tasks_allocated(), 0, "a task was not freed");
+
+        let drops = Arc::new(AtomicUsize::new(0));
+        let life = Tracked(drops.clone());
+        let (task, handle) = task_of(async move {
+            let _life = life;
+            std::future::poll_fn(|_| Poll::<()>::Pending).await;
+        });
+        let detacher = thread::spawn(move || drop(handle));
+        // SAFETY: the first job is the model's.
+        unsafe { task.run() };
+        detacher.join().unwrap();
+        run_queued();
+        assert_eq!(drops.load(Ordering::Relaxed), 1);
+        assert_eq!(loom_queue::tasks_allocated(), 0, "a task was not freed");
+    });
+}
+
 /// A callback registered concurrently with the end runs exactly once.
 #[test]
 fn callback_runs_exactly_once() {

@@ -12,9 +12,10 @@
 //!
 //! | operation | by | effect |
 //! |---|---|---|
-//! | `run` | the job | `SCHEDULED → RUNNING`, polls; then completes, re-queues (woken meanwhile), closes (aborted meanwhile, or unreachable) or parks |
+//! | `run` | the job | `SCHEDULED → RUNNING` taking the poll's spare reference (T6), polls; then completes, re-queues (woken meanwhile), closes (aborted meanwhile, or unreachable) or parks, giving the spare back if nobody took it |
 //! | `discard` | a job dropped at shutdown | closes and drops the future |
 //! | `wake` / `wake_by_ref` | a waker | idle → `SCHEDULED` with a job; running → request a re-run; otherwise nothing |
+//! | `add_ref` | a waker clone, a registration | the poll's spare if the caller is the task's poll and the spare is untaken (T6), else one reference more |
 //! | `drop_ref` | a waker | one reference fewer; frees a settled task, gives an unreachable live one a closing job |
 //! | `take_output`, `drop_handle`, `abort` | the `JoinHandle` | see `join.rs` |
 //!
@@ -28,7 +29,7 @@ use std::alloc::Layout;
 use std::future::Future;
 use std::mem::ManuallyDrop;
 use std::pin::Pin;
-use std::ptr::NonNull;
+use std::ptr::{self, NonNull};
 use std::task::{Context, Poll, RawWaker, RawWakerVTable, Waker};
 
 use super::join::{JoinWord, Outcome};
@@ -328,10 +329,14 @@ impl RawTask {
             debug_assert!(state.has(SCHEDULED) && !state.has(RUNNING), "{state:?}");
             if state.has(CLOSED) {
                 // A cancellation made this job to drop the future on a worker.
-                self.close_job(Outcome::Cancelled);
+                self.close_job(Outcome::Cancelled, false);
                 return;
             }
-            match self.cas(state, state.without(SCHEDULED).with(RUNNING)) {
+            // The same transition takes the poll's spare reference (T6).
+            match self.cas(
+                state,
+                checked(state.without(SCHEDULED).with(RUNNING).add_ref()),
+            ) {
                 Ok(_) => break,
                 Err(s) => state = s,
             }
@@ -342,34 +347,44 @@ impl RawTask {
         let waker = ManuallyDrop::new(unsafe { Waker::from_raw(raw) });
         let mut cx = Context::from_waker(&waker);
         let traced = crate::diag::trace::poll_begin();
+        // The spare is offered to this poll's `add_ref`s; a poll of another task nested
+        // in this one (a worker helping inside a `join`) offers its own meanwhile.
+        let me = self.0.as_ptr().cast_const();
+        let outer = SPARE.with(|s| s.replace(me));
         // SAFETY: we hold the job and the future is present (T2).
         let polled = unsafe { (self.header().vtable.poll)(self.0, &mut cx) };
+        // Whether nobody took the spare: the transition below gives it back.
+        let spare = SPARE.with(|s| s.replace(outer)) == me;
         if traced != 0 {
             crate::diag::trace::poll_end(traced, self.name(), self.is_named());
         }
         match polled {
-            Polled::Pending => self.after_pending(),
-            Polled::Completed => self.complete(Outcome::Completed),
-            Polled::Panicked => self.complete(Outcome::Panicked),
+            Polled::Pending => self.after_pending(spare),
+            Polled::Completed => self.complete(Outcome::Completed, spare),
+            Polled::Panicked => self.complete(Outcome::Panicked, spare),
         }
     }
 
-    /// The poll returned `Pending`: re-queue, close, or park.
-    fn after_pending(self) {
+    /// The poll returned `Pending`: re-queue, close, or park. `spare`: nobody took the
+    /// poll's spare reference (T6), which goes back with the transition.
+    fn after_pending(self, spare: bool) {
         let mut state = self.state();
         loop {
-            let next = if state.has(CLOSED) {
+            if state.has(CLOSED) {
                 // Aborted during the poll: the future is ours to drop.
-                self.close_job(Outcome::Cancelled);
+                self.close_job(Outcome::Cancelled, spare);
                 return;
-            } else if state.has(SCHEDULED) {
+            }
+            // The count as it is without the spare.
+            let kept = if spare { state.unref() } else { state };
+            let next = if kept.has(SCHEDULED) {
                 // Woken during the poll (or yielding): run again, behind queued tasks.
-                state.without(RUNNING)
-            } else if state.refs() == 1 && !state.has(HANDLE) {
+                kept.without(RUNNING)
+            } else if kept.refs() == 1 && !kept.has(HANDLE) {
                 // No waker and no handle left: nobody can ever wake or await it (T4).
-                state.with(CLOSED)
+                kept.with(CLOSED)
             } else {
-                state.without(RUNNING).unref()
+                kept.without(RUNNING).unref()
             };
             match self.cas(state, next) {
                 Ok(next) if next.has(SCHEDULED) => {
@@ -377,7 +392,7 @@ impl RawTask {
                     return;
                 }
                 Ok(next) if next.has(CLOSED) => {
-                    self.close_job(Outcome::Cancelled);
+                    self.close_job(Outcome::Cancelled, false);
                     return;
                 }
                 Ok(_) => return,
@@ -387,7 +402,8 @@ impl RawTask {
     }
 
     /// The future completed (or panicked); the poll dropped it and stored the output.
-    fn complete(self, outcome: Outcome) {
+    /// `spare`: as for [`after_pending`](Self::after_pending).
+    fn complete(self, outcome: Outcome, spare: bool) {
         let mut state = self.state();
         let drop_output = loop {
             // Without a handle (or after an abort during the poll) nobody takes the output.
@@ -395,6 +411,9 @@ impl RawTask {
             let mut next = state.without(RUNNING | SCHEDULED).with(COMPLETED);
             if unclaimed {
                 next = next.with(CLOSED);
+            }
+            if spare {
+                next = next.unref(); // the job's reference is left: not the last
             }
             match self.cas(state, next) {
                 Ok(_) => break unclaimed,
@@ -411,15 +430,20 @@ impl RawTask {
     }
 
     /// The job's holder drops the future of a task that was closed before completing,
-    /// reports the outcome and ends the job.
-    fn close_job(self, outcome: Outcome) {
+    /// reports the outcome and ends the job; `spare`: the poll's spare reference (T6)
+    /// goes with the job's.
+    fn close_job(self, outcome: Outcome, spare: bool) {
         // SAFETY: we hold the job, and the task is closed but not completed: the future is
         // present and ours (T2).
         unsafe { (self.header().vtable.drop_future)(self.0) };
         self.finish(outcome);
         let mut state = self.state();
         loop {
-            match self.cas(state, state.without(SCHEDULED | RUNNING).unref()) {
+            let mut next = state.without(SCHEDULED | RUNNING).unref();
+            if spare {
+                next = next.unref();
+            }
+            match self.cas(state, next) {
                 Ok(next) => {
                     if next.refs() == 0 && !next.has(HANDLE) {
                         self.dealloc();
@@ -437,7 +461,7 @@ impl RawTask {
     /// The caller holds the task's job.
     pub(crate) unsafe fn discard(self) {
         self.header().state.fetch_or(CLOSED, Ordering::AcqRel);
-        self.close_job(Outcome::Cancelled);
+        self.close_job(Outcome::Cancelled, false);
     }
 
     /// The future is gone: leave the live list, then tell awaiters and callbacks.
@@ -539,9 +563,26 @@ impl RawTask {
         self.header().vtable.named
     }
 
-    /// Takes one more reference.
+    /// Takes one more reference: the poll's spare, if this is the thread polling the
+    /// task and nobody took the spare yet (T6), else a new one.
     #[inline]
     pub(crate) fn add_ref(self) {
+        let me = self.0.as_ptr().cast_const();
+        // A plain thread-local, no atomic: the run made the spare on this thread, and only
+        // this thread takes it.
+        let took_spare = SPARE.with(|s| {
+            let offered = s.get() == me;
+            if offered {
+                s.set(ptr::null());
+            }
+            offered
+        });
+        if !took_spare {
+            self.add_ref_counted();
+        }
+    }
+
+    fn add_ref_counted(self) {
         let old = State(self.header().state.fetch_add(REF, Ordering::Relaxed));
         checked(old.add_ref());
     }
@@ -599,6 +640,18 @@ impl RawTask {
             None
         }
     }
+}
+
+// The task whose poll runs on this thread and still offers its spare reference (T6 of
+// `state.rs`), or null. Set and reset around the poll by `run`, cleared by the `add_ref`
+// that takes the spare.
+#[cfg(not(loom))]
+std::thread_local! {
+    static SPARE: std::cell::Cell<*const Header> = const { std::cell::Cell::new(ptr::null()) };
+}
+#[cfg(loom)]
+loom::thread_local! {
+    static SPARE: std::cell::Cell<*const Header> = std::cell::Cell::new(ptr::null());
 }
 
 /// `state` unless the reference count overflowed (a leak of wakers): then abort, as

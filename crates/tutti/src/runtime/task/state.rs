@@ -12,7 +12,7 @@
 //! | 6..18 | runtime id | the runtime the task is scheduled on (`runtime/ids.rs`) | at spawn |
 //! | 18..24 | shard | the live-task shard holding the task (`live.rs`) | at spawn |
 //! | 24..26 | priority | the queue the task waits in (`runtime/priority.rs`: 0 normal, 1 high, 2 low) | at spawn; never changes |
-//! | 26..64 | references | wakers, plus one while a job exists (`SCHEDULED` or `RUNNING`) | clone/drop of wakers; jobs |
+//! | 26..64 | references | wakers, plus one while a job exists (`SCHEDULED` or `RUNNING`), plus the poll's spare while `RUNNING` until someone takes it (T6) | clone/drop of wakers; jobs; the run |
 //!
 //! # Invariants
 //!
@@ -31,6 +31,16 @@
 //! * **T5, live.** A task is on its runtime's live list from its spawn until its future
 //!   is gone; the runtime stays allocated while any task is live (`live.rs`), so every
 //!   operation that schedules (which requires a live task) may use it.
+//! * **T6, the poll's spare.** The run's `SCHEDULED → RUNNING` transition also takes one
+//!   reference, the *spare*, which belongs to the poll. The first reference asked for on
+//!   the polling thread during the poll (the task's waker cloned or registered by the
+//!   future it polls) is the spare, handed over without touching the word; if nobody
+//!   took it, the transition that settles the poll (park, re-queue, complete, close)
+//!   gives it back. So a poll that registers its waker once and parks costs the word
+//!   the two compare-and-swaps of the run and the park, not a third `fetch_add`: the
+//!   reference that the job held while running lives on as the waker's. While the task
+//!   runs its count holds the job's reference besides every waker's, so no waker's drop
+//!   or wake can make it zero (T4 holds as before).
 
 use crate::runtime::priority::Priority;
 
