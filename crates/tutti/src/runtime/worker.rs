@@ -334,6 +334,22 @@ impl WorkerThread {
         }
     }
 
+    /// Makes the job `make` returns the next thing this worker runs if the
+    /// `run_next` slot is empty; returns whether it did (else nothing is made).
+    #[inline]
+    pub(crate) fn fill_run_next(&self, make: impl FnOnce() -> JobRef) -> bool {
+        match self.run_next.take() {
+            None => {
+                self.run_next.set(Some(make()));
+                true
+            }
+            queued => {
+                self.run_next.set(queued);
+                false
+            }
+        }
+    }
+
     /// Hands the task waiting in the `run_next` slot to the other workers: it
     /// goes to the back of the FIFO, where thieves see it, and a parked worker
     /// is woken if nobody is searching. For a task that is about to keep this

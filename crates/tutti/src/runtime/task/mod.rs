@@ -85,7 +85,26 @@ unsafe fn discard_task(ptr: NonNull<()>) {
 
 /// Queues the job of `task`, whose state word just became `state` with `SCHEDULED` set
 /// (the job owns a reference). `yielded`: the task woke itself while running.
+///
+/// The usual case inline: a task of normal priority woken on a worker of its runtime
+/// whose `run_next` slot is empty (a rendezvous waking its partner) goes into the slot;
+/// everything else is [`schedule_queued`]'s.
+#[inline]
 fn schedule(task: RawTask, state: state::State, yielded: bool) {
+    #[cfg(not(loom))]
+    if !yielded && state.priority() == Priority::Normal {
+        if let Some(w) = WorkerThread::current() {
+            if w.registry().id() == state.runtime() && w.fill_run_next(|| task_job(task)) {
+                return;
+            }
+        }
+    }
+    schedule_queued(task, state, yielded);
+}
+
+/// [`schedule`] past its inline case.
+#[inline(never)]
+fn schedule_queued(task: RawTask, state: state::State, yielded: bool) {
     let runtime = state.runtime();
     #[cfg(loom)]
     if runtime == 0 {
