@@ -154,6 +154,13 @@ impl Mates {
         }
     }
 
+    /// Whether the job has one host (`TUTTI_HOSTS` pretend hosts count as
+    /// hosts): every other rank is a host mate, and MPI carries no frames.
+    #[inline]
+    pub(crate) fn one_host(&self) -> bool {
+        self.hosts == 1
+    }
+
     pub(crate) fn shm(&self) -> &Shm {
         &self.shm
     }

@@ -60,6 +60,13 @@ const MIN_PARK: Duration = Duration::from_micros(20);
 /// While one of this rank's quiescence waves is being summed over MPI, every
 /// round drives MPI: a location spinning in a fence waits for nothing else.
 const ENGINE_EVERY: u32 = 8;
+/// [`ENGINE_EVERY`] for a job on one host: every other rank is a host mate,
+/// so MPI carries no frame at all, only the quiescence sums (driven in every
+/// round while one is in flight) and the program's own MPI calls (which take
+/// the engine themselves). A pass through MPI costs 100–250 ns, more than ten
+/// looks at the rings, and a message that lands during one waits for it to
+/// end.
+const ENGINE_EVERY_ONE_HOST: u32 = 64;
 
 type UserFn = Box<dyn FnOnce(&SimpleCommunicator) + Send>;
 
@@ -671,13 +678,18 @@ impl Transport for Mpi {
         // engine, the tests of the posted receives) costs several hundred
         // ns, more than a whole message through the rings, so a spinning
         // location drives MPI (frames of other hosts, the quiescence sums)
-        // only every few rounds.
-        // only every few rounds — but in every round while a wave of this
-        // rank is being summed, which only MPI advances.
+        // only every few rounds (rarely when every rank is a host mate) —
+        // but in every round while a wave of this rank is being summed,
+        // which only MPI advances.
         let rings = h.shm().spin_round(round);
         let summing =
             self.waves_handed.load(Ordering::Relaxed) > self.waves_summed.load(Ordering::Relaxed);
-        if round % ENGINE_EVERY != 0 && !summing {
+        let every = if h.one_host() {
+            ENGINE_EVERY_ONE_HOST
+        } else {
+            ENGINE_EVERY
+        };
+        if round % every != 0 && !summing {
             return rings;
         }
         let Some(e) = &self.engine else {
