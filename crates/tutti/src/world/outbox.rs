@@ -19,6 +19,9 @@ use super::frame::{DataBuilder, Frame, ENTRY_PREFIX, HEADER};
 use super::inbox::{Parcel, Payload};
 use super::LocationId;
 
+/// Messages a new buffer for another rank has room for before it grows.
+const FIRST_ROOM: usize = 4;
+
 /// One destination's buffer.
 enum Buf {
     Local(Vec<Payload>),
@@ -198,8 +201,13 @@ impl Outbox {
         }
         let slot = self.slot(to);
         let buf = slot.get_or_insert_with(|| {
-            // Room for `factor` messages like this one, within the byte limit.
-            let room = (ENTRY_PREFIX + msg.len()).saturating_mul(lim.factor);
+            // Room for a few messages like this one, within the byte limit; a
+            // buffer that fills up grows as a `Vec` does. Not room for
+            // `factor` of them: most frames between waiting locations carry
+            // one message, and a buffer of several KiB is too large for the
+            // allocator's per-thread cache, so allocating and freeing it
+            // per message cost more than the rest of the send.
+            let room = (ENTRY_PREFIX + msg.len()).saturating_mul(lim.factor.min(FIRST_ROOM));
             Buf::Remote(DataBuilder::new(
                 from.raw(),
                 to.raw(),

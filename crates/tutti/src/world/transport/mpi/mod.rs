@@ -702,6 +702,13 @@ impl Transport for Mpi {
     }
 
     fn start_sends(&self) {
+        // A job on one host hands MPI no frame (they all go through the
+        // rings, which need no start), only the quiescence sums, which it
+        // queues before it calls this: with the queue empty there is
+        // nothing to start, and the engine's lock is left alone.
+        if self.host.as_ref().is_some_and(|h| h.one_host()) && self.outgoing.is_empty() {
+            return;
+        }
         if let Some(e) = &self.engine {
             if let Ok(mut g) = e.try_lock() {
                 if let Some(engine) = g.as_mut() {
