@@ -28,7 +28,10 @@
 //! lock and no atomic read-modify-write, the wait is kept in three words written only
 //! by the node's own poll and published with a sequence number (a seqlock); readers
 //! (the detector, the dump) take a consistent copy. The waker the detector wakes on a
-//! failure sits behind a lock, changed only when the waker does.
+//! failure sits behind a lock, changed only when the waker does. A wait is encoded
+//! where it is noted ([`note`] is inlined there), so a wait of constants — most are —
+//! reaches the node as three constant words in one call, and one already noted costs
+//! the comparison of its words and of its waker's key.
 //!
 //! * N1. Only the node's own note writes the wait's words and its sequence number:
 //!   odd while it writes, even again (Release) once the words hold the new wait. The
@@ -54,7 +57,9 @@ use std::cell::Cell;
 use std::sync::{Arc, Weak};
 use std::task::Waker;
 
-use crate::loom::{lock, unmodelled, AtomicBool, AtomicU64, AtomicUsize, Mutex, Ordering};
+use crate::loom::{
+    lock, unmodelled, AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Mutex, Ordering,
+};
 
 use super::report::Deadlock;
 use crate::runtime::context::RuntimeRef;
@@ -196,19 +201,25 @@ impl Wait {
 /// `words[0]`'s tag for a wait kept in the locked slot (N3).
 const IN_SLOT: u64 = 15;
 
+/// `words[0]`'s tag for a wait on [`On::Unknown`] (no edge).
+const ON_UNKNOWN: u64 = 1;
+
 /// The wait's words (N2): `[on | what << 4 | extra << 8, on's id, payload]`, with
 /// `on` 1 `Unknown`, 2 `Node`, 3 `World`; `what` 1 `Text`, 2 `Reply`, 3 `Room`, 4
-/// `Fence`, 5 `Collective`, [`IN_SLOT`]; a text's length in `extra` (with `Room`'s
-/// `ask` below it) and its address in the payload, an epoch in the payload. Word 0
-/// is never 0. Equal words mean equal waits.
-fn encode(wait: &Wait) -> [u64; 3] {
+/// `Fence`, 5 `Collective`; a text's length in `extra` (with `Room`'s `ask` below it)
+/// and its address in the payload, an epoch in the payload. Word 0 is never 0. Equal
+/// words mean equal waits. `None` for a wait with no encoding (N3: an owned text, a
+/// wait on a location, a selection), which goes into the slot.
+///
+/// Inlined where a wait is noted, so that a wait built there from constants (most
+/// are: `On::Unknown` and a fixed text) encodes to constants.
+#[inline(always)]
+fn encode(wait: &Wait) -> Option<[u64; 3]> {
     let (on, id) = match wait.on {
-        On::Unknown => (1, 0),
+        On::Unknown => (ON_UNKNOWN, 0),
         On::Node(id) => (2, id),
         On::World(id) => (3, id),
-        // Only with a wait kept in the slot (`What::Channel`, `What::AnyOf`).
-        On::Location { index, .. } => (4, u64::from(index)),
-        On::AnyOf(_) => (5, 0),
+        On::Location { .. } | On::AnyOf(_) => return None,
     };
     let text = |t: &'static str| (t.len() as u64, t.as_ptr() as u64);
     let (what, extra, payload) = match &wait.what {
@@ -217,9 +228,22 @@ fn encode(wait: &Wait) -> [u64; 3] {
         What::Room { message, ask } => (3, text(message).0 << 1 | u64::from(*ask), text(message).1),
         What::Fence(epoch) => (4, 0, *epoch),
         What::Collective(epoch) => (5, 0, *epoch),
-        What::Owned(_) | What::Channel { .. } | What::AnyOf(_) => (IN_SLOT, 0, 0),
+        What::Owned(_) | What::Channel { .. } | What::AnyOf(_) => return None,
     };
-    [on | what << 4 | extra << 8, id, payload]
+    Some([on | what << 4 | extra << 8, id, payload])
+}
+
+/// The words of a wait kept in the slot (N3): its `on` tag and [`IN_SLOT`]; the
+/// number (for `On::Location`, its index) keeps two such waits apart.
+fn slot_words(wait: &Wait) -> [u64; 3] {
+    let (on, id) = match wait.on {
+        On::Unknown => (ON_UNKNOWN, 0),
+        On::Node(id) => (2, id),
+        On::World(id) => (3, id),
+        On::Location { index, .. } => (4, u64::from(index)),
+        On::AnyOf(_) => (5, 0),
+    };
+    [on | IN_SLOT << 4, id, 0]
 }
 
 /// The wait `words` encode; `None` for none noted or a wait in the slot.
@@ -283,12 +307,9 @@ pub(crate) struct Node {
     pub(crate) locations: u32,
     pub(crate) runtime: RuntimeRef,
     word: AtomicU64,
-    /// A note was made during the current poll.
-    noted: AtomicBool,
-    /// The note of the current poll names whom it waits for (`On::Node`, `On::World`).
-    edge: AtomicBool,
-    /// This node is counted in [`waiting`] (blocked on a wait with an edge).
-    counted: AtomicBool,
+    /// [`NOTED`] | [`EDGE`] | [`COUNTED`]: written only by the node's own poll (and
+    /// read by it), one word so that a poll's start and end each touch it once.
+    flags: AtomicU8,
     /// The sequence number of `words` (N1, N2).
     seq: AtomicU64,
     /// The last noted wait, encoded (see [`encode`]); word 0 is 0 before the first.
@@ -305,6 +326,15 @@ pub(crate) struct Node {
     /// `failed` is set (read first, so that the common path takes no lock).
     has_failure: AtomicBool,
 }
+
+/// `flags`: a note was made during the current poll.
+const NOTED: u8 = 1;
+/// `flags`: the note of the current poll names whom it waits for (`On::Node`,
+/// `On::World`, `On::Location`).
+const EDGE: u8 = 2;
+/// `flags`: this node is counted in [`waiting`] (blocked on a wait with an edge); kept
+/// from one poll to the next.
+const COUNTED: u8 = 4;
 
 static NEXT_ID: unmodelled::AtomicU64 = unmodelled::AtomicU64::new(1);
 
@@ -397,9 +427,7 @@ impl Node {
             locations,
             runtime,
             word: AtomicU64::new(RUNNING),
-            noted: AtomicBool::new(false),
-            edge: AtomicBool::new(false),
-            counted: AtomicBool::new(false),
+            flags: AtomicU8::new(0),
             seq: AtomicU64::new(0),
             words: std::array::from_fn(|_| AtomicU64::new(0)),
             owned: Mutex::new(None),
@@ -443,8 +471,9 @@ impl Node {
         let word = self.word.load(Ordering::Relaxed);
         let polls = (word & !STATE_MASK).wrapping_add(POLL_ONE);
         self.word.store(polls | RUNNING, Ordering::Relaxed);
-        self.noted.store(false, Ordering::Relaxed);
-        self.edge.store(false, Ordering::Relaxed);
+        // A new poll has noted nothing yet; whether the node is counted carries over.
+        let flags = self.flags.load(Ordering::Relaxed);
+        self.flags.store(flags & COUNTED, Ordering::Relaxed);
         let prev = CURRENT.with(|c| c.replace(Arc::as_ptr(self)));
         Entered {
             node: Some(self),
@@ -511,8 +540,13 @@ impl Node {
     }
 
     #[cold]
-    fn set_counted(&self, counted: bool) {
-        self.counted.store(counted, Ordering::Relaxed);
+    fn set_counted(&self, flags: u8, counted: bool) {
+        let flags = if counted {
+            flags | COUNTED
+        } else {
+            flags & !COUNTED
+        };
+        self.flags.store(flags, Ordering::Relaxed);
         if counted {
             waiting(self.id).fetch_add(1, Ordering::Release);
         } else {
@@ -526,36 +560,60 @@ impl Node {
         crate::loom::lock(&self.failed).take();
     }
 
-    #[inline]
+    /// Notes `wait` (any wait, with or without an encoding).
     fn note(&self, wait: Wait, waker: Option<&Waker>) {
-        // Only this poll writes `noted` (polls are serialized): no read-modify-write.
-        if self.noted.load(Ordering::Relaxed) {
+        // Only this poll writes the flags (polls are serialized): no read-modify-write.
+        let flags = self.flags.load(Ordering::Relaxed);
+        if flags & NOTED != 0 {
             // The first wait of a poll is the one that counts, unless a wait on
             // a location takes part: then the poll waits on any of them (a
             // selection), see `merge`.
             self.merge(wait, waker);
             return;
         }
-        self.noted.store(true, Ordering::Relaxed);
-        self.write(wait, waker);
+        self.write(flags, wait, waker);
     }
 
-    /// Writes the wait of this poll (N1, N3, N4). Always inlined: a note is one call
-    /// (`note_current`), not two, and the wait is not copied on the way.
+    /// Notes the wait `words` encode (the common case, see [`note`]).
     #[inline(always)]
-    fn write(&self, wait: Wait, waker: Option<&Waker>) {
-        self.edge.store(has_edge(&wait.on), Ordering::Relaxed);
-        let words = encode(&wait);
-        if (words[0] >> 4) & 15 == IN_SLOT {
-            *crate::loom::lock(&self.owned) = Some(wait);
-        } else if matches!(wait.on, On::Unknown | On::Node(_) | On::World(_)) {
-            // An encoded wait owns nothing (its texts are `&'static str`, the rest
-            // numbers), so its drop frees nothing: skip the drop glue's calls, which
-            // a fence paid on every poll that waits.
-            std::mem::forget(wait);
+    fn note_words(&self, words: [u64; 3], waker: Option<&Waker>) {
+        let flags = self.flags.load(Ordering::Relaxed);
+        if flags & NOTED != 0 {
+            // SAFETY: `words` come from `encode` (the caller's), so their texts are
+            // `&'static str`s.
+            if let Some(wait) = unsafe { decode(words) } {
+                self.merge(wait, waker);
+            }
+            return;
         }
+        let edge = if words[0] & 15 == ON_UNKNOWN { 0 } else { EDGE };
+        self.flags.store(flags | NOTED | edge, Ordering::Relaxed);
+        self.write_words(words, waker);
+    }
+
+    /// Writes `wait` as the wait of this poll (N1, N3, N4); `flags` are the node's.
+    fn write(&self, flags: u8, wait: Wait, waker: Option<&Waker>) {
+        let edge = if has_edge(&wait.on) { EDGE } else { 0 };
+        self.flags.store(flags | NOTED | edge, Ordering::Relaxed);
+        let words = match encode(&wait) {
+            Some(words) => words,
+            None => {
+                let words = slot_words(&wait);
+                *crate::loom::lock(&self.owned) = Some(wait);
+                words
+            }
+        };
+        self.write_words(words, waker);
+    }
+
+    /// Publishes the wait's words (N1, N2) and stores the waker if it changed (N4).
+    #[inline(always)]
+    fn write_words(&self, words: [u64; 3], waker: Option<&Waker>) {
         // N1: the words are this node's own; an unchanged wait is not written again.
-        if (0..3).any(|i| self.words[i].load(Ordering::Relaxed) != words[i]) {
+        let same = self.words[0].load(Ordering::Relaxed) == words[0]
+            && self.words[1].load(Ordering::Relaxed) == words[1]
+            && self.words[2].load(Ordering::Relaxed) == words[2];
+        if !same {
             let seq = self.seq.load(Ordering::Relaxed);
             self.seq.store(seq.wrapping_add(1), Ordering::Relaxed);
             // Release: a reader that sees a word written below sees the odd number.
@@ -566,7 +624,9 @@ impl Node {
             self.seq.store(seq.wrapping_add(2), Ordering::Release);
         }
         let key = waker_key(waker);
-        if (0..2).any(|i| self.waker_key[i].load(Ordering::Relaxed) != key[i]) {
+        if self.waker_key[0].load(Ordering::Relaxed) != key[0]
+            || self.waker_key[1].load(Ordering::Relaxed) != key[1]
+        {
             self.set_waker(waker, key);
         }
     }
@@ -615,7 +675,7 @@ impl Node {
             on: On::AnyOf(ons),
             what: What::AnyOf(whats),
         };
-        self.write(old, waker);
+        self.write(self.flags.load(Ordering::Relaxed), old, waker);
     }
 }
 
@@ -633,7 +693,7 @@ fn has_edge(on: &On) -> bool {
 
 impl Drop for Node {
     fn drop(&mut self) {
-        if self.counted.load(Ordering::Relaxed) {
+        if self.flags.load(Ordering::Relaxed) & COUNTED != 0 {
             waiting(self.id).fetch_sub(1, Ordering::Release);
         }
     }
@@ -652,18 +712,19 @@ impl Entered<'_> {
     #[inline]
     pub(crate) fn leave(self, pending: bool) {
         let Some(node) = self.node else { return };
+        let flags = node.flags.load(Ordering::Relaxed);
         let state = if !pending {
             ENDED
-        } else if node.noted.load(Ordering::Relaxed) {
+        } else if flags & NOTED != 0 {
             BLOCKED
         } else {
             IDLE
         };
         // Release: the note of this poll happens-before a detector's Acquire read.
         node.word.store(self.polls | state, Ordering::Release);
-        let counted = state == BLOCKED && node.edge.load(Ordering::Relaxed);
-        if counted != node.counted.load(Ordering::Relaxed) {
-            node.set_counted(counted);
+        let counted = state == BLOCKED && flags & EDGE != 0;
+        if counted != (flags & COUNTED != 0) {
+            node.set_counted(flags, counted);
         }
         // A failure is for the poll right after it was set (the detector runs only while
         // the node is parked): if that poll did not take it (the wait ended anyway, say
@@ -704,6 +765,12 @@ fn with_current<R>(f: impl FnOnce(&Node) -> R) -> Option<R> {
     Some(f(unsafe { &*p }))
 }
 
+/// Whether a node is being polled on this thread (a note would land on it).
+#[inline]
+pub(crate) fn polling() -> bool {
+    !CURRENT.with(Cell::get).is_null()
+}
+
 /// The id of the node being polled on this thread, 0 if none.
 #[inline]
 pub(crate) fn current_id() -> u64 {
@@ -713,16 +780,35 @@ pub(crate) fn current_id() -> u64 {
 /// A blocking operation is about to return `Pending` on this thread: if a node is being
 /// polled, it now waits on what `wait` describes (built only then), and `waker` (if
 /// given: the operation can fail with a deadlock report) wakes it.
-#[inline]
+///
+/// The wait is built and encoded here, inlined, so that a wait of constants (most are)
+/// is three constant words by the time the one call below takes them; only a wait
+/// with no encoding is passed whole.
+#[inline(always)]
 pub(crate) fn note(wait: impl FnOnce() -> Wait, waker: Option<&Waker>) {
     if CURRENT.with(Cell::get).is_null() {
         return;
     }
-    note_current(wait(), waker);
+    let wait = wait();
+    match encode(&wait) {
+        Some(words) => {
+            // An encoded wait owns nothing (its texts are `&'static str`, the rest
+            // numbers): forgetting it skips drop glue that would free nothing.
+            std::mem::forget(wait);
+            note_encoded(words, waker);
+        }
+        None => note_in_slot(wait, waker),
+    }
 }
 
 #[inline(never)]
-fn note_current(wait: Wait, waker: Option<&Waker>) {
+fn note_encoded(words: [u64; 3], waker: Option<&Waker>) {
+    with_current(|n| n.note_words(words, waker));
+}
+
+#[cold]
+#[inline(never)]
+fn note_in_slot(wait: Wait, waker: Option<&Waker>) {
     with_current(|n| n.note(wait, waker));
 }
 
