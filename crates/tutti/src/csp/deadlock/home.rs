@@ -82,6 +82,29 @@ impl Home {
         }
     }
 
+    /// A channel's record in `net`, made on no process (the loom models).
+    #[cfg(all(test, loom))]
+    pub(crate) fn for_model(net: Arc<Network>) -> Home {
+        Home(Some(Box::new(HomeInner {
+            net: Some(net),
+            outside: AtomicBool::new(false),
+            last: [AtomicUsize::new(0), AtomicUsize::new(0)],
+            name: None,
+            object: Object::Channel(0),
+        })))
+    }
+
+    /// Acts on the object as a party outside its network does (the loom models:
+    /// their threads share one task context, so `act` cannot tell them apart).
+    #[cfg(all(test, loom))]
+    pub(crate) fn act_from_outside(&self) {
+        if let Some(h) = &self.0 {
+            if let Some(net) = &h.net {
+                h.go_outside(net);
+            }
+        }
+    }
+
     /// The object's name, if it was given one.
     pub(crate) fn name(&self) -> Option<&str> {
         self.0.as_ref().and_then(|h| h.name.as_deref())

@@ -9,12 +9,16 @@
 //!
 //! # The state word
 //!
-//! Written by the member's own poll (`begin` / `end`), and once more when the process
-//! ends; read by the detector:
+//! Written by the member's own poll (`begin_poll` / `end_poll`, and `note_more` within
+//! a poll), and once more when the process ends; read by the detector:
 //!
 //! ```text
-//! bits 63..32  outside epoch of the network, read at the start of the poll
-//! bits 31..2   poll count (wrapping)
+//! bits 63..36  poll count (wrapping)
+//! bits 35..4   outside epoch of the network, read by the poll's first wait judged
+//!              internal at note time (valid with EPOCH_READ)
+//! bit  3       EPOCH_READ
+//! bit  2       UNTRACKED: the process's `par` has no network (detection was off);
+//!              set at creation, never polled into the word
 //! bits  1..0   RUNNING | BLOCKED_CSP | BLOCKED_OTHER | ENDED
 //! ```
 //!
@@ -27,6 +31,30 @@
 //! the read side of the scan gate, so a detector (which holds the write side) that sees a
 //! member not ended may use the member's `par` for the rest of its scan: the process
 //! cannot end, and release its `par`, before the scan is over.
+//!
+//! # What a poll costs
+//!
+//! A poll of a tracked process stores the word twice (running with the next count at
+//! its start, the state at its end) and the note once, and makes the process the
+//! thread's current member; each wait it notes is one more store of the note (and of
+//! the object of the first). Nothing else is read at the start: the outside epoch is
+//! read only by a further wait of the same poll (an `Alt`'s other guards), the one
+//! kind of wait judged internal when it is noted rather than when the detector looks
+//! (see `network.rs`, "Outside actions").
+//!
+//! # The note
+//!
+//! `note` is reset to `NOTHING` at the start of every poll; its low two bits are the
+//! state the poll ends in if it returns `Pending`, so the end of a poll copies them
+//! into the word without a test:
+//!
+//! ```text
+//! bits 31..16  waits noted this poll (saturating)
+//! bits 15..8   kind of the first wait (0: none yet)
+//! bit  2       OPEN: a wait on something the detector cannot see through (sticky)
+//! bits 1..0    BLOCKED_CSP once a first wait was noted and nothing open;
+//!              BLOCKED_OTHER before any, or once one was open
+//! ```
 
 use std::mem::ManuallyDrop;
 use std::ptr;
@@ -44,14 +72,22 @@ pub(crate) const BLOCKED_CSP: u64 = 1;
 pub(crate) const BLOCKED_OTHER: u64 = 2;
 pub(crate) const ENDED: u64 = 3;
 const STATE_MASK: u64 = 3;
-const POLL_ONE: u64 = 4;
-const POLL_MASK: u64 = 0xffff_fffc;
+/// The process belongs to no network: its polls leave the word alone.
+const UNTRACKED: u64 = 1 << 2;
+/// Bits 35..4 hold the epoch a further wait of the poll was judged at.
+const EPOCH_READ: u64 = 1 << 3;
+const EPOCH_SHIFT: u32 = 4;
+const POLL_SHIFT: u32 = 36;
+/// Everything below the poll count.
+const BELOW_POLLS: u64 = (1 << POLL_SHIFT) - 1;
 
-/// `note` bits: at least one CSP wait was noted this poll.
-const NOTED: u32 = 1;
-/// A noted wait was on something outside the network (or a timer): not deadlockable.
-const OPEN: u32 = 2;
+/// `note` at the start of a poll: nothing noted (a `Pending` then blocks on something
+/// the CSP layer did not see).
+const NOTHING: u32 = BLOCKED_OTHER as u32;
+/// `note` bit: a noted wait was on something outside the network (or a timer).
+const OPEN: u32 = 1 << 2;
 const KIND_SHIFT: u32 = 8;
+const KIND_MASK: u32 = 0xff << KIND_SHIFT;
 const COUNT_SHIFT: u32 = 16;
 
 /// What a member waits on (the first wait it noted in its last poll).
@@ -95,7 +131,7 @@ pub(crate) struct Member {
     word: AtomicU64,
     /// The object of the first wait noted in the last poll.
     object: AtomicPtr<HomeInner>,
-    /// `NOTED | OPEN | kind << 8 | count << 16` of the current / last poll.
+    /// The note of the current / last poll (see the module docs).
     note: AtomicU32,
     /// The process's index in its `par`.
     index: u32,
@@ -112,8 +148,9 @@ impl Snapshot {
         self.word & STATE_MASK
     }
 
-    pub(crate) fn outside_epoch(self) -> u32 {
-        (self.word >> 32) as u32
+    /// The outside epoch a further wait of the poll was judged internal at, if one was.
+    pub(crate) fn epoch_read(self) -> Option<u32> {
+        (self.word & EPOCH_READ != 0).then_some((self.word >> EPOCH_SHIFT) as u32)
     }
 }
 
@@ -126,11 +163,16 @@ impl Member {
     /// # Panics
     /// If a `par` has more than 2^32 processes.
     pub(crate) fn new(par: crate::csp::Arc<Shared>, index: usize) -> Member {
+        let word = if par.net.is_some() {
+            RUNNING
+        } else {
+            UNTRACKED
+        };
         Member {
             par: ManuallyDrop::new(par),
-            word: AtomicU64::new(RUNNING),
+            word: AtomicU64::new(word),
             object: AtomicPtr::new(ptr::null_mut()),
-            note: AtomicU32::new(0),
+            note: AtomicU32::new(NOTHING),
             index: u32::try_from(index)
                 .expect("tutti::csp::par: more than 2^32 processes in one par"),
         }
@@ -154,17 +196,21 @@ impl Member {
         self.par.net.as_ref()
     }
 
-    /// Starts a poll of the member's future: marks it running and makes it the thread's
-    /// current member. Returns what to hand back to [`end_poll`](Self::end_poll).
+    /// Starts a poll of the member's future: if the process belongs to a network, marks
+    /// it running (with the next poll count) and makes it the thread's current member,
+    /// and returns true (then [`end_poll`](Self::end_poll) follows the poll); else does
+    /// nothing and returns false.
     #[inline]
-    pub(crate) fn begin_poll(&self) -> Entered {
-        let epoch = self.net().map_or(0, |n| n.outside_epoch());
+    pub(crate) fn begin_poll(&self) -> bool {
         let word = self.word.load(Ordering::Relaxed);
-        let polls = (word & POLL_MASK).wrapping_add(POLL_ONE) & POLL_MASK;
-        let running = (u64::from(epoch) << 32) | polls | RUNNING;
+        if word & UNTRACKED != 0 {
+            return false;
+        }
+        // The next count; below it all zero: running, no epoch read yet.
+        let running = (word | BELOW_POLLS).wrapping_add(1);
         self.word.store(running, Ordering::Relaxed);
         // Release: a detector that reads this reset (Acquire) then sees `running` too.
-        self.note.store(0, Ordering::Release);
+        self.note.store(NOTHING, Ordering::Release);
         // A process is always the top future of its task, and `runtime::task` polls every
         // task with the context empty (it empties it around a nested one), so there is no
         // host context to keep: `end_poll` empties it again. (Unused in release builds,
@@ -177,24 +223,21 @@ impl Member {
             host.tag.is_null(),
             "tutti: a process polled inside another context"
         );
-        Entered { running }
+        true
     }
 
-    /// Ends a poll begun with [`begin_poll`](Self::begin_poll). `pending`: the future
-    /// returned `Pending`.
+    /// Ends a poll begun with [`begin_poll`](Self::begin_poll) (which returned true).
+    /// `pending`: the future returned `Pending`.
     #[inline]
-    pub(crate) fn end_poll(&self, entered: Entered, pending: bool) {
+    pub(crate) fn end_poll(&self, pending: bool) {
         context::replace_task_context(TaskContext::NONE);
         if pending {
-            let note = self.note.load(Ordering::Relaxed);
-            let state = if note & NOTED != 0 && note & OPEN == 0 {
-                BLOCKED_CSP
-            } else {
-                BLOCKED_OTHER
-            };
+            // The note's low bits are the state (module docs); the word's are zero
+            // (running) since `begin_poll`, which `note_more` keeps.
+            let state = u64::from(self.note.load(Ordering::Relaxed)) & STATE_MASK;
+            let word = self.word.load(Ordering::Relaxed);
             // Release: the notes of this poll happen-before a detector's Acquire read.
-            self.word
-                .store((entered.running & !STATE_MASK) | state, Ordering::Release);
+            self.word.store(word | state, Ordering::Release);
         }
     }
 
@@ -250,21 +293,43 @@ impl Member {
         self as *const Member as usize
     }
 
+    /// Notes a wait of the current poll (see the module docs, "The note"): the first
+    /// one's kind and object are kept; `open` marks the poll open for good.
     fn add_note(&self, wait: Wait, object: Option<&HomeInner>, open: bool) {
         let note = self.note.load(Ordering::Relaxed);
         let count = (note >> COUNT_SHIFT).saturating_add(1).min(0xffff);
-        let mut new = (note & !(0xffff << COUNT_SHIFT)) | (count << COUNT_SHIFT) | NOTED;
-        if open {
-            new |= OPEN;
-        }
-        if note & NOTED == 0 {
+        let mut new = (note & !(0xffff << COUNT_SHIFT)) | (count << COUNT_SHIFT);
+        if note & KIND_MASK == 0 {
             new |= (wait as u32) << KIND_SHIFT;
             self.object.store(
                 object.map_or(ptr::null_mut(), |h| (h as *const HomeInner).cast_mut()),
                 Ordering::Relaxed,
             );
         }
-        self.note.store(new, Ordering::Relaxed);
+        if open {
+            new |= OPEN;
+        }
+        let state = if new & OPEN != 0 {
+            BLOCKED_OTHER
+        } else {
+            BLOCKED_CSP
+        };
+        self.note.store(
+            (new & !(STATE_MASK as u32)) | state as u32,
+            Ordering::Relaxed,
+        );
+    }
+
+    /// A further wait of the current poll is judged internal to `net` now (not when the
+    /// detector looks, as the first is): the word keeps the outside epoch read before
+    /// that judgement, the first such of the poll (see `network.rs`, "Outside actions").
+    fn keep_epoch(&self, epoch: u32) {
+        let word = self.word.load(Ordering::Relaxed);
+        if word & EPOCH_READ == 0 {
+            let epoch = u64::from(epoch) << EPOCH_SHIFT;
+            self.word
+                .store(word | epoch | EPOCH_READ, Ordering::Relaxed);
+        }
     }
 }
 
@@ -276,11 +341,6 @@ impl Drop for Member {
         // a detector skips ended members).
         unsafe { ManuallyDrop::drop(&mut self.par) };
     }
-}
-
-/// What `begin_poll` wrote, for `end_poll`.
-pub(crate) struct Entered {
-    running: u64,
 }
 
 /// The member being polled on this thread, if any.
@@ -329,26 +389,41 @@ pub(crate) fn note(wait: Wait, home: &Home) {
 #[inline]
 pub(crate) fn note_from(wait: Wait, home: &Home, sender: Option<u64>) {
     let Some(m) = current() else {
-        // Not a process: an actor or location (a node of `diag`) may be polled.
-        crate::diag::node::note(|| off_network(wait, home, sender), None);
+        // Not a process: an actor or location (a node of `diag`) may be polled. (Out of
+        // line: a channel operation's own code stays small where no node is polled.)
+        if crate::diag::node::polling() {
+            note_on_node(wait, home, sender);
+        }
         return;
     };
     // A member is current only inside a poll that `Process::poll` tracks, which it does
     // only for a `par` with a network: no need to look at the network here.
     debug_assert!(m.net().is_some(), "tutti: an untracked process is current");
     let note = m.note.load(Ordering::Relaxed);
-    if note == 0 {
+    if note == NOTHING {
+        // The first wait of the poll (the common case): judged when the detector
+        // looks (`Network::check`), so no epoch is read here.
         let object = home.get();
         m.object.store(
             object.map_or(ptr::null_mut(), |h| (h as *const HomeInner).cast_mut()),
             Ordering::Relaxed,
         );
-        let open = if object.is_none() { OPEN } else { 0 };
-        let first = NOTED | open | ((wait as u32) << KIND_SHIFT) | (1 << COUNT_SHIFT);
+        let (open, state) = match object {
+            Some(_) => (0, BLOCKED_CSP as u32),
+            None => (OPEN, BLOCKED_OTHER as u32),
+        };
+        let first = ((wait as u32) << KIND_SHIFT) | (1 << COUNT_SHIFT) | open | state;
         m.note.store(first, Ordering::Relaxed);
     } else {
         note_more(m, wait, home);
     }
+}
+
+/// Notes a wait of the actor or location being polled (outside every network).
+#[cold]
+#[inline(never)]
+fn note_on_node(wait: Wait, home: &Home, sender: Option<u64>) {
+    crate::diag::node::note(|| off_network(wait, home, sender), None);
 }
 
 /// What a wait outside every network (on an actor or location) is, for `diag`.
@@ -383,7 +458,13 @@ fn off_network(wait: Wait, home: &Home, sender: Option<u64>) -> crate::diag::nod
 #[inline(never)]
 fn note_more(m: &Member, wait: Wait, home: &Home) {
     let Some(net) = m.net() else { return };
+    // The epoch before the object's outside flag: an outside action that sets the flag
+    // after we read it moves the epoch after this read (see `network.rs`).
+    let epoch = net.outside_epoch();
     let open = !home.get().is_some_and(|h| h.is_internal_to(net));
+    if !open {
+        m.keep_epoch(epoch);
+    }
     m.add_note(wait, home.get(), open);
 }
 
@@ -398,17 +479,20 @@ pub(crate) fn note_par() {
 pub(crate) fn note_open() {
     if let Some(m) = current() {
         let note = m.note.load(Ordering::Relaxed);
-        m.note.store(note | OPEN, Ordering::Relaxed);
+        let open = (note & !(STATE_MASK as u32)) | OPEN | BLOCKED_OTHER as u32;
+        m.note.store(open, Ordering::Relaxed);
     }
 }
 
 /// Loom models of the member's state word on its real code: the detector's
-/// double collect, and `ENDED` stored under the scan gate.
+/// double collect, `ENDED` stored under the scan gate, and the epoch a further
+/// wait records against an outside action.
 #[cfg(all(test, loom))]
 mod loom_tests {
     use std::sync::Arc as StdArc;
 
-    use super::{Member, Wait, BLOCKED_CSP, ENDED, POLL_MASK, POLL_ONE};
+    use super::{note_more, Member, Wait, BLOCKED_CSP, ENDED, POLL_SHIFT};
+    use crate::csp::deadlock::home::Home;
     use crate::csp::deadlock::network::{Network, SCAN_GATE};
     use crate::csp::par::Shared;
     use crate::loom::{thread, Arc, AtomicBool, Ordering};
@@ -424,14 +508,14 @@ mod loom_tests {
     #[test]
     fn a_double_collect_reads_the_waits_of_the_poll_it_saw() {
         loom::model(|| {
-            let m = member(None);
+            let m = member(Some(Network::for_model()));
             let process = {
                 let m = Arc::clone(&m);
                 thread::spawn(move || {
                     for wait in [Wait::Recv, Wait::Send] {
-                        let entered = m.begin_poll();
+                        assert!(m.begin_poll());
                         m.add_note(wait, None, false);
-                        m.end_poll(entered, true);
+                        m.end_poll(true);
                     }
                     m.end();
                 })
@@ -440,7 +524,7 @@ mod loom_tests {
             let (kind, count, _) = m.wait();
             let second = m.snapshot();
             if first == second && first.state() == BLOCKED_CSP {
-                let poll = (first.word & POLL_MASK) / POLL_ONE;
+                let poll = first.word >> POLL_SHIFT;
                 let noted = if poll == 1 { Wait::Recv } else { Wait::Send };
                 assert_eq!(kind, Some(noted), "poll {poll}: another poll's wait");
                 assert_eq!(count, 1);
@@ -476,6 +560,53 @@ mod loom_tests {
                 }
             }
             process.join().unwrap();
+        });
+    }
+
+    /// A poll notes a first wait and then a further one on an object that an
+    /// outside party acts on meanwhile (it is judged internal or open when
+    /// noted); the detector reads the epoch, the word twice, then whether the
+    /// outside action is over, then the epoch again. It never accepts the
+    /// member as blocked inside once the outside action was over before its
+    /// second read of the epoch: either the member saw the object outside, or
+    /// the epoch it recorded is not the current one.
+    #[test]
+    fn a_further_wait_judged_before_an_outside_action_is_not_accepted() {
+        loom::model(|| {
+            let net = Network::for_model();
+            let m = member(Some(StdArc::clone(&net)));
+            let home = StdArc::new(Home::for_model(StdArc::clone(&net)));
+            let process = {
+                let (m, home) = (Arc::clone(&m), StdArc::clone(&home));
+                thread::spawn(move || {
+                    assert!(m.begin_poll());
+                    m.add_note(Wait::AltRecv, None, false);
+                    note_more(&m, Wait::AltRecv, &home);
+                    m.end_poll(true);
+                })
+            };
+            let done = Arc::new(AtomicBool::new(false));
+            let outside = {
+                let (home, done) = (StdArc::clone(&home), Arc::clone(&done));
+                thread::spawn(move || {
+                    home.act_from_outside();
+                    done.store(true, Ordering::Release);
+                })
+            };
+            let epoch = net.outside_epoch();
+            let first = m.snapshot();
+            let second = m.snapshot();
+            let over = done.load(Ordering::Acquire);
+            let accepted = first == second
+                && first.state() == BLOCKED_CSP
+                && first.epoch_read().is_none_or(|e| e == epoch)
+                && net.outside_epoch() == epoch;
+            assert!(
+                !(accepted && over),
+                "a wait judged internal before an outside action was accepted after it"
+            );
+            process.join().unwrap();
+            outside.join().unwrap();
         });
     }
 }

@@ -35,11 +35,18 @@
 //! # Outside actions
 //!
 //! An object acted on from outside its network is marked (sticky) and the network's
-//! outside epoch is incremented, flag first. A member records the epoch at the start of
-//! each poll and notes whether its waits are internal after that; a member whose
-//! recorded epoch is not the current one may have noted an object as internal just
-//! before someone outside touched it, so it counts as not deadlockable until it blocks
-//! again.
+//! outside epoch is incremented, flag first. A member's first wait of a poll is judged
+//! here, by the detector: it reads the object's flag during the scan, between its two
+//! reads of the epoch, so an outside action that completed before the second read is
+//! seen (the flag, or the epoch moved). The member's further waits of the same poll (an
+//! `Alt`'s other guards) are judged when they are noted, and the first of them that is
+//! internal records the epoch it read before reading the flag (`member.rs`); a member
+//! whose recorded epoch is not the current one may have noted an object as internal
+//! just before someone outside touched it, so it counts as not deadlockable until it
+//! blocks again. (If the member read the new epoch, it read the flag after it, and saw
+//! it set: the increment follows the flag, and the Acquire read of the epoch
+//! synchronizes with it.) A poll that judged no wait when it noted it records no epoch:
+//! it reads none, which keeps a poll of a process free of the network's word.
 //!
 //! # After the declaration
 //!
@@ -178,7 +185,7 @@ impl Network {
                 let m = all[k].0;
                 let s = m.snapshot();
                 if s.state() != member::BLOCKED_CSP
-                    || s.outside_epoch() != epoch
+                    || s.epoch_read().is_some_and(|e| e != epoch)
                     || !self.waits_inside(m)
                 {
                     self.resume.store(k as u32, Ordering::Relaxed);

@@ -170,13 +170,11 @@ impl<F: Future<Output = ()>> Future for Process<F> {
         let this = unsafe { self.get_unchecked_mut() };
         // SAFETY: as above; the future is dropped only with the process.
         let future = unsafe { Pin::new_unchecked(&mut *this.future) };
-        let tracked = this.member.par().net.is_some();
-        let entered = tracked.then(|| this.member.begin_poll());
+        let tracked = this.member.begin_poll();
         // A process's panic is caught here and re-raised by the `par` once all have ended.
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| future.poll(cx)));
-        if let Some(entered) = entered {
-            this.member
-                .end_poll(entered, matches!(result, Ok(Poll::Pending)));
+        if tracked {
+            this.member.end_poll(matches!(result, Ok(Poll::Pending)));
         }
         match result {
             Ok(Poll::Pending) => Poll::Pending,
