@@ -245,26 +245,27 @@ impl FlowReading {
     }
 }
 
-/// This thread's task polls.
-#[derive(Clone, Copy)]
+/// This thread's task polls. A cell per field: each recording site reads and
+/// writes only the fields it changes (copying the whole record in and out at
+/// every poll's start and end cost about 70 instructions a poll).
 struct Polls {
     /// Polls running (a worker polls tasks inside a poll while it waits).
-    depth: u32,
+    depth: Cell<u32>,
     /// An outermost poll that has ended, with its end waiting for the next
     /// reading: start, the task (its type or name), the trace generation it
     /// belongs to.
-    open: Option<(u64, What, u64)>,
+    open: Cell<Option<(u64, What, u64)>>,
     /// The reading flows of the current slice share.
-    flow: FlowReading,
+    flow: Cell<FlowReading>,
 }
 
 std::thread_local! {
-    static POLLS: Cell<Polls> = const {
-        Cell::new(Polls {
-            depth: 0,
-            open: None,
-            flow: FlowReading::NONE,
-        })
+    static POLLS: Polls = const {
+        Polls {
+            depth: Cell::new(0),
+            open: Cell::new(None),
+            flow: Cell::new(FlowReading::NONE),
+        }
     };
 }
 
@@ -272,22 +273,14 @@ std::thread_local! {
 /// turn, a run of RMI requests, a graph `act()`): its flows share `t`.
 #[inline]
 pub(crate) fn slice_started(t: u64) {
-    let _ = POLLS.try_with(|p| {
-        let mut s = p.get();
-        s.flow = FlowReading::started(t);
-        p.set(s);
-    });
+    let _ = POLLS.try_with(|p| p.flow.set(FlowReading::started(t)));
 }
 
 /// A slice other than a task poll ends on this thread: later flows do not
 /// take its readings.
 #[inline]
 pub(crate) fn slice_ended() {
-    let _ = POLLS.try_with(|p| {
-        let mut s = p.get();
-        s.flow = FlowReading::NONE;
-        p.set(s);
-    });
+    let _ = POLLS.try_with(|p| p.flow.set(FlowReading::NONE));
 }
 
 /// A message leaves from inside the current slice: its flow's start time (0
@@ -305,9 +298,9 @@ pub(crate) fn flow_begin() -> u64 {
 fn flow_begin_on() -> u64 {
     POLLS
         .try_with(|p| {
-            let mut s = p.get();
-            let t = s.flow.take(s.depth > 0, now);
-            p.set(s);
+            let mut flow = p.flow.get();
+            let t = flow.take(p.depth.get() > 0, now);
+            p.flow.set(flow);
             t
         })
         .unwrap_or_else(|_| now())
@@ -328,13 +321,11 @@ pub(crate) fn poll_begin() -> u64 {
 fn poll_begin_on() -> u64 {
     let t = now();
     let _ = POLLS.try_with(|p| {
-        let mut s = p.get();
-        if let Some(open) = s.open.take() {
+        if let Some(open) = p.open.take() {
             end_poll(open, t);
         }
-        s.depth += 1;
-        s.flow = FlowReading::started(t);
-        p.set(s);
+        p.depth.set(p.depth.get() + 1);
+        p.flow.set(FlowReading::started(t));
     });
     t
 }
@@ -369,18 +360,17 @@ pub(crate) fn block_on_end(ts: u64, name: &'static str) {
 fn poll_end_on(ts: u64, what: What) {
     let task = !matches!(what, What::BlockOn(_));
     let kept = POLLS.try_with(|p| {
-        let mut s = p.get();
-        s.depth = s.depth.saturating_sub(1);
-        s.flow = FlowReading::NONE;
-        if let Some(open) = s.open.take() {
+        let depth = p.depth.get().saturating_sub(1);
+        p.depth.set(depth);
+        p.flow.set(FlowReading::NONE);
+        if let Some(open) = p.open.take() {
             // A nested poll left open: it ends before its parent does.
             end_poll(open, now());
         }
-        let kept = task && s.depth == 0;
+        let kept = task && depth == 0;
         if kept {
-            s.open = Some((ts, what, buffer::generation()));
+            p.open.set(Some((ts, what, buffer::generation())));
         }
-        p.set(s);
         kept
     });
     if !matches!(kept, Ok(true)) {
@@ -401,11 +391,8 @@ pub(crate) fn poll_gap() {
 #[inline(never)]
 fn poll_gap_on() {
     let _ = POLLS.try_with(|p| {
-        let mut s = p.get();
-        s.flow = FlowReading::NONE;
-        let open = s.open.take();
-        p.set(s);
-        if let Some(open) = open {
+        p.flow.set(FlowReading::NONE);
+        if let Some(open) = p.open.take() {
             end_poll(open, now());
         }
     });
