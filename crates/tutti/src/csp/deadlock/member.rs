@@ -18,7 +18,8 @@
 //!              internal at note time (valid with EPOCH_READ)
 //! bit  3       EPOCH_READ
 //! bit  2       UNTRACKED: the process's `par` has no network (detection was off);
-//!              set at creation, never polled into the word
+//!              set at creation; such a process's polls leave the word alone
+//!              (`end` stores ENDED over it)
 //! bits  1..0   RUNNING | BLOCKED_CSP | BLOCKED_OTHER | ENDED
 //! ```
 //!
