@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 use super::collective::Rounds;
 use super::config::{TransportKind, WorldConfig};
 use super::inbox::{Mailslot, Parcel};
+use super::location::Current;
 use super::outbox::{Limits, Outbox, Outgoing};
 use super::pool::Pool;
 use super::transport::Transport;
@@ -35,6 +36,13 @@ const SPIN_CHECK_EVERY: u32 = 16;
 pub(crate) struct Slot {
     pub(crate) id: LocationId,
     pub(crate) inbox: Mailslot<Parcel>,
+    /// Where the location is in its inbox: the parcel it is reading and the
+    /// messages its receives passed over. Kept here, not in a `Location`
+    /// handle, so that what one handle left unread (a run's body that ended
+    /// with messages still held or a frame half read) waits for the next
+    /// handle, as what is still in the inbox does. Only the handle takes it,
+    /// so it is uncontended.
+    pub(crate) cursor: Mutex<Current>,
     pub(crate) outbox: Mutex<Outbox>,
     /// Messages this location has sent (buffered ones included).
     pub(crate) sent: AtomicU64,
@@ -64,6 +72,7 @@ impl Slot {
         Slot {
             id,
             inbox: Mailslot::new(),
+            cursor: Mutex::new(Current::new()),
             outbox: Mutex::new(Outbox::new(id)),
             sent: AtomicU64::new(0),
             handled: AtomicU64::new(0),

@@ -14,7 +14,7 @@ mod recv;
 mod send;
 
 use quiet::Quiet;
-use recv::Current;
+pub(crate) use recv::Current;
 
 pub use quiet::UntilQuiet;
 pub use recv::{Recv, RecvMatching};
@@ -43,8 +43,6 @@ use crate::loom::{lock, Mutex, Ordering};
 pub struct Location {
     world: World,
     local: usize,
-    /// Only this location's receiving task takes it, so it is uncontended.
-    cursor: Mutex<Current>,
     quiet: Mutex<Quiet>,
 }
 
@@ -59,7 +57,6 @@ impl Location {
         Location {
             world,
             local,
-            cursor: Mutex::new(Current::new()),
             quiet: Mutex::new(Quiet::default()),
         }
     }
@@ -130,7 +127,7 @@ impl Location {
     pub fn poll(&self) -> bool {
         self.flush();
         self.progress_now();
-        lock(&self.cursor).has_message() || !self.slot().inbox.is_empty()
+        lock(&self.slot().cursor).has_message() || !self.slot().inbox.is_empty()
     }
 
     /// In polling mode, drives the engine once. Waiting futures do not call it:

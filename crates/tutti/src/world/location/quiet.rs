@@ -143,7 +143,7 @@ impl Location {
                 }
                 Poll::Pending => {
                     let waiting = {
-                        let cur = lock(&self.cursor);
+                        let cur = lock(&self.slot().cursor);
                         match claim {
                             None => cur.has_message(),
                             // The held messages passed over are the program's.
@@ -165,7 +165,7 @@ impl Location {
                         continue;
                     }
                     match slot.inbox.pop_or_register(cx.waker()) {
-                        Some(p) => lock(&self.cursor).set(p),
+                        Some(p) => lock(&self.slot().cursor).set(p),
                         None => {
                             self.wait_for_world(crate::diag::node::What::Fence(epoch), cx);
                             return Poll::Pending;

@@ -76,16 +76,23 @@ pub(super) struct Held {
 /// receive it), so the program's later delivery of it counts nothing.
 pub(crate) type Claim = fn(Option<u64>, &Content) -> bool;
 
-/// What a receive takes: what a [`Match`] matches, or what a [`Claim`] claims.
-#[derive(Clone, Copy, Debug)]
-pub(super) enum Filter {
+/// Which senders a receive takes messages from ([`Location::recv_from`]):
+/// a message from any other sender stays queued, in arrival order, for the
+/// location's later receives.
+pub(crate) type Senders<'a> = &'a (dyn Fn(LocationId) -> bool + Sync);
+
+/// What a receive takes: what a [`Match`] matches, what a [`Claim`] claims,
+/// or what comes from the [`Senders`] it takes.
+#[derive(Clone, Copy)]
+pub(super) enum Filter<'a> {
     Match(Match),
     Claim(Claim),
+    From(Senders<'a>),
 }
 
 /// The parcel a location is consuming, the phase it was sent in, and the
 /// messages a matching receive passed over.
-pub(super) struct Current {
+pub(crate) struct Current {
     pub(super) cursor: Cursor,
     pub(super) phase: u64,
     /// Messages taken out of the inbox by a matching receive
@@ -101,7 +108,7 @@ impl Current {
         self.held.iter().any(|h| !h.counted) || !matches!(self.cursor, Cursor::Idle)
     }
 
-    pub(super) fn new() -> Current {
+    pub(crate) fn new() -> Current {
         Current {
             cursor: Cursor::Idle,
             phase: 0,
@@ -134,7 +141,7 @@ impl Location {
     /// The next message sent in a phase up to `phase`, if one has arrived; a
     /// later phase's parcel stays where it is.
     pub(super) fn next(&self, phase: u64) -> Option<Delivery<'_>> {
-        let mut cur = lock(&self.cursor);
+        let mut cur = lock(&self.slot().cursor);
         let held = match cur.held.front() {
             Some(h) if h.phase > phase => return None,
             Some(_) => cur.held.pop_front(),
@@ -160,12 +167,25 @@ impl Location {
     /// assert_eq!(loc.try_recv().unwrap().tag(), Some(1));
     /// ```
     pub fn try_recv_matching(&self, m: Match) -> Option<Delivery<'_>> {
-        let mut cur = lock(&self.cursor);
-        let found = match cur.held.iter().position(|h| m.matches(h.from, h.tag)) {
+        self.take_first(|h| m.matches(h.from, h.tag))
+    }
+
+    /// The next message from a sender that `take` takes, if one has arrived
+    /// (no flush, no waiting); the messages before it from other senders stay
+    /// queued, in their order, for later receives.
+    pub(crate) fn try_recv_from(&self, take: Senders<'_>) -> Option<Delivery<'_>> {
+        self.take_first(|h| take(h.from))
+    }
+
+    /// The first message `wanted` wants, held or newly arrived; the ones
+    /// before it that it does not want are held, in arrival order.
+    fn take_first(&self, wanted: impl Fn(&Held) -> bool) -> Option<Delivery<'_>> {
+        let mut cur = lock(&self.slot().cursor);
+        let found = match cur.held.iter().position(&wanted) {
             Some(i) => cur.held.remove(i),
             None => loop {
                 let h = self.next_held(&mut cur, u64::MAX)?;
-                if m.matches(h.from, h.tag) {
+                if wanted(&h) {
                     break Some(h);
                 }
                 cur.held.push_back(h);
@@ -181,7 +201,7 @@ impl Location {
     /// message of a later phase stops the search, as in [`next`](Self::next).
     pub(super) fn next_claimed(&self, phase: u64, claim: Claim) -> Option<Delivery<'_>> {
         let handled = &self.slot().handled;
-        let mut cur = lock(&self.cursor);
+        let mut cur = lock(&self.slot().cursor);
         let mut found = None;
         for (i, h) in cur.held.iter_mut().enumerate() {
             if h.counted {
@@ -231,10 +251,11 @@ impl Location {
         }
     }
 
-    fn try_take(&self, f: Filter) -> Option<Delivery<'_>> {
+    fn try_take(&self, f: Filter<'_>) -> Option<Delivery<'_>> {
         match f {
             Filter::Match(m) => self.try_recv_matching(m),
             Filter::Claim(c) => self.try_recv_claimed(c),
+            Filter::From(take) => self.try_recv_from(take),
         }
     }
 
@@ -382,7 +403,16 @@ impl Location {
         crate::runtime::block_on(self.recv_matching(m))
     }
 
-    fn poll_recv(&self, f: Filter, cx: &mut Context<'_>) -> Poll<Delivery<'_>> {
+    /// Receives the next message from a sender that `take` takes, waiting as
+    /// [`recv`](Self::recv) does; the messages of other senders stay queued,
+    /// in arrival order, for the location's later receives. (An actor node
+    /// receives so: what the node of another location sends after its own
+    /// node has finished with this one is for this location's next node.)
+    pub(crate) fn recv_from<'a>(&'a self, take: Senders<'a>) -> RecvFrom<'a> {
+        RecvFrom { loc: self, take }
+    }
+
+    fn poll_recv(&self, f: Filter<'_>, cx: &mut Context<'_>) -> Poll<Delivery<'_>> {
         if let Some(d) = self.try_take(f) {
             return Poll::Ready(d);
         }
@@ -397,7 +427,7 @@ impl Location {
         // held, and the next one looked at).
         while let Some(p) = self.slot().inbox.pop_or_register(cx.waker()) {
             // `try_recv_matching` found nothing, so it left the cursor idle.
-            lock(&self.cursor).set(p);
+            lock(&self.slot().cursor).set(p);
             if let Some(d) = self.try_take(f) {
                 return Poll::Ready(d);
             }
@@ -441,6 +471,22 @@ impl<'a> Future for RecvMatching<'a> {
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Delivery<'a>> {
         let loc: &'a Location = self.loc;
         loc.poll_recv(self.filter, cx)
+    }
+}
+
+/// Future of [`Location::recv_from`].
+#[must_use = "futures do nothing unless polled"]
+pub(crate) struct RecvFrom<'a> {
+    loc: &'a Location,
+    take: Senders<'a>,
+}
+
+impl<'a> Future for RecvFrom<'a> {
+    type Output = Delivery<'a>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Delivery<'a>> {
+        let loc: &'a Location = self.loc;
+        loc.poll_recv(Filter::From(self.take), cx)
     }
 }
 
