@@ -100,7 +100,10 @@
 //!   The leaving node keeps receiving (counting what arrives as dead letters)
 //!   until every node it told has acknowledged, so nothing is left unreceived in
 //!   the world. A node must call `leave` before its world ends (its receiving
-//!   task holds the location until then).
+//!   task holds the location until then). A location runs one node per run
+//!   of its world, and the ranks start their runs each at its own pace: what
+//!   a later node sends to a location whose node of the previous run still
+//!   runs waits there for the location's next node (`leave.rs`).
 //!
 //! The checks of the sending side ("has this node or that one left?") and the
 //! send are made under one lock per node, as is the acknowledgement of a

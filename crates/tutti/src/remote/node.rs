@@ -64,6 +64,11 @@ pub(crate) struct Inner {
     pub(super) flows: Mutex<HashMap<(LocationId, u64), Arc<Flow>>>,
     /// The credits this node owes the nodes that send to its actors.
     pub(super) due: Due,
+    /// Per location: its node has sent this one its last message (a
+    /// `LeftAck` or a `Closed`, `leave.rs`), so what comes from there now is
+    /// for this location's next node. Set under `state` by the receiving
+    /// task, which alone reads it without the lock.
+    pub(super) heard_last: Box<[AtomicBool]>,
 }
 
 pub(super) struct State {
@@ -73,11 +78,8 @@ pub(super) struct State {
     pub(super) gone: Vec<bool>,
     /// Locations whose rank died (a subset of `gone`).
     pub(super) died: Vec<bool>,
-    /// `LeftAck`s still expected.
-    pub(super) acks: usize,
-    /// Locations from which a `LeftAck` is expected.
-    pub(super) owes: Vec<bool>,
-    /// The leave is complete (all acknowledged).
+    /// The leave is complete: this node has left, and every other node has
+    /// sent it its last message (`leave.rs`).
     pub(super) finished: bool,
     /// `leave` calls waiting for `finished` and the task's end.
     pub(super) waiters: Vec<Waker>,
@@ -120,8 +122,6 @@ impl Node {
                 left: false,
                 gone: vec![false; locations],
                 died: vec![false; locations],
-                acks: 0,
-                owes: vec![false; locations],
                 finished: false,
                 waiters: Vec::new(),
             }),
@@ -134,6 +134,7 @@ impl Node {
             next_watch: AtomicU64::new(0),
             flows: Mutex::new(HashMap::new()),
             due: Due::default(),
+            heard_last: (0..locations).map(|_| AtomicBool::new(false)).collect(),
         });
         let watcher: Arc<dyn crate::world::RankDeath> = Arc::clone(&inner) as _;
         loc.watch_deaths(Arc::downgrade(&watcher));

@@ -51,6 +51,11 @@ pub(crate) enum Control {
     /// To a node sending statements to `actor` (of the sender): `n` of them
     /// entered its mailbox, so `n` credits come back (`credit.rs`).
     Credit { actor: u64, n: u32 },
+    /// The sender's node has ended (its leave is complete) and sends the
+    /// receiver nothing more: what comes from the sender's location after
+    /// this is from its next node. Sent to every node that has not left as
+    /// far as the sender knows (to the others, its `LeftAck` was the last).
+    Closed,
 }
 
 /// A name's home replies to a registry request.

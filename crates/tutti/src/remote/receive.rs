@@ -19,9 +19,12 @@ use crate::world::{Location, LocationId};
 
 /// The node's receiving task: ends once the node has finished leaving.
 pub(super) async fn receive(inner: Arc<Inner>, loc: Arc<Location>) {
+    // What other nodes send after their last message stays for the
+    // location's next node (`leave.rs`, L2).
+    let takes = |from| inner.takes_from(from);
     loop {
         {
-            let d = loc.recv().await;
+            let d = loc.recv_from(&takes).await;
             let from = d.from();
             match d.bytes() {
                 Some(bytes) => serve::receive(&inner, from, bytes, Format::Binary),
@@ -125,7 +128,7 @@ impl Inner {
             }
             Control::Credit { actor, n } => self.on_credit(from, actor, n, false),
             Control::Leaving => self.on_leaving(from),
-            Control::LeftAck => self.on_left_ack(from),
+            Control::LeftAck | Control::Closed => self.on_last_message(from),
             Control::Wake => {}
             Control::Monitor { actor, watch } => {
                 if self.is_gone_or_left(from) {
