@@ -879,3 +879,38 @@ fn a_sender_held_back_by_credits_in_a_cycle_is_reported() {
         "{text}"
     );
 }
+
+// ---- a registry request that no node answers ----
+
+struct Nobody;
+impl Actor for Nobody {}
+
+/// Location 1 looks up a name whose home is location 0, which runs no actor
+/// node: it waits in a barrier for location 1. Nothing can answer the
+/// request, and the world is reported stalled, naming the request, instead
+/// of hanging (a registry wait was noted nowhere: location 1 looked idle).
+#[test]
+fn a_registry_request_nobody_answers_is_reported() {
+    let world = in_process_world(2, 2);
+    let err = world
+        .try_run(|loc| async move {
+            if loc.id().index() == 0 {
+                loc.barrier().await;
+                return;
+            }
+            let node = Node::join(loc);
+            let name = (0..)
+                .map(|i| format!("nobody {i}"))
+                .find(|n| node.home_of(n).index() == 0)
+                .unwrap();
+            let _ = node.lookup::<Nobody>(name).await;
+            unreachable!("the lookup was answered");
+        })
+        .unwrap_err();
+    assert!(
+        err.message
+            .contains("waits for the answer to a registry lookup from the name's home"),
+        "{}",
+        err.message
+    );
+}

@@ -489,13 +489,13 @@ impl<R> fmt::Debug for RemoteAsk<R> {
 
 impl<R> RemoteAsk<R> {
     /// The question is not answered yet: tells the deadlock detector whom it
-    /// waits for, if that actor runs in this process (`wait.rs`), and fails
-    /// with the report if the detector found this wait in a cycle.
+    /// waits for (the actor's node if it runs in this process, `wait.rs`;
+    /// else someone unknown, which the world's cross-rank stall check
+    /// judges), and fails with the report if the detector found that this
+    /// wait can never end.
     fn waiting<T>(&mut self, cx: &Context<'_>) -> Poll<Result<T, RemoteError>> {
+        use crate::diag::node::{On, Wait, What};
         let Some((world, at, actor)) = self.target else {
-            return Poll::Pending;
-        };
-        let Some(node) = super::wait::node_of(world, at, actor) else {
             return Poll::Pending;
         };
         if let Some(d) = crate::diag::node::take_failure() {
@@ -503,10 +503,20 @@ impl<R> RemoteAsk<R> {
             return Poll::Ready(Err(RemoteError::Deadlock(d)));
         }
         let message = self.message;
+        let node = super::wait::node_of(world, at, actor);
         crate::diag::node::note(
-            || crate::diag::node::Wait {
-                on: crate::diag::node::On::Node(node),
-                what: crate::diag::node::What::Reply(message),
+            || match node {
+                Some(node) => Wait {
+                    on: On::Node(node),
+                    what: What::Reply(message),
+                },
+                None => Wait {
+                    on: On::Unknown,
+                    what: What::Owned(format!(
+                        "waits for the reply to `{message}` from actor {actor} at {at} \
+                         (another rank)"
+                    )),
+                },
             },
             Some(cx.waker()),
         );

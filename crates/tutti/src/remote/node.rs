@@ -459,8 +459,32 @@ impl Future for Leave<'_> {
             return Poll::Ready(());
         }
         st.waiters.push(cx.waker().clone());
+        drop(st);
+        leave_waits(cx);
         Poll::Pending
     }
+}
+
+/// A leave waits for the other nodes' last messages (`leave.rs`), which their
+/// receiving tasks send whatever their locations wait for: noted for the
+/// deadlock detector as a wait on someone unknown, which the world's stall
+/// checks judge; if they found that it can never end (every location of
+/// every rank waits), the location fails with the report.
+#[cold]
+fn leave_waits(cx: &Context<'_>) {
+    use crate::diag::node::{On, Wait, What};
+    if let Some(d) = crate::diag::node::take_failure() {
+        panic!("tutti::remote: the actor node cannot finish leaving\n{d}");
+    }
+    crate::diag::node::note(
+        || Wait {
+            on: On::Unknown,
+            what: What::Text(
+                "waits for the other actor nodes to acknowledge its leave (`Node::leave`)",
+            ),
+        },
+        Some(cx.waker()),
+    );
 }
 
 impl Inner {

@@ -18,7 +18,12 @@ use crate::world::LocationId;
 /// home) or from the home.
 pub(super) enum RegistryQuestion {
     Ready(Option<RegistryReply>),
-    Waiting(Question<LocationId>),
+    Waiting {
+        question: Question<LocationId>,
+        /// The name's home, and what was asked of it (for the detector).
+        home: LocationId,
+        asked: &'static str,
+    },
 }
 
 impl Future for RegistryQuestion {
@@ -30,7 +35,11 @@ impl Future for RegistryQuestion {
                 Some(a) => Poll::Ready(Ok(a)),
                 None => Poll::Ready(Err(RemoteError::Fault("polled after completion".into()))),
             },
-            RegistryQuestion::Waiting(q) => match Pin::new(q).poll(cx) {
+            RegistryQuestion::Waiting {
+                question,
+                home,
+                asked,
+            } => match Pin::new(question).poll(cx) {
                 Poll::Ready(Ok(call::ReplyBody::Bytes(bytes))) => Poll::Ready(
                     codec::decode::<RegistryReply>(&bytes)
                         .map_err(|e| RemoteError::BadReply(e.to_string())),
@@ -39,10 +48,36 @@ impl Future for RegistryQuestion {
                     Poll::Ready(Err(RemoteError::BadReply("a typed registry reply".into())))
                 }
                 Poll::Ready(Err(e)) => Poll::Ready(Err(e.into())),
-                Poll::Pending => Poll::Pending,
+                Poll::Pending => {
+                    waiting(*home, asked, cx);
+                    Poll::Pending
+                }
             },
         }
     }
+}
+
+/// A registry request waits for the answer of `home`'s node: noted for the
+/// deadlock detector as a wait on someone unknown (the home's node answers
+/// from its own task, whatever its location waits for), which the world's
+/// stall checks judge; if they found that it can never be answered (every
+/// location of every rank waits), the location fails with the report.
+#[cold]
+fn waiting(home: LocationId, asked: &'static str, cx: &Context<'_>) {
+    use crate::diag::node::{On, Wait, What};
+    if let Some(d) = crate::diag::node::take_failure() {
+        panic!("tutti::remote: a registry {asked} cannot be answered\n{d}");
+    }
+    crate::diag::node::note(
+        || Wait {
+            on: On::Unknown,
+            what: What::Owned(format!(
+                "waits for the answer to a registry {asked} from the name's home, \
+                 the actor node at {home}"
+            )),
+        },
+        Some(cx.waker()),
+    );
 }
 
 impl Inner {
@@ -66,10 +101,16 @@ impl Inner {
             .conv
             .ask_with(home, |corr, buf| buf.control(ends, CONTROL, corr, c))?;
         drop(st);
-        Ok(RegistryQuestion::Waiting(Question::new(
-            Arc::clone(self.conv.pending()),
-            corr,
-        )))
+        let asked = match c {
+            Control::Register { .. } => "register",
+            Control::Unregister { .. } => "unregister",
+            _ => "lookup",
+        };
+        Ok(RegistryQuestion::Waiting {
+            question: Question::new(Arc::clone(self.conv.pending()), corr),
+            home,
+            asked,
+        })
     }
 
     /// The home's decision on a registry request from `from`.

@@ -9,9 +9,12 @@
 //! it only when the actor runs in this process (a location of this rank).
 //! That is what the table here is for: every exported actor, by (world,
 //! location, actor id), with its node in the graph. A wait for an actor of
-//! another rank names none: a held-back `send` notes a wait on something
-//! unknown (the world's cross-rank stall check judges such ranks), and a
-//! remote `ask` notes nothing, as before.
+//! another rank names none: a held-back `send` and a remote `ask` note a
+//! wait on something unknown, which the world's cross-rank stall check
+//! judges (it reports the wait once every location of every rank waits and
+//! nothing is on its way). So do the waits for a node's answer that name no
+//! actor: a registry request waits for the name's home, and a
+//! [`leave`](super::Node::leave) for the other nodes' last messages.
 
 use std::collections::BTreeMap;
 
