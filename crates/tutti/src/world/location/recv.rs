@@ -408,8 +408,11 @@ impl Location {
     /// in arrival order, for the location's later receives. (An actor node
     /// receives so: what the node of another location sends after its own
     /// node has finished with this one is for this location's next node.)
-    pub(crate) fn recv_from<'a>(&'a self, take: Senders<'a>) -> RecvFrom<'a> {
-        RecvFrom { loc: self, take }
+    pub(crate) fn recv_from<'a>(&'a self, take: Senders<'a>) -> RecvMatching<'a> {
+        RecvMatching {
+            loc: self,
+            filter: Filter::From(take),
+        }
     }
 
     fn poll_recv(&self, f: Filter<'_>, cx: &mut Context<'_>) -> Poll<Delivery<'_>> {
@@ -456,13 +459,25 @@ impl Location {
     }
 }
 
-/// Future of [`Location::recv_matching`] (and of the runtime's own receive
-/// of what it claimed, `recv_claimed`).
+/// Future of [`Location::recv_matching`] (and of the runtime's own receives
+/// of what it claimed, `recv_claimed`, and from chosen senders, `recv_from`).
 #[must_use = "futures do nothing unless polled"]
-#[derive(Debug)]
 pub struct RecvMatching<'a> {
     loc: &'a Location,
-    filter: Filter,
+    filter: Filter<'a>,
+}
+
+impl std::fmt::Debug for RecvMatching<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut d = f.debug_struct("RecvMatching");
+        d.field("loc", &self.loc);
+        match self.filter {
+            Filter::Match(m) => d.field("matching", &m),
+            Filter::Claim(c) => d.field("claimed", &c),
+            Filter::From(_) => d.field("from", &"chosen senders"),
+        };
+        d.finish()
+    }
 }
 
 impl<'a> Future for RecvMatching<'a> {
@@ -471,22 +486,6 @@ impl<'a> Future for RecvMatching<'a> {
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Delivery<'a>> {
         let loc: &'a Location = self.loc;
         loc.poll_recv(self.filter, cx)
-    }
-}
-
-/// Future of [`Location::recv_from`].
-#[must_use = "futures do nothing unless polled"]
-pub(crate) struct RecvFrom<'a> {
-    loc: &'a Location,
-    take: Senders<'a>,
-}
-
-impl<'a> Future for RecvFrom<'a> {
-    type Output = Delivery<'a>;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Delivery<'a>> {
-        let loc: &'a Location = self.loc;
-        loc.poll_recv(Filter::From(self.take), cx)
     }
 }
 
