@@ -29,7 +29,7 @@ const NAME_PREFIX: &str = "launch-";
 ///
 /// While it waits, `SIGINT`, `SIGTERM` and `SIGHUP` sent to the calling
 /// process are passed on to every member still running (a member that has
-/// not ended [`STOP_GRACE`] later is killed), and `launch` returns their
+/// not ended five seconds later is killed), and `launch` returns their
 /// statuses as usual after removing the system's segments. Each member gets
 /// `SIGTERM` if the launcher dies first (Linux's parent-death signal, which
 /// follows the thread that called `launch`); the segments of a launcher killed
