@@ -2,6 +2,9 @@
 //! cases), networks that can are left alone (negative cases).
 
 mod watchdog;
+use std::future::{poll_fn, Future};
+use std::pin::pin;
+use std::task::Context;
 use std::time::Duration;
 
 use tutti::csp::{
@@ -265,4 +268,125 @@ fn busy_pipeline_is_never_reported() {
         .wait_blocking()
         .unwrap();
     }
+}
+
+/// Runs a network of one process whose first poll runs `withdraw` — which waits on an
+/// object (the first wait the poll notes), withdraws that wait and drops the object,
+/// freeing it — and then waits to receive on channel `b`, whose only sender it holds.
+/// Returns what the deadlock report says the process waits on. (The detector looks at
+/// the first wait a poll notes; a withdrawn one must not be it, least of all once its
+/// object is gone.)
+fn waits_after_withdrawing(withdraw: fn(&mut Context<'_>)) -> String {
+    let err = run(async move {
+        let (keep_b, rx_b) = channel_named::<u32>("b");
+        let mut on_b = pin!(rx_b.recv());
+        let mut first = true;
+        let got = poll_fn(|cx| {
+            if std::mem::take(&mut first) {
+                withdraw(cx);
+            }
+            on_b.as_mut().poll(cx)
+        })
+        .await;
+        drop(keep_b);
+        panic!("received {got:?} on a channel nobody sends on");
+    })
+    .wait_blocking()
+    .unwrap_err();
+    assert_eq!(err.processes().len(), 1, "{err}");
+    waits_of(&err, "run").to_string()
+}
+
+const WAITS_ON_B: &str = "waits to receive from channel `b`";
+
+#[test]
+fn a_receive_withdrawn_and_freed_in_the_same_poll_is_not_reported() {
+    let waits = waits_after_withdrawing(|cx| {
+        let (_tx, rx) = channel_named::<u32>("a");
+        let mut on_a = pin!(rx.recv());
+        assert!(on_a.as_mut().poll(cx).is_pending());
+        // Dropped here, last declared first: the receive (withdrawn), then both ends.
+    });
+    assert_eq!(waits, WAITS_ON_B);
+}
+
+#[test]
+fn a_send_cancelled_and_freed_in_the_same_poll_is_not_reported() {
+    let waits = waits_after_withdrawing(|cx| {
+        let (tx, _rx) = channel_named::<u32>("a");
+        let mut on_a = pin!(tx.send(1));
+        assert!(on_a.as_mut().poll(cx).is_pending());
+        assert_eq!(on_a.cancel(), Some(1));
+    });
+    assert_eq!(waits, WAITS_ON_B);
+}
+
+#[test]
+fn an_alt_abandoned_and_freed_in_the_same_poll_is_not_reported() {
+    let waits = waits_after_withdrawing(|cx| {
+        let (_tx, rx) = channel_named::<u32>("a");
+        let (_tx2, rx2) = channel_named::<u32>("a2");
+        let mut alt = Alt::new().recv(&rx).recv(&rx2);
+        let mut select = pin!(alt.select());
+        assert!(select.as_mut().poll(cx).is_pending());
+    });
+    assert_eq!(waits, WAITS_ON_B);
+}
+
+#[test]
+fn a_barrier_left_and_freed_in_the_same_poll_is_not_reported() {
+    let waits = waits_after_withdrawing(|cx| {
+        let barrier = Barrier::named("a");
+        let (mut me, _other) = (barrier.enroll(), barrier.enroll());
+        let mut sync = pin!(me.sync());
+        assert!(sync.as_mut().poll(cx).is_pending());
+    });
+    assert_eq!(waits, WAITS_ON_B);
+}
+
+/// As above, but the withdrawn wait's channel `x` is freed later, by another process
+/// (`q` holds the last ends and drops them once `p` is blocked on `b`).
+#[test]
+fn a_first_wait_withdrawn_then_freed_by_another_process_is_not_reported() {
+    let err = run(async {
+        let (tx_x, rx_x) = channel_named::<u32>("x");
+        let rx_x_q = rx_x.clone();
+        let (go_tx, go_rx) = buffered::<()>(1);
+        let (keep_b, rx_b) = channel_named::<u32>("b");
+        let (keep_c, rx_c) = channel_named::<u32>("c");
+        Par::new()
+            .process("p", async move {
+                let mut on_b = pin!(rx_b.recv());
+                let mut x = Some(rx_x);
+                let got = poll_fn(|cx| {
+                    if let Some(rx_x) = x.take() {
+                        {
+                            let mut on_x = pin!(rx_x.recv());
+                            assert!(on_x.as_mut().poll(cx).is_pending());
+                        }
+                        drop(rx_x);
+                        go_tx.try_send(()).unwrap();
+                    }
+                    on_b.as_mut().poll(cx)
+                })
+                .await;
+                drop(keep_b);
+                panic!("p received {got:?} on a channel nobody sends on");
+            })
+            .process("q", async move {
+                go_rx.recv().await.unwrap();
+                drop((tx_x, rx_x_q)); // `x` goes away while `p` waits on `b`
+                let got = rx_c.recv().await;
+                drop(keep_c);
+                panic!("q received {got:?} on a channel nobody sends on");
+            })
+            .run()
+            .await
+            .unwrap();
+    })
+    .wait_blocking()
+    .unwrap_err();
+    assert_eq!(err.processes().len(), 3, "{err}");
+    assert_eq!(waits_of(&err, "run/p"), "waits to receive from channel `b`");
+    assert_eq!(waits_of(&err, "run/q"), "waits to receive from channel `c`");
 }

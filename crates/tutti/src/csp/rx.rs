@@ -368,6 +368,7 @@ impl<T> RecvFuture<'_, T> {
             this.waiter.set_phase(Phase::Done);
             return None;
         }
+        deadlock::withdrawn(&this.chan.home);
         if !this.waiter.is_decided() {
             let mut st = this.chan.lock();
             if !this.waiter.is_decided() {
@@ -476,6 +477,7 @@ impl<T> RecvFuture<'_, T> {
     /// Dropped while waiting: leave the queue, or give back a value handed to us.
     #[cold]
     fn withdraw(&self) {
+        deadlock::withdrawn(&self.chan.home);
         if !self.waiter.is_decided() {
             let mut st = self.chan.lock();
             if !self.waiter.is_decided() {

@@ -413,6 +413,7 @@ impl<T> SendFuture<'_, T> {
     /// Removes the waiter from the queue if no counterpart popped it yet.
     #[cold]
     fn withdraw(&self) {
+        deadlock::withdrawn(&self.chan.home);
         if !self.waiter.is_decided() {
             let mut st = self.chan.lock();
             if !self.waiter.is_decided() {

@@ -97,6 +97,10 @@ pub(crate) trait Guard: Send {
     /// Tells the deadlock detector that the polling process waits on this event.
     fn note_wait(&self);
 
+    /// The `Alt` abandons its round: a wait this guard noted is withdrawn
+    /// (`deadlock::withdrawn`).
+    fn withdraw_wait(&self) {}
+
     /// Which way the event moves values.
     fn direction(&self) -> Direction;
 

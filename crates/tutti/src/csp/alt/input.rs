@@ -99,6 +99,10 @@ impl<T: Send> Guard for InputGuard<'_, T> {
         deadlock::note_from(Wait::AltRecv, &self.chan.home, self.chan.sole_sender());
     }
 
+    fn withdraw_wait(&self) {
+        deadlock::withdrawn(&self.chan.home);
+    }
+
     fn id(&self) -> *const () {
         self.chan.id()
     }

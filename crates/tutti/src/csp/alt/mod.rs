@@ -1218,6 +1218,11 @@ impl<'a> Alt<'a> {
         if !self.in_round {
             return;
         }
+        for entry in &self.guards {
+            if let Kind::Event(g) = &entry.kind {
+                g.get().withdraw_wait();
+            }
+        }
         match self.selector.get().abort() {
             Ok(()) => self.disable_all(None),
             Err(k) => {

@@ -111,6 +111,10 @@ impl<T: Send> Guard for OutputGuard<'_, T> {
         deadlock::note(Wait::AltSend, &self.chan.home);
     }
 
+    fn withdraw_wait(&self) {
+        deadlock::withdrawn(&self.chan.home);
+    }
+
     fn id(&self) -> *const () {
         self.chan.id()
     }

@@ -43,6 +43,32 @@
 //! kind of wait judged internal when it is noted rather than when the detector looks
 //! (see `network.rs`, "Outside actions").
 //!
+//! # A withdrawn first wait
+//!
+//! The detector follows the object of a member's first noted wait (`Network::check`),
+//! under the scan gate, which keeps every record alive while it is held. Between scans a
+//! record lives as long as an end of its object, so the detector may follow the pointer
+//! only while some end is sure to be alive: the wait's future, pending in the member's
+//! future, borrows one until the member is polled again (which resets the note) or ends
+//! (and an ended member is not looked at). That holds for a wait still pending when the
+//! poll ends. A poll may also withdraw its first wait and go on — a `select` that took
+//! another branch drops the receive it polled, then drops that channel's ends (or hands
+//! them away, and their holder drops them later) and blocks on something else. Such a
+//! wait is forgotten where it is withdrawn (`withdrawn`: the future's drop or `cancel`,
+//! an `Alt`'s abandoned round, a barrier party's resignation), and a record freed in the
+//! poll that noted it is forgotten where it is freed (`freed`): the note loses its kind
+//! and the object, and the member counts as blocked elsewhere (`BLOCKED_OTHER`) unless a
+//! later wait of the poll is noted, which becomes the first. So the object of a member
+//! seen blocked is the wait its future still holds.
+//!
+//! What this does not see: a wait's future polled by the process, then moved out of it
+//! (a boxed future spawned or sent elsewhere) in the same poll and finished or dropped
+//! there, with the last ends of its object, while the process stays blocked. Its record
+//! is then freed while the note still points to it. Nor, for a moment, a first wait that
+//! completed within its poll (polled again there) whose ends the poll then hands away:
+//! the completion woke the process, so it is polled again and the note reset, but a
+//! holder may free the record before that.
+//!
 //! # The note
 //!
 //! `note` is reset to `NOTHING` at the start of every poll; its low two bits are the
@@ -277,7 +303,8 @@ impl Member {
 
     /// The first wait noted in the member's last poll, and how many it noted.
     /// Meaningful only while a detector holds the scan gate and has seen the member
-    /// blocked (the object is then kept alive by the member's pending future).
+    /// blocked (the object is then kept alive by the member's pending future; see
+    /// "A withdrawn first wait" in the module docs).
     pub(crate) fn wait(&self) -> (Option<Wait>, u32, *const HomeInner) {
         let note = self.note.load(Ordering::Acquire);
         let kind = Wait::from_bits((note >> KIND_SHIFT) & 0xff);
@@ -321,6 +348,21 @@ impl Member {
         );
     }
 
+    /// Forgets the first wait noted in the current poll if it is on `object` (see the
+    /// module docs, "A withdrawn first wait"): no object is kept, and the poll is not
+    /// blocked inside the network unless it notes another wait, which is then the first
+    /// (judged when noted, by `note_more`). The count and `OPEN` stay.
+    fn forget(&self, object: &HomeInner) {
+        let note = self.note.load(Ordering::Relaxed);
+        if note & KIND_MASK == 0 || !ptr::eq(self.object.load(Ordering::Relaxed), object) {
+            return;
+        }
+        self.object.store(ptr::null_mut(), Ordering::Relaxed);
+        let rest = note & !(KIND_MASK | STATE_MASK as u32);
+        self.note
+            .store(rest | BLOCKED_OTHER as u32, Ordering::Relaxed);
+    }
+
     /// A further wait of the current poll is judged internal to `net` now (not when the
     /// detector looks, as the first is): the word keeps the outside epoch read before
     /// that judgement, the first such of the poll (see `network.rs`, "Outside actions").
@@ -356,6 +398,26 @@ fn current() -> Option<&'static Member> {
     // task) is alive; the scheduler clears the context around nested tasks. The 'static
     // lifetime never escapes: callers use the reference only within the current call.
     Some(unsafe { &*cx.data.cast::<Member>() })
+}
+
+/// A wait of the calling context on `home`'s object is withdrawn before it completed (its
+/// future dropped or cancelled, its `Alt` abandoned, its barrier party resigned): if the
+/// member being polled noted it as the first wait of this poll, that note is forgotten
+/// (see the module docs, "A withdrawn first wait"). Cold: called on withdrawal only.
+#[cold]
+pub(crate) fn withdrawn(home: &Home) {
+    if let (Some(m), Some(h)) = (current(), home.get()) {
+        m.forget(h);
+    }
+}
+
+/// `object`'s record is being freed: if the member being polled noted it as the first
+/// wait of this poll (a wait that completed in the poll, whose channel the poll then
+/// dropped), that note is forgotten. From `HomeInner`'s drop.
+pub(crate) fn freed(object: &HomeInner) {
+    if let Some(m) = current() {
+        m.forget(object);
+    }
 }
 
 /// The member being polled on this thread, if any: its network, `par` and index.
@@ -486,8 +548,9 @@ pub(crate) fn note_open() {
 }
 
 /// Loom models of the member's state word on its real code: the detector's
-/// double collect, `ENDED` stored under the scan gate, and the epoch a further
-/// wait records against an outside action.
+/// double collect, a withdrawn first wait it must not follow, `ENDED` stored
+/// under the scan gate, and the epoch a further wait records against an outside
+/// action.
 #[cfg(all(test, loom))]
 mod loom_tests {
     use std::sync::Arc as StdArc;
@@ -529,6 +592,56 @@ mod loom_tests {
                 let noted = if poll == 1 { Wait::Recv } else { Wait::Send };
                 assert_eq!(kind, Some(noted), "poll {poll}: another poll's wait");
                 assert_eq!(count, 1);
+            }
+            process.join().unwrap();
+        });
+    }
+
+    /// A poll notes a first wait on `a`, withdraws it (forgotten) and notes a
+    /// further wait on `b`; the next poll notes a first wait on `c` and withdraws
+    /// it, noting nothing else. A detector whose double collect accepts the member
+    /// as blocked inside never reads `a`: a poll's withdrawn first wait, whose
+    /// record may be freed before the next scan, is never the object it follows.
+    /// (It may read `c`, written during its collect: a record is freed only under
+    /// the scan gate's read side, so not during a scan.) Fails with `forget` made
+    /// a no-op (the detector then follows `a` after the first poll).
+    #[test]
+    fn a_withdrawn_first_wait_is_not_followed() {
+        loom::model(|| {
+            let net = Network::for_model();
+            let m = member(Some(StdArc::clone(&net)));
+            let home = || StdArc::new(Home::for_model(StdArc::clone(&net)));
+            let (a, b, c) = (home(), home(), home());
+            let polled = Arc::new(AtomicBool::new(false));
+            let process = {
+                let (m, a, b, c) = (Arc::clone(&m), a.clone(), b.clone(), c.clone());
+                let polled = Arc::clone(&polled);
+                thread::spawn(move || {
+                    assert!(m.begin_poll());
+                    m.add_note(Wait::Recv, a.get(), false);
+                    m.forget(a.get().unwrap());
+                    note_more(&m, Wait::Send, &b);
+                    m.end_poll(true);
+                    polled.store(true, Ordering::Release);
+                    assert!(m.begin_poll());
+                    m.add_note(Wait::Recv, c.get(), false);
+                    m.forget(c.get().unwrap());
+                    m.end_poll(true);
+                })
+            };
+            // The detector looks once the first poll is over (a scan starting
+            // earlier sees a running member).
+            while !polled.load(Ordering::Acquire) {
+                thread::yield_now();
+            }
+            let first = m.snapshot();
+            let (_, _, object) = m.wait();
+            let second = m.snapshot();
+            if first == second && first.state() == BLOCKED_CSP {
+                assert!(
+                    !std::ptr::eq(object, a.get().unwrap()),
+                    "a withdrawn first wait was followed"
+                );
             }
             process.join().unwrap();
         });

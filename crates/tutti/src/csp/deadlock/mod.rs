@@ -73,7 +73,9 @@ use std::future::Future;
 
 pub use crate::diag::{BlockedProcess, Deadlock};
 pub(crate) use home::{Home, Object, Side};
-pub(crate) use member::{current_process, note, note_from, note_open, note_par, Member, Wait};
+pub(crate) use member::{
+    current_process, note, note_from, note_open, note_par, withdrawn, Member, Wait,
+};
 pub(crate) use network::Network;
 pub(crate) use sender::SenderNode;
 

@@ -141,8 +141,9 @@ impl Network {
     /// an object internal to this network, or on a nested `par`.
     ///
     /// Called with the scan gate held, after reading its state as blocked: the object is
-    /// alive (the member's pending future borrows an end of it, and a record is not freed
-    /// while the gate is held).
+    /// alive (the member's pending future borrows an end of it, a first wait withdrawn in
+    /// its poll was forgotten there — `member.rs`, "A withdrawn first wait" — and a
+    /// record is not freed while the gate is held).
     fn waits_inside(&self, m: &Member) -> bool {
         let (wait, _, object) = m.wait();
         if wait == Some(Wait::Par) {
@@ -331,7 +332,8 @@ fn describe(members: &[&Member]) -> Deadlock {
     for m in members {
         let (wait, count, object) = m.wait();
         // SAFETY: the member is blocked on `object` (its pending future borrows an end of
-        // it), and records are not freed while we hold the scan gate.
+        // it; a withdrawn first wait is forgotten, `member.rs`), and records are not freed
+        // while we hold the scan gate.
         let object = unsafe { object.as_ref() };
         let target = match (wait, object) {
             (Some(Wait::Par), _) => "for its PAR (nested processes) to end".to_string(),
@@ -413,6 +415,9 @@ impl Member {
 
 impl Drop for HomeInner {
     fn drop(&mut self) {
+        // A first wait on the object noted in the poll that frees it is forgotten, so that
+        // no member seen blocked keeps a pointer to a freed record (`member.rs`).
+        member::freed(self);
         // Wait for a detector that may be reading this record (see `Network::check`).
         drop(SCAN_GATE.read().unwrap_or_else(|e| e.into_inner()));
     }
