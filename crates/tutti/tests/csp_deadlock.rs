@@ -333,17 +333,6 @@ fn an_alt_abandoned_and_freed_in_the_same_poll_is_not_reported() {
     assert_eq!(waits, WAITS_ON_B);
 }
 
-#[test]
-fn a_barrier_left_and_freed_in_the_same_poll_is_not_reported() {
-    let waits = waits_after_withdrawing(|cx| {
-        let barrier = Barrier::named("a");
-        let (mut me, _other) = (barrier.enroll(), barrier.enroll());
-        let mut sync = pin!(me.sync());
-        assert!(sync.as_mut().poll(cx).is_pending());
-    });
-    assert_eq!(waits, WAITS_ON_B);
-}
-
 /// As above, but the withdrawn wait's channel `x` is freed later, by another process
 /// (`q` holds the last ends and drops them once `p` is blocked on `b`).
 #[test]

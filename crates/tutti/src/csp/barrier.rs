@@ -158,7 +158,7 @@ use super::blocking;
 use super::Arc;
 use std::borrow::Cow;
 
-use super::deadlock::{self, Home, Object};
+use super::deadlock::{Home, Object};
 use waiters::{Last, Waiters};
 use word::{Phase, State, Step};
 
@@ -464,7 +464,6 @@ impl Enrollment {
 impl Drop for Enrollment {
     fn drop(&mut self) {
         self.inner().home.act(None);
-        deadlock::withdrawn(&self.inner().home);
         match self.inner().state.resign(self.pending) {
             Step::Completed(p) => self.inner().waiters.wake_all(p),
             Step::OneLeft(_) => self.inner().last.wake(),

@@ -55,19 +55,22 @@
 //! another branch drops the receive it polled, then drops that channel's ends (or hands
 //! them away, and their holder drops them later) and blocks on something else. Such a
 //! wait is forgotten where it is withdrawn (`withdrawn`: the future's drop or `cancel`,
-//! an `Alt`'s abandoned round, a barrier party's resignation), and a record freed in the
-//! poll that noted it is forgotten where it is freed (`freed`): the note loses its kind
-//! and the object, and the member counts as blocked elsewhere (`BLOCKED_OTHER`) unless a
-//! later wait of the poll is noted, which becomes the first. So the object of a member
-//! seen blocked is the wait its future still holds.
+//! an `Alt`'s abandoned round), and a record freed in the poll that noted it is
+//! forgotten where it is freed (`freed`): the note loses its kind and the object, and
+//! the member counts as blocked elsewhere (`BLOCKED_OTHER`) unless a later wait of the
+//! poll is noted, which becomes the first. A barrier wait is never withdrawn (the party
+//! stays counted), and its barrier is freed only once every party resigned, which
+//! completes the phase and wakes the waiting process; a first wait that completed
+//! within its poll woke the process too. A woken process is polled again, which resets
+//! its note, before a detector follows it: the detector starts a scan only on a quiet
+//! runtime. So the object of a member seen blocked is the wait its future still holds.
 //!
 //! What this does not see: a wait's future polled by the process, then moved out of it
 //! (a boxed future spawned or sent elsewhere) in the same poll and finished or dropped
 //! there, with the last ends of its object, while the process stays blocked. Its record
-//! is then freed while the note still points to it. Nor, for a moment, a first wait that
-//! completed within its poll (polled again there) whose ends the poll then hands away:
-//! the completion woke the process, so it is polled again and the note reset, but a
-//! holder may free the record before that.
+//! is then freed while the note still points to it. Nor, for a moment, a first wait
+//! completed within its poll by a plain thread that has not yet called the waker,
+//! whose ends the poll hands away and their holder frees.
 //!
 //! # The note
 //!
@@ -401,7 +404,7 @@ fn current() -> Option<&'static Member> {
 }
 
 /// A wait of the calling context on `home`'s object is withdrawn before it completed (its
-/// future dropped or cancelled, its `Alt` abandoned, its barrier party resigned): if the
+/// future dropped or cancelled, its `Alt` abandoned): if the
 /// member being polled noted it as the first wait of this poll, that note is forgotten
 /// (see the module docs, "A withdrawn first wait"). Cold: called on withdrawal only.
 #[cold]

@@ -161,6 +161,13 @@ impl Network {
         }
         let gate = SCAN_GATE.write().unwrap_or_else(|e| e.into_inner());
         let declared = self.runtime.with_tagged(|tagged| {
+            // Quiet before the first collect too: a member woken since its last poll (its
+            // first wait completed, or its barrier's phase) is polled again, resetting its
+            // note, before the detector follows that note's object (`member.rs`, "A
+            // withdrawn first wait").
+            if !quiet() {
+                return None;
+            }
             let epoch = self.outside_epoch();
             // The members, in live-list order: each is a tagged task whose future starts
             // with its `Member` (the `repr(C)` `Process`).
