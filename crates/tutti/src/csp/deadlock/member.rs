@@ -308,13 +308,17 @@ impl Member {
     /// Meaningful only while a detector holds the scan gate and has seen the member
     /// blocked (the object is then kept alive by the member's pending future; see
     /// "A withdrawn first wait" in the module docs).
+    ///
+    /// Both are read with Acquire, and every store of them is Release: a value written by
+    /// a poll after the one whose word the detector read brings that poll's running word
+    /// with it, so the detector's second read of the word differs and the collect fails.
     pub(crate) fn wait(&self) -> (Option<Wait>, u32, *const HomeInner) {
         let note = self.note.load(Ordering::Acquire);
         let kind = Wait::from_bits((note >> KIND_SHIFT) & 0xff);
         (
             kind,
             note >> COUNT_SHIFT,
-            self.object.load(Ordering::Relaxed),
+            self.object.load(Ordering::Acquire),
         )
     }
 
@@ -334,7 +338,7 @@ impl Member {
             new |= (wait as u32) << KIND_SHIFT;
             self.object.store(
                 object.map_or(ptr::null_mut(), |h| (h as *const HomeInner).cast_mut()),
-                Ordering::Relaxed,
+                Ordering::Release,
             );
         }
         if open {
@@ -347,7 +351,7 @@ impl Member {
         };
         self.note.store(
             (new & !(STATE_MASK as u32)) | state as u32,
-            Ordering::Relaxed,
+            Ordering::Release,
         );
     }
 
@@ -360,10 +364,10 @@ impl Member {
         if note & KIND_MASK == 0 || !ptr::eq(self.object.load(Ordering::Relaxed), object) {
             return;
         }
-        self.object.store(ptr::null_mut(), Ordering::Relaxed);
+        self.object.store(ptr::null_mut(), Ordering::Release);
         let rest = note & !(KIND_MASK | STATE_MASK as u32);
         self.note
-            .store(rest | BLOCKED_OTHER as u32, Ordering::Relaxed);
+            .store(rest | BLOCKED_OTHER as u32, Ordering::Release);
     }
 
     /// A further wait of the current poll is judged internal to `net` now (not when the
@@ -470,16 +474,19 @@ pub(crate) fn note_from(wait: Wait, home: &Home, sender: Option<u64>) {
         // The first wait of the poll (the common case): judged when the detector
         // looks (`Network::check`), so no epoch is read here.
         let object = home.get();
+        // Release, as every store of the note and the object: a detector that reads one
+        // of a later poll (Acquire) also sees that poll's running word, so its double
+        // collect fails (see `wait`). (A plain store on x86.)
         m.object.store(
             object.map_or(ptr::null_mut(), |h| (h as *const HomeInner).cast_mut()),
-            Ordering::Relaxed,
+            Ordering::Release,
         );
         let (open, state) = match object {
             Some(_) => (0, BLOCKED_CSP as u32),
             None => (OPEN, BLOCKED_OTHER as u32),
         };
         let first = ((wait as u32) << KIND_SHIFT) | (1 << COUNT_SHIFT) | open | state;
-        m.note.store(first, Ordering::Relaxed);
+        m.note.store(first, Ordering::Release);
     } else {
         note_more(m, wait, home);
     }
@@ -546,7 +553,7 @@ pub(crate) fn note_open() {
     if let Some(m) = current() {
         let note = m.note.load(Ordering::Relaxed);
         let open = (note & !(STATE_MASK as u32)) | OPEN | BLOCKED_OTHER as u32;
-        m.note.store(open, Ordering::Relaxed);
+        m.note.store(open, Ordering::Release);
     }
 }
 
@@ -576,17 +583,26 @@ mod loom_tests {
     fn a_double_collect_reads_the_waits_of_the_poll_it_saw() {
         loom::model(|| {
             let m = member(Some(Network::for_model()));
+            let polled = Arc::new(AtomicBool::new(false));
             let process = {
-                let m = Arc::clone(&m);
+                let (m, polled) = (Arc::clone(&m), Arc::clone(&polled));
                 thread::spawn(move || {
                     for wait in [Wait::Recv, Wait::Send] {
                         assert!(m.begin_poll());
                         m.add_note(wait, None, false);
                         m.end_poll(true);
+                        polled.store(true, Ordering::Release);
                     }
                     m.end();
                 })
             };
+            // Once the first poll is over (left to itself, loom had the detector read
+            // the word only before it, so the check below never ran). Fails with the
+            // note's stores Relaxed: the detector then reads the second poll's wait
+            // between two reads of the first poll's word.
+            while !polled.load(Ordering::Acquire) {
+                thread::yield_now();
+            }
             let first = m.snapshot();
             let (kind, count, _) = m.wait();
             let second = m.snapshot();
