@@ -11,6 +11,14 @@ use tutti::csp::{
     buffered, channel, channel_named, par_for_each, run, Alt, Barrier, Deadlock, Par,
 };
 
+/// Runs the network `network` builds (inside the network's root process, so
+/// its channels are the network's) and returns the deadlock it must end in.
+fn deadlock_of(network: impl FnOnce() -> Par + Send + 'static) -> Deadlock {
+    run(async move { network().run().await.unwrap() })
+        .wait_blocking()
+        .unwrap_err()
+}
+
 fn waits_of<'a>(d: &'a Deadlock, name: &str) -> &'a str {
     d.processes()
         .iter()
@@ -23,7 +31,7 @@ fn waits_of<'a>(d: &'a Deadlock, name: &str) -> &'a str {
 /// with the channel and direction, and the cycle is found.
 #[test]
 fn crossed_sends_are_reported_with_the_cycle() {
-    let err = run(async {
+    let err = deadlock_of(|| {
         let (to_b, from_a) = channel_named::<u32>("a->b");
         let (to_a, from_b) = channel_named::<u32>("b->a");
         Par::new()
@@ -38,12 +46,7 @@ fn crossed_sends_are_reported_with_the_cycle() {
                 to_a.send(3).await.unwrap(); // a sends too: stuck
                 let _ = from_a.recv().await;
             })
-            .run()
-            .await
-            .unwrap();
-    })
-    .wait_blocking()
-    .unwrap_err();
+    });
     assert_eq!(err.processes().len(), 3, "{err}");
     assert_eq!(waits_of(&err, "run/a"), "waits to send on channel `a->b`");
     assert_eq!(waits_of(&err, "run/b"), "waits to send on channel `b->a`");
@@ -59,7 +62,7 @@ fn crossed_sends_are_reported_with_the_cycle() {
 /// channel and then, at the same moment, tries to kill the other.
 #[test]
 fn mutual_kill_through_alt_is_reported() {
-    let err = run(async {
+    let err = deadlock_of(|| {
         let (kill_a, a_killed) = channel_named::<()>("kill a");
         let (kill_b, b_killed) = channel_named::<()>("kill b");
         let (go_a, ready_a) = buffered::<()>(1);
@@ -84,12 +87,7 @@ fn mutual_kill_through_alt_is_reported() {
                 go_a.send(()).await.unwrap();
                 go_b.send(()).await.unwrap();
             })
-            .run()
-            .await
-            .unwrap();
-    })
-    .wait_blocking()
-    .unwrap_err();
+    });
     assert_eq!(waits_of(&err, "run/a"), "waits to send on channel `kill b`");
     assert_eq!(waits_of(&err, "run/b"), "waits to send on channel `kill a`");
     let mut cycle = err.cycle().to_vec();
@@ -337,7 +335,7 @@ fn an_alt_abandoned_and_freed_in_the_same_poll_is_not_reported() {
 /// (`q` holds the last ends and drops them once `p` is blocked on `b`).
 #[test]
 fn a_first_wait_withdrawn_then_freed_by_another_process_is_not_reported() {
-    let err = run(async {
+    let err = deadlock_of(|| {
         let (tx_x, rx_x) = channel_named::<u32>("x");
         let rx_x_q = rx_x.clone();
         let (go_tx, go_rx) = buffered::<()>(1);
@@ -369,12 +367,7 @@ fn a_first_wait_withdrawn_then_freed_by_another_process_is_not_reported() {
                 drop(keep_c);
                 panic!("q received {got:?} on a channel nobody sends on");
             })
-            .run()
-            .await
-            .unwrap();
-    })
-    .wait_blocking()
-    .unwrap_err();
+    });
     assert_eq!(err.processes().len(), 3, "{err}");
     assert_eq!(waits_of(&err, "run/p"), "waits to receive from channel `b`");
     assert_eq!(waits_of(&err, "run/q"), "waits to receive from channel `c`");
